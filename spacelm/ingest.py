@@ -1,0 +1,351 @@
+"""Ingest: PDFs and text files → page-aware, cleaned document text.
+
+PDFs are read page by page with PyMuPDF (text blocks in reading order, each block's lines
+joined into one paragraph); ``.md`` and ``.txt`` files are single-page documents. Cleaning
+normalises Unicode (ligatures such as "ﬁ"), joins words hyphenated across line breaks, drops
+running headers/footers that repeat on most pages, and collapses whitespace. Two measurements
+are reported per document: a *garbled-text score* (words run together without spaces) and
+the characters dropped by the *reference-section filter*.
+
+A file that cannot be used (empty, encrypted, corrupt, undecodable) is skipped with a warning
+that names it and the reason; the run fails only when no document is usable.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+import warnings
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from .io import InputError
+
+PAGE_SEP = "\n\n"
+
+
+@dataclass
+class Document:
+    """A cleaned document: its text and where each (1-based) page starts in it."""
+
+    doc_id: str
+    source: str
+    format: str
+    text: str
+    page_starts: list[int]  # char offset of page i+1 in `text`
+    n_pages: int
+    garbled_score: float = 0.0
+    garbled_words: int = 0
+    references_dropped_chars: int = 0
+    title: str = ""
+
+    def page_of(self, offset: int) -> int:
+        """1-based page number holding character `offset` of the cleaned text."""
+        import bisect
+
+        return max(1, bisect.bisect_right(self.page_starts, offset))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Skipped:
+    source: str
+    reason: str
+
+
+@dataclass
+class IngestResult:
+    documents: list[Document] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- reading
+def doc_id_for(path: Path) -> str:
+    """A stable, readable id from the file name: lower-case, [a-z0-9-] only."""
+    stem = unicodedata.normalize("NFKD", path.stem).encode("ascii", "ignore").decode()
+    return re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-") or "doc"
+
+
+def read_pdf_pages(path: Path) -> list[str]:
+    """Raw text of each page, one paragraph per PyMuPDF text block, in stream order.
+
+    Raises InputError for encrypted, corrupt or page-less files."""
+    import pymupdf
+
+    try:
+        doc = pymupdf.open(path)
+    except Exception as e:  # PyMuPDF raises several types for damaged files
+        raise InputError(f"{path}: cannot open PDF ({type(e).__name__}: {e}); the file is corrupt or not a PDF") from None
+    with doc:
+        if doc.needs_pass:
+            raise InputError(f"{path}: PDF is encrypted (password protected); decrypt it or remove it from the corpus")
+        if doc.page_count == 0:
+            raise InputError(f"{path}: PDF has no pages")
+        pages = []
+        try:
+            for page in doc:
+                blocks = page.get_text("blocks")
+                paras = [b[4].strip() for b in blocks if b[6] == 0 and b[4].strip()]
+                pages.append("\n\n".join(paras))
+        except Exception as e:
+            raise InputError(f"{path}: PDF is damaged and cannot be read ({type(e).__name__}: {e})") from None
+    return pages
+
+
+def read_text_file(path: Path) -> list[str]:
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not valid UTF-8 (byte {e.start}); re-save the file as UTF-8") from None
+    return [text]
+
+
+# --------------------------------------------------------------------------- cleaning
+_HYPHEN_BREAK = re.compile(r"(\w)[-\u00ad]\n[ \t]*([a-z])")
+_SOFT_HYPHEN = re.compile("\u00ad")
+_SPACES = re.compile(r"[ \t\u00a0\u2000-\u200b\u202f\u3000]+")
+
+
+def clean_text(text: str) -> str:
+    """Normalise one page: NFKC (ligatures, odd spaces), de-hyphenation across line breaks,
+    single newlines inside a paragraph joined by spaces, blank-line paragraph breaks kept."""
+    text = unicodedata.normalize("NFKC", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _HYPHEN_BREAK.sub(r"\1\2", text)
+    text = _SOFT_HYPHEN.sub("", text)
+    paras = re.split(r"\n\s*\n", text)
+    out = []
+    for p in paras:
+        lines = [_SPACES.sub(" ", ln).strip() for ln in p.split("\n")]
+        lines = [ln for ln in lines if ln]
+        if not lines:
+            continue
+        # keep Markdown structure (headings, list items, table rows) on their own lines
+        if any(ln.startswith(("#", "- ", "* ", "|")) or re.match(r"\d+\.\s", ln) for ln in lines):
+            out.append("\n".join(lines))
+        else:
+            out.append(" ".join(lines))
+    return "\n\n".join(out)
+
+
+def _line_key(line: str) -> str:
+    return re.sub(r"\d+", "#", line.strip().lower())
+
+
+def drop_running_lines(pages: list[str], min_share: float = 0.6) -> list[str]:
+    """Remove short lines (headers, footers, 'Page 3 of 12') that recur on most pages."""
+    if len(pages) < 3:
+        return pages
+    counts: Counter[str] = Counter()
+    for p in pages:
+        counts.update({_line_key(ln) for ln in p.split("\n") if 0 < len(ln.strip()) <= 80})
+    running = {k for k, c in counts.items() if c >= max(3, min_share * len(pages))}
+    if not running:
+        return pages
+    return ["\n".join(ln for ln in p.split("\n") if _line_key(ln) not in running) for p in pages]
+
+
+_REF_HEADING = re.compile(
+    r"^(?:#{1,6}\s*)?(?:\d+(?:\.\d+)*\.?\s+|[IVX]+\.\s+)?(?:\*\*)?"
+    r"(references|bibliography|works cited|literature cited|reference list|sources)(?:\*\*)?\s*:?\s*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_AFTER_REFS = re.compile(r"^(?:#{1,6}\s*)?(?:appendix|annex)\b.*$", re.IGNORECASE | re.MULTILINE)
+
+
+def find_reference_section(text: str, min_position: float = 0.5) -> Optional[tuple[int, int]]:
+    """Span (start, end) of a trailing References/Bibliography section, or None.
+
+    The heading must stand alone on its line in the second half of the document; the section
+    runs to the next Appendix/Annex heading or to the end."""
+    matches = [m for m in _REF_HEADING.finditer(text) if m.start() >= min_position * len(text)]
+    if not matches:
+        return None
+    start = matches[-1].start()
+    after = _AFTER_REFS.search(text, matches[-1].end())
+    end = after.start() if after else len(text)
+    return start, end
+
+
+# --------------------------------------------------------------------------- garbling
+_WORD = re.compile(r"[A-Za-z]+")
+_COMMON = set(
+    "a an the of to in on at by for with from as is are was were be been it its this that these those and or "
+    "but not no can could may might will would shall should must has have had do does did than then there "
+    "their they we our you your he she his her which who whom what when where why how all any each more "
+    "most other some such only also into over under between after before during about up down out".split()
+)
+
+
+def _segments(token: str, vocab: set[str], max_len: int = 20) -> Optional[int]:
+    """Fewest vocabulary words that concatenate to `token` (DP), or None if impossible."""
+    n = len(token)
+    best = [0] + [None] * n
+    for i in range(1, n + 1):
+        for j in range(max(0, i - max_len), i):
+            if best[j] is not None and token[j:i] in vocab and (best[i] is None or best[j] + 1 < best[i]):
+                best[i] = best[j] + 1
+    return best[n]
+
+
+def build_vocabulary(texts: list[str]) -> set[str]:
+    """Words seen at least twice across the corpus (2–14 letters) plus common function words."""
+    counts = Counter(w.lower() for t in texts for w in _WORD.findall(t))
+    return {w for w, c in counts.items() if c >= 2 and 2 <= len(w) <= 14} | _COMMON
+
+
+def garbled_stats(text: str, vocab: set[str], min_len: int = 15) -> tuple[int, int]:
+    """(words hidden in run-together tokens, total words).
+
+    A token is run-together when it is long, not itself a known word, and splits into three or
+    more known words, e.g. "theregionalcontextcanhelp" → the|regional|context|can|help."""
+    hidden = plain = 0
+    for w in _WORD.findall(text):
+        lw = w.lower()
+        k = _segments(lw, vocab) if len(lw) >= min_len and lw not in vocab else None
+        if k is not None and k >= 3:
+            hidden += k
+        else:
+            plain += 1
+    return hidden, plain + hidden
+
+
+# --------------------------------------------------------------------------- ingest
+def list_sources(raw_dir: Path, extensions: list[str], exclude: list[str]) -> list[Path]:
+    if not raw_dir.is_dir():
+        raise InputError(f"{raw_dir}: corpus folder not found (set corpus.raw_dir in the config)")
+    exts = {e.lower() for e in extensions}
+    skip = {e.lower() for e in exclude}
+    return sorted(p for p in raw_dir.rglob("*") if p.is_file() and p.suffix.lower() in exts
+                  and p.name.lower() not in skip and not p.name.startswith("."))
+
+
+def _title_of(pages: list[str], fallback: str) -> str:
+    for line in (pages[0] if pages else "").split("\n"):
+        line = line.strip().lstrip("#").strip()
+        if len(line) > 3:
+            return line[:200]
+    return fallback
+
+
+def ingest_file(path: Path, reference_filter: bool = True) -> Document:
+    """Read and clean one file (no garbled score yet: that needs the corpus vocabulary)."""
+    fmt = path.suffix.lower().lstrip(".")
+    raw_pages = read_pdf_pages(path) if fmt == "pdf" else read_text_file(path)
+    pages = [clean_text(p) for p in drop_running_lines(raw_pages)]
+    if not any(p.strip() for p in pages):
+        raise InputError(f"{path}: no extractable text (empty, or a scanned PDF without a text layer)")
+    text = PAGE_SEP.join(pages)
+    starts, pos = [], 0
+    for p in pages:
+        starts.append(pos)
+        pos += len(p) + len(PAGE_SEP)
+    dropped = 0
+    if reference_filter:
+        span = find_reference_section(text)
+        if span:
+            a, b = span
+            dropped = b - a
+            text = text[:a].rstrip() + (PAGE_SEP + text[b:].lstrip() if b < len(text) else "")
+            starts = [s if s <= a else max(a, s - dropped) for s in starts]
+            starts = [min(s, len(text)) for s in starts]
+    return Document(
+        doc_id=doc_id_for(path), source=str(path), format=fmt, text=text, page_starts=starts,
+        n_pages=len(pages), references_dropped_chars=dropped, title=_title_of(pages, path.stem),
+    )
+
+
+def ingest_corpus(raw_dir: Path, extensions: list[str], exclude: list[str], reference_filter: bool = True,
+                  garbled_threshold: float = 0.02, min_doc_chars: int = 1) -> IngestResult:
+    """Ingest every usable file below `raw_dir`; unusable ones are skipped with a warning."""
+    res = IngestResult()
+    seen: dict[str, str] = {}
+    for path in list_sources(raw_dir, extensions, exclude):
+        try:
+            doc = ingest_file(path, reference_filter=reference_filter)
+            if len(doc.text) < min_doc_chars:
+                raise InputError(f"{path}: only {len(doc.text)} characters of text (minimum {min_doc_chars})")
+            if doc.doc_id in seen:
+                raise InputError(f"{path}: its id '{doc.doc_id}' clashes with {seen[doc.doc_id]}; rename one file")
+        except InputError as e:
+            warnings.warn(f"skipping {e}", stacklevel=2)
+            res.skipped.append(Skipped(str(path), str(e)))
+            continue
+        seen[doc.doc_id] = str(path)
+        res.documents.append(doc)
+    vocab = build_vocabulary([d.text for d in res.documents])
+    for d in res.documents:
+        hidden, total = garbled_stats(d.text, vocab)
+        d.garbled_words = hidden
+        d.garbled_score = round(hidden / total, 6) if total else 0.0
+    if not res.documents:
+        reasons = "; ".join(s.reason for s in res.skipped) or "no .pdf/.md/.txt files found"
+        raise InputError(f"{raw_dir}: no usable document ({reasons})")
+    return res
+
+
+# --------------------------------------------------------------------------- stage
+def documents_table(docs: list[Document]):
+    """One row per document: pages, words, garbled score and flag, references dropped."""
+    import pandas as pd
+
+    return pd.DataFrame([{
+        "doc_id": d.doc_id, "format": d.format, "pages": d.n_pages, "words": len(d.text.split()),
+        "chars": len(d.text), "garbled_score": d.garbled_score, "garbled_words": d.garbled_words,
+        "references_dropped_chars": d.references_dropped_chars, "title": d.title, "source": d.source,
+    } for d in docs])
+
+
+def run(cfg, force: bool = False) -> dict:
+    """Stage 1a: ingest `corpus.raw_dir` into `documents.jsonl` + `documents.csv`."""
+    from .io import write_dataframe, write_jsonl
+    from .runs import fingerprint, run_stage
+
+    raw = cfg.path(cfg.corpus.raw_dir)
+    out_dir = cfg.processed_dir
+    outputs = [out_dir / "documents.jsonl", out_dir / "documents.csv", out_dir / "ingest_skipped.json"]
+    sources = list_sources(raw, cfg.corpus.extensions, cfg.corpus.exclude)
+    fp = fingerprint(cfg, ["corpus", "ingest"], sources, extra={"raw_dir": str(raw)})
+
+    def build() -> dict:
+        from .io import write_json
+
+        res = ingest_corpus(raw, cfg.corpus.extensions, cfg.corpus.exclude, cfg.ingest.reference_filter,
+                            cfg.ingest.garbled_threshold, cfg.ingest.min_doc_chars)
+        for d in res.documents:  # paths relative to the project root, so outputs match across clones
+            d.source = _relative(d.source, cfg.root)
+        for s in res.skipped:
+            s.source = _relative(s.source, cfg.root)
+        table = documents_table(res.documents)
+        table["garbled_flag"] = table["garbled_score"] > cfg.ingest.garbled_threshold
+        write_jsonl(outputs[0], (d.to_dict() for d in res.documents))
+        write_dataframe(table, outputs[1])
+        write_json(outputs[2], [s.__dict__ for s in res.skipped])
+        return {
+            "documents": len(res.documents), "pages": int(table["pages"].sum()), "words": int(table["words"].sum()),
+            "skipped_files": [s.__dict__ for s in res.skipped],
+            "garbled_flagged": table.loc[table["garbled_flag"], "doc_id"].tolist(),
+            "references_dropped_chars": int(table["references_dropped_chars"].sum()),
+        }
+
+    return run_stage("ingest", fp, outputs, build, force)
+
+
+def _relative(path: str, root) -> str:
+    import os
+
+    try:
+        rel = os.path.relpath(path, root) if root else path
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def load_documents(cfg) -> list[Document]:
+    from .io import read_jsonl
+
+    return [Document(**row) for row in read_jsonl(cfg.processed_dir / "documents.jsonl")]
