@@ -4,6 +4,7 @@
     spacelm ingest  --config configs/quick.yaml [--force]
     spacelm chunk   --config configs/quick.yaml [--force]
     spacelm models  list | path NAME | verify
+    spacelm cache   stats | clear [--model NAME]
 """
 from __future__ import annotations
 
@@ -78,6 +79,23 @@ def cmd_models(args) -> int:
     return 1 if bad else 0
 
 
+def cmd_cache(args) -> int:
+    from .cache import CallCache
+
+    cfg = _cfg(args)
+    path = cfg.cache_dir / "llm_calls.sqlite"
+    if not path.exists():
+        print(f"no cache yet at {path}")
+        return 0
+    cache = CallCache(path)
+    if args.action == "clear":
+        n = cache.clear(args.model)
+        print(f"removed {n} cached call(s) from {path}")
+        return 0
+    print(json.dumps(cache.summary(), indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="spacelm", description="RAG benchmark suite for space-operations documents")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -93,6 +111,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["list", "path", "verify"])
     p.add_argument("name", nargs="?")
     p.set_defaults(func=cmd_models)
+    p = sub.add_parser("cache", help="statistics of, or clear, the persistent LLM call cache")
+    p.add_argument("action", choices=["stats", "clear"])
+    p.add_argument("--config", default=DEFAULT_CONFIG)
+    p.add_argument("--model", help="with clear: only this model's entries")
+    p.set_defaults(func=cmd_cache, set=None)
     return ap
 
 

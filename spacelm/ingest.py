@@ -121,7 +121,7 @@ def clean_text(text: str) -> str:
     out = []
     for p in paras:
         lines = [_SPACES.sub(" ", ln).strip() for ln in p.split("\n")]
-        lines = [ln for ln in lines if ln]
+        lines = [re.sub(r"^[\u2022\u25aa\u25cf\u2023\u2043]\s*", "- ", ln) for ln in lines if ln]
         if not lines:
             continue
         # keep Markdown structure (headings, list items, table rows) on their own lines
@@ -181,15 +181,32 @@ _COMMON = set(
 )
 
 
-def _segments(token: str, vocab: set[str], max_len: int = 20) -> Optional[int]:
-    """Fewest vocabulary words that concatenate to `token` (DP), or None if impossible."""
+def _segments(token: str, vocab: set[str], max_len: int = 20) -> Optional[list[str]]:
+    """Fewest vocabulary words that concatenate to `token` (dynamic programming), or None."""
     n = len(token)
-    best = [0] + [None] * n
+    best: list[Optional[list[str]]] = [[]] + [None] * n
     for i in range(1, n + 1):
         for j in range(max(0, i - max_len), i):
-            if best[j] is not None and token[j:i] in vocab and (best[i] is None or best[j] + 1 < best[i]):
-                best[i] = best[j] + 1
+            prev = best[j]
+            if prev is not None and token[j:i] in vocab and (best[i] is None or len(prev) + 1 < len(best[i])):
+                best[i] = prev + [token[j:i]]
     return best[n]
+
+
+def _is_run_together(token: str, vocab: set[str], min_len: int) -> int:
+    """Number of words hidden in `token` if it looks like words run together, else 0.
+
+    Long, unknown, and splits into 3+ corpus words of which one is a function word ("the",
+    "of", ...), or into 5+ words, or is 20+ letters long: a rare real word such as
+    "interchangeable" (inter|change|able|...) is not flagged."""
+    if len(token) < min_len or token in vocab:
+        return 0
+    pieces = _segments(token, vocab)
+    if not pieces or len(pieces) < 3:
+        return 0
+    if len(pieces) >= 5 or len(token) >= 20 or any(p in _COMMON for p in pieces):
+        return len(pieces)
+    return 0
 
 
 def build_vocabulary(texts: list[str]) -> set[str]:
@@ -205,9 +222,8 @@ def garbled_stats(text: str, vocab: set[str], min_len: int = 15) -> tuple[int, i
     more known words, e.g. "theregionalcontextcanhelp" → the|regional|context|can|help."""
     hidden = plain = 0
     for w in _WORD.findall(text):
-        lw = w.lower()
-        k = _segments(lw, vocab) if len(lw) >= min_len and lw not in vocab else None
-        if k is not None and k >= 3:
+        k = _is_run_together(w.lower(), vocab, min_len)
+        if k:
             hidden += k
         else:
             plain += 1

@@ -1,0 +1,82 @@
+"""A persistent cache of model calls in SQLite.
+
+The key is a hash of everything that determines an answer: backend, model identity (name and
+weights sha256), messages, sampling parameters, constraint and seed. A warm re-run therefore
+makes no model call and returns byte-identical results; an interrupted run resumes where it
+stopped because every finished call is already stored. SQLite in WAL mode with a busy timeout
+lets several processes read and write the same file safely.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+
+def request_key(payload: dict) -> str:
+    """Stable hash of a JSON-able request description."""
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    by_stage: dict = field(default_factory=dict)
+
+    def count(self, stage: Optional[str], hit: bool) -> None:
+        if hit:
+            self.hits += 1
+        else:
+            self.misses += 1
+        if stage:
+            s = self.by_stage.setdefault(stage, {"hits": 0, "misses": 0})
+            s["hits" if hit else "misses"] += 1
+
+
+class CallCache:
+    """Key → JSON value store for model calls (thread- and process-safe)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self.stats = CacheStats()
+        with self._conn() as c:
+            c.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT, value TEXT, created REAL)")
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = conn
+        return conn
+
+    def get(self, key: str) -> Optional[Any]:
+        row = self._conn().execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put(self, key: str, value: Any, model: str = "") -> None:
+        self._conn().execute("INSERT OR REPLACE INTO calls (key, model, value, created) VALUES (?, ?, ?, ?)",
+                             (key, model, json.dumps(value, ensure_ascii=False), time.time()))
+
+    def summary(self) -> dict:
+        c = self._conn()
+        n, = c.execute("SELECT COUNT(*) FROM calls").fetchone()
+        per_model = dict(c.execute("SELECT model, COUNT(*) FROM calls GROUP BY model").fetchall())
+        return {"path": str(self.path), "entries": n, "bytes": self.path.stat().st_size if self.path.exists() else 0,
+                "per_model": per_model}
+
+    def clear(self, model: Optional[str] = None) -> int:
+        c = self._conn()
+        cur = c.execute("DELETE FROM calls WHERE model = ?", (model,)) if model else c.execute("DELETE FROM calls")
+        c.execute("VACUUM")
+        return cur.rowcount
