@@ -80,3 +80,33 @@ class CallCache:
         cur = c.execute("DELETE FROM calls WHERE model = ?", (model,)) if model else c.execute("DELETE FROM calls")
         c.execute("VACUUM")
         return cur.rowcount
+
+
+class EmbeddingCache:
+    """(model key, text sha256) → float32 vector, in SQLite; shared across runs and processes."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("CREATE TABLE IF NOT EXISTS emb (model TEXT, text_sha TEXT, dim INTEGER, vec BLOB, "
+                           "PRIMARY KEY (model, text_sha))")
+
+    def get_many(self, model: str, shas: list) -> dict:
+        import numpy as np
+
+        out = {}
+        uniq = list(dict.fromkeys(shas))
+        for i in range(0, len(uniq), 500):
+            part = uniq[i:i + 500]
+            q = f"SELECT text_sha, vec FROM emb WHERE model = ? AND text_sha IN ({','.join('?' * len(part))})"
+            for sha, blob in self._conn.execute(q, [model, *part]):
+                out[sha] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def put_many(self, model: str, items: list) -> None:
+        self._conn.execute("BEGIN")
+        self._conn.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?, ?, ?)",
+                               [(model, sha, int(v.shape[0]), v.astype("float32").tobytes()) for sha, v in items])
+        self._conn.execute("COMMIT")

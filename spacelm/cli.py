@@ -3,6 +3,7 @@
     spacelm run     --config configs/quick.yaml [--force] [--no-notebooks]
     spacelm ingest  --config configs/quick.yaml [--force]
     spacelm chunk   --config configs/quick.yaml [--force]
+    spacelm retrieve --config configs/quick.yaml [--force]
     spacelm models  list | path NAME | verify
     spacelm cache   stats | clear [--model NAME]
 """
@@ -103,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("--no-notebooks", action="store_true", help="skip executing the notebooks")
     p.set_defaults(func=cmd_run)
-    for name, helptext in [("ingest", "read and clean the corpus"), ("chunk", "chunk the cleaned documents")]:
+    for name, helptext in [("ingest", "read and clean the corpus"), ("chunk", "chunk the cleaned documents"),
+                           ("retrieve", "evaluate the retrieval systems on the questions")]:
         p = sub.add_parser(name, help=helptext)
         _add_common(p)
         p.set_defaults(func=_stage_cmd(name))

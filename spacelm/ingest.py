@@ -105,17 +105,39 @@ def read_text_file(path: Path) -> list[str]:
 
 
 # --------------------------------------------------------------------------- cleaning
-_HYPHEN_BREAK = re.compile(r"(\w)[-\u00ad]\n[ \t]*([a-z])")
 _SOFT_HYPHEN = re.compile("\u00ad")
 _SPACES = re.compile(r"[ \t\u00a0\u2000-\u200b\u202f\u3000]+")
 
 
-def clean_text(text: str) -> str:
-    """Normalise one page: NFKC (ligatures, odd spaces), de-hyphenation across line breaks,
-    single newlines inside a paragraph joined by spaces, blank-line paragraph breaks kept."""
+_HYPHEN_WORD_BREAK = re.compile(r"([A-Za-z0-9]+)[-\u00ad]\n[ \t]*([a-z]+)")
+_COMPOUND = re.compile(r"\b([A-Za-z0-9]+-[A-Za-z]+)\b")
+
+
+def hyphen_vocabulary(text: str) -> tuple[set[str], set[str]]:
+    """(words, hyphenated compounds) written in `text` away from line ends: the evidence used
+    to decide whether a hyphen at a line break splits a word or belongs to a compound."""
+    text = unicodedata.normalize("NFKC", text)
+    words = {w.lower() for w in re.findall(r"[A-Za-z]+", text)}
+    compounds = {m.lower() for m in _COMPOUND.findall(text.replace("-\n", " "))}
+    return words, compounds
+
+
+def _dehyphenate(m: re.Match, words: set[str], compounds: set[str]) -> str:
+    left, right = m.group(1), m.group(2)
+    hyphened, joined = f"{left}-{right}".lower(), f"{left}{right}".lower()
+    if left[-1].isdigit() or hyphened in compounds and joined not in words:
+        return f"{left}-{right}"  # "25-year", "well-known"
+    return left + right  # "manoeu-vre" → "manoeuvre"
+
+
+def clean_text(text: str, vocab: Optional[tuple[set[str], set[str]]] = None) -> str:
+    """Normalise one page: NFKC (ligatures, odd spaces), words hyphenated across line breaks
+    joined (a compound seen elsewhere with its hyphen keeps it), single newlines inside a
+    paragraph joined by spaces, blank-line paragraph breaks kept."""
     text = unicodedata.normalize("NFKC", text)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = _HYPHEN_BREAK.sub(r"\1\2", text)
+    words, compounds = vocab or (set(), set())
+    text = _HYPHEN_WORD_BREAK.sub(lambda m: _dehyphenate(m, words, compounds), text)
     text = _SOFT_HYPHEN.sub("", text)
     paras = re.split(r"\n\s*\n", text)
     out = []
@@ -252,7 +274,8 @@ def ingest_file(path: Path, reference_filter: bool = True) -> Document:
     """Read and clean one file (no garbled score yet: that needs the corpus vocabulary)."""
     fmt = path.suffix.lower().lstrip(".")
     raw_pages = read_pdf_pages(path) if fmt == "pdf" else read_text_file(path)
-    pages = [clean_text(p) for p in drop_running_lines(raw_pages)]
+    vocab = hyphen_vocabulary("\n".join(raw_pages))
+    pages = [clean_text(p, vocab) for p in drop_running_lines(raw_pages)]
     if not any(p.strip() for p in pages):
         raise InputError(f"{path}: no extractable text (empty, or a scanned PDF without a text layer)")
     text = PAGE_SEP.join(pages)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Optional
 
-from . import chunk, ingest
+from . import chunk, ingest, retrieval
 from .config import Config
 from .runs import Manifest
 
@@ -14,6 +14,7 @@ from .runs import Manifest
 STAGES: list[tuple[str, Callable[..., dict]]] = [
     ("ingest", ingest.run),
     ("chunk", chunk.run),
+    ("retrieve", retrieval.run),
 ]
 
 

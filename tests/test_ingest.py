@@ -117,3 +117,9 @@ def test_stage_writes_outputs_and_skips_when_fresh(tiny_config):
 
     table = pd.read_csv(tiny_config.processed_dir / "documents.csv")
     assert {"doc_id", "pages", "words", "garbled_score", "references_dropped_chars"} <= set(table.columns)
+
+
+def test_compound_hyphen_at_line_break_is_kept_when_seen_elsewhere():
+    vocab = ingest.hyphen_vocabulary("A well-known rule. The 25-year rule applies.")
+    assert ingest.clean_text("a well-\nknown rule and the 25-\nyear limit", vocab) == "a well-known rule and the 25-year limit"
+    assert ingest.clean_text("the manoeu-\nvre", vocab) == "the manoeuvre"

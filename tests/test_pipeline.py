@@ -33,3 +33,30 @@ def test_cli_chunk_and_bad_config(tmp_path):
 def test_unknown_stage_is_an_error(tiny_config):
     with pytest.raises(ValueError, match="unknown stage"):
         run_stages(tiny_config, upto="nope", log=lambda s: None)
+
+
+def test_retrieval_stage_end_to_end_on_tiny_corpus(tiny_config, tiny_corpus):
+    """ingest → chunk → retrieve (bm25, dense, bm25+rerank, hybrid) on golden samples."""
+    import pandas as pd
+
+    golden = [
+        {"id": f"g{i}", "task": "direct_qa", "question": q, "passage": p}
+        for i, (q, p) in enumerate([
+            ("What do operators compare with a threshold?", "Operators compare the probability of collision with a threshold"),
+            ("What is reviewed after re-planning?", "The operators then reviewed the orbit determination."),
+        ])
+    ]
+    (tiny_corpus / "golden_samples.jsonl").write_text("".join(json.dumps(g) + "\n" for g in golden))
+    tiny_config.retrieval.systems = ["bm25", "dense", "bm25+rerank", "hybrid"]
+    tiny_config.retrieval.reranker.model = "embedded:minilm"
+    tiny_config.retrieval.pool = 10
+    res = run_stages(tiny_config, upto="retrieve", log=lambda s: None)["retrieve"]
+    assert res["questions"] == 2 and res["question_origin"] == ["golden"]
+    out = tiny_config.run_dir / "retrieval"
+    summary = pd.read_csv(out / "summary.csv")
+    assert list(summary.system) == ["bm25", "dense", "bm25+rerank", "hybrid"]
+    assert {"recall@10", "mrr@10", "ndcg@10", "hit_rate@10", "strict@10", "doc@10", "near_page@10"} <= set(summary.columns)
+    rows = [json.loads(x) for x in (out / "per_query.jsonl").read_text().splitlines()]
+    assert len(rows) == 8 and all(r["top10"] for r in rows)
+    assert (summary["doc@10"] >= summary["strict@10"]).all()
+    assert run_stages(tiny_config, upto="retrieve", log=lambda s: None)["retrieve"]["skipped"]
