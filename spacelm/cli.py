@@ -3,6 +3,7 @@
     spacelm run     --config configs/quick.yaml [--force] [--no-notebooks]
     spacelm ingest  --config configs/quick.yaml [--force]
     spacelm chunk   --config configs/quick.yaml [--force]
+    spacelm synth   --config configs/quick.yaml [--force]
     spacelm retrieve --config configs/quick.yaml [--force]
     spacelm models  list | path NAME | verify
     spacelm cache   stats | clear [--model NAME]
@@ -105,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-notebooks", action="store_true", help="skip executing the notebooks")
     p.set_defaults(func=cmd_run)
     for name, helptext in [("ingest", "read and clean the corpus"), ("chunk", "chunk the cleaned documents"),
+                           ("synth", "write synthetic questions and apply the retrieval filter"),
                            ("retrieve", "evaluate the retrieval systems on the questions")]:
         p = sub.add_parser(name, help=helptext)
         _add_common(p)

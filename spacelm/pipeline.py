@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Optional
 
-from . import chunk, ingest, retrieval
+from . import chunk, ingest, retrieval, synth
 from .config import Config
 from .runs import Manifest
 
@@ -14,6 +14,7 @@ from .runs import Manifest
 STAGES: list[tuple[str, Callable[..., dict]]] = [
     ("ingest", ingest.run),
     ("chunk", chunk.run),
+    ("synth", synth.run),
     ("retrieve", retrieval.run),
 ]
 
@@ -33,6 +34,8 @@ def run_stages(cfg: Config, upto: Optional[str] = None, force: bool = False,
         t0 = time.perf_counter()
         summary = fn(cfg, force=force and (upto is None or name == upto))
         summary["wall_seconds"] = round(time.perf_counter() - t0, 3)
+        if summary.get("model_identity"):
+            manifest.record_model(name, summary["model_identity"])
         manifest.record_stage(name, summary)
         results[name] = summary
         state = "up to date, skipped" if summary.get("skipped") else f"done in {summary['wall_seconds']:.1f}s"

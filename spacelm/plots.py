@@ -39,3 +39,45 @@ def chunk_length_histogram(chunks, max_tokens: int, path: Optional[Path] = None)
     ax.legend()
     save(fig, path)
     return fig
+
+
+def recall_curve(summary, k_values, path: Optional[Path] = None, metric: str = "recall"):
+    """Recall@k (or another @k metric) against k, one line per system."""
+    fig, ax = _figure()
+    ks = sorted(k_values)
+    for _, row in summary.iterrows():
+        ax.plot(ks, [row[f"{metric}@{k}"] for k in ks], marker="o", label=row["system"])
+    ax.set_xlabel("k")
+    ax.set_ylabel(f"{metric}@k")
+    ax.set_ylim(0, 1.02)
+    ax.set_xticks(ks)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    save(fig, path)
+    return fig
+
+
+def wins_matrix(per_query, metric: str = "ndcg@10"):
+    """Share of queries on which the row system scores strictly higher than the column system."""
+    import pandas as pd
+
+    wide = per_query.pivot_table(index="qid", columns="system", values=metric)
+    systems = list(dict.fromkeys(per_query["system"]))
+    return pd.DataFrame({b: {a: float((wide[a] > wide[b]).mean()) for a in systems} for b in systems})[systems].loc[systems]
+
+
+def generated_vs_kept(retention, path: Optional[Path] = None):
+    """Bar plot: questions generated, valid and kept per task."""
+    import numpy as np
+
+    df = retention[retention["task"] != "all"]
+    fig, ax = _figure()
+    x = np.arange(len(df))
+    for i, (col, color) in enumerate([("generated", "#bbbbbb"), ("valid", "#66ccee"), ("kept", "#228833")]):
+        ax.bar(x + (i - 1) * 0.27, df[col], width=0.27, label=col, color=color)
+    ax.set_xticks(x)
+    ax.set_xticklabels(df["task"], rotation=20)
+    ax.set_ylabel("questions")
+    ax.legend()
+    save(fig, path)
+    return fig

@@ -97,19 +97,19 @@ class BM25Retriever:
         r.model = bm25s.BM25.load(str(path), show_progress=False)
         return r
 
+    def _score_rows(self, queries: Sequence[str]):
+        """Yield each query's BM25 scores over all chunks (one row at a time: memory stays flat)."""
+        vocab = self.model.vocab_dict
+        for q in self._tokenize(queries, False):
+            q_ids = [vocab[t] for t in q if t in vocab]
+            yield self.model.get_scores_from_ids(q_ids) if q_ids else np.zeros(len(self.ids), dtype=np.float32)
+
     def scores(self, queries: Sequence[str]) -> np.ndarray:
         """(n_queries, n_chunks) BM25 scores."""
-        toks = self._tokenize(queries, False)
-        vocab = self.model.vocab_dict
-        out = np.zeros((len(queries), len(self.ids)), dtype=np.float32)
-        for i, q in enumerate(toks):
-            q_ids = [vocab[t] for t in q if t in vocab]
-            if q_ids:
-                out[i] = self.model.get_scores_from_ids(q_ids)
-        return out
+        return np.stack(list(self._score_rows(queries))) if queries else np.zeros((0, len(self.ids)))
 
     def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
-        return [top_k(row, self.ids, k) for row in self.scores(queries)]
+        return [top_k(row, self.ids, k) for row in self._score_rows(queries)]
 
 
 # --------------------------------------------------------------------------- dense
