@@ -5,6 +5,8 @@
     spacelm chunk   --config configs/quick.yaml [--force]
     spacelm synth   --config configs/quick.yaml [--force]
     spacelm retrieve --config configs/quick.yaml [--force]
+    spacelm grade   --config configs/quick.yaml [--force]
+    spacelm answer  --config configs/quick.yaml [--force]
     spacelm models  list | path NAME | verify
     spacelm cache   stats | clear [--model NAME]
 """
@@ -53,6 +55,13 @@ def cmd_run(args) -> int:
 
     cfg = _cfg(args)
     run_all(cfg, force=args.force, notebooks=not args.no_notebooks)
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .report import build_report
+
+    print(build_report(_cfg(args)))
     return 0
 
 
@@ -107,10 +116,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_run)
     for name, helptext in [("ingest", "read and clean the corpus"), ("chunk", "chunk the cleaned documents"),
                            ("synth", "write synthetic questions and apply the retrieval filter"),
-                           ("retrieve", "evaluate the retrieval systems on the questions")]:
+                           ("retrieve", "evaluate the retrieval systems on the questions"),
+                           ("grade", "LLM relevance grades 0-3 of retrieved passages (Table 1)"),
+                           ("answer", "answer quality under noise (Table 2) and pipelines A/B/C")]:
         p = sub.add_parser(name, help=helptext)
         _add_common(p)
         p.set_defaults(func=_stage_cmd(name))
+    p = sub.add_parser("report", help="(re)write results/<run>/report.md from the run folder")
+    _add_common(p)
+    p.set_defaults(func=cmd_report)
     p = sub.add_parser("models", help="list, locate or verify the embedded models")
     p.add_argument("action", choices=["list", "path", "verify"])
     p.add_argument("name", nargs="?")

@@ -151,16 +151,22 @@ class GradingConfig:
     retrievers: list[str] = field(default_factory=lambda: ["bm25", "dense"])
     top_k: list[int] = field(default_factory=lambda: [3, 5, 7, 10])
     n_bootstrap: int = 1000
-    validity_pairs: Optional[int] = None
+    consistency_check: bool = True  # re-grade the validity pairs with the passage before the question
+    auc_warning: float = 0.75  # judge-validity AUC below this is flagged in the report
 
 
 @dataclass
 class AnswerConfig:
     max_questions: Optional[int] = None
-    n_wrong_values: list[int] = field(default_factory=lambda: [0, 3, 5])
+    # settings with the relevant passage plus N wrong ones ("standard" is N = 0) ...
+    n_wrong_values: list[int] = field(default_factory=lambda: [0, 3])
+    # ... and the negative setting: N wrong passages and no relevant one (0 to skip it)
+    negative_n_wrong: int = 5
     wrong_sampling: Literal["random", "hard"] = "random"
     pipelines: list[str] = field(default_factory=lambda: ["A", "B", "C"])
+    retriever: str = "bm25"  # the system whose ranking feeds pipelines B and C
     retrieve_k: int = 3
+    binary_judges: bool = True
     n_bootstrap: int = 1000
 
 
@@ -325,6 +331,9 @@ def _validate(cfg: Config, source: str) -> None:
     need(0 <= cfg.ingest.garbled_threshold <= 1, "ingest.garbled_threshold", "must be in [0, 1]")
     for n in cfg.answer.n_wrong_values:
         need(0 <= n <= 20, "answer.n_wrong_values", "must hold integers in 0..20")
+    need(0 <= cfg.answer.negative_n_wrong <= 20, "answer.negative_n_wrong", "must be in 0..20")
+    for p in cfg.answer.pipelines:
+        need(p in ("A", "B", "C"), "answer.pipelines", f"holds unknown pipeline {p!r} (A, B or C)")
 
 
 def load_config(path: Union[str, Path], overrides: Optional[dict] = None) -> Config:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Optional
 
-from . import chunk, ingest, retrieval, synth
+from . import answer, chunk, grading, ingest, retrieval, synth
 from .config import Config
 from .runs import Manifest
 
@@ -16,6 +16,8 @@ STAGES: list[tuple[str, Callable[..., dict]]] = [
     ("chunk", chunk.run),
     ("synth", synth.run),
     ("retrieve", retrieval.run),
+    ("grade", grading.run),
+    ("answer", answer.run),
 ]
 
 
@@ -49,8 +51,12 @@ def run_all(cfg: Config, force: bool = False, notebooks: bool = True, log: Calla
     """`spacelm run`: every stage, then every notebook, into `results/<run_name>/`."""
     from .notebooks import execute_notebooks
 
+    from .report import build_report
+
     manifest = Manifest(cfg)
     results = run_stages(cfg, force=force, manifest=manifest, log=log)
+    manifest.finish()
+    log(f"[spacelm] report: {build_report(cfg)}")
     if notebooks:
         t0 = time.perf_counter()
         executed = execute_notebooks(cfg, log=log)

@@ -35,6 +35,9 @@ def tiny_config_file(tmp_path, tiny_corpus):
                       "reranker": {"kind": "biencoder", "model": "embedded:minilm"}},
         "models": {"question_writer": small, "generator": small, "judge": dict(small, max_tokens=8)},
         "synth": {"tasks": ["direct_qa", "summarization"], "n_fewshot": 2, "max_chunks": 2, "filter_top_n": 5},
+        "grading": {"retrievers": ["bm25"], "top_k": [1, 3], "max_questions": 2, "n_bootstrap": 100},
+        "answer": {"max_questions": 1, "n_wrong_values": [0, 1], "negative_n_wrong": 2, "retrieve_k": 2,
+                   "n_bootstrap": 100},
     }))
     return p
 
@@ -46,7 +49,27 @@ def test_notebooks_run_top_to_bottom(tmp_path, tiny_config_file):
         nb = nbformat.read(out, as_version=4)
         errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
         assert not errors, f"{src.name}: {errors[0]['ename']}: {errors[0]['evalue']}"
-    assert (tmp_path / "results" / "nbtest" / "plots" / "chunk_lengths.png").is_file()
+    run = tmp_path / "results" / "nbtest"
+    assert (run / "plots" / "chunk_lengths.png").is_file()
+    if (ROOT / "notebooks" / "04_relevance_grading.ipynb").exists():
+        import pandas as pd
+
+        t1 = pd.read_csv(run / "table1_relevance.csv")
+        assert list(t1.columns[:6]) == ["retriever", "stage", "top_k", "grade", "percent", "n"]
+        assert set(t1.stage) == {"retrieved", "reranked"} and set(t1.grade) == {0, 1, 2, 3}
+        validity = json.loads((run / "judge_validity.json").read_text())
+        assert {"auc", "n_pairs"} <= set(validity)
+        grades = [json.loads(x) for x in (run / "grades.jsonl").read_text().splitlines()]
+        assert grades and all("raw" in g for g in grades)
+    if (ROOT / "notebooks" / "05_answer_quality.ipynb").exists():
+        import pandas as pd
+
+        t2 = pd.read_csv(run / "table2_answer_quality.csv")
+        assert list(t2.columns[:5]) == ["metric", "setting", "mean", "std", "n"]
+        assert set(t2.setting) == {"standard", "1_wrong", "2_wrong"}
+        assert set(pd.read_csv(run / "pipelines.csv").pipeline) == {"A", "B", "C"}
+        answers = [json.loads(x) for x in (run / "answers.jsonl").read_text().splitlines()]
+        assert len(answers) == 6 and all(a["answer"] for a in answers)
 
 
 def test_committed_notebooks_have_no_outputs():
