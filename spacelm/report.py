@@ -39,9 +39,12 @@ def build_report(cfg) -> Path:
                   "for the paper's scale.", ""]
     lines += [f"Config `{manifest.get('config_file')}`, git `{manifest.get('git_commit')}`, "
               f"started {manifest.get('started')}, finished {manifest.get('finished', '(running)')}.", ""]
-    lines += ["## Run time", "", "| stage | seconds | skipped |", "|---|---:|---|"]
+    lines += ["## Run time", "", "| stage | seconds this run | skipped (up to date) | seconds when computed |",
+              "|---|---:|---|---:|"]
     for name, s in stages.items():
-        lines.append(f"| {name} | {s.get('wall_seconds', s.get('seconds', 0)):.1f} | {s.get('skipped', False)} |")
+        computed = s.get("computed_seconds")
+        lines.append(f"| {name} | {s.get('wall_seconds', s.get('seconds', 0)):.1f} | {s.get('skipped', False)} | "
+                     f"{'' if computed is None else f'{computed:.1f}'} |")
     lines += ["", "## Models", ""]
     for role, ident in manifest.get("models", {}).items():
         for sub, m in (ident.items() if "name" not in ident else [("", ident)]):

@@ -50,13 +50,15 @@ def run_stage(name: str, fp: str, outputs: list[Path], build: Callable[[], dict]
             old = json.loads(stamp.read_text())
             if old.get("fingerprint") == fp:
                 summary = dict(old.get("summary", {}))
-                summary.update(skipped=True, seconds=0.0)
+                computed = summary.get("computed_seconds", summary.get("seconds"))
+                summary.update(skipped=True, seconds=0.0, computed_seconds=computed)
                 return summary
         except json.JSONDecodeError:
             pass
     t0 = time.perf_counter()
     summary = build() or {}
-    summary = dict(summary, skipped=False, seconds=round(time.perf_counter() - t0, 3))
+    seconds = round(time.perf_counter() - t0, 3)
+    summary = dict(summary, skipped=False, seconds=seconds, computed_seconds=seconds)
     write_json(stamp, {"stage": name, "fingerprint": fp, "outputs": [str(p) for p in outputs], "summary": summary})
     return summary
 
