@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import subprocess
 import time
@@ -59,7 +60,8 @@ def run_stage(name: str, fp: str, outputs: list[Path], build: Callable[[], dict]
     summary = build() or {}
     seconds = round(time.perf_counter() - t0, 3)
     summary = dict(summary, skipped=False, seconds=seconds, computed_seconds=seconds)
-    write_json(stamp, {"stage": name, "fingerprint": fp, "outputs": [str(p) for p in outputs], "summary": summary})
+    write_json(stamp, {"stage": name, "fingerprint": fp,
+                       "outputs": [os.path.relpath(p, stamp.parent) for p in outputs], "summary": summary})
     return summary
 
 
