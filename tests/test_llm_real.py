@@ -117,3 +117,33 @@ def test_openai_backend_gives_up_on_dead_server(tmp_path):
                     timeout_s=2)
     with pytest.raises(BackendUnavailable, match="gave up after 2 attempts"):
         LLM(cfg).chat([{"role": "user", "content": "x"}])
+
+
+def test_table1_regenerates_on_an_openai_compatible_server(server, tiny_config, tiny_corpus):
+    """ingest → chunk → retrieve → grade with the judge behind a real local server."""
+    import json
+
+    import pandas as pd
+
+    from spacelm import chunk, grading, ingest, retrieval
+
+    golden = [{"id": f"g{i}", "task": "direct_qa", "question": q, "passage": p} for i, (q, p) in enumerate([
+        ("What do operators compare with a threshold?", "Operators compare the probability of collision with a threshold"),
+        ("What is reviewed after re-planning?", "The operators then reviewed the orbit determination."),
+    ])]
+    (tiny_corpus / "golden_samples.jsonl").write_text("".join(json.dumps(g) + "\n" for g in golden))
+    tiny_config.retrieval.systems = ["bm25", "bm25+rerank"]
+    tiny_config.retrieval.reranker.model = "embedded:minilm"
+    tiny_config.retrieval.pool = 10
+    tiny_config.grading.retrievers = ["bm25"]
+    tiny_config.grading.top_k = [1, 3]
+    tiny_config.grading.n_bootstrap = 50
+    tiny_config.models.judge = LLMConfig(backend="openai", model="qwen-small", base_url=server, max_tokens=4,
+                                         max_concurrency=2)
+    for stage in (ingest, chunk, retrieval):  # no synth stage: the golden samples are the questions
+        stage.run(tiny_config)
+    res = grading.run(tiny_config)
+    assert res["pairs_graded"] > 0 and res["llm"]["calls"] > 0
+    t1 = pd.read_csv(tiny_config.run_dir / "table1_relevance.csv")
+    assert set(t1.stage) == {"retrieved", "reranked"} and t1.groupby(["stage", "top_k"])["percent"].sum().round(1).eq(100).all()
+    assert json.loads((tiny_config.run_dir / "judge_validity.json").read_text())["n_pairs"] == 4

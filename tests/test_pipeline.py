@@ -50,7 +50,11 @@ def test_retrieval_stage_end_to_end_on_tiny_corpus(tiny_config, tiny_corpus):
     tiny_config.retrieval.systems = ["bm25", "dense", "bm25+rerank", "hybrid"]
     tiny_config.retrieval.reranker.model = "embedded:minilm"
     tiny_config.retrieval.pool = 10
-    res = run_stages(tiny_config, upto="retrieve", log=lambda s: None)["retrieve"]
+    from spacelm import chunk, ingest, retrieval
+
+    ingest.run(tiny_config)
+    chunk.run(tiny_config)
+    res = retrieval.run(tiny_config)
     assert res["questions"] == 2 and res["question_origin"] == ["golden"]
     out = tiny_config.run_dir / "retrieval"
     summary = pd.read_csv(out / "summary.csv")
@@ -59,4 +63,4 @@ def test_retrieval_stage_end_to_end_on_tiny_corpus(tiny_config, tiny_corpus):
     rows = [json.loads(x) for x in (out / "per_query.jsonl").read_text().splitlines()]
     assert len(rows) == 8 and all(r["top10"] for r in rows)
     assert (summary["doc@10"] >= summary["strict@10"]).all()
-    assert run_stages(tiny_config, upto="retrieve", log=lambda s: None)["retrieve"]["skipped"]
+    assert retrieval.run(tiny_config)["skipped"]
