@@ -78,15 +78,14 @@ class Completion:
 
 # --------------------------------------------------------------------------- llama.cpp
 def _require(module: str, extra: str):
-    import importlib
+    """Import a backend's library or raise BackendUnavailable saying how to install it."""
+    from .deps import MissingDependency, require
 
+    hint = 'pip install -e ".[' + extra + ']"' + (" (scripts/setup.sh builds it CPU-safe)" if extra == "llamacpp" else "")
     try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        raise BackendUnavailable(
-            f"the '{extra}' backend needs the Python package '{module}' ({e}); install it with "
-            f"`pip install -e \".[{extra}]\"`" + (" (see scripts/setup.sh for the CPU-safe build)" if extra == "llamacpp" else "")
-        ) from None
+        return require(module, f"the '{extra}' backend", hint)
+    except MissingDependency as e:
+        raise BackendUnavailable(str(e)) from None
 
 
 def _choice_grammar(choices: Sequence[str]) -> str:
@@ -183,12 +182,10 @@ class LlamaCppBackend:
             grammar = self._llama_cpp.LlamaGrammar.from_string(_choice_grammar(req.choices), verbose=False) \
                 if req.choices else None
             t0 = time.perf_counter()
-            before = self.llm.n_tokens
             out = self.llm.create_completion(
                 prompt=tokens, max_tokens=req.max_tokens, temperature=req.temperature, top_p=req.top_p,
                 seed=req.seed, stop=(req.stop or []) + stop, grammar=grammar,
             )
-            del before
             ch = out["choices"][0]
             usage = out.get("usage", {})
             return Completion(text=ch["text"], prompt_tokens=usage.get("prompt_tokens", len(tokens)),

@@ -8,7 +8,7 @@ Also: source-chunk diagnostics (strict / same document / near page) and paired s
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Sequence
 
 from .retrieval import Ranking
 
@@ -115,10 +115,3 @@ def mean_rows(rows: Mapping[str, dict]) -> dict:
         return {}
     keys = next(iter(rows.values())).keys()
     return {k: sum(r[k] for r in rows.values()) / len(rows) for k in keys}
-
-
-def first_relevant_rank(ranking: Ranking, relevant: Mapping[str, int]) -> Optional[int]:
-    for i, (d, _) in enumerate(ranking, 1):
-        if relevant.get(d, 0) > 0:
-            return i
-    return None

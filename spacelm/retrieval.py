@@ -15,6 +15,7 @@ from typing import Optional, Protocol, Sequence
 import numpy as np
 
 from .config import BM25Config, DenseConfig, RerankerConfig
+from .deps import require as _require
 
 Ranking = list[tuple[str, float]]
 
@@ -39,15 +40,6 @@ def top_k(scores: np.ndarray, ids: Sequence[str], k: int) -> Ranking:
         cand = np.arange(n)
     order = sorted(cand.tolist(), key=lambda i: (-float(scores[i]), ids[i]))[:k]
     return [(ids[i], float(scores[i])) for i in order]
-
-
-def _require(module: str, what: str):
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        raise ImportError(f"{what} needs the package '{module}' ({e}); install it with `pip install -e .`") from None
 
 
 # --------------------------------------------------------------------------- BM25
@@ -357,6 +349,8 @@ def run(cfg, force: bool = False) -> dict:
 
 
 def evaluate_systems(cfg, chunks, questions: list[dict], out: Path) -> dict:
+    import time
+
     import pandas as pd
 
     from .io import write_dataframe, write_jsonl
@@ -377,8 +371,6 @@ def evaluate_systems(cfg, chunks, questions: list[dict], out: Path) -> dict:
     metrics = metric_names(rc.k_values)
     summary_rows, per_query, rankings_rows, all_rankings, timings = [], [], [], {}, {}
     for name, system in systems.items():
-        import time
-
         t0 = time.perf_counter()
         rankings = dict(zip(qids, system.search(texts, depth)))
         timings[name] = round(time.perf_counter() - t0, 3)
