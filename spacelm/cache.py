@@ -18,6 +18,29 @@ from pathlib import Path
 from typing import Any, Optional
 
 
+def _retry_locked(fn, attempts: int = 50):
+    """Run `fn`, retrying while another process holds the database lock. SQLite's busy timeout
+    does not cover every case (switching to WAL mode when two processes open a new file)."""
+    for i in range(attempts):
+        try:
+            return fn()
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) and "busy" not in str(e) or i == attempts - 1:
+                raise
+            time.sleep(min(1.0, 0.02 * (i + 1)))
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    def open_() -> sqlite3.Connection:
+        conn = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout=60000")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        return conn
+
+    return _retry_locked(open_)
+
+
 def request_key(payload: dict) -> str:
     """Stable hash of a JSON-able request description."""
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -48,16 +71,13 @@ class CallCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self.stats = CacheStats()
-        with self._conn() as c:
-            c.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT, value TEXT, created REAL)")
+        _retry_locked(lambda: self._conn().execute(
+            "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT, value TEXT, created REAL)"))
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            self._local.conn = conn
+            conn = self._local.conn = _connect(self.path)
         return conn
 
     def get(self, key: str) -> Optional[Any]:
@@ -65,8 +85,9 @@ class CallCache:
         return json.loads(row[0]) if row else None
 
     def put(self, key: str, value: Any, model: str = "") -> None:
-        self._conn().execute("INSERT OR REPLACE INTO calls (key, model, value, created) VALUES (?, ?, ?, ?)",
-                             (key, model, json.dumps(value, ensure_ascii=False), time.time()))
+        row = (key, model, json.dumps(value, ensure_ascii=False), time.time())
+        _retry_locked(lambda: self._conn().execute(
+            "INSERT OR REPLACE INTO calls (key, model, value, created) VALUES (?, ?, ?, ?)", row))
 
     def summary(self) -> dict:
         c = self._conn()
@@ -88,10 +109,9 @@ class EmbeddingCache:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("CREATE TABLE IF NOT EXISTS emb (model TEXT, text_sha TEXT, dim INTEGER, vec BLOB, "
-                           "PRIMARY KEY (model, text_sha))")
+        self._conn = _connect(self.path)
+        _retry_locked(lambda: self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS emb (model TEXT, text_sha TEXT, dim INTEGER, vec BLOB, PRIMARY KEY (model, text_sha))"))
 
     def get_many(self, model: str, shas: list) -> dict:
         import numpy as np
@@ -106,7 +126,15 @@ class EmbeddingCache:
         return out
 
     def put_many(self, model: str, items: list) -> None:
-        self._conn.execute("BEGIN")
-        self._conn.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?, ?, ?)",
-                               [(model, sha, int(v.shape[0]), v.astype("float32").tobytes()) for sha, v in items])
-        self._conn.execute("COMMIT")
+        rows = [(model, sha, int(v.shape[0]), v.astype("float32").tobytes()) for sha, v in items]
+
+        def write() -> None:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?, ?, ?)", rows)
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+        _retry_locked(write)

@@ -85,9 +85,9 @@ def test_cache_is_shared_between_processes(tmp_path):
 
     code = ("import sys; from spacelm.cache import CallCache; c = CallCache(sys.argv[1]);"
             "[c.put(f'{sys.argv[2]}-{i}', {'v': i}) for i in range(200)]")
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "c.sqlite"), tag]) for tag in "ab"]
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "c.sqlite"), tag]) for tag in "abcd"]
     assert all(p.wait(timeout=120) == 0 for p in procs)
-    assert CallCache(tmp_path / "c.sqlite").summary()["entries"] == 400
+    assert CallCache(tmp_path / "c.sqlite").summary()["entries"] == 800
 
 
 def test_openai_body_and_api_key_never_in_identity(monkeypatch):
