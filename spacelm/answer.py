@@ -298,7 +298,7 @@ def _answer(cfg, outputs) -> dict:
     t0 = time.perf_counter()
     chunks = load_chunks(cfg)
     text_of = {c.chunk_id: c.text for c in chunks}
-    all_q = load_questions(cfg)
+    all_q = load_questions(cfg, chunks)
     questions = select_questions(all_q, cfg.answer.max_questions, cfg.seed)
     rankings = load_rankings(cfg).get(cfg.answer.retriever)
     if rankings is None and any(p != "A" for p in cfg.answer.pipelines):

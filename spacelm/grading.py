@@ -189,7 +189,10 @@ def graded_metrics(cfg, questions: list[dict], rankings: dict, grades: dict):
     from .metrics import evaluate
 
     qids = [q["qid"] for q in questions]
-    judged_qrels = {q: {c: g for (qq, c), g in grades.items() if qq == q and g is not None and g > 0} for q in qids}
+    judged_qrels: dict = {q: {} for q in qids}
+    for (q, c), g in grades.items():
+        if q in judged_qrels and g is not None and g > 0:
+            judged_qrels[q][c] = g
     binary_qrels = {q: {c: 1 for c, g in d.items() if g >= 2} for q, d in judged_qrels.items()}
     source_qrels = {q["qid"]: {q["source_chunk_id"]: 1} for q in questions}
     rows = []
@@ -276,13 +279,14 @@ def _grade(cfg, outputs) -> dict:
     from .synth import load_questions
 
     t0 = time.perf_counter()
-    chunks_by_id = {c.chunk_id: c for c in load_chunks(cfg)}
+    chunks = load_chunks(cfg)
+    chunks_by_id = {c.chunk_id: c for c in chunks}
     rankings = load_rankings(cfg)
     need = {s for _, _, s in table_systems(cfg)}
     if not need <= set(rankings):
         raise ValueError(f"grading needs retrieval systems {sorted(need)}; add them to retrieval.systems "
                          f"(have {sorted(rankings)})")
-    all_q = [q for q in load_questions(cfg) if q["qid"] in rankings[next(iter(need))]]
+    all_q = [q for q in load_questions(cfg, chunks) if q["qid"] in rankings[next(iter(need))]]
     questions = select_questions(all_q, cfg.grading.max_questions, cfg.seed)
     pairs = plan_pairs(cfg, questions, rankings, chunks_by_id)
     llm = open_llm(cfg.models.judge, cfg.cache_dir)

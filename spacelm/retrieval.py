@@ -344,8 +344,11 @@ def run(cfg, force: bool = False) -> dict:
                out / "rankings.jsonl"]
     inputs = [cfg.processed_dir / "chunks.jsonl", questions_path(cfg), cfg.path(cfg.corpus.golden_samples)]
     fp = fingerprint(cfg, ["retrieval", "seed"], [p for p in inputs if p.exists()])
-    return run_stage("retrieve", fp, outputs, lambda: evaluate_systems(cfg, load_chunks(cfg), load_questions(cfg), out),
-                     force)
+    def build() -> dict:
+        chunks = load_chunks(cfg)
+        return evaluate_systems(cfg, chunks, load_questions(cfg, chunks), out)
+
+    return run_stage("retrieve", fp, outputs, build, force)
 
 
 def evaluate_systems(cfg, chunks, questions: list[dict], out: Path) -> dict:

@@ -14,16 +14,17 @@ def questions_path(cfg) -> Path:
     return cfg.synthetic_dir / "questions.jsonl"
 
 
-def load_questions(cfg, max_questions=None) -> list[dict]:
+def load_questions(cfg, chunks=None) -> list[dict]:
     """Evaluation questions with their known source chunk: the kept synthetic questions when
     `data/synthetic/questions.jsonl` holds any, else the golden samples located in the chunks.
 
-    Each row: qid, task, question, source_chunk_id, doc_id, page_start, page_end, origin."""
+    Each row: qid, task, question, source_chunk_id, doc_id, page_start, page_end, origin.
+    Pass `chunks` when the caller has them loaded already."""
     from .chunk import load_chunks
     from .golden import load_golden, locate_chunk
     from .io import read_jsonl
 
-    chunks = {c.chunk_id: c for c in load_chunks(cfg)}
+    chunks = {c.chunk_id: c for c in (chunks if chunks is not None else load_chunks(cfg))}
     rows = []
     qp = questions_path(cfg)
     if qp.is_file():
@@ -49,7 +50,7 @@ def load_questions(cfg, max_questions=None) -> list[dict]:
         c = chunks[r["source_chunk_id"]]
         r.update(doc_id=c.doc_id, page_start=c.page_start, page_end=c.page_end)
     rows.sort(key=lambda r: r["qid"])
-    return rows[:max_questions] if max_questions else rows
+    return rows
 
 
 # --------------------------------------------------------------------------- generation
