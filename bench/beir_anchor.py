@@ -17,10 +17,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from spacelm.beir import load_beir  # noqa: E402
+from spacelm.lib.beir import load_beir  # noqa: E402
 from spacelm.config import BM25Config, DenseConfig, HybridConfig, RerankerConfig, RetrievalConfig  # noqa: E402
-from spacelm.metrics import evaluate  # noqa: E402
-from spacelm.retrieval import (BM25Retriever, DenseRetriever, HybridRetriever, RerankedRetriever,  # noqa: E402
+from spacelm.lib.metrics import evaluate  # noqa: E402
+from spacelm.lib.retrieval import (BM25Retriever, DenseRetriever, HybridRetriever, RerankedRetriever,  # noqa: E402
                                make_reranker)
 
 # Published SciFact (test) figures, for the printout (see README "Retrieval anchor").

@@ -1,51 +1,56 @@
 """The `spacelm` command line: the same functions the notebooks call.
 
-    spacelm run     --config configs/quick.yaml [--force] [--no-notebooks]
-    spacelm ingest  --config configs/quick.yaml [--force]
-    spacelm chunk   --config configs/quick.yaml [--force]
-    spacelm synth   --config configs/quick.yaml [--force]
-    spacelm retrieve --config configs/quick.yaml [--force]
-    spacelm grade   --config configs/quick.yaml [--force]
-    spacelm answer  --config configs/quick.yaml [--force]
-    spacelm models  list | path NAME | verify
-    spacelm cache   stats | clear [--model NAME]
+    spacelm run      --config configs/quick.yaml [--force] [--no-notebooks] [--set KEY=VALUE] [--wait]
+    spacelm status   --config configs/quick.yaml [--set KEY=VALUE]
+    spacelm ingest | chunk | synth | retrieve | grade | answer  --config ... [--force]
+    spacelm report   --config ...
+    spacelm models   list | path NAME | verify [NAME]
+    spacelm cache    stats | clear [--model NAME]
+
+Exit codes: 0 done; 1 a check failed (models verify); 2 bad input or config; 3 a model
+backend is unavailable; 4 another run holds the folder; 130 interrupted. `--debug` shows the
+traceback of an error.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import warnings
 
-from .config import ConfigError, load_config, parse_override
-from .io import InputError
+from .config import ConfigError, load_config, merge, parse_override
 
 DEFAULT_CONFIG = "configs/quick.yaml"
+EXIT_INPUT, EXIT_BACKEND, EXIT_LOCKED, EXIT_INTERRUPTED = 2, 3, 4, 130
+log = logging.getLogger("spacelm")
 
 
 def _cfg(args):
     overrides: dict = {}
-    from .config import _merge
-
     for o in args.set or []:
-        overrides = _merge(overrides, parse_override(o))
+        overrides = merge(overrides, parse_override(o))
     return load_config(args.config, overrides or None)
 
 
-def _add_common(p: argparse.ArgumentParser) -> None:
+def _add_common(p: argparse.ArgumentParser, force: bool = True) -> None:
     p.add_argument("--config", default=DEFAULT_CONFIG, help=f"YAML config (default {DEFAULT_CONFIG})")
-    p.add_argument("--force", action="store_true", help="recompute even if outputs are up to date")
+    if force:
+        p.add_argument("--force", action="store_true", help="recompute even if outputs are up to date")
+        p.add_argument("--wait", action="store_true", help="if another run holds the folders, wait for it")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a config value, e.g. --set chunking.max_tokens=512 (repeatable)")
 
 
 def _stage_cmd(name: str):
     def cmd(args) -> int:
-        from .pipeline import run_stages
+        from .pipeline import run_stages, write_folders
+        from .stages.lock import folder_locks
 
         cfg = _cfg(args)
-        res = run_stages(cfg, upto=name, force=args.force)
-        print(json.dumps(res[name], indent=2, default=str))
+        with folder_locks(write_folders(cfg), wait=args.wait):
+            res = run_stages(cfg, upto=name, force=args.force)
+        print(json.dumps({k: v for k, v in res[name].items() if k != "inputs"}, indent=2, default=str))
         return 0
     return cmd
 
@@ -53,20 +58,37 @@ def _stage_cmd(name: str):
 def cmd_run(args) -> int:
     from .pipeline import run_all
 
+    run_all(_cfg(args), force=args.force, notebooks=not args.no_notebooks, wait=args.wait)
+    return 0
+
+
+def cmd_status(args) -> int:
+    from .pipeline import status
+
     cfg = _cfg(args)
-    run_all(cfg, force=args.force, notebooks=not args.no_notebooks)
+    rows = status(cfg)
+    width = max(len(r["stage"]) for r in rows)
+    print(f"run '{cfg.run_name}' ({cfg.source})")
+    for r in rows:
+        state = r["state"]
+        if state == "stale":
+            shown = r["changed"][:3] + ([f"… {len(r['changed']) - 3} more"] if len(r["changed"]) > 3 else [])
+            state = "stale: " + ", ".join(shown)
+        print(f"  {r['stage']:<{width}}  {state}")
+    todo = [r["stage"] for r in rows if r["would_recompute"]]
+    print("a run would recompute: " + (", ".join(todo) if todo else "nothing (every stage is up to date)"))
     return 0
 
 
 def cmd_report(args) -> int:
-    from .report import build_report
+    from .stages.report import build_report
 
     print(build_report(_cfg(args)))
     return 0
 
 
 def cmd_models(args) -> int:
-    from . import models
+    from .lib import models
 
     if args.action == "list":
         for row in models.list_models():
@@ -79,7 +101,7 @@ def cmd_models(args) -> int:
     if args.action == "path":
         if not args.name:
             print("spacelm models path: give a model name (see `spacelm models list`)", file=sys.stderr)
-            return 2
+            return EXIT_INPUT
         print(models.model_path(args.name))
         return 0
     bad = 0
@@ -87,11 +109,14 @@ def cmd_models(args) -> int:
         status = "ok" if row["ok"] else "FAILED"
         print(f"{row['name']:<20} {status}  {row.get('error') or row['got']}")
         bad += not row["ok"]
+    if bad:
+        print("a model file does not match its recorded sha256: delete it (see the path above) and run "
+              "`spacelm models verify` again to reassemble it from its packages", file=sys.stderr)
     return 1 if bad else 0
 
 
 def cmd_cache(args) -> int:
-    from .cache import CallCache
+    from .lib.cache import CallCache
 
     cfg = _cfg(args)
     path = cfg.cache_dir / "llm_calls.sqlite"
@@ -108,22 +133,25 @@ def cmd_cache(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .stages import STAGES
+
     ap = argparse.ArgumentParser(prog="spacelm", description="RAG benchmark suite for space-operations documents")
+    ap.add_argument("--debug", action="store_true", help="show tracebacks")
+    ap.add_argument("--progress", action="store_true", help="progress bars even when not on a terminal")
     sub = ap.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("run", help="run every stage, then execute the notebooks into results/<run>/")
+    p = sub.add_parser("run", help="run every stage, execute the notebooks, write the report into results/<run>/")
     _add_common(p)
     p.add_argument("--no-notebooks", action="store_true", help="skip executing the notebooks")
     p.set_defaults(func=cmd_run)
-    for name, helptext in [("ingest", "read and clean the corpus"), ("chunk", "chunk the cleaned documents"),
-                           ("synth", "write synthetic questions and apply the retrieval filter"),
-                           ("retrieve", "evaluate the retrieval systems on the questions"),
-                           ("grade", "LLM relevance grades 0-3 of retrieved passages (Table 1)"),
-                           ("answer", "answer quality under noise (Table 2) and pipelines A/B/C")]:
-        p = sub.add_parser(name, help=helptext)
+    p = sub.add_parser("status", help="per stage: up to date, stale (naming what changed) or never run")
+    _add_common(p, force=False)
+    p.set_defaults(func=cmd_status)
+    for stage in STAGES:
+        p = sub.add_parser(stage.name, help=stage.doc)
         _add_common(p)
-        p.set_defaults(func=_stage_cmd(name))
+        p.set_defaults(func=_stage_cmd(stage.name))
     p = sub.add_parser("report", help="(re)write results/<run>/report.md from the run folder")
-    _add_common(p)
+    _add_common(p, force=False)
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("models", help="list, locate or verify the embedded models")
     p.add_argument("action", choices=["list", "path", "verify"])
@@ -137,14 +165,52 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def setup_logging(progress: bool = False) -> None:
+    """One line per event on stderr; progress bars only on a terminal (or with --progress)."""
+    import os
+
+    logging.basicConfig(level=logging.INFO, format="[spacelm] %(message)s", stream=sys.stderr)
+    if progress:
+        os.environ["SPACELM_PROGRESS"] = "1"
+
+
 def main(argv=None) -> int:
+    from .lib.io import InputError
+    from .lib.llm.types import BackendError, BackendUnavailable
+    from .lib.models import ModelNotFound
+    from .stages.base import StaleStage
+    from .stages.lock import RunLocked
+
     args = build_parser().parse_args(argv)
+    setup_logging(args.progress)
     warnings.simplefilter("default")
+    logging.captureWarnings(True)
     try:
         return args.func(args)
-    except (ConfigError, InputError) as e:
+    except (ConfigError, InputError, ModelNotFound, StaleStage) as e:
+        if args.debug:
+            raise
         print(f"spacelm: error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_INPUT
+    except BackendUnavailable as e:
+        if args.debug:
+            raise
+        print(f"spacelm: model backend unavailable: {e}", file=sys.stderr)
+        return EXIT_BACKEND
+    except BackendError as e:
+        if args.debug:
+            raise
+        print(f"spacelm: model backend failed: {e}", file=sys.stderr)
+        return EXIT_BACKEND
+    except RunLocked as e:
+        print(f"spacelm: {e}", file=sys.stderr)
+        return EXIT_LOCKED
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print("spacelm: interrupted; finished model calls are cached and the interrupted stage stays stale, "
+              "so the same command resumes", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

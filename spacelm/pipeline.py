@@ -1,66 +1,104 @@
-"""The whole suite in order: each stage is skipped when its outputs are fresh, every stage's
-summary and wall time go into the run's manifest, and the notebooks are executed last so the
-run folder holds their executed copies."""
+"""The whole suite in order, and what a run would do before it does it.
+
+`run_stages` runs the declared stages (each skipped when its outputs are current), recording
+each in the run's manifest; `run_all` adds the notebooks and then builds the report last;
+`status` tells, per stage, whether it is up to date, stale (and which input changed) or never
+run, without loading a model."""
 from __future__ import annotations
 
+import logging
 import time
-from typing import Callable, Optional
+from typing import Optional
 
-from . import answer, chunk, grading, ingest, retrieval, synth
 from .config import Config
-from .runs import Manifest
+from .stages import BY_NAME, STAGES
+from .stages.base import execute, freshness, stage_inputs
+from .stages.lock import folder_locks
+from .stages.manifest import Manifest
 
-# (name, function(cfg, force) -> summary), in pipeline order; later stages append here.
-STAGES: list[tuple[str, Callable[..., dict]]] = [
-    ("ingest", ingest.run),
-    ("chunk", chunk.run),
-    ("synth", synth.run),
-    ("retrieve", retrieval.run),
-    ("grade", grading.run),
-    ("answer", answer.run),
-]
+log = logging.getLogger("spacelm")
+
+
+def stage_names() -> list[str]:
+    return [s.name for s in STAGES]
+
+
+def write_folders(cfg: Config) -> list:
+    """Every folder a run writes to (each is locked while the run holds it)."""
+    return [cfg.processed_dir, cfg.synthetic_dir, cfg.run_dir]
 
 
 def run_stages(cfg: Config, upto: Optional[str] = None, force: bool = False,
-               manifest: Optional[Manifest] = None, log: Callable[[str], None] = print) -> dict:
+               manifest: Optional[Manifest] = None) -> dict:
     """Run the stages in pipeline order, up to and including `upto` (default: all).
 
     Earlier stages run only if their outputs are stale; `force` recomputes the last stage run
     (or every stage when `upto` is None)."""
-    manifest = manifest or Manifest(cfg)
-    known = [n for n, _ in STAGES]
-    if upto is not None and upto not in known:
-        raise ValueError(f"unknown stage {upto!r}; stages are: {', '.join(known)}")
+    if upto is not None and upto not in BY_NAME:
+        raise ValueError(f"unknown stage {upto!r}; stages are: {', '.join(stage_names())}")
+    manifest = manifest or Manifest(cfg, command=upto or "run")
     results = {}
-    for name, fn in STAGES:
+    for stage in STAGES:
         t0 = time.perf_counter()
-        summary = fn(cfg, force=force and (upto is None or name == upto))
+        log.info("%s: %s", stage.name, stage.doc)
+        summary = execute(stage, cfg, force=force and (upto is None or stage.name == upto))
         summary["wall_seconds"] = round(time.perf_counter() - t0, 3)
         if summary.get("model_identity"):
-            manifest.record_model(name, summary["model_identity"])
-        manifest.record_stage(name, summary)
-        results[name] = summary
-        state = "up to date, skipped" if summary.get("skipped") else f"done in {summary['wall_seconds']:.1f}s"
-        log(f"[spacelm] {name}: {state}")
-        if name == upto:
+            manifest.record_model(stage.name, summary["model_identity"])
+        manifest.record_stage(stage.name, summary)
+        results[stage.name] = summary
+        if summary.get("skipped"):
+            log.info("%s: up to date, reused (computed in %.1fs earlier)", stage.name, summary.get("computed_seconds") or 0)
+        else:
+            log.info("%s: done in %.1fs %s", stage.name, summary["wall_seconds"], _counts(summary))
+        if stage.name == upto:
             break
     return results
 
 
-def run_all(cfg: Config, force: bool = False, notebooks: bool = True, log: Callable[[str], None] = print) -> dict:
-    """`spacelm run`: every stage, then every notebook, into `results/<run_name>/`."""
-    from .notebooks import execute_notebooks
+def _counts(summary: dict) -> str:
+    keys = ("documents", "chunks", "generated", "kept", "questions", "pairs_graded", "answers")
+    parts = [f"{k}={summary[k]}" for k in keys if k in summary]
+    llm = [v for k, v in summary.items() if k.startswith("llm") and isinstance(v, dict)]
+    if llm:
+        parts.append(f"model calls={sum(x.get('calls', 0) for x in llm)} cache hits={sum(x.get('cache_hits', 0) for x in llm)}")
+    return "(" + ", ".join(parts) + ")" if parts else ""
 
-    from .report import build_report
 
-    manifest = Manifest(cfg)
-    results = run_stages(cfg, force=force, manifest=manifest, log=log)
-    manifest.finish()
-    log(f"[spacelm] report: {build_report(cfg)}")
-    if notebooks:
-        t0 = time.perf_counter()
-        executed = execute_notebooks(cfg, log=log)
-        manifest.record_stage("notebooks", {"executed": executed, "seconds": round(time.perf_counter() - t0, 3)})
-    manifest.finish()
-    log(f"[spacelm] run '{cfg.run_name}' finished: {manifest.path}")
+def run_all(cfg: Config, force: bool = False, notebooks: bool = True, wait: bool = False) -> dict:
+    """`spacelm run`: every stage, the notebooks against this run's resolved config, then the
+    report, all into `results/<run_name>/`."""
+    from .notebooks import execute_notebooks, write_resolved_config
+    from .stages.report import build_report
+
+    with folder_locks(write_folders(cfg), wait=wait):
+        resolved = write_resolved_config(cfg)
+        log.info("resolved config: %s", resolved)
+        manifest = Manifest(cfg, command="run")
+        manifest.data["resolved_config"] = resolved.name
+        results = run_stages(cfg, force=force, manifest=manifest)
+        if notebooks:
+            t0 = time.perf_counter()
+            executed = execute_notebooks(cfg, resolved)
+            manifest.record_stage("notebooks", {"executed": executed, "wall_seconds": round(time.perf_counter() - t0, 3)})
+        manifest.finish()
+        log.info("report: %s", build_report(cfg))
+        log.info("run '%s' finished in %.1fs: %s", cfg.run_name, manifest.data["total_seconds"], manifest.path)
     return results
+
+
+def status(cfg: Config) -> list[dict]:
+    """One row per stage: state ("up to date", "stale", "never run"), the inputs that changed,
+    and whether a run would recompute it (its own inputs changed, or a stage it reads from will
+    be recomputed). Loads no model."""
+    rows, recompute = [], set()
+    for stage in STAGES:
+        state, reasons = freshness(stage, cfg, stage_inputs(stage, cfg))
+        upstream = [a for a in stage.after if a in recompute]
+        if state == "up to date" and upstream:
+            state, reasons = "stale", [f"upstream: {a} will be recomputed" for a in upstream]
+        if state != "up to date":
+            recompute.add(stage.name)
+        rows.append({"stage": stage.name, "state": state, "changed": reasons,
+                     "would_recompute": stage.name in recompute})
+    return rows

@@ -52,9 +52,38 @@ def tiny_corpus(tmp_path: Path) -> Path:
     return raw
 
 
+def make_beir(folder: Path, graded: bool = False) -> Path:
+    """A small folder of human relevance labels in BEIR format, made up for the tests: six
+    queries on orbital topics, each with passages people would call relevant or not."""
+    import json
+
+    topics = [("collision probability threshold", "Operators manoeuvre when the collision probability exceeds 1e-4."),
+              ("ground station pass planning", "Ground station passes are planned from predicted visibility windows."),
+              ("solar array degradation", "Solar arrays lose output each year from radiation damage to the cells."),
+              ("reaction wheel saturation", "Reaction wheels saturate and are unloaded with magnetorquers or thrusters."),
+              ("debris re-entry timing", "Atmospheric drag decides when a debris object re-enters the atmosphere."),
+              ("telemetry limit checking", "Telemetry values are compared with soft and hard limits on the ground.")]
+    corpus, queries, qrels = [], [], []
+    for i, (topic, fact) in enumerate(topics):
+        queries.append({"_id": f"q{i}", "text": f"What is known about {topic}?"})
+        corpus.append({"_id": f"d{i}a", "title": topic, "text": fact})
+        corpus.append({"_id": f"d{i}b", "title": topic, "text": f"A note that mentions {topic} in passing only."})
+        corpus.append({"_id": f"d{i}c", "title": "", "text": f"Unrelated remark number {i} about office hours."})
+        qrels += [(f"q{i}", f"d{i}a", 3 if graded else 1)]
+        if graded:
+            qrels += [(f"q{i}", f"d{i}b", 1), (f"q{i}", f"d{i}c", 0)]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in corpus))
+    (folder / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in queries))
+    name = folder / ("qrels.tsv" if graded else "qrels/test.tsv")
+    name.parent.mkdir(parents=True, exist_ok=True)
+    name.write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, d, g in qrels))
+    return folder
+
+
 @pytest.fixture
 def tiny_config(tmp_path: Path, tiny_corpus: Path):
-    """A config whose every path lives in tmp_path."""
+    """A config whose every path lives in tmp_path (the judge check reads a made-up labelled folder)."""
     from spacelm.config import from_dict
 
     return from_dict({
@@ -63,4 +92,45 @@ def tiny_config(tmp_path: Path, tiny_corpus: Path):
         "paths": {"processed_dir": str(tmp_path / "processed"), "synthetic_dir": str(tmp_path / "synthetic"),
                   "results_dir": str(tmp_path / "results"), "cache_dir": str(tmp_path / "cache")},
         "chunking": {"max_tokens": 64},
+        "judge_check": {"sources": [{"name": "tiny", "path": str(make_beir(tmp_path / "beir")), "n_queries": 2}],
+                        "n_in_domain": 2, "n_controls": 1},
     }, source="<test>", root=str(ROOT))
+
+
+@pytest.fixture
+def tiny_config_file(tmp_path, tiny_corpus):
+    """A YAML config on the tiny corpus with the 0.5B model everywhere: (path, its run folder)."""
+    import json
+
+    import yaml
+
+    rows = []
+    for t in ("direct_qa", "summarization"):
+        for i in range(2):
+            rows.append({"id": f"{t}-{i}", "task": t,
+                         "question": f"What does note {i} say about collision probability thresholds?" if t == "direct_qa"
+                         else f"Summarise what note {i} says about planning manoeuvres.",
+                         "passage": "Operators compare the probability of collision with a threshold and plan a manoeuvre."})
+    (tiny_corpus / "golden_samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    small = {"backend": "llamacpp", "model": "embedded:qwen2.5-coder-0.5b", "n_ctx": 2048, "max_tokens": 48}
+    p = tmp_path / "test.yaml"
+    p.write_text(yaml.safe_dump({
+        "run_name": "nbtest",
+        "corpus": {"raw_dir": str(tiny_corpus), "golden_samples": str(tiny_corpus / "golden_samples.jsonl")},
+        "paths": {"processed_dir": str(tmp_path / "processed"), "results_dir": str(tmp_path / "results"),
+                  "synthetic_dir": str(tmp_path / "synthetic"), "cache_dir": str(tmp_path / "cache")},
+        "chunking": {"max_tokens": 64},
+        "retrieval": {"systems": ["bm25", "dense", "bm25+rerank", "hybrid"], "pool": 10,
+                      "reranker": {"kind": "biencoder", "model": "embedded:minilm"}},
+        "models": {"question_writer": small, "generator": small, "judge": dict(small, max_tokens=8)},
+        "synth": {"tasks": ["direct_qa", "summarization"], "n_fewshot": 2, "max_chunks": 2, "filter_top_n": 5},
+        "grading": {"retrievers": ["bm25"], "top_k": [1, 3], "max_questions": 2, "n_bootstrap": 100},
+        "answer": {"max_questions": 1, "n_wrong_values": [0, 1], "negative_n_wrong": 2, "retrieve_k": 2,
+                   "n_bootstrap": 100},
+        "judge_check": {"sources": [{"name": "tiny-binary", "path": str(make_beir(tmp_path / "beir")), "n_queries": 2},
+                                    {"name": "tiny-graded", "path": str(make_beir(tmp_path / "graded", graded=True)),
+                                     "n_queries": 1},
+                                    {"name": "absent", "path": str(tmp_path / "no-such-folder")}],
+                        "n_in_domain": 1, "n_controls": 1, "n_bootstrap": 100},
+    }))
+    return p, tmp_path / "results" / "nbtest"

@@ -1,6 +1,9 @@
 """Execute every notebook top to bottom (nbclient), in pipeline order, against a tiny corpus
 with the embedded models (the 0.5B LLM to keep it fast)."""
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -13,63 +16,66 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
-@pytest.fixture
-def tiny_config_file(tmp_path, tiny_corpus):
-    rows = []
-    for t in ("direct_qa", "summarization"):
-        for i in range(2):
-            rows.append({"id": f"{t}-{i}", "task": t,
-                         "question": f"What does note {i} say about collision probability thresholds?" if t == "direct_qa"
-                         else f"Summarise what note {i} says about planning manoeuvres.",
-                         "passage": "Operators compare the probability of collision with a threshold and plan a manoeuvre."})
-    (tiny_corpus / "golden_samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    small = {"backend": "llamacpp", "model": "embedded:qwen2.5-coder-0.5b", "n_ctx": 2048, "max_tokens": 48}
-    p = tmp_path / "test.yaml"
-    p.write_text(yaml.safe_dump({
-        "run_name": "nbtest",
-        "corpus": {"raw_dir": str(tiny_corpus), "golden_samples": str(tiny_corpus / "golden_samples.jsonl")},
-        "paths": {"processed_dir": str(tmp_path / "processed"), "results_dir": str(tmp_path / "results"),
-                  "synthetic_dir": str(tmp_path / "synthetic"), "cache_dir": str(tmp_path / "cache")},
-        "chunking": {"max_tokens": 64},
-        "retrieval": {"systems": ["bm25", "dense", "bm25+rerank", "hybrid"], "pool": 10,
-                      "reranker": {"kind": "biencoder", "model": "embedded:minilm"}},
-        "models": {"question_writer": small, "generator": small, "judge": dict(small, max_tokens=8)},
-        "synth": {"tasks": ["direct_qa", "summarization"], "n_fewshot": 2, "max_chunks": 2, "filter_top_n": 5},
-        "grading": {"retrievers": ["bm25"], "top_k": [1, 3], "max_questions": 2, "n_bootstrap": 100},
-        "answer": {"max_questions": 1, "n_wrong_values": [0, 1], "negative_n_wrong": 2, "retrieve_k": 2,
-                   "n_bootstrap": 100},
-    }))
-    return p
+@pytest.mark.slow
+def test_spacelm_run_end_to_end_with_set_keeps_its_results_through_the_notebooks(tmp_path, tiny_config_file):
+    """`spacelm run --set ...` on a tiny corpus: every stage, the notebooks against the run's
+    resolved config, the report last. The notebook step recomputes nothing (stage outputs are
+    byte-identical before and after it), and every link in report.md resolves."""
+    cfg_file, run = tiny_config_file
+    over = ["--set", "answer.max_questions=1", "--set", "grading.top_k=[1,2]"]
+    cmd = [sys.executable, "-m", "spacelm.cli", "run", "--config", str(cfg_file), *over]
+    r = subprocess.run(cmd + ["--no-notebooks"], capture_output=True, text=True, cwd=ROOT, timeout=1500)
+    assert r.returncode == 0, r.stderr[-3000:]
+    outputs = {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.suffix in (".csv", ".jsonl", ".json")
+               and p.name != "manifest.json"}
+    assert outputs
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=1500)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert {p: p.read_bytes() for p in outputs} == outputs, "the notebook step changed a stage's outputs"
+    resolved = yaml.safe_load((run / "config.resolved.yaml").read_text())
+    assert resolved["answer"]["max_questions"] == 1 and resolved["grading"]["top_k"] == [1, 2]
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert all(s.get("skipped") for n, s in manifest["stages"].items() if n != "notebooks"), manifest["stages"]
+    for src in NOTEBOOKS:
+        nb = nbformat.read(run / "notebooks" / src.name, as_version=4)
+        errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+        assert not errors, f"{src.name}: {errors[0]['ename']}: {errors[0]['evalue']}"
+        text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+        assert "computed in this run" not in text, f"{src.name} recomputed a stage"
+    answers = [json.loads(x) for x in (run / "answers.jsonl").read_text().splitlines()]
+    assert len({a["qid"] for a in answers}) == 1
+    report = (run / "report.md").read_text()
+    links = re.findall(r"\]\(([^)]+)\)", report)
+    assert any(link.startswith("plots/") for link in links)
+    missing = [link for link in links if not link.startswith("http") and not (run / link).exists()]
+    assert not missing, f"report.md links to missing files: {missing}"
 
 
+@pytest.mark.slow
 def test_notebooks_run_top_to_bottom(tmp_path, tiny_config_file):
+    cfg_file, run = tiny_config_file
     assert NOTEBOOKS, "no notebooks found"
     for src in NOTEBOOKS:
-        out = execute_notebook(src, tmp_path / "executed" / src.name, str(tiny_config_file), cwd=src.parent, timeout=900)
+        out = execute_notebook(src, tmp_path / "executed" / src.name, cfg_file, cwd=src.parent, timeout=900,
+                               reuse_only=False)
         nb = nbformat.read(out, as_version=4)
         errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
         assert not errors, f"{src.name}: {errors[0]['ename']}: {errors[0]['evalue']}"
-    run = tmp_path / "results" / "nbtest"
-    assert (run / "plots" / "chunk_lengths.png").is_file()
-    if (ROOT / "notebooks" / "04_relevance_grading.ipynb").exists():
-        import pandas as pd
+    import pandas as pd
 
-        t1 = pd.read_csv(run / "table1_relevance.csv")
-        assert list(t1.columns[:6]) == ["retriever", "stage", "top_k", "grade", "percent", "n"]
-        assert set(t1.stage) == {"retrieved", "reranked"} and set(t1.grade) == {0, 1, 2, 3}
-        validity = json.loads((run / "judge_validity.json").read_text())
-        assert {"auc", "n_pairs"} <= set(validity)
-        grades = [json.loads(x) for x in (run / "grades.jsonl").read_text().splitlines()]
-        assert grades and all("raw" in g for g in grades)
-    if (ROOT / "notebooks" / "05_answer_quality.ipynb").exists():
-        import pandas as pd
-
-        t2 = pd.read_csv(run / "table2_answer_quality.csv")
-        assert list(t2.columns[:5]) == ["metric", "setting", "mean", "std", "n"]
-        assert set(t2.setting) == {"standard", "1_wrong", "2_wrong"}
-        assert set(pd.read_csv(run / "pipelines.csv").pipeline) == {"A", "B", "C"}
-        answers = [json.loads(x) for x in (run / "answers.jsonl").read_text().splitlines()]
-        assert len(answers) == 6 and all(a["answer"] for a in answers)
+    t1 = pd.read_csv(run / "table1_relevance.csv")
+    assert list(t1.columns[:6]) == ["retriever", "stage", "top_k", "grade", "percent", "n"]
+    assert set(t1.stage) == {"retrieved", "reranked"} and set(t1.grade) == {0, 1, 2, 3}
+    validity = json.loads((run / "judge_validity.json").read_text())
+    assert {"auc", "n_pairs"} <= set(validity)
+    grades = [json.loads(x) for x in (run / "grades.jsonl").read_text().splitlines()]
+    assert grades and all("raw" in g for g in grades)
+    t2 = pd.read_csv(run / "table2_answer_quality.csv")
+    assert list(t2.columns[:5]) == ["metric", "setting", "mean", "std", "n"]
+    assert set(t2.setting) == {"standard", "1_wrong", "2_wrong"}
+    assert set(pd.read_csv(run / "pipelines.csv").pipeline) == {"A", "B", "C"}
+    answers = [json.loads(x) for x in (run / "answers.jsonl").read_text().splitlines()]
+    assert len(answers) == 6 and all(a["answer"] for a in answers)
 
 
 def test_committed_notebooks_have_no_outputs():

@@ -6,14 +6,14 @@ from pathlib import Path
 import pytest
 
 from spacelm.pipeline import run_stages
-from spacelm.runs import Manifest
+from spacelm.stages.manifest import Manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_manifest_records_stages_and_config(tiny_config):
     m = Manifest(tiny_config)
-    run_stages(tiny_config, upto="chunk", manifest=m, log=lambda s: None)
+    run_stages(tiny_config, upto="chunk", manifest=m)
     m.finish()
     data = json.loads((tiny_config.run_dir / "manifest.json").read_text())
     assert set(data["stages"]) >= {"ingest", "chunk"}
@@ -32,9 +32,10 @@ def test_cli_chunk_and_bad_config(tmp_path):
 
 def test_unknown_stage_is_an_error(tiny_config):
     with pytest.raises(ValueError, match="unknown stage"):
-        run_stages(tiny_config, upto="nope", log=lambda s: None)
+        run_stages(tiny_config, upto="nope")
 
 
+@pytest.mark.slow
 def test_retrieval_stage_end_to_end_on_tiny_corpus(tiny_config, tiny_corpus):
     """ingest → chunk → retrieve (bm25, dense, bm25+rerank, hybrid) on golden samples."""
     import pandas as pd
@@ -50,7 +51,8 @@ def test_retrieval_stage_end_to_end_on_tiny_corpus(tiny_config, tiny_corpus):
     tiny_config.retrieval.systems = ["bm25", "dense", "bm25+rerank", "hybrid"]
     tiny_config.retrieval.reranker.model = "embedded:minilm"
     tiny_config.retrieval.pool = 10
-    from spacelm import chunk, ingest, retrieval
+    from spacelm.stages import chunk, ingest
+    from spacelm.stages import retrieve as retrieval
 
     ingest.run(tiny_config)
     chunk.run(tiny_config)

@@ -1,0 +1,140 @@
+"""Loading a config from YAML: strict (an unknown key or a value of the wrong type is a
+:class:`ConfigError` naming the file and the dotted key, so a typo never silently falls back
+to a default), then checked by `validate.py`."""
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal, Optional, Union
+
+from .schema import Config, ConfigError
+from .validate import validate
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def _coerce(value: Any, tp: Any, key: str, source: str) -> Any:
+    """Check `value` against the annotation `tp`; build nested dataclasses."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if tp is Any:
+        return value
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for a in args:
+            if a is type(None):
+                continue
+            try:
+                return _coerce(value, a, key, source)
+            except ConfigError as e:
+                errors.append(str(e))
+        raise ConfigError(errors[0] if errors else f"{source}: key '{key}' may not be null")
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(f"{source}: key '{key}' must be one of {list(args)}, got {value!r}")
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{source}: key '{key}' must be a list, got {type(value).__name__} ({value!r})")
+        return [_coerce(v, args[0], f"{key}[{i}]", source) for i, v in enumerate(value)] if args else value
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{source}: key '{key}' must be a mapping, got {type(value).__name__}")
+        return dict(value)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{source}: key '{key}' must be a mapping of settings, got {type(value).__name__}")
+        return _build(tp, value, key, source)
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{source}: key '{key}' must be a number, got {value!r}")
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{source}: key '{key}' must be an integer, got {value!r}")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{source}: key '{key}' must be true or false, got {value!r}")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{source}: key '{key}' must be a string, got {value!r}")
+        return value
+    raise ConfigError(f"{source}: key '{key}' has unsupported type {_type_name(tp)}")
+
+
+def _build(cls: type, data: dict, prefix: str, source: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
+    kwargs = {}
+    for k, v in data.items():
+        key = f"{prefix}.{k}" if prefix else str(k)
+        if k not in fields:
+            known = ", ".join(sorted(fields))
+            raise ConfigError(f"{source}: unknown key '{key}' (known keys here: {known})")
+        kwargs[k] = _coerce(v, hints[k], key, source)
+    return cls(**kwargs)
+
+
+def from_dict(data: dict, source: str = "<dict>", root: Optional[str] = None) -> Config:
+    """Build a validated :class:`Config` from a plain mapping."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping of sections")
+    cfg = _build(Config, data, "", source)
+    cfg.source = source
+    cfg.root = root
+    validate(cfg, source)
+    return cfg
+
+
+def load_config(path: Union[str, Path], overrides: Optional[dict] = None) -> Config:
+    """Load a YAML config file. Relative paths inside it resolve against the project root
+    (the parent of the `configs/` folder holding the file, else the file's own folder)."""
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{p}: config file not found")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{p}: not valid YAML: {e}") from None
+    if overrides:
+        data = merge(data, overrides)
+    root = p.resolve().parent
+    if isinstance(data, dict) and "project_root" in data:  # a resolved config names its project
+        root = (root / str(data.pop("project_root"))).resolve()
+    elif root.name == "configs":
+        root = root.parent
+    return from_dict(data, source=str(p), root=str(root))
+
+
+def merge(a: dict, b: dict) -> dict:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def parse_override(text: str) -> dict:
+    """Turn `retrieval.pool=50` into `{"retrieval": {"pool": 50}}` (value parsed as YAML)."""
+    import yaml
+
+    if "=" not in text:
+        raise ConfigError(f"override {text!r} must look like section.key=value")
+    key, raw = text.split("=", 1)
+    value = yaml.safe_load(raw)
+    out: dict = {}
+    cur = out
+    parts = key.strip().split(".")
+    for part in parts[:-1]:
+        cur = cur.setdefault(part, {})
+    cur[parts[-1]] = value
+    return out

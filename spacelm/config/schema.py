@@ -1,0 +1,271 @@
+"""The configuration schema: one typed dataclass per section, and :class:`Config`, the one
+object every stage receives. Defaults live here; loading is in `load.py`, value checks in
+`validate.py`."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from ..lib.names import TASKS
+
+
+class ConfigError(ValueError):
+    """A configuration file is missing, malformed, or holds an unknown key / wrong type."""
+
+
+# --------------------------------------------------------------------------- sections
+@dataclass
+class CorpusConfig:
+    raw_dir: str = "data/raw"
+    golden_samples: str = "data/raw/golden_samples.jsonl"
+    extensions: list[str] = field(default_factory=lambda: [".pdf", ".md", ".txt"])
+    exclude: list[str] = field(default_factory=lambda: ["README.md"])
+
+
+@dataclass
+class PathsConfig:
+    processed_dir: str = "data/processed"
+    synthetic_dir: str = "data/synthetic"
+    results_dir: str = "results"
+    cache_dir: str = ".cache/spacelm"
+
+
+@dataclass
+class IngestConfig:
+    reference_filter: bool = True
+    garbled_threshold: float = 0.02
+    min_doc_chars: int = 200
+
+
+@dataclass
+class ChunkingConfig:
+    max_tokens: int = 256
+    overlap: float = 0.0
+    tokenizer: str = "embedded:minilm"
+
+
+@dataclass
+class BM25Config:
+    method: str = "lucene"
+    k1: float = 1.2
+    b: float = 0.75
+    stemmer: Optional[str] = "english"
+    stopwords: Optional[str] = "en"
+
+
+@dataclass
+class DenseConfig:
+    model: str = "embedded:minilm"
+    batch_size: int = 32
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    max_seq_length: Optional[int] = None
+
+
+@dataclass
+class HybridConfig:
+    rrf_k: int = 60
+    depth: int = 100
+
+
+@dataclass
+class RerankerConfig:
+    kind: Literal["biencoder", "cross-encoder", "llm", "none"] = "biencoder"
+    model: str = "embedded:mpnet"
+    batch_size: int = 16
+    query_prefix: str = ""
+    passage_prefix: str = ""
+
+
+@dataclass
+class RetrievalConfig:
+    systems: list[str] = field(default_factory=lambda: ["bm25", "dense", "bm25+rerank", "dense+rerank", "hybrid"])
+    k_values: list[int] = field(default_factory=lambda: [3, 5, 7, 10])
+    pool: int = 100
+    near_page_window: int = 1
+    bm25: BM25Config = field(default_factory=BM25Config)
+    dense: DenseConfig = field(default_factory=DenseConfig)
+    hybrid: HybridConfig = field(default_factory=HybridConfig)
+    reranker: RerankerConfig = field(default_factory=RerankerConfig)
+
+
+@dataclass
+class LLMConfig:
+    """One language model endpoint (generator or judge)."""
+
+    backend: Literal["llamacpp", "vllm", "openai"] = "llamacpp"
+    model: str = "embedded:qwen2.5-coder-1.5b"
+    n_ctx: int = 4096
+    n_threads: Optional[int] = None
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 256
+    seed: int = 0
+    # openai backend
+    base_url: Optional[str] = None
+    api_key_env: str = "OPENAI_API_KEY"
+    max_concurrency: int = 4
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    # give up after this many consecutive failures to reach the server (not per request)
+    breaker_failures: int = 3
+    # vllm backend
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    distributed_executor_backend: Optional[str] = None
+    gpu_memory_utilization: float = 0.9
+    max_model_len: Optional[int] = None
+    quantization: Optional[str] = None
+    enable_prefix_caching: bool = True
+    # requests handed to the engine at once; finished batches are cached before the next starts
+    submit_batch: int = 256
+
+
+@dataclass
+class ModelsConfig:
+    generator: LLMConfig = field(default_factory=LLMConfig)
+    judge: LLMConfig = field(default_factory=LLMConfig)
+    question_writer: LLMConfig = field(default_factory=LLMConfig)
+
+
+@dataclass
+class SynthConfig:
+    tasks: list[str] = field(default_factory=lambda: list(TASKS))
+    n_fewshot: int = 5
+    fewshot_sampling: Literal["per_chunk", "per_task_fixed"] = "per_task_fixed"
+    max_chunks: Optional[int] = None
+    with_reference_answer: bool = False
+    min_question_words: int = 4
+    filter_top_n: int = 50
+    filter_retriever: Literal["bm25", "dense", "union"] = "union"
+
+
+@dataclass
+class GradingConfig:
+    max_questions: Optional[int] = None
+    retrievers: list[str] = field(default_factory=lambda: ["bm25", "dense"])
+    top_k: list[int] = field(default_factory=lambda: [3, 5, 7, 10])
+    n_bootstrap: int = 1000
+    consistency_check: bool = True  # re-grade the validity pairs with the passage before the question
+    auc_warning: float = 0.75  # judge-validity AUC below this is flagged in the report
+    # "both_orders": grade every pair question-first and passage-first and use the mean of the two
+    # expected grades (against position bias; twice the judge calls)
+    debias: Literal["none", "both_orders"] = "none"
+
+
+@dataclass
+class AnswerConfig:
+    max_questions: Optional[int] = None
+    # settings with the relevant passage plus N wrong ones ("standard" is N = 0) ...
+    n_wrong_values: list[int] = field(default_factory=lambda: [0, 3])
+    # ... and the negative setting: N wrong passages and no relevant one (0 to skip it)
+    negative_n_wrong: int = 5
+    wrong_sampling: Literal["random", "hard"] = "random"
+    pipelines: list[str] = field(default_factory=lambda: ["A", "B", "C"])
+    retriever: str = "bm25"  # the system whose ranking feeds pipelines B and C
+    retrieve_k: int = 3
+    binary_judges: bool = True
+    n_bootstrap: int = 1000
+
+
+@dataclass
+class CheckSource:
+    """A folder of human relevance labels in BEIR format (corpus.jsonl, queries.jsonl and
+    qrels/<split>.tsv or qrels.tsv; binary or graded 0-3)."""
+
+    name: str = "scifact"
+    path: str = "../shared/beir/scifact"
+    split: str = "test"
+    n_queries: int = 10
+
+
+@dataclass
+class JudgeCheckConfig:
+    """Measuring the judge before trusting it: agreement with human labels, an in-domain check
+    on the golden samples, known-answer controls for every answer rubric, position bias."""
+
+    enabled: bool = True
+    sources: list[CheckSource] = field(default_factory=lambda: [
+        CheckSource("scifact", "../shared/beir/scifact", "test", 10),
+        CheckSource("trec-dl-2020", "../shared/judge/trec-dl-2020", "test", 6)])
+    in_domain: bool = True
+    n_in_domain: int = 10  # golden samples, each with two hard negatives
+    controls: bool = True
+    n_controls: int = 6  # questions; each gives one good/bad control pair per rubric
+    position_bias: bool = True  # grade the check pairs passage-first too
+    n_bootstrap: int = 1000
+    # verdicts: "too few pairs to tell" below min_pairs or when the AUC's CI is wider than max_ci_width;
+    # else "fails" below fail_auc, "valid" at valid_auc and valid_kappa or above, "weak" between
+    min_pairs: int = 30
+    max_ci_width: float = 0.3
+    valid_auc: float = 0.8
+    valid_kappa: float = 0.4
+    fail_auc: float = 0.65
+    # controls: pass rate (good answer scored above bad) at or above valid_pass_rate is valid, below
+    # fail_pass_rate fails; fewer than min_controls pairs per rubric is too few to tell
+    valid_pass_rate: float = 0.8
+    fail_pass_rate: float = 0.6
+    min_controls: int = 10
+
+
+@dataclass
+class Config:
+    run_name: str = "quick"
+    seed: int = 13
+    corpus: CorpusConfig = field(default_factory=CorpusConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    ingest: IngestConfig = field(default_factory=IngestConfig)
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    models: ModelsConfig = field(default_factory=ModelsConfig)
+    synth: SynthConfig = field(default_factory=SynthConfig)
+    grading: GradingConfig = field(default_factory=GradingConfig)
+    answer: AnswerConfig = field(default_factory=AnswerConfig)
+    judge_check: JudgeCheckConfig = field(default_factory=JudgeCheckConfig)
+    # where the YAML came from; relative paths in the config resolve against `root`
+    source: Optional[str] = field(default=None, metadata={"internal": True})
+    root: Optional[str] = field(default=None, metadata={"internal": True})
+
+    # ------------------------------------------------------------------ helpers
+    def path(self, p: str) -> Path:
+        """Resolve a path from the config against the project root."""
+        q = Path(p)
+        return q if q.is_absolute() or self.root is None else Path(self.root) / q
+
+    @property
+    def processed_dir(self) -> Path:
+        return self.path(self.paths.processed_dir)
+
+    @property
+    def synthetic_dir(self) -> Path:
+        return self.path(self.paths.synthetic_dir)
+
+    @property
+    def run_dir(self) -> Path:
+        return self.path(self.paths.results_dir) / self.run_name
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.path(self.paths.cache_dir)
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d.pop("source", None)
+        d.pop("root", None)
+        return d
+
+    def section_hash(self, *names: str) -> str:
+        """A short, stable hash of the named config sections (used to decide if a stage is stale)."""
+        d = self.to_dict()
+        payload = {n: _dig(d, n) for n in names}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _dig(d: dict, dotted: str) -> Any:
+    for part in dotted.split("."):
+        d = d[part]
+    return d

@@ -1,0 +1,145 @@
+"""Value checks that types alone cannot express: ranges, choices, cross-field rules, and model
+files that must exist. Each error names the key and the fix, and all of them run when the
+config is loaded, before any model is."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Optional
+
+from ..lib.names import FIRST_STAGE, PIPELINES, SYSTEMS, TASKS
+from .schema import Config, ConfigError, LLMConfig
+
+MODEL_ROLES = ("question_writer", "generator", "judge")
+
+
+def _get(cfg: Config, dotted: str):
+    obj = cfg
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def validate(cfg: Config, source: str) -> None:
+    def need(cond: bool, key: str, msg: str) -> None:
+        if not cond:
+            raise ConfigError(f"{source}: key '{key}' {msg}")
+
+    def at_least(key: str, lo, optional: bool = False) -> None:
+        v = _get(cfg, key)
+        if v is None and optional:
+            return
+        need(v is not None and v >= lo, key, f"must be >= {lo}{' (or null for no limit)' if optional else ''}, "
+                                             f"got {v!r}")
+
+    def within(key: str, lo, hi, value=None) -> None:
+        v = _get(cfg, key) if value is None else value
+        need(lo <= v <= hi, key, f"must be between {lo} and {hi}, got {v!r}")
+
+    # counts and sizes
+    for key in ("chunking.max_tokens", "retrieval.pool", "retrieval.hybrid.depth", "retrieval.dense.batch_size",
+                "retrieval.reranker.batch_size", "synth.filter_top_n", "synth.min_question_words",
+                "grading.n_bootstrap", "answer.n_bootstrap", "answer.retrieve_k"):
+        at_least(key, 1)
+    for key in ("seed", "ingest.min_doc_chars", "synth.n_fewshot", "retrieval.near_page_window",
+                "retrieval.hybrid.rrf_k", "retrieval.bm25.k1"):
+        at_least(key, 0)
+    for key in ("synth.max_chunks", "grading.max_questions", "answer.max_questions", "retrieval.dense.max_seq_length"):
+        at_least(key, 1, optional=True)
+    within("retrieval.bm25.b", 0, 1)
+    within("ingest.garbled_threshold", 0, 1)
+    within("grading.auc_warning", 0.5, 1)
+    need(0 <= cfg.chunking.overlap < 1 or 1 <= cfg.chunking.overlap < cfg.chunking.max_tokens,
+         "chunking.overlap", "must be a ratio in [0, 1) or a token count below chunking.max_tokens")
+    # k values: positive, and within what the first stage returns
+    pool = cfg.retrieval.pool
+    for key in ("retrieval.k_values", "grading.top_k"):
+        ks = _get(cfg, key)
+        need(len(ks) > 0, key, "must hold at least one k")
+        for k in ks:
+            need(1 <= k <= pool, key, f"must hold integers from 1 to retrieval.pool ({pool}), got {k!r}")
+    need(cfg.answer.retrieve_k <= pool, "answer.retrieve_k", f"must be <= retrieval.pool ({pool})")
+    # names
+    for s in cfg.retrieval.systems:
+        need(s in SYSTEMS, "retrieval.systems", f"holds unknown system {s!r} (choose from {sorted(SYSTEMS)})")
+    for s in cfg.grading.retrievers:
+        need(s in FIRST_STAGE, "grading.retrievers", f"holds {s!r}; choose first-stage retrievers from "
+                                                     f"{list(FIRST_STAGE)} (their reranked lists are graded too)")
+    need(cfg.answer.retriever in SYSTEMS, "answer.retriever", f"is {cfg.answer.retriever!r}; choose from {list(SYSTEMS)}")
+    for t in cfg.synth.tasks:
+        need(t in TASKS, "synth.tasks", f"holds unknown task {t!r} (choose from {sorted(TASKS)})")
+    need(len(cfg.synth.tasks) > 0, "synth.tasks", "must hold at least one task")
+    for n in cfg.answer.n_wrong_values:
+        need(0 <= n <= 20, "answer.n_wrong_values", f"must hold integers in 0..20, got {n!r}")
+    within("answer.negative_n_wrong", 0, 20)
+    for p in cfg.answer.pipelines:
+        need(p in PIPELINES, "answer.pipelines", f"holds unknown pipeline {p!r} (A, B or C)")
+    jc = cfg.judge_check
+    for key in ("judge_check.n_in_domain", "judge_check.n_controls", "judge_check.n_bootstrap",
+                "judge_check.min_pairs", "judge_check.min_controls"):
+        at_least(key, 1)
+    for key in ("judge_check.max_ci_width", "judge_check.valid_kappa"):
+        within(key, 0, 1)
+    for key in ("judge_check.valid_auc", "judge_check.fail_auc"):
+        within(key, 0.5, 1)
+    need(jc.fail_auc <= jc.valid_auc, "judge_check.fail_auc", "must be <= judge_check.valid_auc")
+    within("judge_check.fail_pass_rate", 0, 1)
+    within("judge_check.valid_pass_rate", 0, 1)
+    need(jc.fail_pass_rate <= jc.valid_pass_rate, "judge_check.fail_pass_rate", "must be <= judge_check.valid_pass_rate")
+    names = [s.name for s in jc.sources]
+    need(len(names) == len(set(names)), "judge_check.sources", f"names must be unique, got {names}")
+    for i, src in enumerate(jc.sources):
+        need(src.n_queries >= 1, f"judge_check.sources[{i}].n_queries", f"must be >= 1, got {src.n_queries!r}")
+        need(bool(re.fullmatch(r"[A-Za-z0-9_.-]+", src.name)), f"judge_check.sources[{i}].name",
+             "may hold only letters, digits, '.', '_' and '-' (it names output files)")
+    for role in MODEL_ROLES:
+        _validate_llm(getattr(cfg.models, role), f"models.{role}", need)
+    for key in ("retrieval.dense.model", "retrieval.reranker.model", "chunking.tokenizer"):
+        if key == "retrieval.reranker.model" and cfg.retrieval.reranker.kind in ("llm", "none"):
+            continue
+        _check_model_spec(_get(cfg, key), key, cfg, need)
+    for role in MODEL_ROLES:
+        llm = getattr(cfg.models, role)
+        if llm.backend != "openai":
+            _check_model_spec(llm.model, f"models.{role}.model", cfg, need)
+
+
+def _validate_llm(llm: LLMConfig, key: str, need) -> None:
+    for name, lo in (("n_ctx", 64), ("max_tokens", 1), ("max_concurrency", 1), ("max_retries", 0),
+                     ("tensor_parallel_size", 1), ("pipeline_parallel_size", 1), ("breaker_failures", 1), ("submit_batch", 1)):
+        v = getattr(llm, name)
+        need(v >= lo, f"{key}.{name}", f"must be >= {lo}, got {v!r}")
+    need(llm.n_threads is None or llm.n_threads >= 1, f"{key}.n_threads", "must be >= 1 (or null for every core)")
+    need(llm.temperature >= 0, f"{key}.temperature", f"must be >= 0, got {llm.temperature!r}")
+    need(0 < llm.top_p <= 1, f"{key}.top_p", f"must be in (0, 1], got {llm.top_p!r}")
+    need(llm.timeout_s > 0, f"{key}.timeout_s", f"must be > 0 seconds, got {llm.timeout_s!r}")
+    need(0 < llm.gpu_memory_utilization <= 1, f"{key}.gpu_memory_utilization",
+         f"must be a share in (0, 1], got {llm.gpu_memory_utilization!r}")
+    need(llm.max_tokens < llm.n_ctx, f"{key}.max_tokens", f"must be below {key}.n_ctx ({llm.n_ctx})")
+    need(llm.backend != "openai" or bool(llm.base_url), f"{key}.base_url",
+         "is required by the openai backend (e.g. http://127.0.0.1:8000/v1)")
+
+
+def _looks_like_path(spec: str) -> bool:
+    """A local path, as opposed to a hub name ("org/name", optionally "org/name:file-glob")."""
+    return (spec.startswith(("/", "./", "../", "~")) or spec.count("/") > 1
+            or Path(spec).suffix.lower() in (".gguf", ".json", ".safetensors", ".bin"))
+
+
+def _check_model_spec(spec: Optional[str], key: str, cfg: Config, need) -> None:
+    """An `embedded:` name must be known; a path must exist (checked before any model loads)."""
+    if not spec:
+        return
+    if spec.startswith("embedded:"):
+        from ..lib.models import EMBEDDED
+
+        name = spec.split(":", 1)[1]
+        need(name in EMBEDDED, key, f"names unknown embedded model {name!r}; known: {', '.join(EMBEDDED)} "
+                                    f"(`spacelm models list`)")
+        return
+    if _looks_like_path(spec):
+        p = Path(spec).expanduser()
+        if not p.is_absolute() and cfg.root:
+            p = Path(cfg.root) / p
+        need(p.exists(), key, f"points to {spec!r}, which does not exist ({p}); give an existing file or folder, "
+                              f"or an embedded model such as 'embedded:qwen2.5-coder-1.5b'")

@@ -1,0 +1,371 @@
+"""Ingest: PDFs and text files → page-aware, cleaned document text.
+
+PDFs are read page by page with PyMuPDF (text blocks in reading order, each block's lines
+joined into one paragraph); ``.md`` and ``.txt`` files are single-page documents. Cleaning
+normalises Unicode (ligatures such as "ﬁ"), joins words hyphenated across line breaks, drops
+running headers/footers that repeat on most pages, and collapses whitespace. Two measurements
+are reported per document: a *garbled-text score* (words run together without spaces) and
+the characters dropped by the *reference-section filter*.
+
+A file that cannot be used (empty, encrypted, corrupt, undecodable) is skipped with a warning
+that names it and the reason; the run fails only when no document is usable.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+import warnings
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from .io import InputError
+
+PAGE_SEP = "\n\n"
+
+
+@dataclass
+class Document:
+    """A cleaned document: its text and where each (1-based) page starts in it."""
+
+    doc_id: str
+    source: str
+    format: str
+    text: str
+    page_starts: list[int]  # char offset of page i+1 in `text`
+    n_pages: int
+    garbled_score: float = 0.0
+    garbled_words: int = 0
+    references_dropped_chars: int = 0
+    title: str = ""
+    repaired: bool = False  # PyMuPDF had to repair the file (truncated or damaged)
+    empty_pages: list[int] = field(default_factory=list)  # 1-based pages without extractable text
+
+    def page_of(self, offset: int) -> int:
+        """1-based page number holding character `offset` of the cleaned text."""
+        import bisect
+
+        return max(1, bisect.bisect_right(self.page_starts, offset))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Skipped:
+    source: str
+    reason: str
+
+
+@dataclass
+class IngestResult:
+    documents: list[Document] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- reading
+def doc_id_for(path: Path) -> str:
+    """A stable, readable id from the file name: lower-case, [a-z0-9-] only."""
+    stem = unicodedata.normalize("NFKD", path.stem).encode("ascii", "ignore").decode()
+    return re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-") or "doc"
+
+
+def read_pdf_pages(path: Path) -> tuple[list[str], bool]:
+    """Raw text of each page, one paragraph per PyMuPDF text block, in stream order, and
+    whether PyMuPDF had to repair the file (a truncated download is repaired in silence, its
+    lost pages coming back empty).
+
+    Raises InputError for encrypted, corrupt or page-less files."""
+    import pymupdf
+
+    try:
+        doc = pymupdf.open(path)
+    except Exception as e:  # PyMuPDF raises several types for damaged files
+        raise InputError(f"{path}: cannot open PDF ({type(e).__name__}: {e}); the file is corrupt or not a PDF") from None
+    with doc:
+        if doc.needs_pass:
+            raise InputError(f"{path}: PDF is encrypted (password protected); decrypt it or remove it from the corpus")
+        if doc.page_count == 0:
+            raise InputError(f"{path}: PDF has no pages")
+        pages = []
+        try:
+            for page in doc:
+                blocks = page.get_text("blocks")
+                paras = [b[4].strip() for b in blocks if b[6] == 0 and b[4].strip()]
+                pages.append("\n\n".join(paras))
+        except Exception as e:
+            raise InputError(f"{path}: PDF is damaged and cannot be read ({type(e).__name__}: {e})") from None
+        return pages, bool(doc.is_repaired)
+
+
+def _page_list(pages: list[int]) -> str:
+    return ", ".join(map(str, pages[:12])) + (f" … ({len(pages)} in all)" if len(pages) > 12 else "")
+
+
+def check_pdf_health(path: Path, raw_pages: list[str], repaired: bool) -> list[int]:
+    """Pages without text (1-based), with a warning naming the file when the PDF was repaired
+    (likely truncated: its last pages are lost) or some pages have no text layer (scanned)."""
+    empty = [i for i, p in enumerate(raw_pages, 1) if not p.strip()]
+    n = len(raw_pages)
+    if repaired:
+        lost = f"; pages {_page_list(empty)} of {n} came back empty" if empty else ""
+        warnings.warn(f"{path}: the PDF is damaged and PyMuPDF repaired it{lost}. The file is probably truncated: "
+                      "download or export it again (documents.csv records the pages)", stacklevel=3)
+    elif empty and len(empty) < n:
+        warnings.warn(f"{path}: pages {_page_list(empty)} of {n} have no extractable text (scanned images?); "
+                      "their content is not in the corpus", stacklevel=3)
+    return empty
+
+
+def read_text_file(path: Path) -> list[str]:
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not valid UTF-8 (byte {e.start}); re-save the file as UTF-8") from None
+    return [text]
+
+
+# --------------------------------------------------------------------------- cleaning
+_SOFT_HYPHEN = re.compile("\u00ad")
+_SPACES = re.compile(r"[ \t\u00a0\u2000-\u200b\u202f\u3000]+")
+
+
+_HYPHEN_WORD_BREAK = re.compile(r"([A-Za-z0-9]+)[-\u00ad]\n[ \t]*([a-z]+)")
+_COMPOUND = re.compile(r"\b([A-Za-z0-9]+-[A-Za-z]+)\b")
+
+
+def hyphen_vocabulary(text: str) -> tuple[set[str], set[str]]:
+    """(words, hyphenated compounds) written in `text` away from line ends: the evidence used
+    to decide whether a hyphen at a line break splits a word or belongs to a compound."""
+    text = unicodedata.normalize("NFKC", text)
+    words = {w.lower() for w in re.findall(r"[A-Za-z]+", text)}
+    compounds = {m.lower() for m in _COMPOUND.findall(text.replace("-\n", " "))}
+    return words, compounds
+
+
+def _dehyphenate(m: re.Match, words: set[str], compounds: set[str]) -> str:
+    left, right = m.group(1), m.group(2)
+    hyphened, joined = f"{left}-{right}".lower(), f"{left}{right}".lower()
+    if left[-1].isdigit() or hyphened in compounds and joined not in words:
+        return f"{left}-{right}"  # "25-year", "well-known"
+    return left + right  # "manoeu-vre" → "manoeuvre"
+
+
+def clean_text(text: str, vocab: Optional[tuple[set[str], set[str]]] = None) -> str:
+    """Normalise one page: NFKC (ligatures, odd spaces), words hyphenated across line breaks
+    joined (a compound seen elsewhere with its hyphen keeps it), single newlines inside a
+    paragraph joined by spaces, blank-line paragraph breaks kept."""
+    text = unicodedata.normalize("NFKC", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    words, compounds = vocab or (set(), set())
+    text = _HYPHEN_WORD_BREAK.sub(lambda m: _dehyphenate(m, words, compounds), text)
+    text = _SOFT_HYPHEN.sub("", text)
+    paras = re.split(r"\n\s*\n", text)
+    out = []
+    for p in paras:
+        lines = [_SPACES.sub(" ", ln).strip() for ln in p.split("\n")]
+        lines = [re.sub(r"^[\u2022\u25aa\u25cf\u2023\u2043]\s*", "- ", ln) for ln in lines if ln]
+        if not lines:
+            continue
+        # keep Markdown structure (headings, list items, table rows) on their own lines
+        if any(ln.startswith(("#", "- ", "* ", "|")) or re.match(r"\d+\.\s", ln) for ln in lines):
+            out.append("\n".join(lines))
+        else:
+            out.append(" ".join(lines))
+    return "\n\n".join(out)
+
+
+def _line_key(line: str) -> str:
+    return re.sub(r"\d+", "#", line.strip().lower())
+
+
+def drop_running_lines(pages: list[str], min_share: float = 0.6) -> list[str]:
+    """Remove short lines (headers, footers, 'Page 3 of 12') that recur on most pages."""
+    if len(pages) < 3:
+        return pages
+    counts: Counter[str] = Counter()
+    for p in pages:
+        counts.update({_line_key(ln) for ln in p.split("\n") if 0 < len(ln.strip()) <= 80})
+    running = {k for k, c in counts.items() if c >= max(3, min_share * len(pages))}
+    if not running:
+        return pages
+    return ["\n".join(ln for ln in p.split("\n") if _line_key(ln) not in running) for p in pages]
+
+
+_REF_HEADING = re.compile(
+    r"^(?:#{1,6}\s*)?(?:\d+(?:\.\d+)*\.?\s+|[IVX]+\.\s+)?(?:\*\*)?"
+    r"(references|bibliography|works cited|literature cited|reference list|sources)(?:\*\*)?\s*:?\s*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_AFTER_REFS = re.compile(r"^(?:#{1,6}\s*)?(?:appendix|annex)\b.*$", re.IGNORECASE | re.MULTILINE)
+
+
+def find_reference_section(text: str, min_position: float = 0.5) -> Optional[tuple[int, int]]:
+    """Span (start, end) of a trailing References/Bibliography section, or None.
+
+    The heading must stand alone on its line in the second half of the document; the section
+    runs to the next Appendix/Annex heading or to the end."""
+    matches = [m for m in _REF_HEADING.finditer(text) if m.start() >= min_position * len(text)]
+    if not matches:
+        return None
+    start = matches[-1].start()
+    after = _AFTER_REFS.search(text, matches[-1].end())
+    end = after.start() if after else len(text)
+    return start, end
+
+
+# --------------------------------------------------------------------------- garbling
+_WORD = re.compile(r"[A-Za-z]+")
+_COMMON = set(
+    "a an the of to in on at by for with from as is are was were be been it its this that these those and or "
+    "but not no can could may might will would shall should must has have had do does did than then there "
+    "their they we our you your he she his her which who whom what when where why how all any each more "
+    "most other some such only also into over under between after before during about up down out".split()
+)
+
+
+def _segments(token: str, vocab: set[str], max_len: int = 20) -> Optional[list[str]]:
+    """Fewest vocabulary words that concatenate to `token` (dynamic programming), or None."""
+    n = len(token)
+    best: list[Optional[list[str]]] = [[]] + [None] * n
+    for i in range(1, n + 1):
+        for j in range(max(0, i - max_len), i):
+            prev = best[j]
+            if prev is not None and token[j:i] in vocab and (best[i] is None or len(prev) + 1 < len(best[i])):
+                best[i] = prev + [token[j:i]]
+    return best[n]
+
+
+def _is_run_together(token: str, vocab: set[str], min_len: int) -> int:
+    """Number of words hidden in `token` if it looks like words run together, else 0.
+
+    Long, unknown, and splits into 3+ corpus words of which one is a function word ("the",
+    "of", ...), or into 5+ words, or is 20+ letters long: a rare real word such as
+    "interchangeable" (inter|change|able|...) is not flagged."""
+    if len(token) < min_len or token in vocab:
+        return 0
+    pieces = _segments(token, vocab)
+    if not pieces or len(pieces) < 3:
+        return 0
+    if len(pieces) >= 5 or len(token) >= 20 or any(p in _COMMON for p in pieces):
+        return len(pieces)
+    return 0
+
+
+def build_vocabulary(texts: list[str]) -> set[str]:
+    """Words seen at least twice across the corpus (2–14 letters) plus common function words."""
+    counts = Counter(w.lower() for t in texts for w in _WORD.findall(t))
+    return {w for w, c in counts.items() if c >= 2 and 2 <= len(w) <= 14} | _COMMON
+
+
+def garbled_stats(text: str, vocab: set[str], min_len: int = 15) -> tuple[int, int]:
+    """(words hidden in run-together tokens, total words).
+
+    A token is run-together when it is long, not itself a known word, and splits into three or
+    more known words, e.g. "theregionalcontextcanhelp" → the|regional|context|can|help."""
+    hidden = plain = 0
+    for w in _WORD.findall(text):
+        k = _is_run_together(w.lower(), vocab, min_len)
+        if k:
+            hidden += k
+        else:
+            plain += 1
+    return hidden, plain + hidden
+
+
+# --------------------------------------------------------------------------- ingest
+def list_sources(raw_dir: Path, extensions: list[str], exclude: list[str]) -> list[Path]:
+    if not raw_dir.is_dir():
+        raise InputError(f"{raw_dir}: corpus folder not found (set corpus.raw_dir in the config)")
+    exts = {e.lower() for e in extensions}
+    skip = {e.lower() for e in exclude}
+    return sorted(p for p in raw_dir.rglob("*") if p.is_file() and p.suffix.lower() in exts
+                  and p.name.lower() not in skip and not p.name.startswith("."))
+
+
+def _title_of(pages: list[str], fallback: str) -> str:
+    for line in (pages[0] if pages else "").split("\n"):
+        line = line.strip().lstrip("#").strip()
+        if len(line) > 3:
+            return line[:200]
+    return fallback
+
+
+def ingest_file(path: Path, reference_filter: bool = True) -> Document:
+    """Read and clean one file (no garbled score yet: that needs the corpus vocabulary)."""
+    fmt = path.suffix.lower().lstrip(".")
+    repaired, empty = False, []
+    if fmt == "pdf":
+        raw_pages, repaired = read_pdf_pages(path)
+    else:
+        raw_pages = read_text_file(path)
+    vocab = hyphen_vocabulary("\n".join(raw_pages))
+    pages = [clean_text(p, vocab) for p in drop_running_lines(raw_pages)]
+    if not any(p.strip() for p in pages):
+        raise InputError(f"{path}: no extractable text (empty, or a scanned PDF without a text layer)")
+    if fmt == "pdf":
+        empty = check_pdf_health(path, raw_pages, repaired)
+    text = PAGE_SEP.join(pages)
+    starts, pos = [], 0
+    for p in pages:
+        starts.append(pos)
+        pos += len(p) + len(PAGE_SEP)
+    dropped = 0
+    if reference_filter:
+        span = find_reference_section(text)
+        if span:
+            a, b = span
+            dropped = b - a
+            text = text[:a].rstrip() + (PAGE_SEP + text[b:].lstrip() if b < len(text) else "")
+            starts = [s if s <= a else max(a, s - dropped) for s in starts]
+            starts = [min(s, len(text)) for s in starts]
+    return Document(
+        doc_id=doc_id_for(path), source=str(path), format=fmt, text=text, page_starts=starts,
+        n_pages=len(pages), references_dropped_chars=dropped, title=_title_of(pages, path.stem),
+        repaired=repaired, empty_pages=empty,
+    )
+
+
+def ingest_corpus(raw_dir: Path, extensions: list[str], exclude: list[str], reference_filter: bool = True,
+                  garbled_threshold: float = 0.02, min_doc_chars: int = 1) -> IngestResult:
+    """Ingest every usable file below `raw_dir`; unusable ones are skipped with a warning."""
+    res = IngestResult()
+    seen: dict[str, str] = {}
+    for path in list_sources(raw_dir, extensions, exclude):
+        try:
+            doc = ingest_file(path, reference_filter=reference_filter)
+            if len(doc.text) < min_doc_chars:
+                raise InputError(f"{path}: only {len(doc.text)} characters of text (minimum {min_doc_chars})")
+            if doc.doc_id in seen:
+                raise InputError(f"{path}: its id '{doc.doc_id}' clashes with {seen[doc.doc_id]}; rename one file")
+        except InputError as e:
+            warnings.warn(f"skipping {e}", stacklevel=2)
+            res.skipped.append(Skipped(str(path), str(e)))
+            continue
+        seen[doc.doc_id] = str(path)
+        res.documents.append(doc)
+    vocab = build_vocabulary([d.text for d in res.documents])
+    for d in res.documents:
+        hidden, total = garbled_stats(d.text, vocab)
+        d.garbled_words = hidden
+        d.garbled_score = round(hidden / total, 6) if total else 0.0
+    if not res.documents:
+        reasons = "; ".join(s.reason for s in res.skipped) or "no .pdf/.md/.txt files found"
+        raise InputError(f"{raw_dir}: no usable document ({reasons})")
+    return res
+
+
+# --------------------------------------------------------------------------- stage
+def documents_table(docs: list[Document]):
+    """One row per document: pages, words, garbled score and flag, references dropped."""
+    import pandas as pd
+
+    return pd.DataFrame([{
+        "doc_id": d.doc_id, "format": d.format, "pages": d.n_pages, "words": len(d.text.split()),
+        "chars": len(d.text), "garbled_score": d.garbled_score, "garbled_words": d.garbled_words,
+        "references_dropped_chars": d.references_dropped_chars, "repaired": d.repaired,
+        "empty_pages": len(d.empty_pages), "empty_page_numbers": " ".join(map(str, d.empty_pages)),
+        "title": d.title, "source": d.source,
+    } for d in docs])

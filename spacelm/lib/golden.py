@@ -1,0 +1,138 @@
+"""Golden samples: human-written question–passage pairs of five task types.
+
+File format (JSONL, one object per line)::
+
+    {"id": "gs-direct-01", "task": "direct_qa", "question": "...", "passage": "...",
+     "doc_id": "mega-constellations", "answer": "...", "verdict": null}
+
+- ``id`` unique; ``task`` one of TASKS; ``question`` non-empty (for fact checking, the
+  statement to be judged); ``passage`` the supporting text (or ``chunk_id`` instead);
+- optional ``doc_id`` (helps locate the passage), ``answer`` (reference answer) and, for
+  ``fact_checking``, ``verdict``: ``supported``, ``refuted`` or ``not_enough_info``.
+Validation errors name the file, the line and the fix.
+"""
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Optional
+
+from .io import InputError
+from .names import TASKS, VERDICTS
+
+
+@dataclass
+class GoldenSample:
+    id: str
+    task: str
+    question: str
+    passage: str = ""
+    doc_id: Optional[str] = None
+    chunk_id: Optional[str] = None
+    answer: Optional[str] = None
+    verdict: Optional[str] = None
+    line: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def load_golden(path: Path, min_per_task: int = 0, tasks: tuple = TASKS) -> list[GoldenSample]:
+    """Read and validate a golden-samples file. `min_per_task` is the few-shot count: every task
+    in `tasks` needs at least that many samples."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: golden samples file not found (set corpus.golden_samples in the config)")
+    samples: list[GoldenSample] = []
+    seen: dict[str, int] = {}
+    with path.open(encoding="utf-8-sig") as f:  # a byte-order mark, as some editors write, is fine
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InputError(f"{where}: not valid JSON ({e.msg}, column {e.colno}); write one JSON object per line") from None
+            if not isinstance(obj, dict):
+                raise InputError(f"{where}: expected a JSON object with id, task, question, passage")
+            unknown = set(obj) - {"id", "task", "question", "passage", "doc_id", "chunk_id", "answer", "verdict"}
+            if unknown:
+                raise InputError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: id, task, question, passage, "
+                                 "doc_id, chunk_id, answer, verdict")
+            sid = str(obj.get("id") or "").strip()
+            if not sid:
+                raise InputError(f"{where}: missing 'id'; give every sample a unique id")
+            if sid in seen:
+                raise InputError(f"{where}: duplicate id {sid!r} (first used on line {seen[sid]}); ids must be unique")
+            seen[sid] = lineno
+            task = obj.get("task")
+            if task not in TASKS:
+                raise InputError(f"{where}: unknown task {task!r}; use one of {', '.join(TASKS)}")
+            question = obj.get("question")
+            if not isinstance(question, str) or not question.strip():
+                raise InputError(f"{where}: empty 'question'; write the question (or, for fact_checking, the statement)")
+            passage = obj.get("passage") or ""
+            if not passage.strip() and not obj.get("chunk_id"):
+                raise InputError(f"{where}: needs a 'passage' (the supporting text) or a 'chunk_id'")
+            verdict = obj.get("verdict")
+            if task == "fact_checking":
+                if verdict not in VERDICTS:
+                    raise InputError(f"{where}: fact_checking needs 'verdict' = one of {', '.join(VERDICTS)}, got {verdict!r}")
+            elif verdict not in (None, ""):
+                raise InputError(f"{where}: 'verdict' is only for fact_checking samples (task is {task})")
+            samples.append(GoldenSample(id=sid, task=task, question=question.strip(), passage=passage.strip(),
+                                        doc_id=obj.get("doc_id"), chunk_id=obj.get("chunk_id"),
+                                        answer=obj.get("answer"), verdict=verdict or None, line=lineno))
+    counts = Counter(s.task for s in samples)
+    short = [f"{t} has {counts.get(t, 0)}" for t in tasks if counts.get(t, 0) < min_per_task]
+    if short:
+        raise InputError(f"{path}: fewer golden samples than the few-shot count ({min_per_task}): {'; '.join(short)}. "
+                         "Add samples for those tasks or lower synth.n_fewshot")
+    return samples
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def locate_chunk(sample: GoldenSample, chunks_by_doc: dict) -> Optional[str]:
+    """The chunk holding most of a golden passage (by word overlap), searching `doc_id`'s
+    chunks when given, else all. None if no chunk holds at least half of its words."""
+    if sample.chunk_id:
+        return sample.chunk_id
+    words = set(_norm(sample.passage).split())
+    if not words:
+        return None
+    pools = [chunks_by_doc.get(sample.doc_id, [])] if sample.doc_id in chunks_by_doc else list(chunks_by_doc.values())
+    best, best_score = None, 0.0
+    for pool in pools:
+        for c in pool:
+            overlap = len(words & set(_norm(c.text).split())) / len(words)
+            if overlap > best_score:
+                best, best_score = c.chunk_id, overlap
+    return best if best_score >= 0.5 else None
+
+
+def locate_samples(samples: list[GoldenSample], chunks, path: Path) -> tuple[dict[str, str], list[GoldenSample]]:
+    """({sample id: chunk id}, samples found nowhere). Each sample whose passage is in no chunk
+    of the corpus is warned about with its file and line, so it is never dropped in silence."""
+    by_doc: dict = {}
+    for c in chunks:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    known = {c.chunk_id for c in chunks}
+    found, missing = {}, []
+    for s in samples:
+        cid = locate_chunk(s, by_doc)
+        if cid in known:
+            found[s.id] = cid
+        else:
+            missing.append(s)
+            warnings.warn(f"{path}:{s.line}: golden sample {s.id!r}: its "
+                          f"{'chunk_id ' + repr(s.chunk_id) if s.chunk_id else 'passage'} was not found in any chunk "
+                          "of the corpus; fix the passage (or doc_id), or add the document it comes from", stacklevel=2)
+    return found, missing

@@ -1,0 +1,133 @@
+"""The cached front end every stage uses: :class:`LLM` wraps a backend with the persistent
+call cache, so a warm re-run makes no model call at all."""
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+from ...config import LLMConfig
+from ..cache import CallCache, request_key
+from .types import Completion, Request
+
+
+def _backend_class(name: str):
+    if name == "llamacpp":
+        from .llamacpp import LlamaCppBackend
+        return LlamaCppBackend
+    if name == "openai":
+        from .openai import OpenAIBackend
+        return OpenAIBackend
+    if name == "vllm":
+        from .vllm import VLLMBackend
+        return VLLMBackend
+    raise ValueError(f"unknown backend {name!r}")
+
+
+@dataclass
+class CallStats:
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model_seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class LLM:
+    """A backend plus the persistent cache; what every stage uses.
+
+    `stage` labels the calls so the manifest can report hits and misses per stage."""
+
+    def __init__(self, cfg: LLMConfig, cache: Optional[CallCache] = None, backend: Any = None):
+        self.cfg = cfg
+        self.cache = cache
+        self._backend = backend
+        self._identity: Optional[dict] = None
+        self.stats = CallStats()
+        self.stage: Optional[str] = None
+        self._lock = threading.Lock()
+
+    @property
+    def backend(self):
+        if self._backend is None:
+            self._backend = _backend_class(self.cfg.backend)(self.cfg)
+        return self._backend
+
+    @property
+    def identity(self) -> dict:
+        if self._identity is None:
+            from ..models import model_identity
+
+            ident = model_identity(self.cfg.model) if self.cfg.backend != "openai" else {"name": self.cfg.model}
+            self._identity = dict(ident, backend=self.cfg.backend,
+                                  base_url=self.cfg.base_url if self.cfg.backend == "openai" else None)
+        return self._identity
+
+    def _key(self, req: Request) -> str:
+        ident = self.identity
+        return request_key({"backend": self.cfg.backend, "model": ident.get("name"), "sha256": ident.get("sha256"),
+                            "base_url": ident.get("base_url"), "request": asdict(req)})
+
+    def chat_many(self, requests: Iterable[Request], progress: Optional[str] = None) -> list[Completion]:
+        """Answer many requests; cached ones are returned without a model call, the rest go
+        to the backend in order (batched where it can) and are stored as each finishes."""
+        reqs = [r.resolved(self.cfg) for r in requests]
+        results: list[Optional[Completion]] = [None] * len(reqs)
+        todo = []
+        for i, r in enumerate(reqs):
+            hit = self.cache.get(self._key(r)) if self.cache else None
+            if hit is not None:
+                results[i] = Completion(**hit, cached=True)
+                self.stats.cache_hits += 1
+            else:
+                todo.append(i)
+            if self.cache:
+                self.cache.stats.count(self.stage, hit is not None)
+        bar = None
+        if todo and progress:
+            from ..progress import progress_bar
+
+            bar = progress_bar(len(todo), progress)
+
+        def done(j: int, comp: Completion) -> None:
+            i = todo[j]
+            with self._lock:
+                results[i] = comp
+                self.stats.calls += 1
+                self.stats.prompt_tokens += comp.prompt_tokens
+                self.stats.completion_tokens += comp.completion_tokens
+                self.stats.model_seconds += comp.latency_s
+                if self.cache:
+                    self.cache.put(self._key(reqs[i]), comp.to_dict(), model=str(self.identity.get("name")))
+                if bar:
+                    bar.update(1)
+
+        if todo:
+            self.backend.complete_many([reqs[i] for i in todo], done)
+        if bar:
+            bar.close()
+        return results  # type: ignore[return-value]
+
+    def release(self) -> None:
+        """Give the model's memory back (the next call loads it again). Stages call this at the
+        end of each model phase, so one model is in memory at a time."""
+        backend, self._backend = self._backend, None
+        if backend is not None and hasattr(backend, "close"):
+            backend.close()
+        import gc
+
+        gc.collect()
+
+    def chat(self, messages: list, **kw) -> Completion:
+        return self.chat_many([Request(messages=messages, **kw)])[0]
+
+
+def open_llm(cfg: LLMConfig, cache_dir: Optional[Path] = None) -> LLM:
+    """An :class:`LLM` for a config, with the call cache in `cache_dir`. The model loads on the
+    first call that misses the cache, and is given back by :meth:`LLM.release`."""
+    cache = CallCache(Path(cache_dir) / "llm_calls.sqlite") if cache_dir else None
+    return LLM(cfg, cache)

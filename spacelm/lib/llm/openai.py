@@ -1,0 +1,156 @@
+"""Any OpenAI-compatible server (vLLM serve, llama.cpp server, Ollama, TGI): chat completions
+over HTTP with bounded concurrency, timeouts and retries with backoff. The API key is read
+from the environment variable named in the config and is never stored."""
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Any, Callable, Optional, Sequence
+
+from ...config import LLMConfig
+from .types import BackendError, BackendUnavailable, Completion, Request, _choice_grammar, _choice_probs_from_logprobs, _require
+
+
+RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+
+
+class OpenAIBackend:
+    """Chat completions over HTTP against any OpenAI-compatible server."""
+
+    name = "openai"
+
+    def __init__(self, cfg: LLMConfig, transport: Any = None):
+        httpx = _require("httpx", "openai")
+        if not cfg.base_url:
+            raise BackendUnavailable("the openai backend needs base_url in its config (e.g. http://127.0.0.1:8000/v1)")
+        self.cfg = cfg
+        key = os.environ.get(cfg.api_key_env, "")
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.client = httpx.Client(base_url=cfg.base_url.rstrip("/"), headers=headers, timeout=cfg.timeout_s,
+                                   transport=transport)
+        self._httpx = httpx
+        self.retries_done = 0
+        self.breaker = CircuitBreaker(cfg.breaker_failures)
+
+    def build_body(self, req: Request) -> dict:
+        body = {"model": self.cfg.model, "messages": req.messages, "max_tokens": req.max_tokens,
+                "temperature": req.temperature, "top_p": req.top_p, "seed": req.seed}
+        if req.stop:
+            body["stop"] = req.stop
+        if req.choices:
+            # vLLM reads guided_choice, llama.cpp's server reads grammar; others ignore both and we parse.
+            body["guided_choice"] = list(req.choices)
+            body["grammar"] = _choice_grammar(req.choices)
+            body["logprobs"] = True
+            body["top_logprobs"] = min(20, max(5, len(req.choices)))
+            body["max_tokens"] = max(req.max_tokens or 0, max(len(c) for c in req.choices) + 2)
+        return body
+
+    @staticmethod
+    def parse_response(data: dict, req: Request, latency: float) -> Completion:
+        ch = data["choices"][0]
+        text = (ch.get("message") or {}).get("content") or ch.get("text") or ""
+        usage = data.get("usage") or {}
+        probs = None
+        if req.choices:
+            probs = _choice_probs_from_logprobs(ch.get("logprobs"), req.choices)
+        return Completion(text=text, prompt_tokens=usage.get("prompt_tokens", 0),
+                          completion_tokens=usage.get("completion_tokens", 0), latency_s=latency,
+                          choice_probs=probs, finish_reason=ch.get("finish_reason"))
+
+    def complete(self, req: Request) -> Completion:
+        body = self.build_body(req)
+        delay = 0.5
+        for attempt in range(self.cfg.max_retries + 1):
+            if self.breaker.is_open:
+                raise BackendUnavailable(f"{self.cfg.base_url} is unreachable ({self.breaker.describe()})")
+            t0 = time.perf_counter()
+            try:
+                r = self.client.post("/chat/completions", json=body)
+            except (self._httpx.TransportError,) as e:
+                err: Exception = e
+                self.breaker.failed(e)
+                if self.breaker.is_open:
+                    raise BackendUnavailable(f"{self.cfg.base_url} is unreachable ({self.breaker.describe()})") from e
+            else:
+                self.breaker.reached()
+                if r.status_code == 200:
+                    return self.parse_response(r.json(), req, time.perf_counter() - t0)
+                status = r.status_code
+                err = BackendError(f"{self.cfg.base_url}: HTTP {status}: {r.text[:300]}")
+                if status not in RETRY_STATUS:
+                    raise err
+                ra = r.headers.get("retry-after")
+                if ra and ra.replace(".", "", 1).isdigit():
+                    delay = max(delay, float(ra))
+            if attempt == self.cfg.max_retries:
+                raise BackendUnavailable(f"{self.cfg.base_url}: gave up after {attempt + 1} attempts: {err}")
+            self.retries_done += 1
+            time.sleep(min(30.0, delay * (1 + 0.25 * random.random())))
+            delay *= 2
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        self.client.close()
+
+    def complete_many(self, reqs: Sequence[Request], on_done: Callable[[int, Completion], None]) -> None:
+        """Send with bounded concurrency; hand back each completion as soon as it arrives (so
+        the caller caches it whatever happens to the others). On the first fatal error the
+        queued requests are cancelled, the ones in flight are still kept, and the error says
+        how many calls finished."""
+        pool = ThreadPoolExecutor(max_workers=max(1, self.cfg.max_concurrency))
+        futures = {pool.submit(self.complete, r): i for i, r in enumerate(reqs)}
+        fatal: Optional[BaseException] = None
+        kept = 0
+        try:
+            for fut in as_completed(futures):
+                if fut.cancelled():
+                    continue
+                exc = fut.exception()
+                if exc is not None:
+                    if fatal is None:
+                        fatal = exc
+                        for f in futures:
+                            f.cancel()
+                    continue
+                on_done(futures[fut], fut.result())
+                kept += 1
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+        if fatal is not None:
+            where = f"{kept} of {len(reqs)} calls finished and are kept in the cache; the same command resumes"
+            cls = BackendUnavailable if isinstance(fatal, BackendUnavailable) else BackendError
+            raise cls(f"{fatal}; {where}") from fatal
+
+
+class CircuitBreaker:
+    """Counts consecutive failures to reach a server across all threads; after `limit` of
+    them every further attempt fails at once instead of retrying for minutes."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.consecutive = 0
+        self.last_error: Optional[BaseException] = None
+        self._lock = threading.Lock()
+
+    @property
+    def is_open(self) -> bool:
+        return self.consecutive >= self.limit
+
+    def failed(self, error: BaseException) -> None:
+        with self._lock:
+            self.consecutive += 1
+            self.last_error = error
+
+    def reached(self) -> None:
+        with self._lock:
+            self.consecutive = 0
+
+    def describe(self) -> str:
+        return (f"{self.consecutive} connection failures in a row, the last: "
+                f"{type(self.last_error).__name__}: {self.last_error}")

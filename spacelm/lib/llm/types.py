@@ -1,0 +1,93 @@
+"""What every backend speaks: a :class:`Request` in, a :class:`Completion` out, and the
+small helpers they share (optional imports, choice grammars, option probabilities from
+log-probabilities)."""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Optional, Sequence
+
+
+class BackendError(RuntimeError):
+    """A model backend failed on a request (for instance a server answering HTTP 400)."""
+
+
+class BackendUnavailable(BackendError):
+    """A backend's library is not installed or its server cannot be reached."""
+
+
+@dataclass
+class Request:
+    """One chat call. Unset sampling fields fall back to the model's config."""
+
+    messages: list
+    max_tokens: Optional[int] = None
+    temperature: Optional[float] = None
+    top_p: Optional[float] = None
+    seed: Optional[int] = None
+    choices: Optional[list] = None  # constrain the answer to exactly one of these strings
+    stop: Optional[list] = None
+
+    def resolved(self, cfg: LLMConfig) -> "Request":
+        return Request(
+            messages=self.messages,
+            max_tokens=self.max_tokens if self.max_tokens is not None else cfg.max_tokens,
+            temperature=self.temperature if self.temperature is not None else cfg.temperature,
+            top_p=self.top_p if self.top_p is not None else cfg.top_p,
+            seed=self.seed if self.seed is not None else cfg.seed,
+            choices=list(self.choices) if self.choices else None,
+            stop=list(self.stop) if self.stop else None,
+        )
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    choice_probs: Optional[dict] = None  # option → probability (renormalised over the options)
+    finish_reason: Optional[str] = None
+    cached: bool = False
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("cached")
+        return d
+
+
+def _require(module: str, extra: str):
+    """Import a backend's library or raise BackendUnavailable saying how to install it."""
+    from ..deps import MissingDependency, require
+
+    hint = 'pip install -e ".[' + extra + ']"' + (" (scripts/setup.sh builds it CPU-safe)" if extra == "llamacpp" else "")
+    try:
+        return require(module, f"the '{extra}' backend", hint)
+    except MissingDependency as e:
+        raise BackendUnavailable(str(e)) from None
+
+
+def _choice_grammar(choices: Sequence[str]) -> str:
+    alts = " | ".join('"' + c.replace("\\", "\\\\").replace('"', '\\"') + '"' for c in choices)
+    return f"root ::= {alts}"
+
+
+def _choice_probs_from_logprobs(logprobs: Optional[dict], choices: Sequence[str]) -> Optional[dict]:
+    """Option probabilities from the first generated token's top logprobs (OpenAI format)."""
+    if not logprobs or not logprobs.get("content"):
+        return None
+    first = logprobs["content"][0]
+    cands = {first.get("token", ""): first.get("logprob")}
+    for t in first.get("top_logprobs") or []:
+        cands.setdefault(t.get("token", ""), t.get("logprob"))
+    mass = {}
+    for c in choices:
+        lp = [v for tok, v in cands.items() if v is not None and tok.strip() and c.startswith(tok.strip())]
+        if lp:
+            mass[c] = math.exp(max(lp))
+    if not mass:
+        return None
+    total = sum(mass.values())
+    return {c: mass.get(c, 0.0) / total for c in choices}
+
+

@@ -1,0 +1,251 @@
+"""Relevance grading 0–3 of retrieved passages, before and after reranking (the paper's
+Table 1): planning the pairs, grading them, the table with bootstrap confidence intervals, a
+paired test, graded-qrels metrics, and a check that the judge can be trusted at all.
+
+Each distinct (question, chunk) pair is graded once, in question order so consecutive prompts
+share the question prefix. The judge's answer is constrained to the four digits; with the
+llama.cpp backend the probability of each grade is also kept (expected grade). An answer that
+cannot be parsed is recorded as missing with its raw text, never as 0.
+"""
+from __future__ import annotations
+
+import json
+import random
+from typing import Optional
+
+import numpy as np
+
+from .names import reranked
+from .stats import bootstrap_ci
+
+GRADES = (0, 1, 2, 3)
+
+
+# --------------------------------------------------------------------------- planning
+def table_systems(cfg) -> list[tuple[str, str, str]]:
+    """(retriever, stage, system name) for every Table 1 row group."""
+    return [(r, stage, r if stage == "retrieved" else reranked(r))
+            for r in cfg.grading.retrievers for stage in ("retrieved", "reranked")]
+
+
+def select_questions(questions: list[dict], max_questions: Optional[int], seed: int) -> list[dict]:
+    if not max_questions or max_questions >= len(questions):
+        return questions
+    keep = set(q["qid"] for q in random.Random(seed).sample(questions, max_questions))
+    return [q for q in questions if q["qid"] in keep]
+
+
+def plan_pairs(cfg, questions: list[dict], rankings: dict, chunks_by_id: dict) -> list[dict]:
+    """Distinct (question, chunk) pairs: every chunk in any graded top-k list, plus for judge
+    validity the source chunk and one random chunk of another document."""
+    kmax = max(cfg.grading.top_k)
+    rng = random.Random(cfg.seed)
+    all_ids = sorted(chunks_by_id)
+    pairs = []
+    for q in questions:
+        chunks: dict[str, set] = {}
+        for retriever, stage, system in table_systems(cfg):
+            for cid in rankings[system][q["qid"]][:kmax]:
+                chunks.setdefault(cid, set()).add("table")
+        chunks.setdefault(q["source_chunk_id"], set()).add("validity_source")
+        others = [c for c in all_ids if chunks_by_id[c].doc_id != q["doc_id"]]
+        if others:
+            chunks.setdefault(rng.choice(others), set()).add("validity_random")
+        for cid in sorted(chunks):
+            pairs.append({"qid": q["qid"], "question": q["question"], "chunk_id": cid, "purpose": sorted(chunks[cid])})
+    return pairs
+
+
+# --------------------------------------------------------------------------- judging
+def grade_pairs(llm, pairs: list[dict], passages: dict, template: str = "relevance") -> list[dict]:
+    """Grade every pair (`passages` maps each pair's chunk_id to its text); one row per pair
+    with grade (or None), raw output, probabilities."""
+    from .judging import judgement_from, score_choices
+    from .llm.types import Request
+    from .prompting import render
+
+    reqs = [Request(messages=render(template, question=p["question"], passage=passages[p["chunk_id"]]),
+                    choices=score_choices(0, 3), max_tokens=2) for p in pairs]
+    comps = llm.chat_many(reqs, progress=f"grading ({template})")
+    rows = []
+    for p, c in zip(pairs, comps):
+        j = judgement_from(c, 0, 3)
+        rows.append({"qid": p["qid"], "chunk_id": p["chunk_id"], "purpose": p["purpose"], "prompt": template,
+                     "grade": j.value, "expected_grade": None if j.expected is None else round(j.expected, 4),
+                     "probs": None if j.probs is None else {str(k): round(v, 4) for k, v in j.probs.items()},
+                     "raw": j.raw, "prompt_tokens": c.prompt_tokens, "cached": c.cached})
+    return rows
+
+
+# --------------------------------------------------------------------------- Table 1
+def grade_lists(cfg, questions: list[dict], rankings: dict, grades: dict) -> dict:
+    """{(retriever, stage, k): {qid: [grade or None, ...]}} for every Table 1 cell."""
+    out = {}
+    for retriever, stage, system in table_systems(cfg):
+        for k in cfg.grading.top_k:
+            out[(retriever, stage, k)] = {q["qid"]: [grades.get((q["qid"], c)) for c in rankings[system][q["qid"]][:k]]
+                                          for q in questions}
+    return out
+
+
+def _percent(lists: list[list], grade: int) -> tuple[float, int]:
+    flat = [g for lst in lists for g in lst if g is not None]
+    return (100.0 * sum(g == grade for g in flat) / len(flat) if flat else float("nan")), len(flat)
+
+
+def table1(cfg, cells: dict, n_boot: int, seed: int):
+    """Long-form Table 1: retriever, stage, top_k, grade, percent, n, ci_low, ci_high, missing.
+    CIs resample questions (the unit of the study), pooling their passages."""
+    import pandas as pd
+
+    rows = []
+    for (retriever, stage, k), per_q in cells.items():
+        lists = [per_q[q] for q in sorted(per_q)]
+        missing = sum(g is None for lst in lists for g in lst)
+        for grade in GRADES:
+            pct, n = _percent(lists, grade)
+            lo, hi = bootstrap_ci(lists, lambda ls, g=grade: _percent(ls, g)[0], n_boot, seed)
+            rows.append({"retriever": retriever, "stage": stage, "top_k": k, "grade": grade, "percent": round(pct, 2),
+                         "n": n, "ci_low": round(lo, 2), "ci_high": round(hi, 2), "missing": missing})
+    return pd.DataFrame(rows)
+
+
+def paired_tests(cells: dict, cfg):
+    """Per retriever and top-k: mean grade per question, reranked vs retrieved (Wilcoxon
+    signed-rank test, paired over questions)."""
+    import pandas as pd
+    from scipy.stats import wilcoxon
+
+    rows = []
+    for retriever in cfg.grading.retrievers:
+        for k in cfg.grading.top_k:
+            a, b = cells[(retriever, "retrieved", k)], cells[(retriever, "reranked", k)]
+            qids = [q for q in sorted(a) if any(g is not None for g in a[q]) and any(g is not None for g in b[q])]
+            ma = np.array([np.mean([g for g in a[q] if g is not None]) for q in qids])
+            mb = np.array([np.mean([g for g in b[q] if g is not None]) for q in qids])
+            diff = mb - ma
+            p = float("nan")
+            if len(qids) >= 2 and np.any(diff != 0):
+                p = float(wilcoxon(mb, ma, zero_method="zsplit").pvalue)
+            rows.append({"retriever": retriever, "top_k": k, "n_questions": len(qids),
+                         "mean_grade_retrieved": round(float(ma.mean()), 3) if len(qids) else None,
+                         "mean_grade_reranked": round(float(mb.mean()), 3) if len(qids) else None,
+                         "p_value_wilcoxon": None if np.isnan(p) else round(p, 4)})
+    return pd.DataFrame(rows)
+
+
+def table1_wide(long_df, fmt: str = "md") -> str:
+    """The paper's layout: rows top-k × {Retriever, Reranked}, columns grades per retriever, in
+    %; per top-k the best value is bold and the second underlined (lower is better for grades
+    0 and 1, higher for 2 and 3). `fmt` is "md" or "tex"."""
+    import pandas as pd
+
+    from .tables import render
+
+    retrievers = list(dict.fromkeys(long_df["retriever"]))
+    col = {(r, g): f"{r} {g}{'↓' if g < 2 else '↑'}" for r in retrievers for g in GRADES}
+    rows, marks = [], {}
+    for k in sorted(set(long_df["top_k"])):
+        sub = long_df[long_df["top_k"] == k]
+        start = len(rows)
+        for stage, label in (("retrieved", "Retriever"), ("reranked", "Reranked")):
+            row = {"Top-K": f"Top-{k}", "Method": label}
+            for r in retrievers:
+                for g in GRADES:
+                    v = sub[(sub["retriever"] == r) & (sub["stage"] == stage) & (sub["grade"] == g)]["percent"]
+                    row[col[(r, g)]] = f"{float(v.iloc[0]):.2f}" if len(v) and not np.isnan(v.iloc[0]) else "–"
+            rows.append(row)
+        for g in GRADES:  # best and second best per grade within this top-k; ties share a mark
+            vals = {(i, col[(r, g)]): float(rows[i][col[(r, g)]]) for i in (start, start + 1) for r in retrievers
+                    if rows[i][col[(r, g)]] != "–"}
+            distinct = sorted(set(vals.values()), reverse=g >= 2)
+            for rank, style in enumerate(("bold", "underline")):
+                if rank < len(distinct):
+                    marks.update({key: style for key, v in vals.items() if v == distinct[rank]})
+    return render(pd.DataFrame(rows), fmt, marks)
+
+
+# --------------------------------------------------------------------------- agreement, validity
+def graded_metrics(cfg, questions: list[dict], rankings: dict, grades: dict):
+    """Per system: nDCG@k and P@k (grade ≥ 2) from the judge's grades as graded qrels, beside
+    nDCG@k from the source chunk; and the per-query rank correlation of the two nDCG@10."""
+    import pandas as pd
+    from scipy.stats import kendalltau
+
+    from .metrics import evaluate
+
+    qids = [q["qid"] for q in questions]
+    judged_qrels: dict = {q: {} for q in qids}
+    for (q, c), g in grades.items():
+        if q in judged_qrels and g is not None and g > 0:
+            judged_qrels[q][c] = g
+    binary_qrels = {q: {c: 1 for c, g in d.items() if g >= 2} for q, d in judged_qrels.items()}
+    source_qrels = {q["qid"]: {q["source_chunk_id"]: 1} for q in questions}
+    rows = []
+    ks = cfg.grading.top_k
+    for _, _, system in table_systems(cfg):
+        run = {q: [(c, 0.0) for c in rankings[system][q][:max(ks)]] for q in qids}
+        row = {"system": system}
+        j = evaluate(judged_qrels, run, [f"ndcg@{k}" for k in ks], per_query=True) if any(judged_qrels.values()) else None
+        p = evaluate(binary_qrels, run, [f"precision@{k}" for k in ks]) if any(binary_qrels.values()) else None
+        s = evaluate(source_qrels, run, [f"ndcg@{k}" for k in ks], per_query=True)
+        for k in ks:
+            row[f"judge_ndcg@{k}"] = round(j["mean"][f"ndcg@{k}"], 4) if j else None
+            # ranx averages P@k only over queries with a relevant passage; count the others as 0
+            n_rel = sum(1 for d in binary_qrels.values() if d)
+            row[f"judge_p@{k}"] = round(p["mean"][f"precision@{k}"] * n_rel / len(qids), 4) if p else 0.0
+            row[f"source_ndcg@{k}"] = round(s["mean"][f"ndcg@{k}"], 4)
+        kk = max(ks)
+        if j:
+            a = [j["per_query"][f"ndcg@{kk}"].get(q, 0.0) for q in qids]
+            b = [s["per_query"][f"ndcg@{kk}"].get(q, 0.0) for q in qids]
+            tau = kendalltau(a, b).statistic if len(set(a)) > 1 and len(set(b)) > 1 else float("nan")
+            row[f"kendall_tau_judge_vs_source_ndcg@{kk}"] = None if np.isnan(tau) else round(float(tau), 3)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def judge_validity(rows: list[dict], swapped: Optional[list[dict]], auc_warning: float, temperature: float,
+                   min_pairs: int = 30) -> dict:
+    """Can the judge tell a question's source chunk from a random chunk of another document?
+    (An easy check: the judge checks against human labels are the hard one.) Below
+    `min_pairs` pairs no positive verdict is given."""
+    from sklearn.metrics import roc_auc_score
+
+    def score(r):
+        return r["expected_grade"] if r["expected_grade"] is not None else r["grade"]
+
+    src = [r for r in rows if "validity_source" in r["purpose"] and score(r) is not None]
+    rnd = [r for r in rows if "validity_random" in r["purpose"] and score(r) is not None]
+    dist = lambda rs: {str(g): sum(r["grade"] == g for r in rs) for g in GRADES}
+    out = {"n_pairs": len(src) + len(rnd), "n_source": len(src), "n_random": len(rnd),
+           "source_grades": dist(src), "random_grades": dist(rnd),
+           "mean_grade_source": round(float(np.mean([r["grade"] for r in src if r["grade"] is not None])), 3) if src else None,
+           "mean_grade_random": round(float(np.mean([r["grade"] for r in rnd if r["grade"] is not None])), 3) if rnd else None,
+           "missing": sum(r["grade"] is None for r in rows)}
+    y = [1] * len(src) + [0] * len(rnd)
+    s = [score(r) for r in src + rnd]
+    out["auc"] = round(float(roc_auc_score(y, s)), 4) if len(set(y)) == 2 and len(set(s)) > 1 else 0.5 if len(set(y)) == 2 else None
+    out["auc_uses"] = "expected grade (option probabilities)" if any(r["expected_grade"] is not None for r in src) else "grade"
+    if swapped:
+        by = {(r["qid"], r["chunk_id"]): r["grade"] for r in swapped}
+        same = [by[(r["qid"], r["chunk_id"])] == r["grade"] for r in src + rnd if (r["qid"], r["chunk_id"]) in by]
+        out["order_swap_agreement"] = round(sum(same) / len(same), 4) if same else None
+        out["order_swap_pairs"] = len(same)
+    out["self_consistency"] = ("not applicable: greedy decoding (temperature 0) gives the same grade on a repeated prompt"
+                               if temperature == 0 else "not measured")
+    auc = out["auc"]
+    if auc is None:
+        out["verdict"] = "Not enough validity pairs to judge the judge."
+    elif auc < auc_warning:
+        out["verdict"] = (f"WARNING: the judge cannot reliably tell a question's source passage from a random passage "
+                          f"of another document (AUC {auc:.2f} < {auc_warning}, {out['n_pairs']} pairs); treat its "
+                          "relevance grades with caution.")
+    elif out["n_pairs"] < min_pairs:
+        out["verdict"] = (f"Too few pairs to tell: AUC {auc:.2f} on only {out['n_pairs']} source/random pairs (at least "
+                          f"{min_pairs} are needed). Source vs random is the easy case in any event; see the judge "
+                          "checks against human labels.")
+    else:
+        out["verdict"] = (f"The judge separates source passages from random ones (AUC {auc:.2f}, {out['n_pairs']} "
+                          "pairs); this is the easy case: see the judge checks against human labels for the hard one.")
+    return out

@@ -1,0 +1,216 @@
+"""What a stage is: one declaration of everything it reads, and the machinery built on it.
+
+A :class:`Stage` names its config sections, the files it reads, the prompt templates it
+renders, the models it calls and the modules whose code it runs. From that one declaration
+come the stage's *inputs* (name → short hash), its fingerprint, the stamp that says its
+outputs are current, the manifest entry, and `spacelm status`, which names the inputs that
+changed.
+
+A stage is atomic: `build` writes every output into a staging folder beside its final place
+(through the ``out`` function it is given); only when the build returns are the outputs moved
+into place, and the stamp is written last. A build that fails or is killed leaves the previous
+complete outputs untouched and the stage marked stale.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+from ..config import Config
+from ..lib.io import sha256_file, write_json
+
+REUSE_ONLY_ENV = "SPACELM_REUSE_ONLY"
+
+
+class StaleStage(RuntimeError):
+    """A stage would have to be recomputed where only reuse is allowed (a notebook executed by
+    `spacelm run` never recomputes a stage with other settings than its run's)."""
+
+
+def _const(value):
+    return lambda cfg: value
+
+
+@dataclass(frozen=True)
+class Stage:
+    """The declaration of a pipeline stage. Every callable takes the run's :class:`Config`."""
+
+    name: str
+    home: Callable[[Config], Path]  # folder holding the stamp (and the stage's outputs, mostly)
+    outputs: Callable[[Config], list[Path]]  # every file or folder the stage writes
+    build: Callable[[Config, Callable[[Path], Path]], dict]  # writes through out(final) -> staged path
+    sections: Callable[[Config], list[str]] = _const([])  # dotted config sections it reads
+    reads: Callable[[Config], list[Path]] = _const([])  # files it reads
+    prompts: Callable[[Config], list[str]] = _const([])  # prompt templates it renders
+    models: Callable[[Config], dict] = _const({})  # role -> model spec (config value)
+    code: tuple[str, ...] = ()  # modules whose source it runs
+    doc: str = ""
+    after: tuple[str, ...] = field(default=())  # stages whose outputs it reads
+
+    def stamp_path(self, cfg: Config) -> Path:
+        return self.home(cfg) / f".{self.name}.stamp.json"
+
+
+# --------------------------------------------------------------------------- inputs
+def module_hash(module: str) -> str:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
+        return "<missing>"
+    return sha256_file(spec.origin)[:16]
+
+
+def file_hash(path: Path) -> str:
+    p = Path(path)
+    if p.is_file():
+        return sha256_file(p)[:16]
+    if p.is_dir():
+        h = hashlib.sha256()
+        for f in sorted(q for q in p.rglob("*") if q.is_file()):
+            h.update(str(f.relative_to(p)).encode() + b"\0" + sha256_file(f).encode())
+        return h.hexdigest()[:16]
+    return "<missing>"
+
+
+def model_hash(cfg: Config, spec: str, role: str) -> str:
+    """A model's identity without loading it: an embedded model's recorded sha256, a local
+    file's sha256 (remembered by size and mtime), or the name (plus server URL) otherwise."""
+    from ..lib.models import EMBEDDED, file_sha256
+
+    if spec.startswith("embedded:"):
+        m = EMBEDDED.get(spec.split(":", 1)[1])
+        return m.sha256[:16] if m else f"unknown:{spec}"
+    p = Path(spec)
+    if p.is_file():
+        return file_sha256(p)[:16]
+    if p.is_dir():
+        weights = sorted(p.glob("*.safetensors")) or sorted(p.glob("*.gguf")) or sorted(p.glob("*.bin"))
+        return file_hash(weights[0]) if weights else hashlib.sha256(spec.encode()).hexdigest()[:16]
+    return hashlib.sha256(spec.encode()).hexdigest()[:16]
+
+
+def _display(cfg: Config, p: Path) -> str:
+    try:
+        return os.path.relpath(p, cfg.root) if cfg.root else str(p)
+    except ValueError:
+        return str(p)
+
+
+def stage_inputs(stage: Stage, cfg: Config) -> dict[str, str]:
+    """Every declared input of `stage` under this config, as {name: short hash}."""
+    from ..lib.prompting import template_hash
+
+    out: dict[str, str] = {}
+    for s in stage.sections(cfg):
+        out[f"config:{s}"] = cfg.section_hash(s)
+    for p in stage.reads(cfg):
+        out[f"file:{_display(cfg, Path(p))}"] = file_hash(Path(p))
+    for t in stage.prompts(cfg):
+        out[f"prompt:{t}"] = template_hash(t)
+    for role, spec in stage.models(cfg).items():
+        out[f"model:{role}"] = f"{spec}@{model_hash(cfg, spec, role)}"
+    for m in stage.code:
+        out[f"code:{m}"] = module_hash(m)
+    return dict(sorted(out.items()))
+
+
+def fingerprint_of(inputs: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:20]
+
+
+# --------------------------------------------------------------------------- freshness
+def read_stamp(stage: Stage, cfg: Config) -> Optional[dict]:
+    try:
+        return json.loads(stage.stamp_path(cfg).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def freshness(stage: Stage, cfg: Config, inputs: Optional[dict] = None) -> tuple[str, list[str]]:
+    """("up to date" | "stale" | "never run", reasons) from the stamp and the current inputs."""
+    inputs = inputs if inputs is not None else stage_inputs(stage, cfg)
+    stamp = read_stamp(stage, cfg)
+    if stamp is None:
+        return "never run", []
+    if stamp.get("state") != "complete":
+        return "stale", ["the last run did not finish"]
+    missing = [_display(cfg, p) for p in stage.outputs(cfg) if not Path(p).exists()]
+    if missing:
+        return "stale", [f"output missing: {m}" for m in missing]
+    old = stamp.get("inputs", {})
+    changed = [k for k in inputs if old.get(k) != inputs[k]] + [k for k in old if k not in inputs]
+    return ("stale", changed) if changed else ("up to date", [])
+
+
+# --------------------------------------------------------------------------- execution
+class Staging:
+    """Maps each final output path to a staged path beside it; `commit` moves them into place."""
+
+    def __init__(self, stage: str):
+        self.stage = stage
+        self.moves: dict[Path, Path] = {}
+
+    def __call__(self, final: Path) -> Path:
+        final = Path(final)
+        staged = final.parent / f".staging-{self.stage}" / final.name
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        self.moves[final] = staged
+        return staged
+
+    def commit(self) -> None:
+        for final, staged in self.moves.items():
+            if not staged.exists():
+                continue
+            if final.is_dir() and not final.is_symlink():
+                old = final.parent / f".old-{self.stage}-{final.name}"
+                shutil.rmtree(old, ignore_errors=True)
+                final.rename(old)
+                staged.rename(final)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(staged, final)
+        self.cleanup()
+
+    def cleanup(self) -> None:
+        for staged in self.moves.values():
+            shutil.rmtree(staged.parent, ignore_errors=True)
+
+
+def execute(stage: Stage, cfg: Config, force: bool = False) -> dict:
+    """Run `stage` unless its stamp says the outputs are current. Returns the build's summary
+    with `skipped`, `seconds`, `computed_seconds` and `inputs` added."""
+    inputs = stage_inputs(stage, cfg)
+    state, reasons = freshness(stage, cfg, inputs)
+    stamp_path = stage.stamp_path(cfg)
+    if state == "up to date" and not force:
+        old = read_stamp(stage, cfg) or {}
+        summary = dict(old.get("summary", {}))
+        summary.update(skipped=True, seconds=0.0, computed_seconds=summary.get("computed_seconds"), inputs=inputs)
+        return summary
+    if os.environ.get(REUSE_ONLY_ENV):
+        why = "; ".join(reasons) or state
+        raise StaleStage(f"stage '{stage.name}' is {state} ({why}) and this process may only reuse results "
+                         f"(${REUSE_ONLY_ENV} is set): run `spacelm run` or `spacelm {stage.name}` first")
+    old = read_stamp(stage, cfg)
+    write_json(stamp_path, {"stage": stage.name, "state": "building", "started": time.time(),
+                            "previous": old if old and old.get("state") == "complete" else None})
+    staging = Staging(stage.name)
+    t0 = time.perf_counter()
+    try:
+        summary = stage.build(cfg, staging) or {}
+    except BaseException:
+        staging.cleanup()
+        raise
+    seconds = round(time.perf_counter() - t0, 3)
+    staging.commit()
+    summary = dict(summary, skipped=False, seconds=seconds, computed_seconds=seconds)
+    outputs = [os.path.relpath(p, stamp_path.parent) for p in stage.outputs(cfg)]
+    write_json(stamp_path, {"stage": stage.name, "state": "complete", "fingerprint": fingerprint_of(inputs),
+                            "inputs": inputs, "outputs": outputs, "summary": summary})
+    return dict(summary, inputs=inputs)

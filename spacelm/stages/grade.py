@@ -1,0 +1,96 @@
+"""Stage 4, grade: the judge grades every distinct (question, passage) pair of the Table 1
+lists 0–3; the stage writes Table 1, its CIs and paired tests, graded metrics and the judge
+validity check."""
+from __future__ import annotations
+
+from ..config import Config
+from ..lib.io import write_dataframe, write_json, write_jsonl, write_text
+from ..lib.judge_check import mean_of_orders
+from ..lib.names import scale
+from ..lib.relevance import (grade_lists, grade_pairs, graded_metrics, judge_validity, paired_tests, plan_pairs,
+                             select_questions, table1, table1_wide, table_systems)
+from .base import Stage, execute
+from .data import chunks_path, load_chunks, load_questions, load_rankings, questions_path, rankings_path
+
+
+def outputs(cfg: Config):
+    d = cfg.run_dir
+    return [d / "table1_relevance.csv", d / "table1_relevance.md", d / "table1_relevance.tex", d / "grades.jsonl",
+            d / "judge_validity.json", d / "grading" / "paired_tests.csv", d / "grading" / "graded_metrics.csv",
+            d / "plots" / "grade_distribution.png"]
+
+
+def build(cfg: Config, out) -> dict:
+    import time
+
+    from ..lib.llm import open_llm
+    from ..lib.plots import grade_distribution
+
+    t0 = time.perf_counter()
+    chunks = load_chunks(cfg)
+    chunks_by_id = {c.chunk_id: c for c in chunks}
+    rankings = load_rankings(cfg)
+    need = {s for _, _, s in table_systems(cfg)}
+    if not need <= set(rankings):
+        raise ValueError(f"grading needs retrieval systems {sorted(need)}; add them to retrieval.systems "
+                         f"(have {sorted(rankings)})")
+    all_q = [q for q in load_questions(cfg, chunks) if q["qid"] in rankings[next(iter(need))]]
+    questions = select_questions(all_q, cfg.grading.max_questions, cfg.seed)
+    pairs = plan_pairs(cfg, questions, rankings, chunks_by_id)
+    llm = open_llm(cfg.models.judge, cfg.cache_dir)
+    llm.stage = "grade"
+    text_of = {cid: c.text for cid, c in chunks_by_id.items()}
+    rows = grade_pairs(llm, pairs, text_of)
+    is_validity = lambda p: any(x.startswith("validity") for x in p["purpose"])
+    swapped, swapped_all, used = None, [], rows
+    if cfg.grading.debias == "both_orders":  # every pair in both orders; the table uses their mean
+        swapped_all = grade_pairs(llm, pairs, text_of, template="relevance_swapped")
+        used = mean_of_orders(rows, swapped_all)
+        swapped = [r for r in swapped_all if is_validity(r)] if cfg.grading.consistency_check else None
+    elif cfg.grading.consistency_check:
+        swapped = grade_pairs(llm, [p for p in pairs if is_validity(p)], text_of, template="relevance_swapped")
+    llm.release()
+    csv, md, tex, grades_file, validity_file, tests_file, metrics_file, plot = outputs(cfg)
+    write_jsonl(out(grades_file), rows + (swapped_all or swapped or []))
+    grades = {(r["qid"], r["chunk_id"]): r["grade"] for r in used}
+    cells = grade_lists(cfg, questions, rankings, grades)
+    long = table1(cfg, cells, cfg.grading.n_bootstrap, cfg.seed)
+    write_dataframe(long, out(csv))
+    run_scale = scale(len(questions))
+    note = (f"\n{len(questions)} of {len(all_q)} questions ({run_scale}); judge {llm.identity.get('name')}; "
+            f"grades as % of graded passages; 95% bootstrap CIs in table1_relevance.csv.\n")
+    write_text(out(md), table1_wide(long, "md") + note)
+    write_text(out(tex), table1_wide(long, "tex"))
+    validity = judge_validity(used, swapped, cfg.grading.auc_warning, cfg.models.judge.temperature,
+                              cfg.judge_check.min_pairs)
+    write_json(out(validity_file), validity)
+    write_dataframe(paired_tests(cells, cfg), out(tests_file))
+    write_dataframe(graded_metrics(cfg, questions, rankings, grades), out(metrics_file))
+    grade_distribution(long, out(plot))
+    return {"questions": len(questions), "questions_available": len(all_q), "pairs_graded": len(rows),
+            "validity_auc": validity["auc"], "judge_verdict": validity["verdict"],
+            "missing_grades": sum(r["grade"] is None for r in rows), "scale": run_scale,
+            "debias": cfg.grading.debias,
+            "llm": llm.stats.to_dict(), "model_identity": llm.identity,
+            "wall_seconds_grading": round(time.perf_counter() - t0, 2)}
+
+
+def _prompts(cfg: Config) -> list[str]:
+    both = cfg.grading.consistency_check or cfg.grading.debias == "both_orders"
+    return ["relevance"] + (["relevance_swapped"] if both else [])
+
+
+STAGE = Stage(
+    name="grade", doc="LLM relevance grades 0-3 of retrieved passages (Table 1)",
+    home=lambda cfg: cfg.run_dir, outputs=outputs, build=build, after=("retrieve",),
+    sections=lambda cfg: ["grading", "seed", "models.judge", "judge_check.min_pairs"],
+    reads=lambda cfg: [rankings_path(cfg), chunks_path(cfg), questions_path(cfg)],
+    prompts=_prompts,
+    models=lambda cfg: {"judge": cfg.models.judge.model},
+    code=("spacelm.lib.relevance", "spacelm.lib.judging", "spacelm.lib.judge_check", "spacelm.lib.stats", "spacelm.lib.tables",
+          "spacelm.stages.grade", "spacelm.stages.data"),
+)
+
+
+def run(cfg: Config, force: bool = False) -> dict:
+    return execute(STAGE, cfg, force)

@@ -1,0 +1,65 @@
+"""Stage 1a, ingest: `corpus.raw_dir` → `documents.jsonl`, `documents.csv`, `ingest_skipped.json`."""
+from __future__ import annotations
+
+import os
+
+from ..config import Config
+from ..lib.documents import documents_table, ingest_corpus, list_sources
+from ..lib.io import write_dataframe, write_json, write_jsonl
+from .base import Stage, execute
+
+
+def _relative(path: str, root) -> str:
+    """`path` relative to the project root when it lies inside it (outputs match across clones)."""
+    try:
+        rel = os.path.relpath(path, root) if root else path
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def sources(cfg: Config):
+    """The corpus files; a missing folder is itself the (missing) input, so status can say so."""
+    raw = cfg.path(cfg.corpus.raw_dir)
+    return list_sources(raw, cfg.corpus.extensions, cfg.corpus.exclude) if raw.is_dir() else [raw]
+
+
+def outputs(cfg: Config):
+    d = cfg.processed_dir
+    return [d / "documents.jsonl", d / "documents.csv", d / "ingest_skipped.json"]
+
+
+def build(cfg: Config, out) -> dict:
+    res = ingest_corpus(cfg.path(cfg.corpus.raw_dir), cfg.corpus.extensions, cfg.corpus.exclude,
+                        cfg.ingest.reference_filter, cfg.ingest.garbled_threshold, cfg.ingest.min_doc_chars)
+    for d in res.documents:
+        d.source = _relative(d.source, cfg.root)
+    for s in res.skipped:
+        s.source = _relative(s.source, cfg.root)
+    table = documents_table(res.documents)
+    table["garbled_flag"] = table["garbled_score"] > cfg.ingest.garbled_threshold
+    docs_jsonl, docs_csv, skipped = outputs(cfg)
+    write_jsonl(out(docs_jsonl), (d.to_dict() for d in res.documents))
+    write_dataframe(table, out(docs_csv))
+    write_json(out(skipped), [s.__dict__ for s in res.skipped])
+    return {
+        "documents": len(res.documents), "pages": int(table["pages"].sum()), "words": int(table["words"].sum()),
+        "skipped_files": [s.__dict__ for s in res.skipped],
+        "garbled_flagged": table.loc[table["garbled_flag"], "doc_id"].tolist(),
+        "references_dropped_chars": int(table["references_dropped_chars"].sum()),
+        "repaired_pdfs": table.loc[table["repaired"], "doc_id"].tolist(),
+        "empty_pages": int(table["empty_pages"].sum()),
+    }
+
+
+STAGE = Stage(
+    name="ingest", doc="read and clean the corpus",
+    home=lambda cfg: cfg.processed_dir, outputs=outputs, build=build,
+    sections=lambda cfg: ["corpus.raw_dir", "corpus.extensions", "corpus.exclude", "ingest"],
+    reads=sources,
+    code=("spacelm.lib.documents", "spacelm.stages.ingest"),
+)
+
+
+def run(cfg: Config, force: bool = False) -> dict:
+    return execute(STAGE, cfg, force)

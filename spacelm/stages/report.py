@@ -1,0 +1,217 @@
+"""`results/<run>/report.md`: the one page a reviewer reads first — every stage's tables and
+plots, the models used, the scale, and the run time, gathered from the run folder."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..lib.io import write_text
+from ..lib.names import FINDINGS_MIN_QUESTIONS
+
+
+def _read(p: Path) -> str:
+    return p.read_text(encoding="utf-8").strip() if p.is_file() else "_(not produced in this run)_"
+
+
+def _csv_md(p: Path, cols=None, round_to: int = 3) -> str:
+    if not p.is_file():
+        return "_(not produced in this run)_"
+    import pandas as pd
+
+    df = pd.read_csv(p)
+    if cols:
+        df = df[[c for c in cols if c in df.columns]]
+    return df.round(round_to).to_markdown(index=False)
+
+
+def _img(run: Path, name: str, alt: str) -> str:
+    return f"![{alt}](plots/{name})" if (run / "plots" / name).is_file() else ""
+
+
+def draw_shared_plots(cfg) -> None:
+    """Plots of the data shared between runs (chunks, synthetic questions), drawn into this
+    run's folder from the files their stages wrote."""
+    import pandas as pd
+
+    from ..lib.plots import chunk_length_histogram, generated_vs_kept
+    from .data import chunks_path, load_chunks
+
+    plots = cfg.run_dir / "plots"
+    if chunks_path(cfg).is_file():
+        chunk_length_histogram(load_chunks(cfg), cfg.chunking.max_tokens, plots / "chunk_lengths.png")
+    retention = cfg.synthetic_dir / "retention.csv"
+    if retention.is_file():
+        generated_vs_kept(pd.read_csv(retention), plots / "synth_generated_kept.png")
+
+
+def _fmt(v, ci=None) -> str:
+    """`0.72 [0.61, 0.83]`; a dash for a missing value (None or NaN)."""
+    if v is None or v != v:
+        return "–"
+    lo, hi = ci or (None, None)
+    missing = lo is None or hi is None or lo != lo or hi != hi
+    return f"{v:.2f}" + ("" if missing else f" [{lo:.2f}, {hi:.2f}]")
+
+
+def read_judge_check(cfg) -> tuple:
+    """(relevance results, controls rows) from the judge-check stage, or (None, None)."""
+    import pandas as pd
+
+    d = cfg.run_dir / "judge_check"
+    rel = json.loads((d / "relevance.json").read_text()) if (d / "relevance.json").is_file() else None
+    ctl = pd.read_csv(d / "controls.csv").to_dict("records") if (d / "controls.csv").is_file() else None
+    return rel, ctl
+
+
+def judge_banner(cfg, table: str) -> str:
+    """The verdict of the judge that produced `table` ("table1": relevance grades; "table2":
+    answer rubrics), in plain words, for the report and the notebooks."""
+    rel, ctl = read_judge_check(cfg)
+    judge = cfg.models.judge.model
+    if rel is None:
+        return (f"> ⚠ **Unchecked judge.** `{judge}` was never measured against human labels or known-answer "
+                "controls in this run (run `spacelm judge-check`): read its figures as unvalidated.")
+    checked = {m.get("judge", {}).get("name") for m in rel if m.get("run")}
+    lines = []
+    if checked and judge not in checked:
+        lines.append(f"> ⚠ The judge checks measured {sorted(checked)}, not this table's judge `{judge}`.")
+    if table == "table1":
+        ran = [m for m in rel if m.get("run")]
+        parts = [f"{m['source']}: **{m['verdict']}** (AUC {_fmt(m.get('auc'), m.get('auc_ci'))}, "
+                 f"κ at grade ≥ 2 {_fmt(m.get('kappa_binary'), m.get('kappa_binary_ci'))}, n={m['n_pairs']} pairs)"
+                 for m in ran]
+        lines.insert(0, f"**Judge verdict** (`{judge}` against human relevance labels): " +
+                     ("; ".join(parts) if parts else "no labelled source could be read") + ".")
+        fails = [m["source"] for m in ran if m["verdict"] == "fails"]
+        if fails:
+            lines.append(f"> ⚠ **This judge fails its check on {', '.join(fails)}**: it barely tells relevant passages "
+                         "from non-relevant ones there, so the split of this table between grades is close to noise.")
+        elif ran and all(m["verdict"] == "too few pairs to tell" for m in ran):
+            lines.append("> ⚠ The judge checks of this run are too small to tell whether this judge can be trusted.")
+        elif not ran:
+            why = "; ".join(m.get("why", "") for m in rel)
+            lines.append(f"> ⚠ **Unchecked judge**: no human-labelled source was available ({why}).")
+        return "\n\n".join(lines)
+    if not ctl:
+        return "\n\n".join(lines + [f"> ⚠ **Unchecked rubrics.** No known-answer control was scored for `{judge}`."])
+    parts = []
+    for r in ctl:
+        rate = _fmt(r["pass_rate"], (r["pass_rate_ci_low"], r["pass_rate_ci_high"]))
+        parts.append(f"{r['rubric'].replace('_', ' ')}: **{r['verdict']}** (pass rate {rate}, n={r['n']})")
+    lines.insert(0, f"**Judge verdict** (`{judge}` on known-answer controls: a good answer must score above a bad "
+                    "one): " + "; ".join(parts) + ".")
+    fails = [r["rubric"] for r in ctl if r["verdict"] == "fails"]
+    if fails:
+        lines.append(f"> ⚠ **The judge fails its controls for {', '.join(fails)}**: those rows of the table do not "
+                     "measure what their names say.")
+    elif all(r["verdict"] == "too few pairs to tell" for r in ctl):
+        lines.append("> ⚠ Too few controls in this run to tell whether the rubric scores can be trusted.")
+    return "\n\n".join(lines)
+
+
+def judge_check_section(cfg) -> list[str]:
+    rel, ctl = read_judge_check(cfg)
+    out = ["## Judge checks", ""]
+    if rel is None:
+        return out + ["_(not produced in this run: run `spacelm judge-check`)_", ""]
+    out += ["Relevance judge against human labels (same prompt, backend and settings as Table 1; 95% bootstrap CIs "
+            "over queries). Verdict thresholds: `judge_check` in the config.", "",
+            "| source | labels | pairs | AUC | κ (grade ≥ 2) | weighted κ | accuracy | verdict | why |",
+            "|---|---|---:|---|---|---|---|---|---|"]
+    for m in rel:
+        if not m.get("run"):
+            out.append(f"| {m['source']} | – | – | – | – | – | – | not run | {m.get('why', '')} |")
+            continue
+        out.append(f"| {m['source']} | {m.get('labels')} | {m['n_pairs']} | {_fmt(m['auc'], m['auc_ci'])} | "
+                   f"{_fmt(m['kappa_binary'], m['kappa_binary_ci'])} | "
+                   f"{_fmt(m.get('kappa_weighted'), m.get('kappa_weighted_ci'))} | "
+                   f"{_fmt(m['accuracy'], m.get('accuracy_ci'))} | **{m['verdict']}** | {m.get('verdict_reason', '')} |")
+    out.append("")
+    for m in rel:
+        pb = m.get("position_bias")
+        if pb and pb.get("n_pairs"):
+            q, b = pb["question_first"], pb["both_orders"]
+            out.append(f"- {m['source']}: position bias: passage-first grades agree with question-first on "
+                       f"{pb['agreement']:.2f} of {pb['n_pairs']} pairs (mean shift {pb['mean_shift']:+.2f}); "
+                       f"the mean of both orders gives AUC {_fmt(b['auc'], b['auc_ci'])}, κ {_fmt(b['kappa_binary'])} "
+                       f"against {_fmt(q['auc'], q['auc_ci'])}, κ {_fmt(q['kappa_binary'])} question-first, "
+                       f"at {pb['both_orders_cost']}.")
+        hard = {k: v for k, v in m.items() if k.startswith("auc_relevant_vs_")}
+        if hard:
+            out.append(f"- {m['source']}: " + ", ".join(f"AUC relevant vs {k[len('auc_relevant_vs_'):].replace('_', ' ')} "
+                                                       f"{_fmt(v)}" for k, v in hard.items()) + ".")
+    plots = sorted((cfg.run_dir / "judge_check" / "plots").glob("confusion_*.png"))
+    out += ["", " ".join(f"![{p.stem}](judge_check/plots/{p.name})" for p in plots), ""]
+    out += ["Known-answer controls for the answer rubrics and binary judges (pass = the good answer scored above "
+            "the bad one):", ""]
+    out.append(_csv_md(cfg.run_dir / "judge_check" / "controls.csv"))
+    return out + [""]
+
+
+def build_report(cfg) -> Path:
+    """Write `results/<run>/report.md` from the files the stages wrote (run it last)."""
+    run = cfg.run_dir
+    draw_shared_plots(cfg)
+    manifest = json.loads((run / "manifest.json").read_text()) if (run / "manifest.json").is_file() else {}
+    stages = manifest.get("stages", {})
+    smoke = any(s.get("scale") == "smoke-scale run" for s in stages.values())
+    lines = [f"# spacelm report — run `{cfg.run_name}`", ""]
+    if smoke:
+        lines += [f"> **Smoke-scale run**: at least one table rests on fewer than {FINDINGS_MIN_QUESTIONS} questions. "
+                  "It shows that the pipeline works end to end; it cannot support conclusions. Use a larger config "
+                  "(or `configs/paper.yaml` on a GPU backend) for findings.", ""]
+    lines += [f"Config `{manifest.get('config_file')}`, git `{manifest.get('git_commit')}`, "
+              f"started {manifest.get('started')}, finished {manifest.get('finished', '(running)')}.", ""]
+    lines += ["## Run time", "", "| stage | seconds this run | skipped (up to date) | seconds when computed |",
+              "|---|---:|---|---:|"]
+    for name, s in stages.items():
+        computed = s.get("computed_seconds")
+        lines.append(f"| {name} | {s.get('wall_seconds', s.get('seconds', 0)):.1f} | {s.get('skipped', False)} | "
+                     f"{'' if computed is None else f'{computed:.1f}'} |")
+    lines += ["", "## Models", ""]
+    for role, ident in manifest.get("models", {}).items():
+        for sub, m in (ident.items() if "name" not in ident else [("", ident)]):
+            lines.append(f"- {role}{' ' + sub if sub else ''}: `{m.get('name')}` ({m.get('backend', '')}) "
+                         f"sha256 `{(m.get('sha256') or '-')[:16]}…`")
+    r = cfg.retrieval
+    lines += [f"- retrieval: BM25 (bm25s {r.bm25.method}, k1={r.bm25.k1}, b={r.bm25.b}); dense `{r.dense.model}`; "
+              f"reranker {r.reranker.kind} `{r.reranker.model}` over the top-{r.pool}", ""]
+    ing = stages.get("ingest", {})
+    lines += ["## Corpus", "", f"{ing.get('documents', '?')} documents, {ing.get('pages', '?')} pages, "
+              f"{ing.get('words', '?')} words; {stages.get('chunk', {}).get('chunks', '?')} chunks of at most "
+              f"{cfg.chunking.max_tokens} tokens; garbled-text flags: {ing.get('garbled_flagged', [])}; "
+              f"reference sections dropped: {ing.get('references_dropped_chars', '?')} characters.", "",
+              _img(run, "chunk_lengths.png", "chunk lengths"), ""]
+    syn = stages.get("synth", {})
+    lines += ["## Synthetic questions", "", f"{syn.get('generated', '?')} generated, {syn.get('kept', '?')} kept "
+              f"(filter: {syn.get('filter', '?')}; few-shot {syn.get('n_fewshot', '?')}, {syn.get('fewshot_sampling', '?')}).", "",
+              _csv_md(cfg.synthetic_dir / "retention.csv"), "", _img(run, "synth_generated_kept.png", "questions"), ""]
+    ks = r.k_values
+    lines += ["## Retrieval (gold = source chunk)", "",
+              _csv_md(run / "retrieval" / "summary.csv", ["system", "n_queries"] + [f"{m}@{k}" for k in ks for m in ("recall", "ndcg")]),
+              "", _img(run, "recall_at_k.png", "recall at k"), ""]
+    lines += judge_check_section(cfg)
+    lines += ["## Table 1 — LLM relevance grades (%)", "", judge_banner(cfg, "table1"), "",
+              _read(run / "table1_relevance.md"), "",
+              _img(run, "grade_distribution.png", "grade distribution"), "", "Paired test, reranked vs retrieved:", "",
+              _csv_md(run / "grading" / "paired_tests.csv"), "", "Judge-graded metrics beside source-chunk metrics:", "",
+              _csv_md(run / "grading" / "graded_metrics.csv"), ""]
+    if (run / "judge_validity.json").is_file():
+        v = json.loads((run / "judge_validity.json").read_text())
+        lines += ["### Judge validity", "", f"**{v['verdict']}**", "",
+                  f"AUC {v.get('auc')} over {v.get('n_pairs')} pairs (source vs random chunk); "
+                  f"source grades {v.get('source_grades')}, random grades {v.get('random_grades')}; "
+                  f"order-swap agreement {v.get('order_swap_agreement')}.", ""]
+    lines += ["## Table 2 — answer quality under noise (1–5)", "", judge_banner(cfg, "table2"), "",
+              _read(run / "table2_answer_quality.md"), "",
+              _img(run, "answer_scores.png", "answer scores"), _img(run, "noise_curve.png", "noise curve"), ""]
+    if (run / "answer_checks.json").is_file():
+        c = json.loads((run / "answer_checks.json").read_text())
+        lines += [f"Refusal rate by setting: {c['refusal_rate_by_setting']}; citation accuracy by setting: "
+                  f"{c['citation_accuracy_by_setting']}; judge vs phrase-based refusal agreement: "
+                  f"{c['judge_vs_regex_refusal_agreement']} over {c['judge_vs_regex_refusal_pairs']} answers.", ""]
+    lines += ["## Pipelines A / B / C", "", "A = closed book, B = retrieve + generate, C = B + verify and rewrite.", "",
+              _csv_md(run / "pipelines.csv"), ""]
+    path = run / "report.md"
+    write_text(path, "\n".join(lines) + "\n")
+    return path

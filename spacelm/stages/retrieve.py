@@ -1,0 +1,97 @@
+"""Stage 3, retrieve: every configured system on the evaluation questions; per-query rows, the
+metric summary, paired significance tests, and the rankings (top-`pool`) for grading."""
+from __future__ import annotations
+
+import time
+
+from ..config import Config
+from ..lib.io import write_dataframe, write_jsonl
+from ..lib.metrics import compare, evaluate, mean_rows, metric_names, source_diagnostics
+from ..lib.retrieval import build_systems
+from .base import Stage, execute
+from .data import chunks_path, golden_path, load_chunks, load_questions, questions_path, rankings_path
+
+
+def outputs(cfg: Config):
+    d = cfg.run_dir / "retrieval"
+    return [d / "summary.csv", d / "summary.md", d / "per_query.jsonl", d / "significance.csv", rankings_path(cfg),
+            cfg.run_dir / "plots" / "recall_at_k.png"]
+
+
+def build(cfg: Config, out) -> dict:
+    import pandas as pd
+
+    from ..lib.plots import recall_curve
+
+    chunks = load_chunks(cfg)
+    questions = load_questions(cfg, chunks)
+    if not questions:
+        raise ValueError("no evaluation questions: run `spacelm synth` or provide golden samples")
+    rc = cfg.retrieval
+    ids = [c.chunk_id for c in chunks]
+    meta = {c.chunk_id: {"doc_id": c.doc_id, "page_start": c.page_start, "page_end": c.page_end} for c in chunks}
+    systems = build_systems(rc, ids, [c.text for c in chunks], cache_dir=cfg.cache_dir)
+    qids = [q["qid"] for q in questions]
+    texts = [q["question"] for q in questions]
+    qrels = {q["qid"]: {q["source_chunk_id"]: 1} for q in questions}
+    src = {q["qid"]: {"chunk_id": q["source_chunk_id"], "doc_id": q["doc_id"], "page_start": q["page_start"],
+                      "page_end": q["page_end"]} for q in questions}
+    depth = max(rc.pool, max(rc.k_values))
+    metrics = metric_names(rc.k_values)
+    summary_rows, per_query, rankings_rows, all_rankings, timings = [], [], [], {}, {}
+    for name, system in systems.items():
+        t0 = time.perf_counter()
+        rankings = dict(zip(qids, system.search(texts, depth)))
+        timings[name] = round(time.perf_counter() - t0, 3)
+        all_rankings[name] = rankings
+        ev = evaluate(qrels, rankings, metrics, per_query=True)
+        diag = source_diagnostics(rankings, src, meta, rc.k_values, rc.near_page_window)
+        summary_rows.append({"system": name, "n_queries": len(qids), **ev["mean"], **mean_rows(diag),
+                             "search_seconds": timings[name]})
+        for q in questions:
+            r = rankings[q["qid"]]
+            rank = next((i for i, (d, _) in enumerate(r, 1) if d == q["source_chunk_id"]), None)
+            per_query.append({"qid": q["qid"], "system": name, "task": q["task"], "source_chunk_id": q["source_chunk_id"],
+                              "source_rank": rank, **{m: ev["per_query"][m].get(q["qid"], 0.0) for m in metrics},
+                              **diag[q["qid"]], "top10": [d for d, _ in r[:10]]})
+            rankings_rows.append({"qid": q["qid"], "system": name, "ranking": [[d, round(s, 6)] for d, s in r]})
+    summary = pd.DataFrame(summary_rows)
+    summary_csv, summary_md, per_query_path, sig_path, rankings_file, plot = outputs(cfg)
+    write_dataframe(summary.round(4), out(summary_csv))
+    write_dataframe(summary.round(3), out(summary_md))
+    write_jsonl(out(per_query_path), per_query)
+    write_jsonl(out(rankings_file), rankings_rows)
+    k_main = 10 if 10 in rc.k_values else max(rc.k_values)
+    sig = compare(qrels, all_rankings, [f"ndcg@{k_main}", f"recall@{k_main}"], stat_test="student") \
+        if len(all_rankings) > 1 else pd.DataFrame()
+    write_dataframe(sig.round(4), out(sig_path))
+    recall_curve(summary, rc.k_values, out(plot))
+    best = summary.sort_values(f"ndcg@{k_main}", ascending=False).iloc[0]
+    return {"questions": len(qids), "question_origin": sorted({q["origin"] for q in questions}),
+            "systems": list(systems),
+            f"best_ndcg@{k_main}": {"system": best["system"], "value": round(float(best[f'ndcg@{k_main}']), 4)},
+            "search_seconds": timings}
+
+
+def _models(cfg: Config) -> dict:
+    rc = cfg.retrieval
+    m = {}
+    if any(s.startswith(("dense", "hybrid")) for s in rc.systems):
+        m["dense"] = rc.dense.model
+    if any(s.endswith("+rerank") for s in rc.systems) and rc.reranker.kind in ("biencoder", "cross-encoder"):
+        m["reranker"] = rc.reranker.model
+    return m
+
+
+STAGE = Stage(
+    name="retrieve", doc="evaluate the retrieval systems on the questions",
+    home=lambda cfg: cfg.run_dir / "retrieval", outputs=outputs, build=build, after=("synth",),
+    sections=lambda cfg: ["retrieval", "seed"],
+    reads=lambda cfg: [chunks_path(cfg), questions_path(cfg), golden_path(cfg)],
+    models=_models,
+    code=("spacelm.lib.retrieval", "spacelm.lib.metrics", "spacelm.stages.retrieve", "spacelm.stages.data"),
+)
+
+
+def run(cfg: Config, force: bool = False) -> dict:
+    return execute(STAGE, cfg, force)

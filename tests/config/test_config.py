@@ -1,0 +1,122 @@
+import re
+from pathlib import Path
+
+import pytest
+
+from spacelm.config import ConfigError, from_dict, load_config, parse_override
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", ["quick.yaml", "paper.yaml"])
+def test_shipped_configs_load(name):
+    cfg = load_config(ROOT / "configs" / name)
+    assert cfg.root == str(ROOT)
+    assert cfg.retrieval.pool >= max(cfg.retrieval.k_values)
+
+
+def test_paper_config_holds_the_papers_settings():
+    cfg = load_config(ROOT / "configs" / "paper.yaml")
+    assert cfg.chunking.max_tokens == 2000
+    assert cfg.synth.filter_top_n == 50
+    assert cfg.retrieval.pool == 100
+    assert cfg.retrieval.k_values == [3, 5, 7, 10]
+
+
+def test_unknown_key_names_key_and_file(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("chunking:\n  max_tokns: 10\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(p)
+    assert "chunking.max_tokns" in str(e.value) and str(p) in str(e.value)
+
+
+def test_wrong_type_names_key(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("retrieval:\n  pool: lots\n")
+    with pytest.raises(ConfigError, match=r"retrieval\.pool.*integer"):
+        load_config(p)
+
+
+def test_bool_is_not_an_int():
+    with pytest.raises(ConfigError, match="chunking.max_tokens"):
+        from_dict({"chunking": {"max_tokens": True}})
+
+
+def test_literal_choices_are_checked():
+    with pytest.raises(ConfigError, match="reranker.kind"):
+        from_dict({"retrieval": {"reranker": {"kind": "magic"}}})
+
+
+def test_cross_field_validation():
+    with pytest.raises(ConfigError, match="retrieval.pool"):
+        from_dict({"retrieval": {"pool": 5, "k_values": [3, 10]}})
+
+
+def test_invalid_yaml_and_missing_file(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("a: [1, 2\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(p)
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_override_parsing_and_merge(tmp_path):
+    p = tmp_path / "c.yaml"
+    p.write_text("chunking:\n  max_tokens: 100\n")
+    cfg = load_config(p, parse_override("chunking.max_tokens=300"))
+    assert cfg.chunking.max_tokens == 300
+
+
+def test_section_hash_changes_with_section_only():
+    a = from_dict({"chunking": {"max_tokens": 100}})
+    b = from_dict({"chunking": {"max_tokens": 100}, "retrieval": {"pool": 200}})
+    c = from_dict({"chunking": {"max_tokens": 101}})
+    assert a.section_hash("chunking") == b.section_hash("chunking")
+    assert a.section_hash("chunking") != c.section_hash("chunking")
+
+
+@pytest.mark.parametrize("override,key", [
+    ({"grading": {"top_k": [-3]}}, "grading.top_k"),
+    ({"grading": {"top_k": [3, 500]}}, "grading.top_k"),
+    ({"answer": {"retrieve_k": -2}}, "answer.retrieve_k"),
+    ({"answer": {"retrieve_k": 0}}, "answer.retrieve_k"),
+    ({"synth": {"filter_top_n": 0}}, "synth.filter_top_n"),
+    ({"grading": {"n_bootstrap": -1}}, "grading.n_bootstrap"),
+    ({"grading": {"max_questions": -1}}, "grading.max_questions"),
+    ({"answer": {"max_questions": 0}}, "answer.max_questions"),
+    ({"synth": {"max_chunks": -5}}, "synth.max_chunks"),
+    ({"retrieval": {"k_values": []}}, "retrieval.k_values"),
+    ({"grading": {"retrievers": ["bm25+rerank"]}}, "grading.retrievers"),
+    ({"answer": {"retriever": "tfidf"}}, "answer.retriever"),
+    ({"models": {"judge": {"top_p": 0}}}, "models.judge.top_p"),
+    ({"models": {"judge": {"temperature": -0.5}}}, "models.judge.temperature"),
+    ({"models": {"generator": {"max_tokens": 5000, "n_ctx": 4096}}}, "models.generator.max_tokens"),
+    ({"models": {"judge": {"backend": "openai"}}}, "models.judge.base_url"),
+    ({"models": {"judge": {"gpu_memory_utilization": 1.5}}}, "models.judge.gpu_memory_utilization"),
+    ({"models": {"judge": {"model": "embedded:nope"}}}, "models.judge.model"),
+    ({"models": {"judge": {"model": "/no/such/model.gguf"}}}, "models.judge.model"),
+    ({"chunking": {"tokenizer": "./missing/tokenizer.json"}}, "chunking.tokenizer"),
+    ({"retrieval": {"dense": {"model": "/no/such/folder/minilm"}}}, "retrieval.dense.model"),
+])
+def test_out_of_range_values_name_the_key(override, key):
+    with pytest.raises(ConfigError, match=re.escape(f"'{key}'")):
+        from_dict(override)
+
+
+def test_valid_edge_values_and_hub_names_pass():
+    cfg = from_dict({"grading": {"top_k": [1, 100], "max_questions": None}, "answer": {"retrieve_k": 1},
+                     "models": {"judge": {"backend": "vllm", "model": "meta-llama/Llama-3.3-70B-Instruct"},
+                                "generator": {"backend": "openai", "model": "served-name", "base_url": "http://x/v1"}}})
+    assert cfg.grading.top_k == [1, 100]
+
+
+def test_cli_rejects_bad_values_with_exit_2_before_loading_a_model(tmp_path):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "spacelm.cli", "grade", "--config", str(ROOT / "configs" / "quick.yaml"),
+                        "--set", "grading.top_k=[-3]"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "'grading.top_k'" in r.stderr and "Traceback" not in r.stderr

@@ -1,0 +1,242 @@
+"""The stage declarations: every declared input makes its stage and everything downstream
+stale (and nothing upstream); a failed stage keeps its previous outputs and is stale."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from spacelm.pipeline import status
+from spacelm.stages import BY_NAME, STAGES
+from spacelm.stages import base
+from spacelm.stages.base import Stage, execute, freshness, stage_inputs
+
+
+def _downstream(name: str) -> set[str]:
+    out = {name}
+    for s in STAGES:  # STAGES is in pipeline order, so one pass closes the set
+        if any(a in out for a in s.after):
+            out.add(s.name)
+    return out
+
+
+def _fake_complete(cfg) -> None:
+    """Mark every stage complete under `cfg` without running a model: a stand-in build that
+    touches the declared outputs, executed through the real machinery."""
+    for s in STAGES:
+        def build(cfg, out, s=s):
+            for p in s.outputs(cfg):
+                staged = out(p)
+                if p.suffix:
+                    staged.write_text("x")
+                else:
+                    staged.mkdir(parents=True, exist_ok=True)
+                    (staged / "f").write_text("x")
+            return {}
+        # files a stage reads but no stage writes here (the corpus) already exist
+        for p in s.reads(cfg):
+            if not Path(p).exists():
+                Path(p).parent.mkdir(parents=True, exist_ok=True)
+                Path(p).write_text("{}\n")
+        execute(dataclasses.replace(s, build=build), cfg, force=True)
+
+
+def _mutate_config(cfg, dotted: str) -> None:
+    parts = dotted.split(".")
+    obj = cfg
+    for p in parts[:-1]:
+        obj = getattr(obj, p)
+    value = getattr(obj, parts[-1])
+    while dataclasses.is_dataclass(value):  # a whole section: change its first plain field
+        obj = value
+        f = next(f for f in dataclasses.fields(value) if not dataclasses.is_dataclass(getattr(value, f.name)))
+        parts = [f.name]
+        value = getattr(value, f.name)
+    if isinstance(value, bool):
+        new = not value
+    elif isinstance(value, (int, float)):
+        new = value + 1
+    elif isinstance(value, str):
+        new = value + "-changed"
+    elif isinstance(value, list):
+        new = value + value[:1] if value else ["x"]
+    else:
+        new = 7
+    setattr(obj, parts[-1], new)
+
+
+def _covers(a: str, b: str) -> bool:
+    """Input `a` holds input `b`: the same input, or a config section and a key inside it."""
+    return a == b or (a.startswith("config:") and b.startswith(a + "."))
+
+
+def _cases():
+    """(stage, input kind) pairs to vary; the concrete input is picked at run time."""
+    return [(s.name, kind) for s in STAGES for kind in ("config", "file", "prompt", "model", "code")]
+
+
+@pytest.mark.parametrize("stage_name,kind", _cases())
+def test_every_declared_input_makes_its_stage_and_downstream_stale(tiny_config, monkeypatch, stage_name, kind):
+    cfg = tiny_config
+    _fake_complete(cfg)
+    assert all(r["state"] == "up to date" for r in status(cfg)), status(cfg)
+    stage = BY_NAME[stage_name]
+    keys = [k for k in stage_inputs(stage, cfg) if k.startswith(kind + ":")]
+    if not keys:
+        pytest.skip(f"{stage_name} declares no {kind} input")
+    for key in keys:
+        name = key.split(":", 1)[1]
+        with monkeypatch.context() as m:
+            if kind == "config":
+                import copy
+
+                saved = copy.deepcopy(cfg)
+                _mutate_config(cfg, name)
+            elif kind == "file":
+                p = next(p for p in stage.reads(cfg) if key == f"file:{base._display(cfg, Path(p))}")
+                saved_bytes = Path(p).read_bytes() if Path(p).is_file() else None
+                Path(p).write_bytes((saved_bytes or b"") + b"\n")
+            elif kind == "prompt":
+                import spacelm.lib.prompting as P
+
+                orig = P.template_hash
+                m.setattr(P, "template_hash", lambda t, orig=orig: orig(t) + ("-edited" if t == name else ""))
+            elif kind == "model":
+                orig = base.model_hash
+                role = name
+                m.setattr(base, "model_hash", lambda c, spec, r, orig=orig: orig(c, spec, r) + ("-other" if r == role else ""))
+            elif kind == "code":
+                orig = base.module_hash
+                m.setattr(base, "module_hash", lambda mod, orig=orig: orig(mod) + ("-edited" if mod == name else ""))
+            rows = {r["stage"]: r for r in status(cfg)}
+            own = rows[stage_name]
+            assert own["state"] == "stale" and key in own["changed"] + [c for c in own["changed"] if c.startswith(kind)], own
+            # every stage that declares this same input is stale too (a model or module can be shared), and so is
+            # everything downstream of those; nothing else
+            declaring = {s.name for s in STAGES
+                         if s.name == stage_name or any(_covers(k, key) for k in stage_inputs(s, cfg))}
+            expected = set().union(*(_downstream(n) for n in declaring))
+            for s in STAGES:
+                assert (rows[s.name]["state"] == "stale") == (s.name in expected), (key, s.name, rows[s.name])
+            if kind == "config":
+                for f in dataclasses.fields(cfg):
+                    setattr(cfg, f.name, getattr(saved, f.name))
+            elif kind == "file":
+                if saved_bytes is None:
+                    Path(p).unlink()
+                else:
+                    Path(p).write_bytes(saved_bytes)
+        assert all(r["state"] == "up to date" for r in status(cfg)), (key, status(cfg))
+
+
+def test_status_names_the_changed_input(tiny_config):
+    _fake_complete(tiny_config)
+    tiny_config.grading.top_k = [1, 2]
+    rows = {r["stage"]: r for r in status(tiny_config)}
+    assert rows["grade"]["changed"] == ["config:grading"]
+    assert rows["answer"]["state"] == "up to date" and rows["retrieve"]["state"] == "up to date"
+
+
+def test_never_run_stages(tiny_config):
+    assert {r["state"] for r in status(tiny_config)} == {"never run"}
+
+
+def test_failed_stage_keeps_previous_outputs_and_is_stale(tiny_config):
+    """A build that fails after writing its first output leaves the earlier outputs in place
+    and the stage stale; the next run recomputes it."""
+    cfg = tiny_config
+    first = execute(BY_NAME["ingest"], cfg)
+    assert not first["skipped"]
+    before = {p: p.read_bytes() for p in BY_NAME["ingest"].outputs(cfg)}
+
+    def failing(cfg, out):
+        out(BY_NAME["ingest"].outputs(cfg)[0]).write_text("half-written\n")
+        raise RuntimeError("boom")
+
+    cfg.ingest.min_doc_chars = 100  # a changed input, so the stage is rebuilt
+    with pytest.raises(RuntimeError, match="boom"):
+        execute(dataclasses.replace(BY_NAME["ingest"], build=failing), cfg)
+    assert {p: p.read_bytes() for p in before} == before
+    assert not list(cfg.processed_dir.glob(".staging-*"))
+    state, reasons = freshness(BY_NAME["ingest"], cfg)
+    assert state == "stale" and reasons == ["the last run did not finish"]
+    again = execute(BY_NAME["ingest"], cfg)
+    assert not again["skipped"] and freshness(BY_NAME["ingest"], cfg)[0] == "up to date"
+
+
+def test_interrupted_stage_is_stale_even_with_the_same_inputs(tiny_config):
+    cfg = tiny_config
+    execute(BY_NAME["ingest"], cfg)
+
+    def interrupted(cfg, out):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        execute(dataclasses.replace(BY_NAME["ingest"], build=interrupted), cfg, force=True)
+    assert freshness(BY_NAME["ingest"], cfg)[0] == "stale"
+    assert not execute(BY_NAME["ingest"], cfg)["skipped"]
+
+
+def test_reuse_only_mode_refuses_to_recompute(tiny_config, monkeypatch):
+    monkeypatch.setenv(base.REUSE_ONLY_ENV, "1")
+    with pytest.raises(base.StaleStage, match="never run"):
+        execute(BY_NAME["ingest"], tiny_config)
+    monkeypatch.delenv(base.REUSE_ONLY_ENV)
+    execute(BY_NAME["ingest"], tiny_config)
+    monkeypatch.setenv(base.REUSE_ONLY_ENV, "1")
+    assert execute(BY_NAME["ingest"], tiny_config)["skipped"]
+
+
+def test_golden_samples_change_does_not_reingest(tiny_config, tiny_corpus):
+    (tiny_corpus / "golden_samples.jsonl").write_text('{"id": "a"}\n')
+    execute(BY_NAME["ingest"], tiny_config)
+    (tiny_corpus / "golden_samples.jsonl").write_text('{"id": "b"}\n')
+    tiny_config.corpus.golden_samples = str(tiny_corpus / "other.jsonl")
+    assert freshness(BY_NAME["ingest"], tiny_config)[0] == "up to date"
+
+
+def test_every_stage_declares_what_it_reads():
+    for s in STAGES:
+        assert isinstance(s, Stage) and s.code and s.doc, s.name
+        module = s.name.replace("-", "_")
+        assert f"spacelm.stages.{module}" in s.code, s.name
+
+
+KILLED = """
+import dataclasses, sys, time
+from spacelm.config import from_dict
+from spacelm.stages import BY_NAME
+from spacelm.stages.base import execute
+import json
+cfg = from_dict(json.loads(sys.argv[1]))
+def slow(cfg, out):
+    out(BY_NAME["ingest"].outputs(cfg)[0]).write_text("half-written\\n")
+    print("building", flush=True)
+    time.sleep(60)
+execute(dataclasses.replace(BY_NAME["ingest"], build=slow), cfg, force=True)
+"""
+
+
+def test_kill_9_mid_stage_leaves_it_stale_and_the_next_run_completes_it(tiny_config):
+    """A process killed with SIGKILL while building: the earlier outputs stay, the stage is
+    stale, and the next run rebuilds it (and cleans the half-written staging folder)."""
+    import signal
+    import subprocess
+    import sys
+
+    cfg = tiny_config
+    execute(BY_NAME["ingest"], cfg)
+    before = {p: p.read_bytes() for p in BY_NAME["ingest"].outputs(cfg)}
+    data = json.dumps(dict(cfg.to_dict(), paths=cfg.to_dict()["paths"]))
+    p = subprocess.Popen([sys.executable, "-c", KILLED, data], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "building"
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert {q: q.read_bytes() for q in before} == before
+    assert freshness(BY_NAME["ingest"], cfg) == ("stale", ["the last run did not finish"])
+    assert [r["state"] for r in status(cfg)][:1] == ["stale"]
+    again = execute(BY_NAME["ingest"], cfg)
+    assert not again["skipped"] and freshness(BY_NAME["ingest"], cfg)[0] == "up to date"
+    assert not list(cfg.processed_dir.glob(".staging-*"))
