@@ -152,6 +152,10 @@ class GradingConfig:
     n_bootstrap: int = 1000
     consistency_check: bool = True  # re-grade the validity pairs with the passage before the question
     auc_warning: float = 0.75  # judge-validity AUC below this is flagged in the report
+    # the judge's prompt template (spacelm/prompts/<name>.txt; <name>_swapped.txt puts the passage
+    # first): "relevance" (the scale after the passage) or "relevance_rubric" (a descriptive rubric
+    # before the query, so it joins the prefix shared by every prompt)
+    prompt: str = "relevance"
     # "both_orders": grade every pair question-first and passage-first and use the mean of the two
     # expected grades (against position bias; twice the judge calls)
     debias: Literal["none", "both_orders"] = "none"

@@ -74,6 +74,11 @@ def validate(cfg: Config, source: str) -> None:
     within("answer.negative_n_wrong", 0, 20)
     for p in cfg.answer.pipelines:
         need(p in PIPELINES, "answer.pipelines", f"holds unknown pipeline {p!r} (A, B or C)")
+    from ..lib.prompting import has_template
+
+    for name in (cfg.grading.prompt, cfg.grading.prompt + "_swapped"):
+        need(has_template(name), "grading.prompt", f"needs spacelm/prompts/{name}.txt (the prompt and its passage-first "
+                                                   "twin, <name>_swapped.txt)")
     jc = cfg.judge_check
     for key in ("judge_check.n_in_domain", "judge_check.n_controls", "judge_check.n_bootstrap",
                 "judge_check.min_pairs", "judge_check.min_controls"):

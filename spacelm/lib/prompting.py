@@ -22,6 +22,10 @@ def template(name: str) -> tuple[str, str]:
     return system.strip(), user.strip()
 
 
+def has_template(name: str) -> bool:
+    return resources.files("spacelm").joinpath("prompts", f"{name}.txt").is_file()
+
+
 def render(name: str, **fields) -> list[dict]:
     """Chat messages for template `name` with its fields filled in."""
     system, user = template(name)
@@ -29,6 +33,9 @@ def render(name: str, **fields) -> list[dict]:
 
 
 def template_hash(name: str) -> str:
+    """A short hash of a template's text ("<missing>" when there is no such file)."""
+    if not has_template(name):
+        return "<missing>"
     s, u = template(name)
     return hashlib.sha256((s + SEPARATOR + u).encode()).hexdigest()[:12]
 

@@ -40,15 +40,16 @@ def build(cfg: Config, out) -> dict:
     llm = open_llm(cfg.models.judge, cfg.cache_dir)
     llm.stage = "grade"
     text_of = {cid: c.text for cid, c in chunks_by_id.items()}
-    rows = grade_pairs(llm, pairs, text_of)
+    prompt, swapped_prompt = cfg.grading.prompt, cfg.grading.prompt + "_swapped"
+    rows = grade_pairs(llm, pairs, text_of, template=prompt)
     is_validity = lambda p: any(x.startswith("validity") for x in p["purpose"])
     swapped, swapped_all, used = None, [], rows
     if cfg.grading.debias == "both_orders":  # every pair in both orders; the table uses their mean
-        swapped_all = grade_pairs(llm, pairs, text_of, template="relevance_swapped")
+        swapped_all = grade_pairs(llm, pairs, text_of, template=swapped_prompt)
         used = mean_of_orders(rows, swapped_all)
         swapped = [r for r in swapped_all if is_validity(r)] if cfg.grading.consistency_check else None
     elif cfg.grading.consistency_check:
-        swapped = grade_pairs(llm, [p for p in pairs if is_validity(p)], text_of, template="relevance_swapped")
+        swapped = grade_pairs(llm, [p for p in pairs if is_validity(p)], text_of, template=swapped_prompt)
     llm.release()
     csv, md, tex, grades_file, validity_file, tests_file, metrics_file, plot = outputs(cfg)
     write_jsonl(out(grades_file), rows + (swapped_all or swapped or []))
@@ -77,7 +78,7 @@ def build(cfg: Config, out) -> dict:
 
 def _prompts(cfg: Config) -> list[str]:
     both = cfg.grading.consistency_check or cfg.grading.debias == "both_orders"
-    return ["relevance"] + (["relevance_swapped"] if both else [])
+    return [cfg.grading.prompt] + ([cfg.grading.prompt + "_swapped"] if both else [])
 
 
 STAGE = Stage(

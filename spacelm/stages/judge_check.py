@@ -51,9 +51,9 @@ def _check(cfg: Config, judge, name: str, pairs: list[dict], passages: dict, gra
     from ..lib.relevance import grade_pairs
 
     jc = cfg.judge_check
-    rows = grade_pairs(judge, pairs, passages)
+    rows = grade_pairs(judge, pairs, passages, template=cfg.grading.prompt)
     both = jc.position_bias or cfg.grading.debias == "both_orders"
-    swapped = grade_pairs(judge, pairs, passages, template="relevance_swapped") if both else []
+    swapped = grade_pairs(judge, pairs, passages, template=cfg.grading.prompt + "_swapped") if both else []
     for r, p in zip(rows + swapped, pairs + pairs):
         r.update(source=name, label=p["label"], kind=p["kind"])
     used = mean_of_orders(rows, swapped) if cfg.grading.debias == "both_orders" else rows
@@ -108,7 +108,7 @@ def build(cfg: Config, out) -> dict:
             m.update(path=src.path, split=src.split, sample=f"{src.n_queries} queries (seed {cfg.seed})")
             results.append(m)
             graded_rows += rows
-        chunks = load_chunks(cfg)
+        chunks = load_chunks(cfg) if jc.in_domain or jc.controls else []
         text_of = {c.chunk_id: c.text for c in chunks}
         if jc.in_domain:
             samples = load_golden(golden_path(cfg))
@@ -143,9 +143,9 @@ def _prompts(cfg: Config) -> list[str]:
     jc = cfg.judge_check
     if not jc.enabled:
         return []
-    p = ["relevance"]
+    p = [cfg.grading.prompt]
     if jc.position_bias or cfg.grading.debias == "both_orders":
-        p.append("relevance_swapped")
+        p.append(cfg.grading.prompt + "_swapped")
     if jc.controls:
         p += ["judge_faithfulness", "judge_relevance", "judge_noise_robustness", "judge_negative_rejection",
               "judge_binary"]
@@ -155,7 +155,7 @@ def _prompts(cfg: Config) -> list[str]:
 STAGE = Stage(
     name="judge-check", doc="measure the judge against human labels and known-answer controls",
     home=folder, outputs=outputs, build=build, after=("synth",),
-    sections=lambda cfg: ["judge_check", "seed", "models.judge", "grading.debias"],
+    sections=lambda cfg: ["judge_check", "seed", "models.judge", "grading.debias", "grading.prompt"],
     reads=lambda cfg: [chunks_path(cfg), golden_path(cfg), questions_path(cfg), *_source_files(cfg)],
     prompts=_prompts,
     models=lambda cfg: {"judge": cfg.models.judge.model},

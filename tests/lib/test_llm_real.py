@@ -197,3 +197,22 @@ def test_table1_regenerates_on_an_openai_compatible_server(server, tiny_config, 
     t1 = pd.read_csv(tiny_config.run_dir / "table1_relevance.csv")
     assert set(t1.stage) == {"retrieved", "reranked"} and t1.groupby(["stage", "top_k"])["percent"].sum().round(1).eq(100).all()
     assert json.loads((tiny_config.run_dir / "judge_validity.json").read_text())["n_pairs"] == 4
+
+
+def test_judge_check_runs_the_same_on_an_openai_compatible_server(server, tiny_config):
+    """The judge check on a real local server: same pairs, same prompt, figures and a verdict
+    (a small n, so the verdict is 'too few pairs to tell')."""
+    import json
+
+    from spacelm.stages import judge_check
+
+    cfg = tiny_config
+    cfg.judge_check.in_domain = False
+    cfg.judge_check.controls = False
+    cfg.judge_check.n_bootstrap = 100
+    cfg.models.judge = LLMConfig(backend="openai", model="qwen-small", base_url=server, max_tokens=4, max_concurrency=2)
+    res = judge_check.run(cfg)
+    (m,) = json.loads((cfg.run_dir / "judge_check" / "relevance.json").read_text())
+    assert m["source"] == "tiny" and m["n_pairs"] == 6 and m["judge"]["backend"] == "openai"
+    assert m["verdict"] == "too few pairs to tell" and m["auc"] is not None
+    assert res["llm"]["calls"] == 12  # both orders
