@@ -36,9 +36,28 @@ class PathsConfig:
 
 @dataclass
 class IngestConfig:
-    reference_filter: bool = True
+    reference_filter: bool = True  # remove bibliographies, found by their content
+    noise_filter: bool = True  # remove page numbers, rotated stamps, letter-by-letter figure text, running heads
+    layout: Literal["columns", "stream"] = "columns"  # reading order on two-column pages (see README "Ingest")
+    ocr: bool = False  # read pages without a text layer with Tesseract (PyMuPDF OCR)
+    ocr_language: str = "eng"
+    # a block is part of a bibliography when this share of its characters is in citation-like entries
+    bibliography_min_score: float = 0.6
+    # ... and a run of such blocks needs this many entries when no References heading announces it
+    bibliography_min_entries: int = 3
+    # a citation-like entry has at most this share of function words (prose has about 40%)
+    bibliography_max_stopwords: float = 0.35
     garbled_threshold: float = 0.02
     min_doc_chars: int = 200
+
+    def rules(self):
+        """The ingest rules as the library takes them."""
+        from ..lib.bibliography import BibliographyRules
+        from ..lib.documents import IngestRules
+
+        return IngestRules(self.reference_filter, self.noise_filter, self.layout, self.ocr, self.ocr_language,
+                           BibliographyRules(self.bibliography_min_score, self.bibliography_min_entries,
+                                             self.bibliography_max_stopwords))
 
 
 @dataclass

@@ -48,6 +48,9 @@ def validate(cfg: Config, source: str) -> None:
         at_least(key, 1, optional=True)
     within("retrieval.bm25.b", 0, 1)
     within("ingest.garbled_threshold", 0, 1)
+    within("ingest.bibliography_min_score", 0, 1)
+    within("ingest.bibliography_max_stopwords", 0, 1)
+    at_least("ingest.bibliography_min_entries", 1)
     within("grading.auc_warning", 0.5, 1)
     need(0 <= cfg.chunking.overlap < 1 or 1 <= cfg.chunking.overlap < cfg.chunking.max_tokens,
          "chunking.overlap", "must be a ratio in [0, 1) or a token count below chunking.max_tokens")

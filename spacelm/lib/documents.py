@@ -1,11 +1,15 @@
-"""Ingest: PDFs and text files → page-aware, cleaned document text.
+"""Ingest: PDFs and text files → page-aware, cleaned document text, and a log of every span
+removed on the way.
 
-PDFs are read page by page with PyMuPDF (text blocks in reading order, each block's lines
-joined into one paragraph); ``.md`` and ``.txt`` files are single-page documents. Cleaning
-normalises Unicode (ligatures such as "ﬁ"), joins words hyphenated across line breaks, drops
-running headers/footers that repeat on most pages, and collapses whitespace. Two measurements
-are reported per document: a *garbled-text score* (words run together without spaces) and
-the characters dropped by the *reference-section filter*.
+PDFs are read page by page as PyMuPDF text blocks, put in reading order (`blocks.py`); ``.md``
+and ``.txt`` files are single-page documents of paragraph blocks. Blocks that are not reading
+text (page numbers, rotated stamps, letter-by-letter figure text, running headers and
+footers) and bibliographies wherever they stand (`bibliography.py`) are removed, each with a
+row in the drop log naming the document, the page, the reason and the first 200 characters.
+Cleaning normalises Unicode (ligatures such as "ﬁ"), joins words hyphenated across line
+breaks and collapses whitespace. Per document: a *garbled-text score* (words run together
+without spaces), characters dropped per reason, equation-heavy blocks (kept), pages without
+text, and whether the PDF had to be repaired.
 
 A file that cannot be used (empty, encrypted, corrupt, undecodable) is skipped with a warning
 that names it and the reason; the run fails only when no document is usable.
@@ -20,6 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from .bibliography import BibliographyRules, find_bibliography
+from .blocks import Block, is_equation, noise_reason, order_blocks, running_lines, strip_lines
 from .io import InputError
 
 PAGE_SEP = "\n\n"
@@ -41,6 +47,9 @@ class Document:
     title: str = ""
     repaired: bool = False  # PyMuPDF had to repair the file (truncated or damaged)
     empty_pages: list[int] = field(default_factory=list)  # 1-based pages without extractable text
+    dropped_chars: dict = field(default_factory=dict)  # reason -> characters removed (see DROP_REASONS)
+    equation_blocks: int = 0  # equation-heavy blocks (kept, flagged)
+    ocr_pages: list[int] = field(default_factory=list)  # pages whose text came from OCR
 
     def page_of(self, offset: int) -> int:
         """1-based page number holding character `offset` of the cleaned text."""
@@ -62,6 +71,23 @@ class Skipped:
 class IngestResult:
     documents: list[Document] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    dropped: list[dict] = field(default_factory=list)  # one row per removed span
+
+
+# why a span of a document was removed; every removal is one row of the drop log
+DROP_REASONS = ("bibliography", "running_header_footer", "page_number", "figure_fragment", "rotated_text")
+
+
+@dataclass(frozen=True)
+class IngestRules:
+    """What ingest removes and how it orders blocks (`ingest` in the config)."""
+
+    reference_filter: bool = True
+    noise_filter: bool = True
+    layout: str = "columns"
+    ocr: bool = False
+    ocr_language: str = "eng"
+    bibliography: BibliographyRules = BibliographyRules()
 
 
 # --------------------------------------------------------------------------- reading
@@ -71,10 +97,12 @@ def doc_id_for(path: Path) -> str:
     return re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-") or "doc"
 
 
-def read_pdf_pages(path: Path) -> tuple[list[str], bool]:
-    """Raw text of each page, one paragraph per PyMuPDF text block, in stream order, and
-    whether PyMuPDF had to repair the file (a truncated download is repaired in silence, its
-    lost pages coming back empty).
+def read_pdf_blocks(path: Path, ocr: bool = False,
+                    ocr_language: str = "eng") -> tuple[list[list[Block]], list[float], bool, list[int]]:
+    """Text blocks of every page (PyMuPDF, content-stream order), page widths, whether PyMuPDF
+    had to repair the file (a truncated download is repaired in silence, its lost pages coming
+    back empty), and the pages read by OCR (with `ocr`, pages without a text layer are read
+    with Tesseract through PyMuPDF).
 
     Raises InputError for encrypted, corrupt or page-less files."""
     import pymupdf
@@ -88,43 +116,82 @@ def read_pdf_pages(path: Path) -> tuple[list[str], bool]:
             raise InputError(f"{path}: PDF is encrypted (password protected); decrypt it or remove it from the corpus")
         if doc.page_count == 0:
             raise InputError(f"{path}: PDF has no pages")
-        pages = []
+        pages, widths, ocr_pages = [], [], []
         try:
-            for page in doc:
-                blocks = page.get_text("blocks")
-                paras = [b[4].strip() for b in blocks if b[6] == 0 and b[4].strip()]
-                pages.append("\n\n".join(paras))
+            for number, page in enumerate(doc, 1):
+                blocks = _page_blocks(page, number)
+                if ocr and not any(b.text.strip() for b in blocks):
+                    blocks = _page_blocks(page, number, page.get_textpage_ocr(language=ocr_language, dpi=200, full=True))
+                    ocr_pages.append(number)
+                pages.append(blocks)
+                widths.append(float(page.rect.width))
+        except InputError:
+            raise
         except Exception as e:
             raise InputError(f"{path}: PDF is damaged and cannot be read ({type(e).__name__}: {e})") from None
-        return pages, bool(doc.is_repaired)
+        return pages, widths, bool(doc.is_repaired), ocr_pages
+
+
+def _page_blocks(page, number: int, textpage=None) -> list[Block]:
+    """One Block per PyMuPDF text block: its lines joined by newlines, rotated when every line
+    runs other than left to right."""
+    d = page.get_text("dict", textpage=textpage) if textpage is not None else page.get_text("dict")
+    out = []
+    for b in d["blocks"]:
+        if b.get("type") != 0:
+            continue
+        lines = ["".join(s["text"] for s in ln["spans"]) for ln in b["lines"]]
+        text = "\n".join(ln for ln in lines if ln.strip())
+        if not text.strip():
+            continue
+        rotated = all(abs(ln["dir"][1]) > 0.1 for ln in b["lines"]) if b["lines"] else False
+        out.append(Block(number, *b["bbox"], text=text.strip(), rotated=rotated))
+    return out
+
+
+def ocr_available() -> Optional[str]:
+    """None when PyMuPDF can OCR here (Tesseract and its language data found), else why not."""
+    import shutil
+
+    if not shutil.which("tesseract"):
+        return "Tesseract is not installed (Debian: apt-get install tesseract-ocr tesseract-ocr-eng)"
+    try:
+        import pymupdf
+
+        pymupdf.get_tessdata()
+    except Exception as e:  # PyMuPDF raises when it cannot find the language data
+        return f"Tesseract's language data was not found ({e}); set TESSDATA_PREFIX"
+    return None
+
+
+def read_text_file(path: Path) -> list[Block]:
+    """A Markdown or text file as one page of paragraph blocks (split at blank lines)."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not valid UTF-8 (byte {e.start}); re-save the file as UTF-8") from None
+    paras = [p.strip("\n") for p in re.split(r"\n\s*\n", text.replace("\r\n", "\n")) if p.strip()]
+    return [Block(1, 0.0, float(i), 1.0, float(i) + 1, p) for i, p in enumerate(paras)]
 
 
 def _page_list(pages: list[int]) -> str:
     return ", ".join(map(str, pages[:12])) + (f" … ({len(pages)} in all)" if len(pages) > 12 else "")
 
 
-def check_pdf_health(path: Path, raw_pages: list[str], repaired: bool) -> list[int]:
+def check_pdf_health(path: Path, pages: list[list[Block]], repaired: bool) -> list[int]:
     """Pages without text (1-based), with a warning naming the file when the PDF was repaired
     (likely truncated: its last pages are lost) or some pages have no text layer (scanned)."""
-    empty = [i for i, p in enumerate(raw_pages, 1) if not p.strip()]
-    n = len(raw_pages)
+    empty = [i for i, bs in enumerate(pages, 1) if not any(b.text.strip() for b in bs)]
+    n = len(pages)
     if repaired:
         lost = f"; pages {_page_list(empty)} of {n} came back empty" if empty else ""
         warnings.warn(f"{path}: the PDF is damaged and PyMuPDF repaired it{lost}. The file is probably truncated: "
                       "download or export it again (documents.csv records the pages)", stacklevel=3)
     elif empty and len(empty) < n:
         warnings.warn(f"{path}: pages {_page_list(empty)} of {n} have no extractable text (scanned images?); "
-                      "their content is not in the corpus", stacklevel=3)
+                      "their content is not in the corpus unless ingest.ocr is true", stacklevel=3)
     return empty
-
-
-def read_text_file(path: Path) -> list[str]:
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not valid UTF-8 (byte {e.start}); re-save the file as UTF-8") from None
-    return [text]
 
 
 # --------------------------------------------------------------------------- cleaning
@@ -175,45 +242,6 @@ def clean_text(text: str, vocab: Optional[tuple[set[str], set[str]]] = None) -> 
         else:
             out.append(" ".join(lines))
     return "\n\n".join(out)
-
-
-def _line_key(line: str) -> str:
-    return re.sub(r"\d+", "#", line.strip().lower())
-
-
-def drop_running_lines(pages: list[str], min_share: float = 0.6) -> list[str]:
-    """Remove short lines (headers, footers, 'Page 3 of 12') that recur on most pages."""
-    if len(pages) < 3:
-        return pages
-    counts: Counter[str] = Counter()
-    for p in pages:
-        counts.update({_line_key(ln) for ln in p.split("\n") if 0 < len(ln.strip()) <= 80})
-    running = {k for k, c in counts.items() if c >= max(3, min_share * len(pages))}
-    if not running:
-        return pages
-    return ["\n".join(ln for ln in p.split("\n") if _line_key(ln) not in running) for p in pages]
-
-
-_REF_HEADING = re.compile(
-    r"^(?:#{1,6}\s*)?(?:\d+(?:\.\d+)*\.?\s+|[IVX]+\.\s+)?(?:\*\*)?"
-    r"(references|bibliography|works cited|literature cited|reference list|sources)(?:\*\*)?\s*:?\s*$",
-    re.IGNORECASE | re.MULTILINE,
-)
-_AFTER_REFS = re.compile(r"^(?:#{1,6}\s*)?(?:appendix|annex)\b.*$", re.IGNORECASE | re.MULTILINE)
-
-
-def find_reference_section(text: str, min_position: float = 0.5) -> Optional[tuple[int, int]]:
-    """Span (start, end) of a trailing References/Bibliography section, or None.
-
-    The heading must stand alone on its line in the second half of the document; the section
-    runs to the next Appendix/Annex heading or to the end."""
-    matches = [m for m in _REF_HEADING.finditer(text) if m.start() >= min_position * len(text)]
-    if not matches:
-        return None
-    start = matches[-1].start()
-    after = _AFTER_REFS.search(text, matches[-1].end())
-    end = after.start() if after else len(text)
-    return start, end
 
 
 # --------------------------------------------------------------------------- garbling
@@ -293,49 +321,86 @@ def _title_of(pages: list[str], fallback: str) -> str:
     return fallback
 
 
-def ingest_file(path: Path, reference_filter: bool = True) -> Document:
-    """Read and clean one file (no garbled score yet: that needs the corpus vocabulary)."""
+def _remove_noise(pages: list[list[Block]], drop) -> list[list[Block]]:
+    keys = running_lines(pages)
+    out = []
+    for blocks in pages:
+        kept = []
+        for b in blocks:
+            reason = noise_reason(b)
+            if reason:
+                drop(b.text, b.page, reason)
+                continue
+            b, gone = strip_lines(b, keys)
+            for ln in gone:
+                drop(ln, b.page, "running_header_footer")
+            if b.text.strip():
+                kept.append(b)
+        out.append(kept)
+    return out
+
+
+def ingest_file(path: Path, rules: IngestRules = IngestRules()) -> tuple[Document, list[dict]]:
+    """Read and clean one file (no garbled score yet: that needs the corpus vocabulary), and
+    the spans removed from it, one row each (doc_id, page, reason, chars, preview)."""
     fmt = path.suffix.lower().lstrip(".")
-    repaired, empty = False, []
+    doc_id = doc_id_for(path)
+    drops: list[dict] = []
+
+    def drop(text: str, page: int, reason: str) -> None:
+        text = text.strip()
+        drops.append({"doc_id": doc_id, "page": page, "reason": reason, "chars": len(text), "preview": text[:200]})
+
+    repaired, empty, ocr_pages = False, [], []
     if fmt == "pdf":
-        raw_pages, repaired = read_pdf_pages(path)
+        pages, widths, repaired, ocr_pages = read_pdf_blocks(path, rules.ocr, rules.ocr_language)
+        if not any(b.text.strip() for bs in pages for b in bs):
+            hint = "" if rules.ocr else "; set ingest.ocr: true to read scanned pages with Tesseract"
+            raise InputError(f"{path}: no extractable text (empty, or a scanned PDF without a text layer{hint})")
+        empty = check_pdf_health(path, pages, repaired)
+        pages = [order_blocks(bs, w, rules.layout) for bs, w in zip(pages, widths)]
+        if rules.noise_filter:
+            pages = _remove_noise(pages, drop)
     else:
-        raw_pages = read_text_file(path)
+        pages = [read_text_file(path)]
+    if rules.reference_filter:
+        flat = [(i, b) for i, bs in enumerate(pages) for b in bs]
+        gone = set(find_bibliography([b.text for _, b in flat], rules.bibliography))
+        for k in sorted(gone):
+            drop(flat[k][1].text, flat[k][1].page, "bibliography")
+        kept = [[] for _ in pages]
+        for k, (i, b) in enumerate(flat):
+            if k not in gone:
+                kept[i].append(b)
+        pages = kept
+    raw_pages = ["\n\n".join(b.text for b in bs) for bs in pages]
     vocab = hyphen_vocabulary("\n".join(raw_pages))
-    pages = [clean_text(p, vocab) for p in drop_running_lines(raw_pages)]
-    if not any(p.strip() for p in pages):
-        raise InputError(f"{path}: no extractable text (empty, or a scanned PDF without a text layer)")
-    if fmt == "pdf":
-        empty = check_pdf_health(path, raw_pages, repaired)
-    text = PAGE_SEP.join(pages)
+    texts = [clean_text(p, vocab) for p in raw_pages]
+    if not any(p.strip() for p in texts):
+        raise InputError(f"{path}: no text left after removing {len(drops)} noise and bibliography spans")
+    text = PAGE_SEP.join(texts)
     starts, pos = [], 0
-    for p in pages:
+    for p in texts:
         starts.append(pos)
         pos += len(p) + len(PAGE_SEP)
-    dropped = 0
-    if reference_filter:
-        span = find_reference_section(text)
-        if span:
-            a, b = span
-            dropped = b - a
-            text = text[:a].rstrip() + (PAGE_SEP + text[b:].lstrip() if b < len(text) else "")
-            starts = [s if s <= a else max(a, s - dropped) for s in starts]
-            starts = [min(s, len(text)) for s in starts]
-    return Document(
-        doc_id=doc_id_for(path), source=str(path), format=fmt, text=text, page_starts=starts,
-        n_pages=len(pages), references_dropped_chars=dropped, title=_title_of(pages, path.stem),
-        repaired=repaired, empty_pages=empty,
+    dropped = {r: sum(d["chars"] for d in drops if d["reason"] == r) for r in DROP_REASONS}
+    doc = Document(
+        doc_id=doc_id, source=str(path), format=fmt, text=text, page_starts=starts, n_pages=len(texts),
+        references_dropped_chars=dropped["bibliography"], title=_title_of(texts, path.stem), repaired=repaired,
+        empty_pages=empty, dropped_chars=dropped, ocr_pages=ocr_pages,
+        equation_blocks=sum(is_equation(b.text) for bs in pages for b in bs),
     )
+    return doc, drops
 
 
-def ingest_corpus(raw_dir: Path, extensions: list[str], exclude: list[str], reference_filter: bool = True,
+def ingest_corpus(raw_dir: Path, extensions: list[str], exclude: list[str], rules: IngestRules = IngestRules(),
                   garbled_threshold: float = 0.02, min_doc_chars: int = 1) -> IngestResult:
     """Ingest every usable file below `raw_dir`; unusable ones are skipped with a warning."""
     res = IngestResult()
     seen: dict[str, str] = {}
     for path in list_sources(raw_dir, extensions, exclude):
         try:
-            doc = ingest_file(path, reference_filter=reference_filter)
+            doc, drops = ingest_file(path, rules)
             if len(doc.text) < min_doc_chars:
                 raise InputError(f"{path}: only {len(doc.text)} characters of text (minimum {min_doc_chars})")
             if doc.doc_id in seen:
@@ -346,6 +411,7 @@ def ingest_corpus(raw_dir: Path, extensions: list[str], exclude: list[str], refe
             continue
         seen[doc.doc_id] = str(path)
         res.documents.append(doc)
+        res.dropped.extend(drops)
     vocab = build_vocabulary([d.text for d in res.documents])
     for d in res.documents:
         hidden, total = garbled_stats(d.text, vocab)
@@ -365,7 +431,9 @@ def documents_table(docs: list[Document]):
     return pd.DataFrame([{
         "doc_id": d.doc_id, "format": d.format, "pages": d.n_pages, "words": len(d.text.split()),
         "chars": len(d.text), "garbled_score": d.garbled_score, "garbled_words": d.garbled_words,
-        "references_dropped_chars": d.references_dropped_chars, "repaired": d.repaired,
+        "references_dropped_chars": d.references_dropped_chars,
+        **{f"dropped_{r}_chars": d.dropped_chars.get(r, 0) for r in DROP_REASONS},
+        "equation_blocks": d.equation_blocks, "ocr_pages": len(d.ocr_pages), "repaired": d.repaired,
         "empty_pages": len(d.empty_pages), "empty_page_numbers": " ".join(map(str, d.empty_pages)),
         "title": d.title, "source": d.source,
     } for d in docs])

@@ -4,8 +4,8 @@ from __future__ import annotations
 import os
 
 from ..config import Config
-from ..lib.documents import documents_table, ingest_corpus, list_sources
-from ..lib.io import write_dataframe, write_json, write_jsonl
+from ..lib.documents import DROP_REASONS, documents_table, ingest_corpus, list_sources
+from ..lib.io import InputError, write_dataframe, write_json, write_jsonl
 from .base import Stage, execute
 
 
@@ -26,20 +26,27 @@ def sources(cfg: Config):
 
 def outputs(cfg: Config):
     d = cfg.processed_dir
-    return [d / "documents.jsonl", d / "documents.csv", d / "ingest_skipped.json"]
+    return [d / "documents.jsonl", d / "documents.csv", d / "ingest_skipped.json", d / "ingest_dropped.jsonl"]
 
 
 def build(cfg: Config, out) -> dict:
+    if cfg.ingest.ocr:
+        from ..lib.documents import ocr_available
+
+        why_not = ocr_available()
+        if why_not:
+            raise InputError(f"ingest.ocr is true but OCR cannot run here: {why_not}; or set ingest.ocr: false")
     res = ingest_corpus(cfg.path(cfg.corpus.raw_dir), cfg.corpus.extensions, cfg.corpus.exclude,
-                        cfg.ingest.reference_filter, cfg.ingest.garbled_threshold, cfg.ingest.min_doc_chars)
+                        cfg.ingest.rules(), cfg.ingest.garbled_threshold, cfg.ingest.min_doc_chars)
     for d in res.documents:
         d.source = _relative(d.source, cfg.root)
     for s in res.skipped:
         s.source = _relative(s.source, cfg.root)
     table = documents_table(res.documents)
     table["garbled_flag"] = table["garbled_score"] > cfg.ingest.garbled_threshold
-    docs_jsonl, docs_csv, skipped = outputs(cfg)
+    docs_jsonl, docs_csv, skipped, dropped = outputs(cfg)
     write_jsonl(out(docs_jsonl), (d.to_dict() for d in res.documents))
+    write_jsonl(out(dropped), res.dropped)
     write_dataframe(table, out(docs_csv))
     write_json(out(skipped), [s.__dict__ for s in res.skipped])
     return {
@@ -47,6 +54,7 @@ def build(cfg: Config, out) -> dict:
         "skipped_files": [s.__dict__ for s in res.skipped],
         "garbled_flagged": table.loc[table["garbled_flag"], "doc_id"].tolist(),
         "references_dropped_chars": int(table["references_dropped_chars"].sum()),
+        "dropped_chars": {r: int(table[f"dropped_{r}_chars"].sum()) for r in DROP_REASONS},
         "repaired_pdfs": table.loc[table["repaired"], "doc_id"].tolist(),
         "empty_pages": int(table["empty_pages"].sum()),
     }
@@ -57,7 +65,7 @@ STAGE = Stage(
     home=lambda cfg: cfg.processed_dir, outputs=outputs, build=build,
     sections=lambda cfg: ["corpus.raw_dir", "corpus.extensions", "corpus.exclude", "ingest"],
     reads=sources,
-    code=("spacelm.lib.documents", "spacelm.stages.ingest"),
+    code=("spacelm.lib.documents", "spacelm.lib.blocks", "spacelm.lib.bibliography", "spacelm.stages.ingest"),
 )
 
 

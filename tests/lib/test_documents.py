@@ -23,47 +23,53 @@ def test_two_column_pdf_reads_left_column_first(tmp_path):
     left = "Left column opens the argument about debris growth. " * 8
     right = "Right column closes it with disposal rules. " * 8
     p = make_pdf(tmp_path / "two.pdf", [(left, right)], two_column=True)
-    doc = ingest.ingest_file(p)
+    doc, _ = ingest.ingest_file(p)
     assert doc.text.index("Left column") < doc.text.index("Right column")
     assert doc.n_pages == 1
 
 
 def test_pages_and_page_offsets(tmp_path):
     p = make_pdf(tmp_path / "p.pdf", ["alpha page one " * 20, "beta page two " * 20, "gamma page three " * 20])
-    doc = ingest.ingest_file(p, reference_filter=False)
+    doc, drops = ingest.ingest_file(p, ingest.IngestRules(reference_filter=False))
     assert doc.n_pages == 3
     assert doc.page_of(doc.text.index("beta")) == 2
     assert doc.page_of(doc.text.index("gamma")) == 3
     assert doc.page_of(0) == 1
-    # running footer "Page N of 3" recurs on every page and is dropped
+    # the footer "Page N of 3" is dropped from every page, each with a row naming its page
     assert "of 3" not in doc.text
+    assert sorted((d["page"], d["reason"]) for d in drops if "of 3" in d["preview"]) == \
+        [(1, "page_number"), (2, "page_number"), (3, "page_number")]
 
 
 def test_hyphenation_joined_across_pdf_lines(tmp_path):
     p = make_pdf(tmp_path / "h.pdf", ["The spacecraft performed a manoeu-\nvre to avoid the object."])
-    doc = ingest.ingest_file(p)
+    doc, _ = ingest.ingest_file(p)
     assert "manoeuvre" in doc.text
 
 
 def test_reference_section_dropped_and_counted(tmp_path):
     text = "# Report\n\n" + LOREM * 10 + "\n\n## References\n\n[1] IADC. Guidelines. 2020.\n[2] ESA. Report. 2024.\n"
     (tmp_path / "r.md").write_text(text)
-    doc = ingest.ingest_file(tmp_path / "r.md")
-    assert "IADC. Guidelines" not in doc.text
-    assert doc.references_dropped_chars > 40
-    kept = ingest.ingest_file(tmp_path / "r.md", reference_filter=False)
-    assert "IADC. Guidelines" in kept.text and kept.references_dropped_chars == 0
+    doc, drops = ingest.ingest_file(tmp_path / "r.md")
+    assert "IADC. Guidelines" not in doc.text and "References" not in doc.text
+    assert doc.references_dropped_chars > 40 and {d["reason"] for d in drops} == {"bibliography"}
+    kept, drops = ingest.ingest_file(tmp_path / "r.md", ingest.IngestRules(reference_filter=False))
+    assert "IADC. Guidelines" in kept.text and kept.references_dropped_chars == 0 and drops == []
 
 
-def test_reference_filter_keeps_appendix_after_references():
-    text = "Body. " * 200 + "\nReferences\n[1] A. B. Title. 2020.\nAppendix A. Extra material\nKeep me."
-    a, b = ingest.find_reference_section(text)
-    assert "Keep me" not in text[a:b] and "[1] A. B." in text[a:b]
+def test_text_after_a_reference_list_is_kept(tmp_path):
+    text = ("Body. " * 100 + "\n\nReferences\n\n[1] A. B. Smith, Title of a paper. J. Space Ops. 12 (2020) 1-9.\n\n"
+            "Appendix A. Extra material\n\nKeep me, the appendix explains the procedure in plain words.")
+    (tmp_path / "a.md").write_text(text)
+    doc, drops = ingest.ingest_file(tmp_path / "a.md")
+    assert "Keep me" in doc.text and "Appendix A" in doc.text and "Smith" not in doc.text
 
 
-def test_reference_word_early_in_text_is_not_a_section():
-    text = "References\n" + "Body text. " * 300
-    assert ingest.find_reference_section(text) is None
+def test_the_word_references_in_prose_is_not_a_bibliography(tmp_path):
+    text = "References to the operations manual are given in each section below.\n\n" + "Body text. " * 100
+    (tmp_path / "p.md").write_text(text)
+    doc, drops = ingest.ingest_file(tmp_path / "p.md")
+    assert "References to the operations manual" in doc.text and drops == []
 
 
 def test_garbled_text_is_measured():
