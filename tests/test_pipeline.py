@@ -66,3 +66,17 @@ def test_retrieval_stage_end_to_end_on_tiny_corpus(tiny_config, tiny_corpus):
     assert len(rows) == 8 and all(r["top10"] for r in rows)
     assert (summary["doc@10"] >= summary["strict@10"]).all()
     assert retrieval.run(tiny_config)["skipped"]
+
+
+def test_manifest_holds_only_the_stages_of_this_run(tiny_config):
+    """A later run of fewer stages does not inherit the earlier run's stage entries."""
+    first = Manifest(tiny_config)
+    run_stages(tiny_config, upto="chunk", manifest=first)
+    first.finish()
+    assert set(json.loads((tiny_config.run_dir / "manifest.json").read_text())["stages"]) == {"ingest", "chunk"}
+    second = Manifest(tiny_config, command="ingest")
+    run_stages(tiny_config, upto="ingest", manifest=second)
+    second.finish()
+    data = json.loads((tiny_config.run_dir / "manifest.json").read_text())
+    assert set(data["stages"]) == {"ingest"} and data["command"] == "ingest"
+    assert data["total_seconds"] == data["stages"]["ingest"]["wall_seconds"]
