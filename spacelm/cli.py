@@ -166,12 +166,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def setup_logging(progress: bool = False) -> None:
-    """One line per event on stderr; progress bars only on a terminal (or with --progress)."""
+    """One line per event on stderr (spacelm's own at INFO, libraries' only from WARNING);
+    progress bars only on a terminal (or with --progress), the libraries' bars included."""
     import os
 
-    logging.basicConfig(level=logging.INFO, format="[spacelm] %(message)s", stream=sys.stderr)
+    from .lib.progress import show_progress
+
+    logging.basicConfig(level=logging.WARNING, format="[%(name)s] %(message)s", stream=sys.stderr)
+    logging.getLogger("spacelm").setLevel(logging.INFO)
     if progress:
         os.environ["SPACELM_PROGRESS"] = "1"
+    if not show_progress():  # tqdm (sentence-transformers, transformers, datasets) reads these
+        os.environ.setdefault("TQDM_DISABLE", "1")
+        os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 def main(argv=None) -> int:
