@@ -296,9 +296,8 @@ def build_controls(questions: Sequence[dict], text_of: dict, doc_of: dict, n: in
             continue
         q2, other_answer = others[i % len(others)]
         wrong = rng.sample([c for c in all_ids if doc_of.get(c) != doc_of.get(src)], 2)
-        wrong_sentence = supporting_sentence(q["question"], text_of[wrong[0]]) or sentences(text_of[wrong[0]])[:1]
-        if isinstance(wrong_sentence, list):
-            wrong_sentence = wrong_sentence[0] if wrong_sentence else other_answer
+        # the wrong passage's sentence closest to the question: plausible, and not supported
+        wrong_sentence = supporting_sentence(q["question"], text_of[wrong[0]]) or other_answer
         changed = change_numbers(sup)
         unfaithful, how = (changed, "numbers changed") if changed else (wrong_sentence, "a claim from an unrelated passage")
         base = {"qid": q["qid"], "question": q["question"]}

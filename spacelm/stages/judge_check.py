@@ -52,19 +52,18 @@ def _check(cfg: Config, judge, name: str, pairs: list[dict], passages: dict, gra
 
     jc = cfg.judge_check
     rows = grade_pairs(judge, pairs, passages, template=cfg.grading.prompt)
-    both = jc.position_bias or cfg.grading.debias == "both_orders"
-    swapped = grade_pairs(judge, pairs, passages, template=cfg.grading.prompt + "_swapped") if both else []
+    two_orders = jc.position_bias or cfg.grading.debias == "both_orders"
+    swapped = grade_pairs(judge, pairs, passages, template=cfg.grading.prompt + "_swapped") if two_orders else []
     for r, p in zip(rows + swapped, pairs + pairs):
         r.update(source=name, label=p["label"], kind=p["kind"])
-    used = mean_of_orders(rows, swapped) if cfg.grading.debias == "both_orders" else rows
-    m = agreement(used, jc.n_bootstrap, cfg.seed, graded)
+    single = agreement(rows, jc.n_bootstrap, cfg.seed, graded)
+    debiased = agreement(mean_of_orders(rows, swapped), jc.n_bootstrap, cfg.seed, graded) if swapped else None
+    debias = cfg.grading.debias == "both_orders"
+    m = dict(debiased if debias else single)  # the figures of the grades Table 1 uses
     m["verdict"], m["verdict_reason"] = verdict(m, jc)
-    m.update(source=name, run=True, grading_mode="mean of both orders" if cfg.grading.debias == "both_orders"
-             else "question first (as Table 1)")
+    m.update(source=name, run=True, grading_mode="mean of both orders" if debias else "question first (as Table 1)")
     if swapped:
         pb = position_bias(rows, swapped)
-        single, debiased = agreement(rows, jc.n_bootstrap, cfg.seed, graded), \
-            agreement(mean_of_orders(rows, swapped), jc.n_bootstrap, cfg.seed, graded)
         for label, a in (("question_first", single), ("both_orders", debiased)):
             pb[label] = {k: a.get(k) for k in ("auc", "auc_ci", "kappa_binary", "kappa_binary_ci", "kappa_weighted",
                                                "accuracy")}
