@@ -2,7 +2,7 @@
 
     spacelm run      --config configs/quick.yaml [--force] [--no-notebooks] [--set KEY=VALUE] [--wait]
     spacelm status   --config configs/quick.yaml [--set KEY=VALUE]
-    spacelm ingest | chunk | synth | retrieve | grade | answer  --config ... [--force]
+    spacelm ingest | chunk | synth | retrieve | judge-check | grade | answer  --config ... [--force]
     spacelm report   --config ...
     spacelm models   list | path NAME | verify [NAME]
     spacelm cache    stats | clear [--model NAME]
