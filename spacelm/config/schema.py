@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional
 
+from ..lib.bibliography import BibliographyRules
 from ..lib.names import TASKS
 
 
@@ -42,17 +43,16 @@ class IngestConfig:
     ocr: bool = False  # read pages without a text layer with Tesseract (PyMuPDF OCR)
     ocr_language: str = "eng"
     # a block is part of a bibliography when this share of its characters is in citation-like entries
-    bibliography_min_score: float = 0.6
+    bibliography_min_score: float = BibliographyRules.min_score
     # ... and a run of such blocks needs this many entries when no References heading announces it
-    bibliography_min_entries: int = 3
+    bibliography_min_entries: int = BibliographyRules.min_entries
     # a citation-like entry has at most this share of function words (prose has about 40%)
-    bibliography_max_stopwords: float = 0.35
+    bibliography_max_stopwords: float = BibliographyRules.max_stopword_share
     garbled_threshold: float = 0.02
     min_doc_chars: int = 200
 
     def rules(self):
         """The ingest rules as the library takes them."""
-        from ..lib.bibliography import BibliographyRules
         from ..lib.documents import IngestRules
 
         return IngestRules(self.reference_filter, self.noise_filter, self.layout, self.ocr, self.ocr_language,

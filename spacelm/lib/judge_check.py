@@ -120,7 +120,8 @@ def _score(r: dict) -> Optional[float]:
     return r["expected_grade"] if r.get("expected_grade") is not None else r.get("grade")
 
 
-def _auc(y: list, s: list) -> float:
+def auc(y: list, s: list) -> float:
+    """ROC AUC of scores `s` for binary labels `y`: 0.5 when every score is equal, NaN with one class."""
     from sklearn.metrics import roc_auc_score
 
     if len(set(y)) < 2:
@@ -143,7 +144,7 @@ def _metrics(rows: list[dict], graded: bool) -> dict:
     rel_from = relevant_from(graded)
     y = [int(r["label"] >= rel_from) for r in rows]
     judged = [int(r["grade"] >= 2) for r in rows]
-    out = {"auc": _auc(y, [_score(r) for r in rows]), "kappa_binary": _kappa(y, judged),
+    out = {"auc": auc(y, [_score(r) for r in rows]), "kappa_binary": _kappa(y, judged),
            "accuracy": float(np.mean([a == b for a, b in zip(y, judged)])) if rows else float("nan")}
     if graded:
         out["kappa_weighted"] = _kappa([r["label"] for r in rows], [r["grade"] for r in rows], "quadratic", [0, 1, 2, 3])
@@ -181,7 +182,7 @@ def agreement(rows: list[dict], n_boot: int, seed: int, graded: Optional[bool] =
     pos = [r for r in ok if r["label"] >= rel_from]
     for kind in sorted({r["kind"] for r in ok if r["label"] < rel_from}):
         neg = [r for r in ok if r["kind"] == kind]
-        out[f"auc_relevant_vs_{kind}"] = _r(_auc([1] * len(pos) + [0] * len(neg), [_score(r) for r in pos + neg]))
+        out[f"auc_relevant_vs_{kind}"] = _r(auc([1] * len(pos) + [0] * len(neg), [_score(r) for r in pos + neg]))
     out["mean_grade_by_label"] = {str(h): _r(np.mean([r["grade"] for r in ok if r["label"] == h]), 3)
                                   for h in sorted({r["label"] for r in ok})}
     return out
@@ -373,15 +374,3 @@ def score_controls(judge, controls: list[dict], text_of: dict) -> list[dict]:
         row = out.setdefault(id(c), {k: v for k, v in c.items()})
         row[f"{it['_which']}_score"] = s
     return list(out.values())
-
-
-def plain_summary(m: dict, name: str) -> str:
-    """One line: source, n, AUC and kappa with CIs, verdict."""
-    def ci(key):
-        lo, hi = m.get(f"{key}_ci") or [None, None]
-        return "" if lo is None else f" [{lo:.2f}, {hi:.2f}]"
-
-    auc = "–" if m.get("auc") is None else f"{m['auc']:.2f}{ci('auc')}"
-    kap = "–" if m.get("kappa_binary") is None else f"{m['kappa_binary']:.2f}{ci('kappa_binary')}"
-    return f"{name}: **{m.get('verdict')}** (AUC {auc}, κ≥2 {kap}, n={m.get('n_pairs')} pairs)"
-

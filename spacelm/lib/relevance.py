@@ -210,7 +210,7 @@ def judge_validity(rows: list[dict], swapped: Optional[list[dict]], auc_warning:
     """Can the judge tell a question's source chunk from a random chunk of another document?
     (An easy check: the judge checks against human labels are the hard one.) Below
     `min_pairs` pairs no positive verdict is given."""
-    from sklearn.metrics import roc_auc_score
+    from .judge_check import auc
 
     def score(r):
         return r["expected_grade"] if r["expected_grade"] is not None else r["grade"]
@@ -225,7 +225,8 @@ def judge_validity(rows: list[dict], swapped: Optional[list[dict]], auc_warning:
            "missing": sum(r["grade"] is None for r in rows)}
     y = [1] * len(src) + [0] * len(rnd)
     s = [score(r) for r in src + rnd]
-    out["auc"] = round(float(roc_auc_score(y, s)), 4) if len(set(y)) == 2 and len(set(s)) > 1 else 0.5 if len(set(y)) == 2 else None
+    a = auc(y, s)
+    out["auc"] = None if np.isnan(a) else round(a, 4)
     out["auc_uses"] = "expected grade (option probabilities)" if any(r["expected_grade"] is not None for r in src) else "grade"
     if swapped:
         by = {(r["qid"], r["chunk_id"]): r["grade"] for r in swapped}
