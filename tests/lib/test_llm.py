@@ -285,3 +285,17 @@ def test_vllm_hands_back_each_batch_before_the_next(tmp_path):
     b.engine.batches = [None, None]  # past the failing batch
     out = llm.chat_many(reqs)
     assert llm.stats.cache_hits == 3 and [c.text for c in out] == [f"A:q{i}" for i in range(7)]
+
+
+def test_a_request_repeated_in_one_batch_is_sent_once(tmp_path):
+    """Pipeline C's first draft is the same request as pipeline B's answer: computed once, so a
+    cold run and its warm re-run give the same answers (the cache keeps one completion per key)."""
+    cfg = LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:9")
+    b = Scripted()
+    llm = LLM(cfg, CallCache(tmp_path / "c.sqlite"), backend=b)
+    reqs = [Request(messages=[{"role": "user", "content": q}]) for q in ("a", "b", "a", "a")]
+    out = llm.chat_many(reqs)
+    assert b.calls == 2 and llm.stats.calls == 2
+    assert out[0] is out[2] is out[3] and out[1].text != out[0].text
+    warm = LLM(cfg, CallCache(tmp_path / "c.sqlite"), backend=Scripted()).chat_many(reqs)
+    assert [c.to_dict() for c in warm] == [c.to_dict() for c in out]

@@ -76,15 +76,19 @@ class LLM:
         """Answer many requests; cached ones are returned without a model call, the rest go
         to the backend in order (batched where it can) and are stored as each finishes."""
         reqs = [r.resolved(self.cfg) for r in requests]
+        keys = [self._key(r) for r in reqs]
         results: list[Optional[Completion]] = [None] * len(reqs)
-        todo = []
+        todo, first = [], {}  # a request repeated in one batch is sent once and shared
         for i, r in enumerate(reqs):
-            hit = self.cache.get(self._key(r)) if self.cache else None
+            if keys[i] in first:
+                continue
+            hit = self.cache.get(keys[i]) if self.cache else None
             if hit is not None:
                 results[i] = Completion(**hit, cached=True)
                 self.stats.cache_hits += 1
             else:
                 todo.append(i)
+            first[keys[i]] = i
             if self.cache:
                 self.cache.stats.count(self.stage, hit is not None)
         bar = None
@@ -102,7 +106,7 @@ class LLM:
                 self.stats.completion_tokens += comp.completion_tokens
                 self.stats.model_seconds += comp.latency_s
                 if self.cache:
-                    self.cache.put(self._key(reqs[i]), comp.to_dict(), model=str(self.identity.get("name")))
+                    self.cache.put(keys[i], comp.to_dict(), model=str(self.identity.get("name")))
                 if bar:
                     bar.update(1)
 
@@ -110,6 +114,9 @@ class LLM:
             self.backend.complete_many([reqs[i] for i in todo], done)
         if bar:
             bar.close()
+        for i, k in enumerate(keys):
+            if results[i] is None and results[first[k]] is not None:
+                results[i] = results[first[k]]
         return results  # type: ignore[return-value]
 
     def release(self) -> None:
