@@ -117,7 +117,7 @@ STAGE = Stage(
     reads=lambda cfg: [rankings_path(cfg), chunks_path(cfg), questions_path(cfg)],
     prompts=_prompts,
     models=lambda cfg: {"generator": cfg.models.generator.model, "judge": cfg.models.judge.model},
-    code=("spacelm.lib.answers", "spacelm.lib.judging", "spacelm.lib.stats", "spacelm.lib.tables",
+    code=("spacelm.lib.llm.frontend", "spacelm.lib.answers", "spacelm.lib.judging", "spacelm.lib.stats", "spacelm.lib.tables",
           "spacelm.stages.answer", "spacelm.stages.data"),
 )
 

@@ -88,7 +88,7 @@ STAGE = Stage(
     reads=lambda cfg: [rankings_path(cfg), chunks_path(cfg), questions_path(cfg)],
     prompts=_prompts,
     models=lambda cfg: {"judge": cfg.models.judge.model},
-    code=("spacelm.lib.relevance", "spacelm.lib.judging", "spacelm.lib.judge_check", "spacelm.lib.stats", "spacelm.lib.tables",
+    code=("spacelm.lib.llm.frontend", "spacelm.lib.relevance", "spacelm.lib.judging", "spacelm.lib.judge_check", "spacelm.lib.stats", "spacelm.lib.tables",
           "spacelm.stages.grade", "spacelm.stages.data"),
 )
 

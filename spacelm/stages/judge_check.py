@@ -158,7 +158,7 @@ STAGE = Stage(
     reads=lambda cfg: [chunks_path(cfg), golden_path(cfg), questions_path(cfg), *_source_files(cfg)],
     prompts=_prompts,
     models=lambda cfg: {"judge": cfg.models.judge.model},
-    code=("spacelm.lib.judge_check", "spacelm.lib.relevance", "spacelm.lib.answers", "spacelm.lib.judging",
+    code=("spacelm.lib.llm.frontend", "spacelm.lib.judge_check", "spacelm.lib.relevance", "spacelm.lib.answers", "spacelm.lib.judging",
           "spacelm.lib.beir", "spacelm.stages.judge_check", "spacelm.stages.data"),
 )
 

@@ -67,7 +67,7 @@ STAGE = Stage(
     reads=lambda cfg: [chunks_path(cfg), golden_path(cfg)],
     prompts=_prompts,
     models=lambda cfg: {"question_writer": cfg.models.question_writer.model, "dense": cfg.retrieval.dense.model},
-    code=("spacelm.lib.questions", "spacelm.lib.golden", "spacelm.lib.retrieval", "spacelm.lib.beir",
+    code=("spacelm.lib.llm.frontend", "spacelm.lib.questions", "spacelm.lib.golden", "spacelm.lib.retrieval", "spacelm.lib.beir",
           "spacelm.stages.synth"),
 )
 
