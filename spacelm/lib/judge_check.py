@@ -75,7 +75,8 @@ def sample_check_pairs(data, n_queries: int, seed: int, source: str, hard_depth:
             picks.append((rng.choice(pos), rel[pos[0]] if len(pos) == 1 else 1, "positive"))
             if hard.get(q):
                 picks.append((hard[q], rel.get(hard[q], 0), "hard_negative"))
-        unjudged = [d for d in (rng.choice(ids) for _ in range(50)) if d not in rel]
+        taken = {doc for doc, _, _ in picks}
+        unjudged = [d for d in (rng.choice(ids) for _ in range(50)) if d not in rel and d not in taken]
         if unjudged:
             picks.append((unjudged[0], 0, "random_negative"))
         for doc, label, kind in picks:

@@ -79,9 +79,11 @@ def test_synth_stage_end_to_end_with_real_model(tiny_config, tiny_corpus):
     from spacelm.pipeline import run_stages
 
     res = run_stages(tiny_config, upto="synth")["synth"]
-    assert res["generated"] == 4 and res["llm"]["calls"] == 4
     out = tiny_config.synthetic_dir
     recs = [json.loads(x) for x in (out / "questions.jsonl").read_text().splitlines()]
+    # one call per distinct prompt (the tiny corpus repeats its text, so two chunks can give the same prompt)
+    distinct = len({r["prompt_hash"] for r in recs})
+    assert res["generated"] == 4 and res["llm"]["calls"] == distinct
     for r in recs:
         assert {"qid", "task", "question", "source_chunk_id", "doc_id", "fewshot_ids", "kept", "drop_reason",
                 "prompt_hash", "model"} <= set(r)
@@ -95,5 +97,5 @@ def test_synth_stage_end_to_end_with_real_model(tiny_config, tiny_corpus):
     # a forced re-run is answered from the cache: no model call, identical output
     first = (out / "questions.jsonl").read_bytes()
     res2 = run_stages(tiny_config, upto="synth", force=True)["synth"]
-    assert res2["llm"]["calls"] == 0 and res2["llm"]["cache_hits"] == 4
+    assert res2["llm"]["calls"] == 0 and res2["llm"]["cache_hits"] == distinct
     assert (out / "questions.jsonl").read_bytes() == first
