@@ -43,7 +43,7 @@ def test_spacelm_run_end_to_end_with_set_keeps_its_results_through_the_notebooks
         text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
         assert "computed in this run" not in text, f"{src.name} recomputed a stage"
     answers = [json.loads(x) for x in (run / "answers.jsonl").read_text().splitlines()]
-    assert len({a["qid"] for a in answers}) == 1
+    assert len({a["qid"] for a in answers if a["answerable"]}) == 1
     report = (run / "report.md").read_text()
     links = re.findall(r"\]\(([^)]+)\)", report)
     assert any(link.startswith("plots/") for link in links)
@@ -75,7 +75,18 @@ def test_notebooks_run_top_to_bottom(tmp_path, tiny_config_file):
     assert set(t2.setting) == {"standard", "1_wrong", "2_wrong"}
     assert set(pd.read_csv(run / "pipelines.csv").pipeline) == {"A", "B", "C"}
     answers = [json.loads(x) for x in (run / "answers.jsonl").read_text().splitlines()]
-    assert len(answers) == 6 and all(a["answer"] for a in answers)
+    assert len([a for a in answers if a["answerable"]]) == 6 and all(a["answer"] for a in answers)
+    # the answerability contract: the refusal table, one row per claim, the new pipeline columns
+    ans = pd.read_csv(run / "answerability.csv")
+    assert list(ans.columns[:8]) == ["gate", "n_answerable", "n_unanswerable", "answer_rate", "refusal_precision",
+                                     "refusal_recall", "refusal_f1", "false_refusal_rate"]
+    assert list(ans.gate) == ["off", "on"]
+    claims = [json.loads(x) for x in (run / "claims.jsonl").read_text().splitlines()]
+    assert all({"qid", "setting", "pipeline", "claim", "cited", "supported", "p_supported"} <= set(c) for c in claims)
+    assert {"claim_faithfulness", "citation_precision", "citation_recall", "overall_pass"} <= \
+        set(pd.read_csv(run / "pipelines.csv").columns)
+    questions = [json.loads(x) for x in (tmp_path / "synthetic" / "questions.jsonl").read_text().splitlines()]
+    assert all(isinstance(q["answerable"], bool) for q in questions)
 
 
 def test_committed_notebooks_have_no_outputs():

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal, Optional
 
 from ..lib.bibliography import BibliographyRules
+from ..lib.gate import CONFIRMATION_PATTERNS, STRONG_CLAIM_PATTERNS
 from ..lib.names import TASKS
 
 
@@ -152,6 +153,24 @@ class ModelsConfig:
 
 
 @dataclass
+class UnanswerableConfig:
+    """Questions the corpus cannot answer, written from answerable ones and checked: a candidate
+    is kept only when no passage in the union of the BM25 and dense top-`check_k` is graded
+    `answerable_grade` or more by the judge."""
+
+    enabled: bool = True
+    # out_of_corpus: same topic, another mission, figure, date or body; strong_claim: asks whether
+    # the documents confirm a claim that goes beyond what the source passage says
+    kinds: list[Literal["out_of_corpus", "strong_claim"]] = field(
+        default_factory=lambda: ["out_of_corpus", "strong_claim"])
+    per_task: Optional[int] = 2  # candidates per task type and kind (null: one per answerable question)
+    # further rounds, one candidate per kind each, for task types still without a kept question
+    max_rounds: int = 3
+    check_k: int = 3
+    answerable_grade: int = 2
+
+
+@dataclass
 class SynthConfig:
     tasks: list[str] = field(default_factory=lambda: list(TASKS))
     n_fewshot: int = 5
@@ -161,6 +180,7 @@ class SynthConfig:
     min_question_words: int = 4
     filter_top_n: int = 50
     filter_retriever: Literal["bm25", "dense", "union"] = "union"
+    unanswerable: UnanswerableConfig = field(default_factory=UnanswerableConfig)
 
 
 @dataclass
@@ -181,6 +201,37 @@ class GradingConfig:
 
 
 @dataclass
+class GateWeights:
+    similarity: float = 0.5
+    keywords: float = 0.3
+    confirmation: float = 0.2
+
+
+@dataclass
+class GateConfig:
+    """The evidence gate before generation (see spacelm/lib/gate.py): a confidence from the
+    question's similarity to the top passages, its keyword coverage and, for strong-claim
+    queries, confirmation language in the same sentence as the claim."""
+
+    enabled: bool = True
+    top_n: int = 3
+    weights: GateWeights = field(default_factory=GateWeights)
+    threshold: float = 0.45
+    strong_weights: GateWeights = field(default_factory=lambda: GateWeights(0.2, 0.3, 0.5))
+    strong_threshold: float = 0.6
+    strong_patterns: list[str] = field(default_factory=lambda: list(STRONG_CLAIM_PATTERNS))
+    confirmation_patterns: list[str] = field(default_factory=lambda: list(CONFIRMATION_PATTERNS))
+    sweep_steps: int = 41  # thresholds 0..1 drawn in the refusal-recall / false-refusal sweep
+
+    def rules(self):
+        from ..lib.gate import GateRules
+
+        return GateRules(dataclasses.asdict(self.weights), self.threshold, dataclasses.asdict(self.strong_weights),
+                         self.strong_threshold, tuple(self.strong_patterns), tuple(self.confirmation_patterns),
+                         self.top_n)
+
+
+@dataclass
 class AnswerConfig:
     max_questions: Optional[int] = None
     # settings with the relevant passage plus N wrong ones ("standard" is N = 0) ...
@@ -193,6 +244,13 @@ class AnswerConfig:
     retrieve_k: int = 3
     binary_judges: bool = True
     n_bootstrap: int = 1000
+    # passages shown as [1]..[n] (numbered) or by chunk id (ids); both are parsed back to chunk ids
+    citations: Literal["numbered", "ids"] = "numbered"
+    # split answers into claims and judge each against the passages it cites
+    claims: bool = True
+    # unanswerable questions answered by pipeline B for the refusal evaluation (None: all kept)
+    max_unanswerable: Optional[int] = None
+    gate: GateConfig = field(default_factory=GateConfig)
 
 
 @dataclass

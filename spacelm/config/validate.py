@@ -77,6 +77,28 @@ def validate(cfg: Config, source: str) -> None:
     within("answer.negative_n_wrong", 0, 20)
     for p in cfg.answer.pipelines:
         need(p in PIPELINES, "answer.pipelines", f"holds unknown pipeline {p!r} (A, B or C)")
+    # unanswerable questions and the evidence gate
+    at_least("synth.unanswerable.per_task", 1, optional=True)
+    at_least("synth.unanswerable.check_k", 1)
+    at_least("synth.unanswerable.max_rounds", 1)
+    within("synth.unanswerable.answerable_grade", 1, 3)
+    at_least("answer.max_unanswerable", 0, optional=True)
+    g = cfg.answer.gate
+    at_least("answer.gate.top_n", 1)
+    at_least("answer.gate.sweep_steps", 2)
+    for key in ("answer.gate.threshold", "answer.gate.strong_threshold"):
+        within(key, 0, 1)
+    for part in ("weights", "strong_weights"):
+        w = getattr(g, part)
+        for name in ("similarity", "keywords", "confirmation"):
+            at_least(f"answer.gate.{part}.{name}", 0)
+        need(w.similarity + w.keywords + w.confirmation > 0, f"answer.gate.{part}", "needs at least one weight above 0")
+    for part in ("strong_patterns", "confirmation_patterns"):
+        for i, pat in enumerate(getattr(g, part)):
+            try:
+                re.compile(pat)
+            except re.error as e:
+                need(False, f"answer.gate.{part}[{i}]", f"is not a valid regular expression ({e}): {pat!r}")
     from ..lib.prompting import has_template
 
     for name in (cfg.grading.prompt, cfg.grading.prompt + "_swapped"):

@@ -5,10 +5,11 @@ Contexts: *standard* holds the question's source chunk; *N_wrong* adds N unrelat
 from other documents (random, or "hard": high BM25 score but another document); the negative
 setting holds only wrong passages. Passage order is shuffled with a seed, and the setting and
 the exact passage ids are stored with every answer. A generator answers from the passages,
-citing them as [chunk_id]; a separately configured judge scores the answer 1–5 on the
-paper's four rubrics. Beside the judge: deterministic citation and refusal checks, binary
-judges with one-line reasons, and the agreement of the judge with the deterministic refusal
-check.
+numbered [1]..[n] (or shown by chunk id, `answer.citations`), citing them by number; a
+separately configured judge scores the answer 1–5 on the paper's four rubrics. Beside the
+judge: deterministic citation and refusal checks, binary judges with one-line reasons, and the
+agreement of the judge with the deterministic refusal check. Unanswerable questions are
+answered by pipeline B only (setting ``unanswerable``), for the refusal evaluation.
 """
 from __future__ import annotations
 
@@ -19,35 +20,24 @@ from typing import Optional
 
 import numpy as np
 
+from .citations import format_context
 from .names import RUBRICS
-from .stats import bootstrap_ci
+from .stats import bootstrap_ci, bootstrap_cis
 
 REFUSAL = re.compile(
     r"cannot be found|can ?not be (?:answered|determined)|not (?:contain|include|mention|provide)[a-z]* (?:the |any |enough )?"
     r"(?:information|details|answer)|no (?:relevant )?information|insufficient information|do(?:es)? not know|"
     r"not (?:stated|specified|available) in the (?:provided )?(?:passages|documents|context)", re.I)
-CITATION = re.compile(r"\[([A-Za-z0-9_.\-]+:\d+)\]")
 # which rubric applies to which kind of setting (the paper's Table 2 layout)
 RUBRICS_WITH_RELEVANT = ("faithfulness", "relevance")
 RUBRIC_NOISE = "noise_robustness"
 RUBRIC_NEGATIVE = "negative_rejection"
+# judges read passages by chunk id: unambiguous whatever numbering the generator saw
+JUDGE_STYLE = "ids"
 
 
 def is_refusal(text: str) -> bool:
     return bool(REFUSAL.search(text or ""))
-
-
-def citations(text: str) -> list[str]:
-    return CITATION.findall(text or "")
-
-
-def citation_check(text: str, context_ids: list[str], known_ids: set) -> dict:
-    """Every cited id must exist in the corpus and be one of the passages given."""
-    cited = citations(text)
-    return {"cited": cited, "n_cited": len(cited),
-            "citations_exist": all(c in known_ids for c in cited),
-            "citations_in_context": all(c in context_ids for c in cited),
-            "citation_accuracy": (sum(c in context_ids for c in cited) / len(cited)) if cited else None}
 
 
 # --------------------------------------------------------------------------- contexts
@@ -73,10 +63,6 @@ def wrong_passages(q: dict, n: int, chunks: list, rng: random.Random, mode: str,
     return rng.sample(others, min(n, len(others)))
 
 
-def format_context(ids: list[str], text_of: dict) -> str:
-    return "\n\n".join(f"[{cid}]\n{text_of[cid]}" for cid in ids)
-
-
 # --------------------------------------------------------------------------- judging
 def judge_rubrics(judge, items: list[dict], text_of: dict) -> None:
     """Score each item's answer on the rubrics its setting calls for (1–5, constrained)."""
@@ -88,7 +74,7 @@ def judge_rubrics(judge, items: list[dict], text_of: dict) -> None:
     for it in items:
         for rubric in it["rubrics"]:
             ctx_ids = it["wrong_ids"] if rubric == RUBRIC_NOISE else it["passage_ids"]
-            msgs = render(f"judge_{rubric}", question=it["question"], context=format_context(ctx_ids, text_of),
+            msgs = render(f"judge_{rubric}", question=it["question"], context=format_context(ctx_ids, text_of, JUDGE_STYLE),
                           answer=it["answer"])
             reqs.append(Request(messages=msgs, choices=score_choices(1, 5), max_tokens=2))
             where.append((it, rubric))
@@ -107,22 +93,29 @@ def parse_binary(text: str) -> tuple[Optional[bool], str]:
     return m.group(1).lower() == "yes", m.group(2).strip().split("\n")[0][:300]
 
 
+BINARY_JUDGES = ("correct", "answer_relevant", "grounded", "context_relevant")
+
+
 def judge_binary(judge, items: list[dict], text_of: dict, checks=None) -> None:
     """Yes/no judges with a one-line reason: correctness against the reference answer (when
-    there is one), groundedness in the passages, and relevance of the retrieved passages.
-    `checks(item)`, when given, names the judges to run on that item."""
+    there is one), whether the answer addresses the question, groundedness in the passages, and
+    relevance of the retrieved passages. `checks(item)`, when given, names the judges to run on
+    that item."""
     from .llm.types import Request
     from .prompting import render
 
     reqs, where = [], []
     for it in items:
-        wanted = set(checks(it)) if checks else {"correct", "grounded", "context_relevant"}
+        wanted = set(checks(it)) if checks else set(BINARY_JUDGES)
         todo = []
         if it.get("reference_answer") and "correct" in wanted:
             todo.append(("correct", f"Reference answer: {it['reference_answer']}\n\nAssistant's answer: {it['answer']}",
                          "Is the assistant's answer correct and consistent with the reference answer?"))
+        if "answer_relevant" in wanted:
+            todo.append(("answer_relevant", f"Assistant's answer: {it['answer']}",
+                         "Does the assistant's answer address the question that was asked, with the information it asks for?"))
         if it["passage_ids"]:
-            ctx = format_context(it["passage_ids"], text_of)
+            ctx = format_context(it["passage_ids"], text_of, JUDGE_STYLE)
             if "grounded" in wanted:
                 todo.append(("grounded", f"Passages:\n{ctx}\n\nAssistant's answer: {it['answer']}",
                              "Is every claim in the assistant's answer supported by the passages?"))
@@ -148,7 +141,9 @@ def generate(gen, items: list[dict], text_of: dict, cfg) -> None:
         if it["pipeline"] == "A":
             msgs = render("answer_closed_book", question=it["question"])
         else:
-            msgs = render("answer", question=it["question"], context=format_context(it["passage_ids"], text_of))
+            style = cfg.answer.citations
+            msgs = render("answer" if style == "numbered" else "answer_ids", question=it["question"],
+                          context=format_context(it["passage_ids"], text_of, style))
         reqs.append(Request(messages=msgs, max_tokens=cfg.models.generator.max_tokens))
     for it, comp in zip(items, gen.chat_many(reqs, progress="generating answers")):
         it["answer"] = comp.text.strip()
@@ -162,7 +157,7 @@ def verify(gen, items: list[dict], text_of: dict, cfg) -> None:
     from .prompting import render
 
     reqs = [Request(messages=render("verify_rewrite", question=it["question"], answer=it["draft_answer"],
-                                    context=format_context(it["passage_ids"], text_of)),
+                                    context=format_context(it["passage_ids"], text_of, cfg.answer.citations)),
                     max_tokens=cfg.models.generator.max_tokens) for it in items]
     for it, comp in zip(items, gen.chat_many(reqs, progress="verifying answers")):
         it["answer"] = comp.text.strip()
@@ -172,7 +167,8 @@ def verify(gen, items: list[dict], text_of: dict, cfg) -> None:
 
 
 def _item(q: dict, setting: str, pipeline: str, passage_ids: list, wrong_ids: list, rubrics) -> dict:
-    return {"qid": q["qid"], "task": q["task"], "question": q["question"], "reference_answer": q.get("answer"),
+    return {"qid": q["qid"], "task": q["task"], "question": q["question"], "answerable": q.get("answerable", True),
+            "unanswerable_kind": q.get("unanswerable_kind"), "reference_answer": q.get("answer"),
             "setting": setting, "pipeline": pipeline, "source_chunk_id": q["source_chunk_id"],
             "passage_ids": passage_ids, "wrong_ids": wrong_ids, "rubrics": list(rubrics), "scores": {},
             "expected_scores": {}, "raw_judge": {}, "binary": {}}
@@ -206,6 +202,13 @@ def build_items(cfg, questions: list[dict], chunks: list, rankings: Optional[dic
             items.append(_item(q, "retrieved" if p != "A" else "closed_book", p, ids, [],
                                () if p == "A" else ("faithfulness",)))
     return items
+
+
+def unanswerable_items(cfg, questions: list[dict], rankings: Optional[dict]) -> list[dict]:
+    """Pipeline B on each unanswerable question: its top `retrieve_k` passages, judged on
+    negative rejection (the passages cannot answer it, by construction and by the judge's check)."""
+    return [_item(q, "unanswerable", "B", (rankings or {}).get(q["qid"], [])[: cfg.answer.retrieve_k], [],
+                  (RUBRIC_NEGATIVE,)) for q in questions]
 
 
 # --------------------------------------------------------------------------- tables
@@ -249,23 +252,60 @@ def table2_wide(long, setting_names: list[str], fmt: str = "md") -> str:
     return render(pd.DataFrame(rows, columns=["Metric", *setting_names]), fmt)
 
 
-def pipelines_table(items: list[dict]):
+def overall_pass(it: dict) -> Optional[bool]:
+    """The answer addresses the question, is grounded in its passages, and the passages hold what
+    is needed (three binary judges); None when a verdict is missing or does not apply."""
+    v = [it["binary"].get(k, {}).get("verdict") for k in ("answer_relevant", "grounded", "context_relevant")]
+    return None if any(x is None for x in v) else all(v)
+
+
+def _share(values: list, n_boot: int, seed: int) -> tuple:
+    """(mean, ci_low, ci_high, n) of a list of booleans/numbers with None left out."""
+    got = [float(v) for v in values if v is not None]
+    if not got:
+        return None, None, None, 0
+    lo, hi = bootstrap_ci(got, None, n_boot, seed)
+    r = lambda x: None if np.isnan(x) else round(float(x), 3)
+    return round(float(np.mean(got)), 3), r(lo), r(hi), len(got)
+
+
+def pipelines_table(items: list[dict], n_boot: int = 1000, seed: int = 0):
+    """Per pipeline (answerable questions only): correctness, faithfulness, citations, refusals,
+    latency, claim-level support and overall pass, each share with its n and 95% bootstrap CI."""
     import pandas as pd
 
+    from .claims import answer_counts, claim_metrics
+
     rows = []
-    for p in sorted({it["pipeline"] for it in items if it["pipeline"] != "table2"}):
-        its = [it for it in items if it["pipeline"] == p]
+    pitems = [it for it in items if it["pipeline"] != "table2" and it.get("answerable", True)]
+    for p in sorted({it["pipeline"] for it in pitems}):
+        its = [it for it in pitems if it["pipeline"] == p]
         lat = [it["latency_s"] for it in its]
-        corr = [it["binary"].get("correct", {}).get("verdict") for it in its]
-        corr = [c for c in corr if c is not None]
         faith = [it["scores"].get("faithfulness") for it in its if it["scores"].get("faithfulness") is not None]
         acc = [it["citation"]["citation_accuracy"] for it in its if it["citation"]["citation_accuracy"] is not None]
-        rows.append({"pipeline": p, "n": len(its),
-                     "correctness": round(float(np.mean(corr)), 3) if corr else None, "n_correctness": len(corr),
-                     "faithfulness": round(float(np.mean(faith)), 3) if faith else None,
-                     "citation_accuracy": round(float(np.mean(acc)), 3) if acc else None,
-                     "answers_with_citations": round(float(np.mean([it["citation"]["n_cited"] > 0 for it in its])), 3),
-                     "refusal_rate": round(float(np.mean([it["refusal"] for it in its])), 3),
-                     "latency_p50_s": round(float(np.percentile(lat, 50)), 2),
-                     "latency_p95_s": round(float(np.percentile(lat, 95)), 2)})
+        row = {"pipeline": p, "n": len(its)}
+        for name, vals in (("correctness", [it["binary"].get("correct", {}).get("verdict") for it in its]),
+                           ("answer_relevant", [it["binary"].get("answer_relevant", {}).get("verdict") for it in its]),
+                           ("overall_pass", [overall_pass(it) for it in its])):
+            m, lo, hi, n = _share(vals, n_boot, seed)
+            row.update({name: m, f"{name}_ci_low": lo, f"{name}_ci_high": hi, f"n_{name}": n})
+        row.update({"faithfulness": round(float(np.mean(faith)), 3) if faith else None, "n_faithfulness": len(faith),
+                    "citation_accuracy": round(float(np.mean(acc)), 3) if acc else None,
+                    "answers_with_citations": round(float(np.mean([it["citation"]["n_cited"] > 0 for it in its])), 3),
+                    "answers_with_valid_citation": round(float(np.mean([it["citation"].get("n_valid", 0) > 0
+                                                                        for it in its])), 3),
+                    "refusal_rate": round(float(np.mean([it["refusal"] for it in its])), 3)})
+        judged = [it for it in its if "claims" in it]
+        counts = [answer_counts(it) for it in judged]
+        m = claim_metrics(counts) if counts else {}
+        ci = bootstrap_cis(counts, claim_metrics, n_boot, seed) if counts else {}
+        for k in ("claim_faithfulness", "citation_precision", "citation_recall"):
+            v = m.get(k, float("nan"))
+            lo, hi = ci.get(k, (float("nan"), float("nan")))
+            row[k] = None if np.isnan(v) else round(v, 3)
+            row[f"{k}_ci_low"], row[f"{k}_ci_high"] = (None if np.isnan(x) else round(x, 3) for x in (lo, hi))
+        row["n_claims"] = sum(c["claims"] for c in counts) if counts else 0
+        row.update({"latency_p50_s": round(float(np.percentile(lat, 50)), 2),
+                    "latency_p95_s": round(float(np.percentile(lat, 95)), 2)})
+        rows.append(row)
     return pd.DataFrame(rows)

@@ -55,12 +55,15 @@ def load_beir(folder: Path, split: str = "test") -> BeirData:
     return BeirData(corpus, queries, qrels)
 
 
-def write_beir(folder: Path, data: BeirData, split: str = "test") -> None:
-    """Write a BEIR folder (atomically, file by file)."""
+def write_beir(folder: Path, data: BeirData, split: str = "test", query_metadata: dict = None) -> None:
+    """Write a BEIR folder (atomically, file by file); `query_metadata` {query id: {...}} goes
+    into each query's `metadata` field."""
     folder = Path(folder)
+    meta = query_metadata or {}
     write_jsonl(folder / "corpus.jsonl", ({"_id": k, "title": v.get("title", ""), "text": v["text"]}
                                           for k, v in data.corpus.items()))
-    write_jsonl(folder / "queries.jsonl", ({"_id": k, "text": v} for k, v in data.queries.items()))
+    write_jsonl(folder / "queries.jsonl", ({"_id": k, "text": v, **({"metadata": meta[k]} if k in meta else {})}
+                                           for k, v in data.queries.items()))
     with atomic_open(folder / "qrels" / f"{split}.tsv") as f:
         f.write("query-id\tcorpus-id\tscore\n")
         for q, docs in data.qrels.items():

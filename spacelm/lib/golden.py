@@ -8,7 +8,10 @@ File format (JSONL, one object per line)::
 - ``id`` unique; ``task`` one of TASKS; ``question`` non-empty (for fact checking, the
   statement to be judged); ``passage`` the supporting text (or ``chunk_id`` instead);
 - optional ``doc_id`` (helps locate the passage), ``answer`` (reference answer) and, for
-  ``fact_checking``, ``verdict``: ``supported``, ``refuted`` or ``not_enough_info``.
+  ``fact_checking``, ``verdict``: ``supported``, ``refuted`` or ``not_enough_info``;
+- optional ``answerable`` (default true): ``false`` marks a question the corpus cannot answer.
+  It needs no passage, is never a few-shot example, and joins the unanswerable questions of the
+  refusal evaluation as written.
 Validation errors name the file, the line and the fix.
 """
 from __future__ import annotations
@@ -35,6 +38,7 @@ class GoldenSample:
     chunk_id: Optional[str] = None
     answer: Optional[str] = None
     verdict: Optional[str] = None
+    answerable: bool = True
     line: int = 0
 
     def to_dict(self) -> dict:
@@ -60,10 +64,14 @@ def load_golden(path: Path, min_per_task: int = 0, tasks: tuple = TASKS) -> list
                 raise InputError(f"{where}: not valid JSON ({e.msg}, column {e.colno}); write one JSON object per line") from None
             if not isinstance(obj, dict):
                 raise InputError(f"{where}: expected a JSON object with id, task, question, passage")
-            unknown = set(obj) - {"id", "task", "question", "passage", "doc_id", "chunk_id", "answer", "verdict"}
+            unknown = set(obj) - {"id", "task", "question", "passage", "doc_id", "chunk_id", "answer", "verdict",
+                                  "answerable"}
             if unknown:
                 raise InputError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: id, task, question, passage, "
-                                 "doc_id, chunk_id, answer, verdict")
+                                 "doc_id, chunk_id, answer, verdict, answerable")
+            answerable = obj.get("answerable", True)
+            if not isinstance(answerable, bool):
+                raise InputError(f"{where}: 'answerable' must be true or false, got {answerable!r}")
             sid = str(obj.get("id") or "").strip()
             if not sid:
                 raise InputError(f"{where}: missing 'id'; give every sample a unique id")
@@ -77,18 +85,19 @@ def load_golden(path: Path, min_per_task: int = 0, tasks: tuple = TASKS) -> list
             if not isinstance(question, str) or not question.strip():
                 raise InputError(f"{where}: empty 'question'; write the question (or, for fact_checking, the statement)")
             passage = obj.get("passage") or ""
-            if not passage.strip() and not obj.get("chunk_id"):
+            if answerable and not passage.strip() and not obj.get("chunk_id"):
                 raise InputError(f"{where}: needs a 'passage' (the supporting text) or a 'chunk_id'")
             verdict = obj.get("verdict")
-            if task == "fact_checking":
+            if task == "fact_checking" and answerable:
                 if verdict not in VERDICTS:
                     raise InputError(f"{where}: fact_checking needs 'verdict' = one of {', '.join(VERDICTS)}, got {verdict!r}")
-            elif verdict not in (None, ""):
+            elif task != "fact_checking" and verdict not in (None, ""):
                 raise InputError(f"{where}: 'verdict' is only for fact_checking samples (task is {task})")
             samples.append(GoldenSample(id=sid, task=task, question=question.strip(), passage=passage.strip(),
                                         doc_id=obj.get("doc_id"), chunk_id=obj.get("chunk_id"),
-                                        answer=obj.get("answer"), verdict=verdict or None, line=lineno))
-    counts = Counter(s.task for s in samples)
+                                        answer=obj.get("answer"), verdict=verdict or None, answerable=answerable,
+                                        line=lineno))
+    counts = Counter(s.task for s in samples if s.answerable)
     short = [f"{t} has {counts.get(t, 0)}" for t in tasks if counts.get(t, 0) < min_per_task]
     if short:
         raise InputError(f"{path}: fewer golden samples than the few-shot count ({min_per_task}): {'; '.join(short)}. "
@@ -127,6 +136,8 @@ def locate_samples(samples: list[GoldenSample], chunks, path: Path) -> tuple[dic
     known = {c.chunk_id for c in chunks}
     found, missing = {}, []
     for s in samples:
+        if not s.answerable:
+            continue  # no passage to find
         cid = locate_chunk(s, by_doc)
         if cid in known:
             found[s.id] = cid

@@ -23,12 +23,14 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from .gate import REFUSAL_TEXT
 from .stats import bootstrap_ci, bootstrap_cis
 
 VERDICTS = ("valid", "weak", "fails", "too few pairs to tell")
-REFUSAL_TEXT = "The answer cannot be found in the provided passages."
 ANSWER_RUBRICS = ("faithfulness", "relevance", "noise_robustness", "negative_rejection")
-BINARY_JUDGES = ("correct", "grounded")
+BINARY_JUDGES = ("correct", "answer_relevant", "grounded")
+# the claim-support judge (yes/no with its probability; scored by P(yes))
+CLAIM_JUDGE = "claim_support"
 
 
 # --------------------------------------------------------------------------- sampling
@@ -313,7 +315,10 @@ def build_controls(questions: Sequence[dict], text_of: dict, doc_of: dict, n: in
                  how="a confident answer that the passages do not hold"),
             dict(base, rubric="correct", context_ids=[src], good=sup, bad=other_answer,
                  reference=q.get("answer") or sup, how=f"the answer to another question ({q2['qid']})"),
+            dict(base, rubric="answer_relevant", context_ids=[src], good=sup, bad=other_answer,
+                 how=f"the answer to another question ({q2['qid']})"),
             dict(base, rubric="grounded", context_ids=[src], good=sup, bad=unfaithful, how=how),
+            dict(base, rubric=CLAIM_JUDGE, context_ids=[src], good=sup, bad=unfaithful, how=how),
         ]
     return out
 
@@ -324,7 +329,7 @@ def controls_table(results: list[dict], th) -> "pd.DataFrame":
     import pandas as pd
 
     rows = []
-    order = [*ANSWER_RUBRICS, *BINARY_JUDGES]
+    order = [*ANSWER_RUBRICS, *BINARY_JUDGES, CLAIM_JUDGE]
     for rubric in sorted({r["rubric"] for r in results}, key=lambda x: order.index(x) if x in order else 99):
         got = [r for r in results if r["rubric"] == rubric and r["good_score"] is not None and r["bad_score"] is not None]
         passed = [float(r["good_score"] > r["bad_score"]) for r in got]
@@ -347,28 +352,34 @@ def controls_table(results: list[dict], th) -> "pd.DataFrame":
 
 
 def score_controls(judge, controls: list[dict], text_of: dict) -> list[dict]:
-    """Judge the good and the bad answer of every control with the same prompts as Table 2 and
-    the binary judges; rows: the control plus good_score, bad_score (1-5 expected score, or 1/0
-    for yes/no; None when unparseable)."""
-    from .answers import judge_binary, judge_rubrics
+    """Judge the good and the bad answer of every control with the same prompts as Table 2, the
+    binary judges and the claim-support judge; rows: the control plus good_score, bad_score
+    (1-5 expected score, 1/0 for yes/no, P(supported) for claims; None when unparseable)."""
+    from .answers import JUDGE_STYLE, judge_binary, judge_rubrics
+    from .claims import judge_claims
 
     items = []
     for c in controls:
         for which in ("good", "bad"):
-            it = {"question": c["question"], "answer": c[which], "scores": {}, "expected_scores": {}, "raw_judge": {},
+            it = {"qid": c["qid"], "setting": "control", "pipeline": which, "question": c["question"],
+                  "answer": c[which], "scores": {}, "expected_scores": {}, "raw_judge": {},
                   "binary": {}, "passage_ids": c["context_ids"], "wrong_ids": c.get("noise_ids", c["context_ids"]),
                   "rubrics": [c["rubric"]] if c["rubric"] in ANSWER_RUBRICS else [],
                   "reference_answer": c.get("reference"), "_control": c, "_which": which}
             items.append(it)
     judge_rubrics(judge, [it for it in items if it["rubrics"]], text_of)
-    binary = [it for it in items if not it["rubrics"]]
+    binary = [it for it in items if it["_control"]["rubric"] in BINARY_JUDGES]
     judge_binary(judge, binary, text_of, checks=lambda it: (it["_control"]["rubric"],))
+    judge_claims(judge, [it for it in items if it["_control"]["rubric"] == CLAIM_JUDGE], text_of, JUDGE_STYLE)
     out: dict = {}
     for it in items:
         c = it["_control"]
         rubric = c["rubric"]
         if rubric in ANSWER_RUBRICS:
             s = it["expected_scores"].get(rubric, it["scores"].get(rubric))
+        elif rubric == CLAIM_JUDGE:  # the good answer is one claim; the bad one too
+            ps = [c["p_supported"] for c in it.get("claims", []) if c["p_supported"] is not None]
+            s = float(np.mean(ps)) if ps else None
         else:
             v = it["binary"].get(rubric, {}).get("verdict")
             s = None if v is None else float(v)

@@ -184,3 +184,29 @@ def judge_confusion(confusion: dict, title: str, path: Optional[Path] = None):
     ax.set_title(title, fontsize=9)
     save(fig, path)
     return fig
+
+
+def refusal_sweep(sweep: list[dict], points: dict, n_answerable: int, n_unanswerable: int,
+                  path: Optional[Path] = None):
+    """Refusal recall (unanswerable questions declined) against the false-refusal rate
+    (answerable ones declined) as the gate's threshold moves from 0 to 1; `points` marks named
+    operating points {label: (false_refusal_rate, refusal_recall)} such as gate off / on."""
+    fig, ax = _figure(5.2, 4.2)
+    xs = [r["false_refusal_rate"] for r in sweep]
+    ys = [r["refusal_recall"] for r in sweep]
+    ok = [(x, y) for x, y in zip(xs, ys) if x is not None and y is not None]
+    if ok:
+        ax.plot([x for x, _ in ok], [y for _, y in ok], marker=".", color="#4477aa", label="gate threshold 0 → 1")
+    for (label, (x, y)), colour in zip(points.items(), ("#cc3311", "#228833", "#aa3377")):
+        if x is not None and y is not None:
+            ax.scatter([x], [y], s=60, color=colour, zorder=3, label=label)
+    ax.plot([0, 1], [0, 1], color="#bbbbbb", linestyle=":", linewidth=1)
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel(f"false-refusal rate (answerable, n={n_answerable})")
+    ax.set_ylabel(f"refusal recall (unanswerable, n={n_unanswerable})")
+    if not ok:
+        ax.text(0.5, 0.5, "no unanswerable questions: nothing to sweep", ha="center", va="center")
+    ax.legend(loc="lower right", fontsize=8)
+    save(fig, path)
+    return fig

@@ -7,11 +7,13 @@ import json
 import random
 import re
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 
 # --------------------------------------------------------------------------- generation
-DROP_REASONS = ("empty", "too_short", "refers_to_passage", "duplicate", "copied_example", "not_retrieved")
+DROP_REASONS = ("empty", "too_short", "refers_to_passage", "duplicate", "copied_example", "not_retrieved",
+                "subject_missing", "answerable_by_judge", "unverified")
+UNANSWERABLE_KINDS = ("out_of_corpus", "strong_claim")
 _DEICTIC = re.compile(r"\b(?:the|this|given|above|provided) (?:passage|text|excerpt|document)\b", re.I)
 
 
@@ -50,7 +52,7 @@ def plan_generation(cfg, chunks: list, golden: list) -> list[dict]:
     targets = select_chunks(chunks, sc.max_chunks, cfg.seed)
     plan = []
     for task in sc.tasks:
-        pool = sorted((g for g in golden if g.task == task), key=lambda g: g.id)
+        pool = sorted((g for g in golden if g.task == task and g.answerable), key=lambda g: g.id)
         fixed = _rng(cfg.seed, "fewshot", task).sample(pool, sc.n_fewshot) if sc.fewshot_sampling == "per_task_fixed" else None
         for c in targets:
             examples = fixed if fixed is not None else _rng(cfg.seed, "fewshot", task, c.chunk_id).sample(pool, sc.n_fewshot)
@@ -108,9 +110,161 @@ def generate_questions(cfg, llm, plan: list[dict]) -> list[dict]:
             "page_start": c.page_start, "page_end": c.page_end, "fewshot_ids": p["fewshot_ids"],
             "fewshot_sampling": cfg.synth.fewshot_sampling, "model": llm.identity.get("name"),
             "model_sha256": llm.identity.get("sha256"), "prompt_hash": p["prompt_hash"], "seed": cfg.seed,
-            "raw_output": comp.text, "kept": False, "drop_reason": reason,
+            "raw_output": comp.text, "kept": False, "drop_reason": reason, "answerable": True,
         })
     return records
+
+
+# --------------------------------------------------------------------------- unanswerable questions
+def out_of_corpus_subjects(corpus_text: str) -> list[str]:
+    """The subjects of `spacelm/data/out_of_corpus_subjects.txt` that occur nowhere in the corpus
+    (matched on their core name, case-insensitively)."""
+    from importlib import resources
+
+    text = resources.files("spacelm").joinpath("data", "out_of_corpus_subjects.txt").read_text(encoding="utf-8")
+    low = corpus_text.lower()
+    out = []
+    for line in text.splitlines():
+        subject = line.strip()
+        if not subject or subject.startswith("#"):
+            continue
+        if not _mentions(low, subject):
+            out.append(subject)
+    return out
+
+
+def _mentions(text: str, subject: str) -> bool:
+    """Whether lower-cased `text` names `subject` by its core name or its acronym: "the Indian
+    Space Research Organisation (ISRO)" is named by "indian space research organisation" or
+    "isro"."""
+    s = subject.lower().strip()
+    acronym = re.search(r"\(([^)]+)\)$", s)
+    core = re.sub(r"\s*\(.*\)$", "", re.sub(r"^the (?:year |asteroid )?", "", s))
+    names = [core] + ([acronym.group(1)] if acronym else [])
+    return any(re.search(r"(?<![a-z0-9])" + re.escape(n) + r"(?![a-z0-9])", text) for n in names)
+
+
+def plan_unanswerable(cfg, records: list[dict], chunks_by_id: dict, round_: int = 0,
+                      tasks: Optional[Sequence[str]] = None) -> list[dict]:
+    """Calls asking the question writer for items the source passage cannot answer, one per
+    source question and kind. Per task type and kind, the answerable questions are put in a
+    seeded order: round 0 takes the first `synth.unanswerable.per_task` (all when null), each
+    later round the next one, for the `tasks` still without a kept unanswerable question. An
+    out-of-corpus prompt names a subject the corpus never mentions."""
+    from .prompting import render
+
+    uc = cfg.synth.unanswerable
+    if round_ and not uc.per_task:
+        return []
+    absent = out_of_corpus_subjects("\n".join(c.text for c in chunks_by_id.values())) \
+        if "out_of_corpus" in uc.kinds else []
+    plan = []
+    for kind in uc.kinds:
+        for task in tasks if tasks is not None else cfg.synth.tasks:
+            pool = sorted((r for r in records if r["task"] == task and r.get("answerable", True) and r["question"]
+                           and r["drop_reason"] in (None, "not_retrieved")), key=lambda r: r["qid"])
+            order = _rng(cfg.seed, "unanswerable", kind, task).sample(pool, len(pool))
+            if uc.per_task:
+                lo = 0 if round_ == 0 else uc.per_task + round_ - 1
+                order = order[lo: uc.per_task if round_ == 0 else lo + 1]
+            for r in sorted(order, key=lambda r: r["qid"]):
+                subject = _rng(cfg.seed, "subjects", r["qid"]).choice(absent) if absent else "another mission"
+                msgs = render(f"synth_unanswerable_{kind}", passage=chunks_by_id[r["source_chunk_id"]].text,
+                              question=r["question"], subject=subject)
+                plan.append({"kind": kind, "source": r, "messages": msgs,
+                             "subject": subject if kind == "out_of_corpus" else None,
+                             "prompt_hash": hashlib.sha256(json.dumps(msgs, sort_keys=True).encode()).hexdigest()[:16]})
+    return plan
+
+
+_THE_PASSAGE = re.compile(r"\bthe (?:passage|text|excerpt)\b", re.I)
+
+
+def unanswerable_reply(text: str, kind: str) -> str:
+    """The item in a question writer's reply; in a strong-claim reply, "the passage" becomes "the
+    documents" (the question asks about the collection)."""
+    return text if kind == "out_of_corpus" else _THE_PASSAGE.sub("the documents", text or "")
+
+
+def generate_unanswerable(cfg, llm, plan: list[dict], records: list[dict]) -> list[dict]:
+    """Run the planned calls and parse each reply into a record marked `answerable: false`
+    (kept only once :func:`check_unanswerable` has confirmed it)."""
+    from .llm.types import Request
+
+    reqs = [Request(messages=p["messages"], max_tokens=cfg.models.question_writer.max_tokens) for p in plan]
+    comps = llm.chat_many(reqs, progress="writing unanswerable questions")
+    seen = {_norm(r["question"]) for r in records if r["question"]}
+    out = []
+    for p, comp in zip(plan, comps):
+        src = p["source"]
+        q, reason = parse_question(unanswerable_reply(comp.text, p["kind"]), cfg.synth.min_question_words)
+        if q is not None:
+            key = _norm(q)
+            reason = "duplicate" if key in seen else None
+            if reason is None and p["subject"] and not _mentions(q.lower(), p["subject"]):
+                reason = "subject_missing"  # the swap did not happen: the item may still be answerable
+            seen.add(key)
+        out.append({
+            "qid": f"una-{p['kind']}-{src['qid'][len('syn-'):] if src['qid'].startswith('syn-') else src['qid']}",
+            "task": src["task"], "question": q or "", "answerable": False, "unanswerable_kind": p["kind"],
+            "derived_from": src["qid"], "subject": p["subject"], "source_chunk_id": src["source_chunk_id"], "doc_id": src["doc_id"],
+            "page_start": src["page_start"], "page_end": src["page_end"], "fewshot_ids": [],
+            "fewshot_sampling": None, "model": llm.identity.get("name"), "model_sha256": llm.identity.get("sha256"),
+            "prompt_hash": p["prompt_hash"], "seed": cfg.seed, "raw_output": comp.text, "kept": False,
+            "drop_reason": reason,
+        })
+    return out
+
+
+def golden_unanswerable(golden: list) -> list[dict]:
+    """Golden samples marked `answerable: false`: human-written unanswerable questions, kept as
+    they are (a person has already decided the corpus cannot answer them)."""
+    return [{"qid": g.id, "task": g.task, "question": g.question, "answerable": False, "unanswerable_kind": "golden",
+             "derived_from": None, "source_chunk_id": None, "doc_id": g.doc_id, "page_start": None, "page_end": None,
+             "fewshot_ids": [], "fewshot_sampling": None, "model": None, "model_sha256": None, "prompt_hash": None,
+             "seed": None, "raw_output": None, "kept": True, "drop_reason": None, "origin": "golden"}
+            for g in golden if not g.answerable]
+
+
+def unanswerable_check_pairs(systems: dict, records: list[dict], k: int) -> list[dict]:
+    """(question, passage) pairs to grade: the union of every system's top-k per unanswerable
+    candidate (and per golden unanswerable question, to measure the check on human labels)."""
+    todo = [r for r in records if r["drop_reason"] is None and not r["answerable"]]
+    tops: dict = {r["qid"]: [] for r in todo}
+    for name in sorted(systems):
+        for r, ranking in zip(todo, systems[name].search([r["question"] for r in todo], k)):
+            for d, _ in ranking:
+                if d not in tops[r["qid"]]:
+                    tops[r["qid"]].append(d)
+    return [{"qid": r["qid"], "question": r["question"], "chunk_id": d, "purpose": ["unanswerable_check"]}
+            for r in todo for d in tops[r["qid"]]]
+
+
+def mark_unanswerable(records: list[dict], grades: list[dict], answerable_grade: int) -> None:
+    """The check passes when none of a question's checked passages is graded `answerable_grade`
+    or more. A written candidate is kept when it passes, else dropped as `answerable_by_judge`
+    (or `unverified` when a grade is missing); a golden one stays as a person labelled it, with
+    the check's verdict recorded beside it."""
+    by_q: dict = {}
+    for g in grades:
+        by_q.setdefault(g["qid"], []).append(g)
+    for r in records:
+        if r["answerable"] or r["drop_reason"] is not None or r["qid"] not in by_q:
+            continue
+        gs = by_q[r["qid"]]
+        r["check_grades"] = {g["chunk_id"]: g["grade"] for g in gs}
+        r["check_expected_grades"] = {g["chunk_id"]: g.get("expected_grade") for g in gs}
+        answered = any(g["grade"] is not None and g["grade"] >= answerable_grade for g in gs)
+        unread = any(g["grade"] is None for g in gs)
+        r["check_passed"] = None if unread and not answered else not answered
+        if r.get("origin") == "golden":
+            continue
+        if answered:
+            r["drop_reason"] = "answerable_by_judge"
+        elif unread:
+            r["drop_reason"] = "unverified"
+        else:
+            r["kept"] = True
 
 
 def add_reference_answers(cfg, llm, records: list[dict], chunks_by_id: dict) -> None:
@@ -124,13 +278,14 @@ def add_reference_answers(cfg, llm, records: list[dict], chunks_by_id: dict) -> 
         r["answer"] = comp.text.strip()
 
 
-def retrieval_filter(cfg, chunks: list, records: list[dict]) -> None:
-    """Rank of each question's source chunk under BM25 and dense; keep it if within top-N of the
-    configured filter retriever (bm25, dense, or union = either)."""
+def retrieval_filter(cfg, chunks: list, records: list[dict]) -> dict:
+    """Rank of each answerable question's source chunk under BM25 and dense; keep it if within
+    top-N of the configured filter retriever (bm25, dense, or union = either). Returns the two
+    retrievers, for the unanswerable check."""
     from .retrieval import build_systems
 
     n = cfg.synth.filter_top_n
-    valid = [r for r in records if r["drop_reason"] is None]
+    valid = [r for r in records if r["drop_reason"] is None and r["answerable"]]
     systems = build_systems(cfg.retrieval, [c.chunk_id for c in chunks], [c.text for c in chunks],
                             names=["bm25", "dense"], cache_dir=cfg.cache_dir)
     for name, system in systems.items():
@@ -142,6 +297,7 @@ def retrieval_filter(cfg, chunks: list, records: list[dict]) -> None:
         ok["union"] = ok["bm25"] or ok["dense"]
         r["kept"] = ok[cfg.synth.filter_retriever]
         r["drop_reason"] = None if r["kept"] else "not_retrieved"
+    return systems
 
 
 def retention_table(records: list[dict]):
@@ -149,6 +305,7 @@ def retention_table(records: list[dict]):
     built on one retriever gives that retriever is visible side by side)."""
     import pandas as pd
 
+    records = [r for r in records if r.get("answerable", True)]
     rows = []
     for task in sorted({r["task"] for r in records}):
         rs = [r for r in records if r["task"] == task]
@@ -168,15 +325,41 @@ def retention_table(records: list[dict]):
     return df
 
 
+def unanswerable_table(records: list[dict]):
+    """Per task and kind: unanswerable candidates written, well formed (parsed, new, naming the
+    swapped-in subject), passing the judge's check, kept, and dropped because the judge found a
+    passage that answers them (or could not grade one). Golden rows (kind "golden") are kept as
+    labelled; their check_passed is how often the check agrees with a person."""
+    import pandas as pd
+
+    una = [r for r in records if not r.get("answerable", True)]
+    rows = []
+    for kind in sorted({r["unanswerable_kind"] for r in una}):
+        for task in sorted({r["task"] for r in una if r["unanswerable_kind"] == kind}):
+            rs = [r for r in una if r["unanswerable_kind"] == kind and r["task"] == task]
+            rows.append({"kind": kind, "task": task, "generated": len(rs),
+                         "check_passed": sum(r.get("check_passed") is True for r in rs),
+                         "well_formed": sum(r["drop_reason"] not in ("empty", "too_short", "refers_to_passage",
+                                                                     "duplicate", "subject_missing") for r in rs),
+                         "kept": sum(r["kept"] for r in rs),
+                         "answerable_by_judge": sum(r["drop_reason"] == "answerable_by_judge" for r in rs),
+                         "unverified": sum(r["drop_reason"] == "unverified" for r in rs)})
+    return pd.DataFrame(rows, columns=["kind", "task", "generated", "well_formed", "check_passed", "kept",
+                                       "answerable_by_judge", "unverified"])
+
+
 def export_beir(chunks: list, records: list[dict], folder: Path) -> None:
-    """The kept questions as a BEIR folder (corpus = every chunk, qrels = source chunks)."""
+    """The kept questions as a BEIR folder (corpus = every chunk, qrels = source chunks). Each
+    query carries `metadata.answerable`; unanswerable ones are in queries.jsonl but have no qrels
+    (BEIR tools then score only the answerable ones)."""
     from .beir import BeirData, write_beir
 
     kept = [r for r in records if r["kept"]]
     write_beir(folder, BeirData(
         corpus={c.chunk_id: {"title": c.doc_id, "text": c.text} for c in chunks},
         queries={r["qid"]: r["question"] for r in kept},
-        qrels={r["qid"]: {r["source_chunk_id"]: 1} for r in kept}))
+        qrels={r["qid"]: {r["source_chunk_id"]: 1} for r in kept if r.get("answerable", True)}),
+        query_metadata={r["qid"]: {"task": r["task"], "answerable": r.get("answerable", True)} for r in kept})
 
 
 def export_hf(chunks: list, records: list[dict], folder: Path) -> None:
@@ -190,10 +373,12 @@ def export_hf(chunks: list, records: list[dict], folder: Path) -> None:
         "doc_id": V("string"), "page_start": V("int32"), "page_end": V("int32"),
         "fewshot_ids": datasets.Sequence(V("string")), "model": V("string"), "prompt_hash": V("string"),
         "seed": V("int64"), "rank_bm25": V("int32"), "rank_dense": V("int32"), "answer": V("string"),
-        "passage": V("string"),
+        "answerable": V("bool"), "unanswerable_kind": V("string"), "passage": V("string"),
     })
     text_of = {c.chunk_id: c.text for c in chunks}
-    columns = {k: [r.get(k) for r in kept] for k in features if k != "passage"}
-    columns["passage"] = [text_of[r["source_chunk_id"]] for r in kept]
+    columns = {k: [r.get(k) for r in kept] for k in features if k not in ("passage", "answerable")}
+    columns["answerable"] = [r.get("answerable", True) for r in kept]
+    # an unanswerable question's passage is the one it was written from (it does not answer it)
+    columns["passage"] = [text_of.get(r["source_chunk_id"], "") for r in kept]
     # datasets cannot save an empty dataset in several shards: one shard always
     datasets.Dataset.from_dict(columns, features=features).save_to_disk(str(folder), num_shards=1)

@@ -9,8 +9,12 @@ import time
 import numpy as np
 
 from ..config import Config
-from ..lib.answers import (build_items, citation_check, generate, is_refusal, judge_binary, judge_rubrics,
-                           pipelines_table, settings, table2, table2_wide, verify)
+from ..lib.answerability import COLUMNS as ANSWERABILITY_COLUMNS, agreement, answerability_row, threshold_sweep
+from ..lib.answers import (JUDGE_STYLE, build_items, generate, is_refusal, judge_binary, judge_rubrics, pipelines_table,
+                           settings, table2, table2_wide, unanswerable_items, verify)
+from ..lib.citations import citation_check
+from ..lib.claims import claim_table, judge_claims
+from ..lib.gate import REFUSAL_TEXT, gated_answer, score_items
 from ..lib.io import write_dataframe, write_json, write_jsonl, write_text
 from ..lib.names import scale
 from ..lib.relevance import select_questions
@@ -22,22 +26,34 @@ def outputs(cfg: Config):
     d = cfg.run_dir
     return [d / "table2_answer_quality.csv", d / "table2_answer_quality.md", d / "table2_answer_quality.tex",
             d / "answers.jsonl", d / "pipelines.csv", d / "answer_checks.json", d / "plots" / "answer_scores.png",
-            d / "plots" / "noise_curve.png"]
+            d / "plots" / "noise_curve.png", d / "answerability.csv", d / "answerability_sweep.csv",
+            d / "claims.jsonl", d / "claims.csv", d / "plots" / "refusal_sweep.png"]
 
 
 def build(cfg: Config, out) -> dict:
+    import pandas as pd
+
     from ..lib.llm import open_llm
-    from ..lib.plots import noise_curve, score_distributions
+    from ..lib.plots import noise_curve, refusal_sweep, score_distributions
+    from ..lib.retrieval import Encoder
 
     t0 = time.perf_counter()
     chunks = load_chunks(cfg)
     text_of = {c.chunk_id: c.text for c in chunks}
     all_q = load_questions(cfg, chunks)
     questions = select_questions(all_q, cfg.answer.max_questions, cfg.seed)
+    all_una = load_questions(cfg, chunks, answerable=False)
+    una = [] if cfg.answer.max_unanswerable == 0 else select_questions(all_una, cfg.answer.max_unanswerable, cfg.seed)
     rankings = load_rankings(cfg).get(cfg.answer.retriever)
-    if rankings is None and any(p != "A" for p in cfg.answer.pipelines):
+    if rankings is None and (una or any(p != "A" for p in cfg.answer.pipelines)):
         raise ValueError(f"answer.retriever {cfg.answer.retriever!r} is not among retrieval.systems")
-    items = build_items(cfg, questions, chunks, rankings)
+    if una and "B" not in cfg.answer.pipelines:
+        una = []  # the refusal evaluation runs pipeline B
+    items = build_items(cfg, questions, chunks, rankings) + unanswerable_items(cfg, una, rankings)
+    if cfg.answer.gate.enabled:  # the gate reads the passages before any generator call
+        dc = cfg.retrieval.dense
+        score_items(items, text_of, Encoder(dc.model, dc.batch_size, dc.query_prefix, dc.passage_prefix,
+                                            cfg.cache_dir, dc.max_seq_length), cfg.answer.gate.rules())
     # phase 1: the generator
     gen = open_llm(cfg.models.generator, cfg.cache_dir)
     gen.stage = "answer"
@@ -52,16 +68,30 @@ def build(cfg: Config, out) -> dict:
     for it in items:
         it["citation"] = citation_check(it["answer"], it["passage_ids"], known)
         it["refusal"] = is_refusal(it["answer"])
+        if "gate" in it and it["pipeline"] in ("B", "C"):  # what the gated pipeline would have returned
+            it["gated_answer"] = gated_answer(it["answer"], it["gate"])
+            it["gated_refusal"] = is_refusal(it["gated_answer"])
     # phase 2: the judge
     judge = open_llm(cfg.models.judge, cfg.cache_dir)
     judge.stage = "answer"
     judge_rubrics(judge, items, text_of)
+    gated_refusals = [dict(it, answer=REFUSAL_TEXT, scores={}, expected_scores={}, raw_judge={})
+                      for it in items if it["setting"] == "unanswerable" and not it.get("gate", {}).get("passed", True)]
+    judge_rubrics(judge, gated_refusals, text_of)
+    for g, it in zip(gated_refusals, [it for it in items if it["setting"] == "unanswerable"
+                                      and not it.get("gate", {}).get("passed", True)]):
+        it["gated_scores"] = g["scores"]
     if cfg.answer.binary_judges:
-        judge_binary(judge, [it for it in items if it["pipeline"] != "table2"], text_of)
+        judge_binary(judge, [it for it in items if it["pipeline"] != "table2" and it["answerable"]], text_of)
+    claim_rows = []
+    if cfg.answer.claims:
+        claim_rows = judge_claims(judge, [it for it in items if it["answerable"] and it["passage_ids"]], text_of,
+                                  JUDGE_STYLE)
     judge.release()
     names = [s["name"] for s in settings(cfg)]
     long = table2(items, names, cfg.answer.n_bootstrap, cfg.seed)
-    csv, md, tex, answers_file, pipelines_file, checks_file, scores_plot, noise_plot = outputs(cfg)
+    (csv, md, tex, answers_file, pipelines_file, checks_file, scores_plot, noise_plot, ans_csv, sweep_csv, claims_file,
+     claims_csv, sweep_plot) = outputs(cfg)
     write_dataframe(long, out(csv))
     run_scale = scale(len(questions))
     write_text(out(md), table2_wide(long, names, "md") +
@@ -69,7 +99,23 @@ def build(cfg: Config, out) -> dict:
                f"judge {judge.identity.get('name')}; 95% bootstrap CIs in table2_answer_quality.csv.\n")
     write_text(out(tex), table2_wide(long, names, "tex"))
     write_jsonl(out(answers_file), items)
-    write_dataframe(pipelines_table(items), out(pipelines_file))
+    write_dataframe(pipelines_table(items, cfg.answer.n_bootstrap, cfg.seed), out(pipelines_file))
+    # refusals on answerable and unanswerable questions, gate off and on
+    b_items = [it for it in items if it["pipeline"] == "B" and it["setting"] in ("retrieved", "unanswerable")]
+    ans_rows, sweep = answerability(cfg, b_items)
+    write_dataframe(pd.DataFrame(ans_rows).reindex(columns=list(dict.fromkeys(ANSWERABILITY_COLUMNS + list(ans_rows[0])))),
+                    out(ans_csv))
+    write_dataframe(pd.DataFrame(sweep), out(sweep_csv))
+    points = {f"gate {r['gate']}": (r["false_refusal_rate"], r["refusal_recall"]) for r in ans_rows}
+    refusal_sweep(sweep, points, sum(it["answerable"] for it in b_items), sum(not it["answerable"] for it in b_items),
+                  out(sweep_plot))
+    write_jsonl(out(claims_file), claim_rows)
+    claim_tab = [dict(r, group="setting") for r in claim_table([it for it in items if it["pipeline"] == "table2"],
+                                                              "setting", cfg.answer.n_bootstrap, cfg.seed)] + \
+                [dict(r, group="pipeline") for r in claim_table([it for it in items if it["pipeline"] != "table2"
+                                                                 and it["answerable"]], "pipeline",
+                                                                cfg.answer.n_bootstrap, cfg.seed)]
+    write_dataframe(pd.DataFrame(claim_tab), out(claims_csv))
     neg = [it for it in items if it["pipeline"] == "table2" and "negative_rejection" in it["rubrics"]
            and it["scores"].get("negative_rejection") is not None]
     agree = [(it["scores"]["negative_rejection"] >= 4) == it["refusal"] for it in neg]
@@ -80,45 +126,96 @@ def build(cfg: Config, out) -> dict:
              if it["setting"] == s and it["citation"]["citation_accuracy"] is not None]
         return round(float(np.mean(v)), 3) if v else None
 
+    with_ctx = [it for it in items if it["passage_ids"] and it["answerable"]]
     checks = {
         "refusal_rate_by_setting": {s: round(float(np.mean([it["refusal"] for it in t2 if it["setting"] == s])), 3)
                                     for s in names if any(it["setting"] == s for it in t2)},
         "citation_accuracy_by_setting": {s: cite_acc(s) for s in names},
+        "citation_style": cfg.answer.citations,
+        "answers_with_valid_citation": round(float(np.mean([it["citation"]["n_valid"] > 0 for it in with_ctx])), 3)
+        if with_ctx else None,
+        "answers_with_context": len(with_ctx),
         "judge_vs_regex_refusal_agreement": round(float(np.mean(agree)), 3) if agree else None,
         "judge_vs_regex_refusal_pairs": len(agree),
         "missing_scores": sum(1 for it in items for r in it["rubrics"] if it["scores"].get(r) is None),
+        "claims_judged": len(claim_rows),
+        "claims_unreadable": sum(r["supported"] is None for r in claim_rows),
     }
     write_json(out(checks_file), checks)
     score_distributions(long, items, out(scores_plot))
     noise_curve(items, settings(cfg), out(noise_plot))
-    return {"questions": len(questions), "answers": len(items), "scale": run_scale, **checks,
+    return {"questions": len(questions), "unanswerable_questions": len(una), "answers": len(items), "scale": run_scale,
+            **checks, "answerability": {r["gate"]: {k: r[k] for k in ("refusal_recall", "false_refusal_rate")}
+                                        for r in ans_rows},
             "llm_generator": gen.stats.to_dict(), "llm_judge": judge.stats.to_dict(),
             "model_identity": {"generator": gen.identity, "judge": judge.identity},
             "wall_seconds_answer": round(time.perf_counter() - t0, 2)}
+
+
+def answerability(cfg: Config, b_items: list[dict]) -> tuple[list[dict], list[dict]]:
+    """answerability.csv rows (gate off, and on when the gate is enabled) with the judge's
+    negative-rejection verdict beside the phrase check, and the threshold sweep."""
+    n_boot, seed = cfg.answer.n_bootstrap, cfg.seed
+    una = [it for it in b_items if not it["answerable"]]
+    conditions = [("off", "refusal", lambda it: it["scores"].get("negative_rejection"))]
+    if cfg.answer.gate.enabled:
+        conditions.append(("on", "gated_refusal",
+                           lambda it: it.get("gated_scores", it["scores"]).get("negative_rejection")))
+    rows = []
+    for name, key, judged in conditions:
+        row = answerability_row(name, [{"answerable": it["answerable"], "refused": it[key]} for it in b_items],
+                                n_boot, seed)
+        scores = [judged(it) for it in una]
+        ag = agreement([None if s is None else s >= 4 for s in scores], [it[key] for it in una])
+        got = [s for s in scores if s is not None]
+        row.update(judge_refusal_recall=round(float(np.mean([s >= 4 for s in got])), 3) if got else None,
+                   n_judged=ag["n"], judge_phrase_agreement=ag["agreement"], judge_phrase_kappa=ag["kappa"])
+        rows.append(row)
+    sweep = []
+    if cfg.answer.gate.enabled:
+        steps = cfg.answer.gate.sweep_steps
+        sweep = threshold_sweep([{"answerable": it["answerable"], "generator_refused": it["refusal"],
+                                  "score": it["gate"]["score"]} for it in b_items if "gate" in it],
+                                [i / (steps - 1) for i in range(steps)])
+    return rows, sweep
 
 
 def _prompts(cfg: Config) -> list[str]:
     p = []
     if "A" in cfg.answer.pipelines:
         p.append("answer_closed_book")
-    p.append("answer")
+    p.append("answer" if cfg.answer.citations == "numbered" else "answer_ids")
     if "C" in cfg.answer.pipelines:
         p.append("verify_rewrite")
     p += ["judge_faithfulness", "judge_relevance", "judge_noise_robustness", "judge_negative_rejection"]
     if cfg.answer.binary_judges:
         p.append("judge_binary")
+    if cfg.answer.claims:
+        p.append("judge_claim_support")
     return p
+
+
+def _sections(cfg: Config) -> list[str]:
+    return ["answer", "seed", "models.generator", "models.judge"] + (["retrieval.dense"] if cfg.answer.gate.enabled else [])
+
+
+def _models(cfg: Config) -> dict:
+    m = {"generator": cfg.models.generator.model, "judge": cfg.models.judge.model}
+    if cfg.answer.gate.enabled:
+        m["dense"] = cfg.retrieval.dense.model
+    return m
 
 
 STAGE = Stage(
     name="answer", doc="answer quality under noise (Table 2) and pipelines A/B/C",
     home=lambda cfg: cfg.run_dir, outputs=outputs, build=build, after=("retrieve",),
-    sections=lambda cfg: ["answer", "seed", "models.generator", "models.judge"],
+    sections=_sections,
     reads=lambda cfg: [rankings_path(cfg), chunks_path(cfg), questions_path(cfg)],
     prompts=_prompts,
-    models=lambda cfg: {"generator": cfg.models.generator.model, "judge": cfg.models.judge.model},
+    models=_models,
     code=("spacelm.lib.llm.frontend", "spacelm.lib.answers", "spacelm.lib.judging", "spacelm.lib.stats", "spacelm.lib.tables",
-          "spacelm.stages.answer", "spacelm.stages.data"),
+          "spacelm.lib.citations", "spacelm.lib.claims", "spacelm.lib.gate", "spacelm.lib.answerability",
+          "spacelm.lib.retrieval", "spacelm.stages.answer", "spacelm.stages.data"),
 )
 
 

@@ -147,7 +147,7 @@ def _prompts(cfg: Config) -> list[str]:
         p.append(cfg.grading.prompt + "_swapped")
     if jc.controls:
         p += ["judge_faithfulness", "judge_relevance", "judge_noise_robustness", "judge_negative_rejection",
-              "judge_binary"]
+              "judge_binary", "judge_claim_support"]
     return p
 
 
@@ -158,7 +158,7 @@ STAGE = Stage(
     reads=lambda cfg: [chunks_path(cfg), golden_path(cfg), questions_path(cfg), *_source_files(cfg)],
     prompts=_prompts,
     models=lambda cfg: {"judge": cfg.models.judge.model},
-    code=("spacelm.lib.llm.frontend", "spacelm.lib.judge_check", "spacelm.lib.relevance", "spacelm.lib.answers", "spacelm.lib.judging",
+    code=("spacelm.lib.llm.frontend", "spacelm.lib.judge_check", "spacelm.lib.relevance", "spacelm.lib.answers", "spacelm.lib.claims", "spacelm.lib.citations", "spacelm.lib.judging",
           "spacelm.lib.beir", "spacelm.stages.judge_check", "spacelm.stages.data"),
 )
 

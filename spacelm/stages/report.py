@@ -63,10 +63,13 @@ def read_judge_check(cfg) -> tuple:
     return rel, ctl
 
 
-def judge_banner(cfg, table: str) -> str:
+def judge_banner(cfg, table: str, rubrics=None) -> str:
     """The verdict of the judge that produced `table` ("table1": relevance grades; "table2":
-    answer rubrics), in plain words, for the report and the notebooks."""
+    answer rubrics), in plain words, for the report and the notebooks. `rubrics` limits the
+    controls shown to the judges a table uses (e.g. ["claim_support"])."""
     rel, ctl = read_judge_check(cfg)
+    if ctl and rubrics is not None:
+        ctl = [r for r in ctl if r["rubric"] in rubrics]
     judge = cfg.models.judge.model
     if rel is None:
         return (f"> ⚠ **Unchecked judge.** `{judge}` was never measured against human labels or known-answer "
@@ -210,8 +213,90 @@ def build_report(cfg) -> Path:
         lines += [f"Refusal rate by setting: {c['refusal_rate_by_setting']}; citation accuracy by setting: "
                   f"{c['citation_accuracy_by_setting']}; judge vs phrase-based refusal agreement: "
                   f"{c['judge_vs_regex_refusal_agreement']} over {c['judge_vs_regex_refusal_pairs']} answers.", ""]
-    lines += ["## Pipelines A / B / C", "", "A = closed book, B = retrieve + generate, C = B + verify and rewrite.", "",
-              _csv_md(run / "pipelines.csv"), ""]
+    lines += ["## Pipelines A / B / C", "", "A = closed book, B = retrieve + generate, C = B + verify and rewrite; "
+              "overall pass = answer relevant ∧ grounded ∧ passages relevant (binary judges).", "",
+              _csv_md(run / "pipelines.csv", ["pipeline", "n", "correctness", "n_correctness", "faithfulness",
+                                              "answers_with_valid_citation", "citation_accuracy", "refusal_rate",
+                                              "claim_faithfulness", "citation_precision", "citation_recall",
+                                              "overall_pass", "n_overall_pass", "latency_p50_s"]), ""]
+    lines += answerability_section(cfg)
     path = run / "report.md"
     write_text(path, "\n".join(lines) + "\n")
     return path
+
+
+def _too_few(n: int, what: str) -> str:
+    return (f"> ⚠ Only {n} {what}: the figures below show that the measurement works; they cannot support a "
+            "conclusion." if n < FINDINGS_MIN_QUESTIONS else "")
+
+
+def answerability_section(cfg) -> list[str]:
+    """Unanswerable questions, the evidence gate and refusals, and claim-level support: tables
+    with their n and CIs, the sweep plot, and the verdicts of the judges behind them."""
+    import pandas as pd
+
+    run = cfg.run_dir
+    out = ["## Answerability: unanswerable questions, the evidence gate, refusals", ""]
+    una = cfg.synthetic_dir / "unanswerable.csv"
+    if una.is_file():
+        t = pd.read_csv(una)
+        gold = t[t.kind == "golden"]
+        out += ["Unanswerable questions written from answerable ones and kept only when the judge grades none of "
+                f"their BM25 / dense top-{cfg.synth.unanswerable.check_k} passages ≥ "
+                f"{cfg.synth.unanswerable.answerable_grade} (golden rows are human-labelled and kept as labelled):", "",
+                t.to_markdown(index=False), ""]
+        if len(gold):
+            out += [f"The check agrees with people on {int(gold.check_passed.sum())} of {int(gold.generated.sum())} "
+                    "human-labelled unanswerable questions (the rest it would have dropped as answerable): that is how "
+                    "far a kept synthetic one can be trusted to be unanswerable, and how many it loses.", ""]
+    ans = run / "answerability.csv"
+    if not ans.is_file():
+        return out + ["_(not produced in this run)_", ""]
+    a = pd.read_csv(ans)
+    n_una = int(a.n_unanswerable.iloc[0]) if len(a) else 0
+    out += [f"Pipeline B on {int(a.n_answerable.iloc[0]) if len(a) else 0} answerable and {n_una} unanswerable "
+            "questions, with the gate off (the generator decides) and on (below its threshold the canonical refusal "
+            "is returned without calling the generator). A refusal is recognised by phrase; the judge's "
+            "negative-rejection score (≥ 4 = declines) is shown beside it. 95% bootstrap CIs over questions.", "",
+            judge_banner(cfg, "table2", ["negative_rejection"]), ""]
+    warn = _too_few(n_una, "unanswerable questions")
+    if warn:
+        out += [warn, ""]
+    rows = ["| gate | answer rate | refusal precision | refusal recall | refusal F1 | false-refusal rate | "
+            "judge: unanswerable declined | judge vs phrase (agreement, κ, n) |", "|---|---|---|---|---|---|---|---|"]
+    nz = lambda v: None if pd.isna(v) else v
+    for r in a.to_dict("records"):
+        f = lambda k: _fmt(nz(r.get(k)), (nz(r.get(f"{k}_ci_low")), nz(r.get(f"{k}_ci_high"))))
+        rows.append(f"| {r['gate']} | {f('answer_rate')} | {f('refusal_precision')} | {f('refusal_recall')} | "
+                    f"{f('refusal_f1')} | {f('false_refusal_rate')} | {_fmt(nz(r.get('judge_refusal_recall')))} | "
+                    f"{_fmt(nz(r.get('judge_phrase_agreement')))}, {_fmt(nz(r.get('judge_phrase_kappa')))}, "
+                    f"{int(r.get('n_judged') or 0)} |")
+    g = cfg.answer.gate
+    out += rows + ["", f"Gate: threshold {g.threshold} (strong-claim queries {g.strong_threshold}), weights "
+                   f"similarity/keywords/confirmation {g.weights.similarity}/{g.weights.keywords}/"
+                   f"{g.weights.confirmation} (strong-claim {g.strong_weights.similarity}/{g.strong_weights.keywords}/"
+                   f"{g.strong_weights.confirmation}); every question's gate score is in answers.jsonl.", "",
+                   _img(run, "refusal_sweep.png", "refusal recall against false-refusal rate"), ""]
+    out += ["## Claim-level support", "",
+            "Each answer split into sentences; the judge decides (yes/no, P(yes) kept) whether each is supported by "
+            "the passages it cites, or by the whole context when it cites none. Faithfulness = supported claims / "
+            "claims; citation precision = supporting citations / citations; citation recall = claims with a "
+            "supporting citation / claims. Pooled over answers, 95% bootstrap CIs over answers.", "",
+            judge_banner(cfg, "table2", ["claim_support"]), ""]
+    claims = run / "claims.csv"
+    if claims.is_file():
+        c = pd.read_csv(claims)
+        rows = ["| by | group | answers | claims | citations | claim faithfulness | citation precision | "
+                "citation recall |", "|---|---|---:|---:|---:|---|---|---|"]
+        for r in c.to_dict("records"):
+            f = lambda k: _fmt(nz(r.get(k)), (nz(r.get(f"{k}_ci_low")), nz(r.get(f"{k}_ci_high"))))
+            name = r.get("setting") if r["group"] == "setting" else r.get("pipeline")
+            rows.append(f"| {r['group']} | {name} | {r['n_answers']} | {r['n_claims']} | {r['n_citations']} | "
+                        f"{f('claim_faithfulness')} | {f('citation_precision')} | {f('citation_recall')} |")
+        out += rows + [""]
+    if (run / "answer_checks.json").is_file():
+        ch = json.loads((run / "answer_checks.json").read_text())
+        out += [f"Answers with at least one valid citation ({ch.get('citation_style')} passages): "
+                f"{_fmt(ch.get('answers_with_valid_citation'))} of {ch.get('answers_with_context')} answers with "
+                "passages.", ""]
+    return out

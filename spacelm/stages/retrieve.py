@@ -24,7 +24,11 @@ def build(cfg: Config, out) -> dict:
     from ..lib.plots import recall_curve
 
     chunks = load_chunks(cfg)
-    questions = load_questions(cfg, chunks)
+    everything = load_questions(cfg, chunks, answerable=None)
+    # metrics need a known relevant chunk: unanswerable questions are ranked (the answer stage
+    # feeds their top passages to the generator) but left out of every metric
+    questions = [q for q in everything if q["answerable"]]
+    unanswerable = [q for q in everything if not q["answerable"]]
     if not questions:
         raise ValueError("no evaluation questions: run `spacelm synth` or provide golden samples")
     rc = cfg.retrieval
@@ -46,8 +50,8 @@ def build(cfg: Config, out) -> dict:
         all_rankings[name] = rankings
         ev = evaluate(qrels, rankings, metrics, per_query=True)
         diag = source_diagnostics(rankings, src, meta, rc.k_values, rc.near_page_window)
-        summary_rows.append({"system": name, "n_queries": len(qids), **ev["mean"], **mean_rows(diag),
-                             "search_seconds": timings[name]})
+        summary_rows.append({"system": name, "n_queries": len(qids), "n_unanswerable_left_out": len(unanswerable),
+                             **ev["mean"], **mean_rows(diag), "search_seconds": timings[name]})
         for q in questions:
             r = rankings[q["qid"]]
             rank = next((i for i, (d, _) in enumerate(r, 1) if d == q["source_chunk_id"]), None)
@@ -55,6 +59,10 @@ def build(cfg: Config, out) -> dict:
                               "source_rank": rank, **{m: ev["per_query"][m].get(q["qid"], 0.0) for m in metrics},
                               **diag[q["qid"]], "top10": [d for d, _ in r[:10]]})
             rankings_rows.append({"qid": q["qid"], "system": name, "ranking": [[d, round(s, 6)] for d, s in r]})
+        if unanswerable:
+            for q, r in zip(unanswerable, system.search([q["question"] for q in unanswerable], depth)):
+                rankings_rows.append({"qid": q["qid"], "system": name, "answerable": False,
+                                      "ranking": [[d, round(s, 6)] for d, s in r]})
     summary = pd.DataFrame(summary_rows)
     summary_csv, summary_md, per_query_path, sig_path, rankings_file, plot = outputs(cfg)
     write_dataframe(summary.round(4), out(summary_csv))
@@ -67,7 +75,7 @@ def build(cfg: Config, out) -> dict:
     write_dataframe(sig.round(4), out(sig_path))
     recall_curve(summary, rc.k_values, out(plot))
     best = summary.sort_values(f"ndcg@{k_main}", ascending=False).iloc[0]
-    return {"questions": len(qids), "question_origin": sorted({q["origin"] for q in questions}),
+    return {"questions": len(qids), "unanswerable_left_out": len(unanswerable), "question_origin": sorted({q["origin"] for q in questions}),
             "systems": list(systems),
             f"best_ndcg@{k_main}": {"system": best["system"], "value": round(float(best[f'ndcg@{k_main}']), 4)},
             "search_seconds": timings}

@@ -6,15 +6,18 @@ from __future__ import annotations
 from ..config import Config
 from ..lib.golden import load_golden, locate_samples
 from ..lib.io import write_dataframe, write_jsonl
-from ..lib.questions import (add_reference_answers, export_beir, export_hf, generate_questions, plan_generation,
-                             retention_table, retrieval_filter)
+from ..lib.relevance import grade_pairs
+from ..lib.questions import (add_reference_answers, export_beir, export_hf, generate_questions, generate_unanswerable,
+                             golden_unanswerable, mark_unanswerable, plan_generation, plan_unanswerable,
+                             retention_table, retrieval_filter, unanswerable_check_pairs, unanswerable_table)
 from .base import Stage, execute
 from .data import chunks_path, golden_path, load_chunks, questions_path
 
 
 def outputs(cfg: Config):
     d = cfg.synthetic_dir
-    return [questions_path(cfg), d / "retention.csv", d / "retention.md", d / "beir", d / "hf_dataset"]
+    return [questions_path(cfg), d / "retention.csv", d / "retention.md", d / "unanswerable.csv", d / "beir",
+            d / "hf_dataset"]
 
 
 def build(cfg: Config, out) -> dict:
@@ -27,37 +30,97 @@ def build(cfg: Config, out) -> dict:
     llm.stage = "synth"
     plan = plan_generation(cfg, chunks, golden)
     records = generate_questions(cfg, llm, plan)
+    chunks_by_id = {c.chunk_id: c for c in chunks}
     if cfg.synth.with_reference_answer:
-        add_reference_answers(cfg, llm, records, {c.chunk_id: c for c in chunks})
+        add_reference_answers(cfg, llm, records, chunks_by_id)
     llm.release()
-    retrieval_filter(cfg, chunks, records)
+    systems = retrieval_filter(cfg, chunks, records)
+    gold_una = golden_unanswerable(golden)
+    una, n_pairs, judge_stats = unanswerable_rounds(cfg, records, chunks_by_id, systems, gold_una) \
+        if cfg.synth.unanswerable.enabled else ([], 0, None)
+    records += una + gold_una
     retention = retention_table(records)
-    q, ret_csv, ret_md, beir, hf = outputs(cfg)
+    q, ret_csv, ret_md, una_csv, beir, hf = outputs(cfg)
     write_jsonl(out(q), records)
     write_dataframe(retention, out(ret_csv))
     write_dataframe(retention, out(ret_md))
+    write_dataframe(unanswerable_table(records), out(una_csv))
     export_beir(chunks, records, out(beir))
     export_hf(chunks, records, out(hf))
     reasons: dict = {}
     for r in records:
         if r["drop_reason"]:
             reasons[r["drop_reason"]] = reasons.get(r["drop_reason"], 0) + 1
-    return {"chunks_used": len({r["source_chunk_id"] for r in records}), "generated": len(records),
-            "kept": sum(r["kept"] for r in records), "drop_reasons": reasons,
+    return {"chunks_used": len({r["source_chunk_id"] for r in records if r["answerable"]}),
+            "generated": sum(r["answerable"] for r in records),
+            "kept": sum(r["kept"] for r in records if r["answerable"]), "drop_reasons": reasons,
+            "unanswerable_generated": len(una), "unanswerable_kept": sum(r["kept"] for r in records if not r["answerable"]),
+            "unanswerable_pairs_graded": n_pairs, "llm_judge": judge_stats,
             "fewshot_sampling": cfg.synth.fewshot_sampling, "n_fewshot": cfg.synth.n_fewshot,
             "filter": f"{cfg.synth.filter_retriever} top-{cfg.synth.filter_top_n}",
             "golden_samples": len(golden), "golden_not_found": [f"{s.id} (line {s.line})" for s in not_found],
             "llm": llm.stats.to_dict(), "model_identity": llm.identity}
 
 
+def unanswerable_rounds(cfg: Config, records: list[dict], chunks_by_id: dict, systems: dict, golden: list[dict]):
+    """Write unanswerable candidates and have the judge check them, in rounds: later rounds only
+    for the task types still without a kept one. The golden unanswerable questions go through
+    the same check in the first round (kept whatever it says: it measures the check). The writer
+    and the judge take turns, so one model is in memory at a time. (candidates, pairs graded,
+    judge statistics)"""
+    from ..lib.llm import open_llm
+
+    uc = cfg.synth.unanswerable
+    una, n_pairs, stats, tasks = [], 0, None, list(cfg.synth.tasks)
+    text_of = {cid: c.text for cid, c in chunks_by_id.items()}
+    for round_ in range(uc.max_rounds):
+        plan = plan_unanswerable(cfg, records, chunks_by_id, round_, tasks)
+        if not plan:
+            break
+        writer = open_llm(cfg.models.question_writer, cfg.cache_dir)
+        writer.stage = "synth"
+        new = generate_unanswerable(cfg, writer, plan, records + una)
+        writer.release()
+        for r in new:
+            r["round"] = round_
+        checked = new + (golden if round_ == 0 else [])
+        pairs = unanswerable_check_pairs(systems, checked, uc.check_k)
+        if pairs:
+            judge = open_llm(cfg.models.judge, cfg.cache_dir)
+            judge.stage = "synth"
+            grades = grade_pairs(judge, pairs, text_of, template=cfg.grading.prompt)
+            judge.release()
+            s = judge.stats.to_dict()
+            stats = s if stats is None else {k: stats[k] + s[k] for k in s}
+            mark_unanswerable(checked, grades, uc.answerable_grade)
+            n_pairs += len(pairs)
+        una += new
+        tasks = [t for t in tasks if not any(r["kept"] and r["task"] == t for r in una)]
+        if not tasks:
+            break
+    return una, n_pairs, stats
+
+
 def _prompts(cfg: Config) -> list[str]:
-    return [f"synth_{t}" for t in cfg.synth.tasks] + (["reference_answer"] if cfg.synth.with_reference_answer else [])
+    p = [f"synth_{t}" for t in cfg.synth.tasks] + (["reference_answer"] if cfg.synth.with_reference_answer else [])
+    if cfg.synth.unanswerable.enabled:
+        p += [f"synth_unanswerable_{k}" for k in cfg.synth.unanswerable.kinds] + [cfg.grading.prompt]
+    return p
 
 
 def _sections(cfg: Config) -> list[str]:
     # reference answers are written with the question writer, capped at the generator's max_tokens
     extra = ["models.generator.max_tokens"] if cfg.synth.with_reference_answer else []
+    if cfg.synth.unanswerable.enabled:  # the judge checks the unanswerable candidates
+        extra += ["models.judge", "grading.prompt"]
     return ["synth", "seed", "models.question_writer", "retrieval.bm25", "retrieval.dense", *extra]
+
+
+def _models(cfg: Config) -> dict:
+    m = {"question_writer": cfg.models.question_writer.model, "dense": cfg.retrieval.dense.model}
+    if cfg.synth.unanswerable.enabled:
+        m["judge"] = cfg.models.judge.model
+    return m
 
 
 STAGE = Stage(
@@ -66,9 +129,9 @@ STAGE = Stage(
     sections=_sections,
     reads=lambda cfg: [chunks_path(cfg), golden_path(cfg)],
     prompts=_prompts,
-    models=lambda cfg: {"question_writer": cfg.models.question_writer.model, "dense": cfg.retrieval.dense.model},
+    models=_models,
     code=("spacelm.lib.llm.frontend", "spacelm.lib.questions", "spacelm.lib.golden", "spacelm.lib.retrieval", "spacelm.lib.beir",
-          "spacelm.stages.synth"),
+          "spacelm.lib.relevance", "spacelm.lib.judging", "spacelm.stages.synth"),
 )
 
 

@@ -1,5 +1,6 @@
 from types import SimpleNamespace as C
 
+import pandas as pd
 import pytest
 
 from spacelm.lib import answers as answer
@@ -16,11 +17,40 @@ def test_refusal_detection(text, refusal):
     assert answer.is_refusal(text) == refusal
 
 
-def test_citation_check():
-    c = answer.citation_check("A [d:1]. B [e:2]. C [zz:9].", ["d:1", "e:2"], {"d:1", "e:2", "f:0"})
-    assert c["cited"] == ["d:1", "e:2", "zz:9"] and not c["citations_exist"] and not c["citations_in_context"]
+def test_citation_check_by_chunk_id():
+    from spacelm.lib.citations import citation_check
+
+    c = citation_check("A [d:1]. B [e:2]. C [zz:9].", ["d:1", "e:2"], {"d:1", "e:2", "f:0"})
+    assert c["cited"] == ["d:1", "e:2"] and c["invalid"] == ["zz:9"]
+    assert not c["citations_exist"] and not c["citations_in_context"]
     assert c["citation_accuracy"] == pytest.approx(2 / 3)
-    assert answer.citation_check("no cites", ["d:1"], set())["citation_accuracy"] is None
+    assert citation_check("no cites", ["d:1"], set())["citation_accuracy"] is None
+
+
+def test_overall_pass_and_pipeline_columns():
+    def item(p, verdicts, claims=None, answerable=True):
+        it = {"pipeline": p, "setting": "retrieved", "answerable": answerable, "latency_s": 1.0, "scores": {},
+              "citation": {"citation_accuracy": None, "n_cited": 0, "n_valid": 0}, "refusal": False,
+              "binary": {k: {"verdict": v} for k, v in verdicts.items()}}
+        if claims is not None:
+            it["claims"] = [{"supported": s, "cited": c, "support": {x: (0.9 if s else 0.1) for x in c}}
+                            for s, c in claims]
+        return it
+
+    good = {"answer_relevant": True, "grounded": True, "context_relevant": True}
+    items = [item("B", good, [(True, ["a:1"]), (False, [])]),
+             item("B", dict(good, grounded=False), [(True, [])]),
+             item("B", {"answer_relevant": True}),  # a verdict missing: no overall verdict
+             item("B", good, answerable=False),  # unanswerable questions are not in this table
+             item("A", {"answer_relevant": True})]
+    assert answer.overall_pass(items[0]) is True and answer.overall_pass(items[1]) is False
+    assert answer.overall_pass(items[2]) is None
+    t = answer.pipelines_table(items, 100, 0).set_index("pipeline")
+    assert t.loc["B", "n"] == 3 and t.loc["B", "overall_pass"] == 0.5 and t.loc["B", "n_overall_pass"] == 2
+    assert t.loc["A", "n_overall_pass"] == 0 and pd.isna(t.loc["A", "overall_pass"])
+    # claims: 2 of 3 supported; one citation, and it supports its claim; 1 of 3 claims has a supporting citation
+    assert t.loc["B", "claim_faithfulness"] == pytest.approx(0.667, abs=1e-3)
+    assert t.loc["B", "citation_precision"] == 1.0 and t.loc["B", "citation_recall"] == pytest.approx(0.333, abs=1e-3)
 
 
 def test_parse_binary():
@@ -47,6 +77,9 @@ def test_contexts_per_setting():
     assert "a:1" not in five["passage_ids"] and five["rubrics"] == ["negative_rejection"]
     assert three["rubrics"] == ["faithfulness", "relevance", "noise_robustness"]
     assert by[("A", "closed_book")]["passage_ids"] == [] and by[("B", "retrieved")]["passage_ids"] == ["b:0", "a:1"]
+    una = answer.unanswerable_items(cfg, [dict(q, qid="u1", answerable=False)], {"u1": ["c:0", "d:1", "b:2"]})
+    assert [(u["pipeline"], u["setting"], u["passage_ids"], u["rubrics"], u["answerable"]) for u in una] == \
+        [("B", "unanswerable", ["c:0", "d:1"], ["negative_rejection"], False)]
     again = answer.build_items(cfg, [q], _chunks(), {"q1": ["b:0", "a:1", "c:2"]})
     assert [it["passage_ids"] for it in again] == [it["passage_ids"] for it in items]  # seeded
 

@@ -30,6 +30,7 @@ def test_shipped_golden_samples_are_valid():
     (dict(GOOD, id="g2", task="fact_checking"), r"golden.jsonl:2: fact_checking needs 'verdict'"),
     (dict(GOOD, id="g2", colour="red"), r"golden.jsonl:2: unknown field"),
     (dict(GOOD, id="g2", passage=""), r"golden.jsonl:2: needs a 'passage'"),
+    (dict(GOOD, id="g2", answerable="no"), r"golden.jsonl:2: 'answerable' must be true or false"),
 ])
 def test_errors_name_file_line_and_fix(tmp_path, bad, message):
     with pytest.raises(InputError, match=message):
@@ -72,3 +73,23 @@ def test_a_passage_found_nowhere_is_warned_about_with_its_line(tmp_path):
     with pytest.warns(UserWarning, match=r"g\.jsonl:2: golden sample 'gone'.*not found"):
         found, missing = locate_samples(load_golden(p), chunks, p)
     assert found == {"here": "d:0"} and [s.id for s in missing] == ["gone"]
+
+
+def test_unanswerable_samples_need_no_passage_and_are_never_few_shot(tmp_path):
+    from types import SimpleNamespace as C
+
+    from spacelm.lib.golden import locate_samples
+
+    una = {"id": "u1", "task": "direct_qa", "question": "Who licensed the Tiangong station?", "answerable": False}
+    samples = load_golden(write(tmp_path, [GOOD, una]), min_per_task=1, tasks=("direct_qa",))
+    assert [s.answerable for s in samples] == [True, False]
+    # the few-shot count looks at answerable samples only
+    with pytest.raises(InputError, match="direct_qa has 1"):
+        load_golden(write(tmp_path, [GOOD, una]), min_per_task=2, tasks=("direct_qa",))
+    chunks = [C(chunk_id="d:0", doc_id="d", text="The rule says the 25-year limit applies.")]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an unanswerable sample has nothing to locate: no warning
+        found, missing = locate_samples(samples, chunks, tmp_path / "golden.jsonl")
+    assert "u1" not in found and missing == []

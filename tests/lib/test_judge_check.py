@@ -132,8 +132,8 @@ def _questions_and_chunks():
 def test_controls_cover_every_rubric_with_a_known_better_answer():
     qs, texts, doc_of = _questions_and_chunks()
     controls = J.build_controls(qs, texts, doc_of, n=2, seed=0)
-    assert {c["rubric"] for c in controls} == {*J.ANSWER_RUBRICS, *J.BINARY_JUDGES}
-    assert len(controls) == 2 * 6
+    assert {c["rubric"] for c in controls} == {*J.ANSWER_RUBRICS, *J.BINARY_JUDGES, J.CLAIM_JUDGE}
+    assert len(controls) == 2 * 8
     for c in controls:
         assert c["good"] != c["bad"] and c["context_ids"]
         if c["rubric"] == "negative_rejection":
@@ -175,7 +175,13 @@ class ScriptedJudge:
         for i, r in enumerate(reqs):
             self.requests.append(r)
             user = r.messages[-1]["content"]
-            if r.choices:  # a 1-5 rubric or a 0-3 grade
+            if "Statement:" in user:  # claim support: yes when every word of the claim is in the passages
+                claim = user.split("Statement:")[-1].split("Is the statement")[0]
+                words = [w.strip(".,") for w in claim.lower().split()]
+                p = sum(w in user.split("Statement:")[0].lower() for w in words) / max(1, len(words))
+                p = 0.9 if p == 1 else 0.1
+                on_done(i, Completion(text="yes" if p > 0.5 else "no", choice_probs={"yes": p, "no": 1 - p}))
+            elif r.choices:  # a 1-5 rubric or a 0-3 grade
                 answer = user.split("Assistant's answer:")[-1].split("Rubric")[0] if "Assistant's answer:" in user else ""
                 docs = user.split("Assistant's answer:")[0]
                 words = [w for w in answer.lower().split() if len(w) > 3]
@@ -208,3 +214,7 @@ def test_score_controls_runs_every_rubric_through_the_table2_prompts():
     assert len(rubric_prompts) == 2 * 4 * len({c["qid"] for c in controls})
     t = J.controls_table(res, JudgeCheckConfig(min_controls=1)).set_index("rubric")
     assert t.loc["negative_rejection", "pass_rate"] == 1.0 and t.loc["grounded", "pass_rate"] == 1.0
+    # the claim-support judge is scored by P(supported): the true sentence over the altered one
+    assert t.loc["claim_support", "pass_rate"] == 1.0 and t.loc["claim_support", "n"] == len({c["qid"] for c in controls})
+    claim_prompts = [r for r in backend.requests if "Statement:" in r.messages[-1]["content"]]
+    assert claim_prompts and all(r.choices == ["yes", "no"] for r in claim_prompts)

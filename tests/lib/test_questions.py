@@ -1,4 +1,5 @@
 import json
+from types import SimpleNamespace as C
 
 import pytest
 
@@ -99,3 +100,114 @@ def test_synth_stage_end_to_end_with_real_model(tiny_config, tiny_corpus):
     res2 = run_stages(tiny_config, upto="synth", force=True)["synth"]
     assert res2["llm"]["calls"] == 0 and res2["llm"]["cache_hits"] == distinct
     assert (out / "questions.jsonl").read_bytes() == first
+
+
+# --------------------------------------------------------------------------- unanswerable questions
+def _answerable(qid, task, chunk="d:0"):
+    return {"qid": qid, "task": task, "question": f"What does {qid} say about drag?", "answerable": True,
+            "drop_reason": None, "source_chunk_id": chunk, "doc_id": chunk.split(":")[0], "page_start": 1,
+            "page_end": 1, "kept": True}
+
+
+def test_plan_unanswerable_rounds_take_new_sources(tiny_config):
+    from spacelm.lib import questions as Q
+
+    tiny_config.synth.tasks = ["direct_qa"]
+    tiny_config.synth.unanswerable.per_task = 2
+    records = [_answerable(f"syn-direct_qa-d:{i}", "direct_qa") for i in range(4)]
+    chunks = {"d:0": C(chunk_id="d:0", text="Drag lowers perigee. Nothing about Europa Clipper here.")}
+    first = Q.plan_unanswerable(tiny_config, records, chunks, 0)
+    assert len(first) == 2 * 2  # two sources x two kinds
+    second = Q.plan_unanswerable(tiny_config, records, chunks, 1, ["direct_qa"])
+    used = {p["source"]["qid"] for p in first if p["kind"] == "strong_claim"}
+    assert len(second) == 2 and all(p["source"]["qid"] not in used for p in second if p["kind"] == "strong_claim")
+    assert Q.plan_unanswerable(tiny_config, records, chunks, 1, []) == []
+    ooc = [p for p in first if p["kind"] == "out_of_corpus"]
+    assert all(p["subject"] and p["subject"] in p["messages"][-1]["content"] for p in ooc)
+    assert all("europa clipper" not in p["subject"].lower() for p in ooc)  # the corpus mentions it
+
+
+def test_subjects_and_replies():
+    from spacelm.lib import questions as Q
+
+    assert Q._mentions("disposal of isro satellites", "the Indian Space Research Organisation (ISRO)")
+    assert not Q._mentions("the junonia butterfly", "Juno")
+    assert Q.unanswerable_reply("Does the passage confirm that X?", "strong_claim") == "Does the documents confirm that X?"
+    assert Q.unanswerable_reply("About the passage", "out_of_corpus") == "About the passage"
+
+
+def test_generate_unanswerable_drops_copies_and_missing_subjects(tiny_config):
+    from spacelm.lib import questions as Q
+    from spacelm.lib.llm.types import Completion
+
+    src = _answerable("syn-direct_qa-d:0", "direct_qa")
+    plan = [{"kind": "out_of_corpus", "source": src, "messages": [], "subject": "Juno", "prompt_hash": "h1"},
+            {"kind": "out_of_corpus", "source": src, "messages": [], "subject": "Hayabusa2", "prompt_hash": "h2"},
+            {"kind": "strong_claim", "source": src, "messages": [], "subject": None, "prompt_hash": "h3"}]
+    replies = ["How does drag change the orbit of Juno over a year?", src["question"],
+               "Is it confirmed that drag alone ended every mission?"]
+
+    class LLM:
+        identity = {"name": "scripted"}
+
+        def chat_many(self, reqs, progress=None):
+            return [Completion(text=t) for t in replies]
+
+    out = Q.generate_unanswerable(tiny_config, LLM(), plan, [src])
+    assert [r["drop_reason"] for r in out] == [None, "duplicate", None]
+    assert all(not r["answerable"] and not r["kept"] and r["derived_from"] == src["qid"] for r in out)
+    replies[0] = "How does drag change the orbit of a cubesat over a year?"
+    assert Q.generate_unanswerable(tiny_config, LLM(), plan[:1], [src])[0]["drop_reason"] == "subject_missing"
+
+
+def test_check_keeps_only_candidates_no_passage_answers():
+    from spacelm.lib import questions as Q
+
+    class Sys:
+        def __init__(self, ranks):
+            self.ranks = ranks
+
+        def search(self, qs, k):
+            return [[(d, 1.0) for d in self.ranks[q]][:k] for q in qs]
+
+    cands = [{"qid": q, "question": q, "answerable": False, "drop_reason": None, "kept": False} for q in ("u1", "u2", "u3")]
+    cands.append({"qid": "u4", "question": "u4", "answerable": False, "drop_reason": "duplicate", "kept": False})
+    systems = {"bm25": Sys({"u1": ["a", "b", "z"], "u2": ["c"], "u3": ["e"]}),
+               "dense": Sys({"u1": ["b", "d", "z"], "u2": ["c"], "u3": ["f"]})}
+    pairs = Q.unanswerable_check_pairs(systems, cands, 2)
+    assert [(p["qid"], p["chunk_id"]) for p in pairs] == [("u1", "a"), ("u1", "b"), ("u1", "d"), ("u2", "c"),
+                                                          ("u3", "e"), ("u3", "f")]
+    grades = {("u1", "a"): 1, ("u1", "b"): 0, ("u1", "d"): 1, ("u2", "c"): 2, ("u3", "e"): 1, ("u3", "f"): None}
+    Q.mark_unanswerable(cands, [{"qid": q, "chunk_id": c, "grade": g} for (q, c), g in grades.items()], 2)
+    assert [(c["kept"], c["drop_reason"]) for c in cands] == [
+        (True, None), (False, "answerable_by_judge"), (False, "unverified"), (False, "duplicate")]
+    assert cands[0]["check_grades"] == {"a": 1, "b": 0, "d": 1}
+    assert [c.get("check_passed") for c in cands] == [True, False, None, None]
+    # a golden unanswerable question stays as a person labelled it; the check's verdict is recorded
+    gold = Q.golden_unanswerable([C(id="g-1", task="direct_qa", question="Who licensed Tiangong?", doc_id=None,
+                                    answerable=False)])
+    Q.mark_unanswerable(gold, [{"qid": "g-1", "chunk_id": "a", "grade": 3}], 2)
+    assert gold[0]["kept"] and gold[0]["drop_reason"] is None and gold[0]["check_passed"] is False
+
+
+def test_exports_carry_the_answerable_flag(tmp_path):
+    import datasets
+
+    from spacelm.lib import questions as Q
+
+    chunks = [C(chunk_id="d:0", doc_id="d", text="Drag lowers perigee.")]
+    ans = dict(_answerable("syn-direct_qa-d:0", "direct_qa"), rank_bm25=1, rank_dense=1, model="m", prompt_hash="h",
+               seed=1, fewshot_ids=[])
+    una = dict(ans, qid="una-x", question="Is it confirmed that drag ends all missions?", answerable=False,
+               unanswerable_kind="strong_claim")
+    gold = Q.golden_unanswerable([C(id="g-1", task="direct_qa", question="Who licensed Tiangong?", doc_id=None,
+                                    answerable=False)])[0]
+    Q.export_beir(chunks, [ans, una, gold], tmp_path / "beir")
+    queries = [json.loads(x) for x in (tmp_path / "beir" / "queries.jsonl").read_text().splitlines()]
+    assert {q["_id"]: q["metadata"]["answerable"] for q in queries} == {ans["qid"]: True, "una-x": False, "g-1": False}
+    qrels = (tmp_path / "beir" / "qrels" / "test.tsv").read_text().splitlines()[1:]
+    assert qrels == [f"{ans['qid']}\td:0\t1"]  # unanswerable questions have no relevant passage
+    Q.export_hf(chunks, [ans, una, gold], tmp_path / "hf")
+    ds = datasets.load_from_disk(str(tmp_path / "hf"))
+    assert ds["answerable"] == [True, False, False] and ds["unanswerable_kind"] == [None, "strong_claim", "golden"]
+    assert ds["passage"] == ["Drag lowers perigee.", "Drag lowers perigee.", ""]
