@@ -2,14 +2,15 @@
 
     spacelm run      --config configs/quick.yaml [--force] [--no-notebooks] [--set KEY=VALUE] [--wait]
     spacelm status   --config configs/quick.yaml [--set KEY=VALUE]
+    spacelm plan     --config configs/paper.yaml [--json] [--use-outputs] [--tokenizer PATH]
     spacelm ingest | chunk | synth | retrieve | judge-check | grade | answer  --config ... [--force]
     spacelm report   --config ...
-    spacelm models   list | path NAME | verify [NAME]
+    spacelm models   list | path NAME | verify [NAME] | export-hf NAME
     spacelm cache    stats | clear [--model NAME]
 
 Exit codes: 0 done; 1 a check failed (models verify); 2 bad input or config; 3 a model
-backend is unavailable; 4 another run holds the folder; 130 interrupted. `--debug` shows the
-traceback of an error.
+backend (or a package it needs) is unavailable; 4 another run holds the folder; 130
+interrupted. `--debug` shows the traceback of an error.
 """
 from __future__ import annotations
 
@@ -80,6 +81,15 @@ def cmd_status(args) -> int:
     return 0
 
 
+def cmd_plan(args) -> int:
+    from .lib.plan import format_plan
+    from .plan import plan_json, plan_run
+
+    plan = plan_run(_cfg(args), use_outputs=args.use_outputs, tokenizer=args.tokenizer)
+    print(plan_json(plan) if args.json else format_plan(plan))
+    return 0
+
+
 def cmd_report(args) -> int:
     from .stages.report import build_report
 
@@ -103,6 +113,18 @@ def cmd_models(args) -> int:
             print("spacelm models path: give a model name (see `spacelm models list`)", file=sys.stderr)
             return EXIT_INPUT
         print(models.model_path(args.name))
+        return 0
+    if args.action == "export-hf":
+        from .lib.hf_export import export_hf
+
+        if not args.name:
+            print("spacelm models export-hf: give a GGUF model name, e.g. qwen2.5-coder-0.5b (see `spacelm models list`)",
+                  file=sys.stderr)
+            return EXIT_INPUT
+        folder, written = export_hf(args.name)
+        if not written:
+            print(f"already exported from the same GGUF file (sha256 in {folder}.json)", file=sys.stderr)
+        print(folder)
         return 0
     bad = 0
     for row in models.verify_models(args.name and [args.name]):
@@ -146,6 +168,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="per stage: up to date, stale (naming what changed) or never run")
     _add_common(p, force=False)
     p.set_defaults(func=cmd_status)
+    p = sub.add_parser("plan", help="per stage and model phase: model calls, prompt and completion tokens, engines in "
+                                    "load order; loads no model")
+    _add_common(p, force=False)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--use-outputs", action="store_true",
+                   help="read earlier stages' outputs even where a run would recompute them")
+    p.add_argument("--tokenizer", metavar="PATH",
+                   help="a GGUF file, tokenizer.json or model folder to count tokens with, for models whose own "
+                        "tokenizer is not on this machine (e.g. a hub model not downloaded yet)")
+    p.set_defaults(func=cmd_plan)
     for stage in STAGES:
         p = sub.add_parser(stage.name, help=stage.doc)
         _add_common(p)
@@ -153,8 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="(re)write results/<run>/report.md from the run folder")
     _add_common(p, force=False)
     p.set_defaults(func=cmd_report)
-    p = sub.add_parser("models", help="list, locate or verify the embedded models")
-    p.add_argument("action", choices=["list", "path", "verify"])
+    p = sub.add_parser("models", help="list, locate or verify the embedded models; export-hf writes a GGUF model as "
+                                      "a safetensors folder for vLLM")
+    p.add_argument("action", choices=["list", "path", "verify", "export-hf"])
     p.add_argument("name", nargs="?")
     p.set_defaults(func=cmd_models)
     p = sub.add_parser("cache", help="statistics of, or clear, the persistent LLM call cache")
@@ -183,6 +216,7 @@ def setup_logging(progress: bool = False) -> None:
 
 
 def main(argv=None) -> int:
+    from .lib.deps import MissingDependency
     from .lib.io import InputError
     from .lib.llm.types import BackendError, BackendUnavailable
     from .lib.models import ModelNotFound
@@ -204,6 +238,11 @@ def main(argv=None) -> int:
         if args.debug:
             raise
         print(f"spacelm: model backend unavailable: {e}", file=sys.stderr)
+        return EXIT_BACKEND
+    except MissingDependency as e:
+        if args.debug:
+            raise
+        print(f"spacelm: error: {e}", file=sys.stderr)
         return EXIT_BACKEND
     except BackendError as e:
         if args.debug:

@@ -148,6 +148,25 @@ def _validate_llm(llm: LLMConfig, key: str, need) -> None:
     need(llm.max_tokens < llm.n_ctx, f"{key}.max_tokens", f"must be below {key}.n_ctx ({llm.n_ctx})")
     need(llm.backend != "openai" or bool(llm.base_url), f"{key}.base_url",
          "is required by the openai backend (e.g. http://127.0.0.1:8000/v1)")
+    need(llm.kv_cache_bytes is None or llm.kv_cache_bytes >= 1 << 20, f"{key}.kv_cache_bytes",
+         f"is a size in bytes (e.g. 2147483648 for 2 GiB; null for the default), got {llm.kv_cache_bytes!r}")
+    need(llm.server_start_timeout_s > 0, f"{key}.server_start_timeout_s",
+         f"must be > 0 seconds, got {llm.server_start_timeout_s!r}")
+    need(llm.cpu_threads_bind is None or bool(re.fullmatch(r"auto|nobind|[0-9,\-|]+", llm.cpu_threads_bind)),
+         f"{key}.cpu_threads_bind", f"must be 'auto', 'nobind' or a core list such as '0-31', "
+                                    f"got {llm.cpu_threads_bind!r}")
+    for i, arg in enumerate(llm.server_args):
+        need(arg.split("=")[0] not in _MANAGED_SERVER_FLAGS, f"{key}.server_args[{i}]",
+             f"sets {arg.split('=')[0]}, which spacelm sets itself (the server listens on 127.0.0.1 at a free port); "
+             f"remove it")
+    if llm.backend == "vllm-server" and llm.server_python:
+        exe = Path(llm.server_python).expanduser()
+        need(exe.is_file(), f"{key}.server_python",
+             f"points to {llm.server_python!r}, which is not a file; give the Python of an environment that has "
+             f"vLLM (e.g. ~/.cache/spacelm/vllm-venv/bin/python) or null to use this one")
+
+
+_MANAGED_SERVER_FLAGS = ("--host", "--port", "--served-model-name", "--uds")
 
 
 def _looks_like_path(spec: str) -> bool:

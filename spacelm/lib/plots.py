@@ -207,6 +207,7 @@ def refusal_sweep(sweep: list[dict], points: dict, n_answerable: int, n_unanswer
     ax.set_ylabel(f"refusal recall (unanswerable, n={n_unanswerable})")
     if not ok:
         ax.text(0.5, 0.5, "no unanswerable questions: nothing to sweep", ha="center", va="center")
-    ax.legend(loc="lower right", fontsize=8)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="lower right", fontsize=8)
     save(fig, path)
     return fig

@@ -202,8 +202,11 @@ def execute(stage: Stage, cfg: Config, force: bool = False) -> dict:
                             "previous": old if old and old.get("state") == "complete" else None})
     staging = Staging(stage.name)
     t0 = time.perf_counter()
+    from ..lib.llm import model_logs
+
     try:
-        summary = stage.build(cfg, staging) or {}
+        with model_logs(cfg.run_dir / "logs"):  # where a managed model server keeps its log
+            summary = stage.build(cfg, staging) or {}
     except BaseException:
         staging.cleanup()
         raise

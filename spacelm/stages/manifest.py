@@ -51,6 +51,29 @@ def package_versions() -> dict:
     return out
 
 
+def server_versions(cfg: Config) -> dict:
+    """The vLLM of each managed server's environment (role -> "version (distribution) at python"),
+    which need not be the environment running spacelm."""
+    import sys
+
+    from ..lib.llm.vllm_server import installed_vllm
+
+    out, seen = {}, {}
+    for role in ("question_writer", "generator", "judge"):
+        llm = getattr(cfg.models, role)
+        if llm.backend != "vllm-server":
+            continue
+        python = llm.server_python or sys.executable
+        if python not in seen:
+            try:
+                dist, version = installed_vllm(python)
+                seen[python] = f"{version} ({dist}) at {python}" if dist else f"no vLLM at {python}"
+            except Exception as e:  # the manifest never stops a run
+                seen[python] = f"unknown ({e})"
+        out[role] = seen[python]
+    return out
+
+
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -66,6 +89,9 @@ class Manifest:
             git_commit=git_commit(cfg.root), python=platform.python_version(), platform=platform.platform(),
             packages=package_versions(), started=now(), stages={}, models={},
         )
+        servers = server_versions(cfg)
+        if servers:
+            self.data["vllm_servers"] = servers
 
     def record_stage(self, name: str, summary: dict) -> None:
         self.data["stages"][name] = dict(summary, finished=now())

@@ -215,6 +215,7 @@ def build_report(cfg) -> Path:
                   f"{c['judge_vs_regex_refusal_agreement']} over {c['judge_vs_regex_refusal_pairs']} answers.", ""]
     lines += ["## Pipelines A / B / C", "", "A = closed book, B = retrieve + generate, C = B + verify and rewrite; "
               "overall pass = answer relevant ∧ grounded ∧ passages relevant (binary judges).", "",
+              judge_banner(cfg, "table2", ["correct", "answer_relevant", "grounded", "claim_support"]), "",
               _csv_md(run / "pipelines.csv", ["pipeline", "n", "correctness", "n_correctness", "faithfulness",
                                               "answers_with_valid_citation", "citation_accuracy", "refusal_rate",
                                               "claim_faithfulness", "citation_precision", "citation_recall",

@@ -20,24 +20,71 @@ def outputs(cfg: Config):
             d / "hf_dataset"]
 
 
-def build(cfg: Config, out) -> dict:
-    from ..lib.llm import open_llm
+class ModelTurns:
+    """The stage's models taking turns: one in memory at a time, and a role whose engine settings
+    equal the loaded one's (the paper's writer and judge are one 70B model) shares that engine,
+    with its own sampling defaults, instead of loading it again. Per role, the calls it made
+    (`stats`)."""
 
+    def __init__(self, cfg: Config):
+        self.cfg = cfg
+        self.llm, self.loaded = None, None
+        self.stats: dict = {}
+        self.identity: dict = {}
+
+    def use(self, role: str, fn):
+        from ..lib.llm import LLM, open_llm
+
+        llm_cfg = getattr(self.cfg.models, role)
+        if self.llm is None or self.loaded != llm_cfg.engine_key():
+            self.release()
+            self.llm, self.loaded = open_llm(llm_cfg, self.cfg.cache_dir), llm_cfg.engine_key()
+            self.llm.stage = "synth"
+        elif self.llm.cfg != llm_cfg:  # the same engine, this role's sampling defaults
+            old = self.llm
+            self.llm = LLM(llm_cfg, old.cache, backend=old._backend)
+            old._backend = None  # one holder, so that release() frees the engine
+            self.llm.stage = "synth"
+        before = self.llm.stats.to_dict()
+        try:
+            return fn(self.llm)
+        finally:
+            after = self.llm.stats.to_dict()
+            acc = self.stats.setdefault(role, {k: 0 for k in after})
+            for k in after:
+                acc[k] += after[k] - before[k]
+            self.identity[role] = self.llm.identity
+
+    def release(self) -> None:
+        if self.llm is not None:
+            self.llm.release()
+        self.llm, self.loaded = None, None
+
+
+def build(cfg: Config, out) -> dict:
     chunks = load_chunks(cfg)
     golden = load_golden(golden_path(cfg), min_per_task=cfg.synth.n_fewshot, tasks=tuple(cfg.synth.tasks))
     _, not_found = locate_samples(golden, chunks, golden_path(cfg))
-    llm = open_llm(cfg.models.question_writer, cfg.cache_dir)
-    llm.stage = "synth"
-    plan = plan_generation(cfg, chunks, golden)
-    records = generate_questions(cfg, llm, plan)
     chunks_by_id = {c.chunk_id: c for c in chunks}
+    models = ModelTurns(cfg)
+    plan = plan_generation(cfg, chunks, golden)
+    records = models.use("question_writer", lambda llm: generate_questions(cfg, llm, plan))
     if cfg.synth.with_reference_answer:
-        add_reference_answers(cfg, llm, records, chunks_by_id)
-    llm.release()
-    systems = retrieval_filter(cfg, chunks, records)
+        models.use("question_writer", lambda llm: add_reference_answers(cfg, llm, records, chunks_by_id))
     gold_una = golden_unanswerable(golden)
-    una, n_pairs, judge_stats = unanswerable_rounds(cfg, records, chunks_by_id, systems, gold_una) \
-        if cfg.synth.unanswerable.enabled else ([], 0, None)
+    una, n_pairs, filtered = [], 0, []
+
+    def run_filter():
+        filtered.append(True)
+        return retrieval_filter(cfg, chunks, records)
+
+    try:
+        if cfg.synth.unanswerable.enabled:  # round 0 is written while the writer is still loaded
+            una, n_pairs = unanswerable_rounds(cfg, models, records, chunks_by_id, run_filter, gold_una)
+    finally:
+        models.release()
+    if not filtered:
+        run_filter()
     records += una + gold_una
     retention = retention_table(records)
     q, ret_csv, ret_md, una_csv, beir, hf = outputs(cfg)
@@ -55,50 +102,47 @@ def build(cfg: Config, out) -> dict:
             "generated": sum(r["answerable"] for r in records),
             "kept": sum(r["kept"] for r in records if r["answerable"]), "drop_reasons": reasons,
             "unanswerable_generated": len(una), "unanswerable_kept": sum(r["kept"] for r in records if not r["answerable"]),
-            "unanswerable_pairs_graded": n_pairs, "llm_judge": judge_stats,
+            "unanswerable_pairs_graded": n_pairs, "llm_judge": models.stats.get("judge"),
             "fewshot_sampling": cfg.synth.fewshot_sampling, "n_fewshot": cfg.synth.n_fewshot,
             "filter": f"{cfg.synth.filter_retriever} top-{cfg.synth.filter_top_n}",
             "golden_samples": len(golden), "golden_not_found": [f"{s.id} (line {s.line})" for s in not_found],
-            "llm": llm.stats.to_dict(), "model_identity": llm.identity}
+            "llm": models.stats.get("question_writer"), "model_identity": models.identity.get("question_writer"),
+            "judge_identity": models.identity.get("judge")}
 
 
-def unanswerable_rounds(cfg: Config, records: list[dict], chunks_by_id: dict, systems: dict, golden: list[dict]):
+def unanswerable_rounds(cfg: Config, models: ModelTurns, records: list[dict], chunks_by_id: dict, filter_fn,
+                        golden: list[dict]) -> tuple[list[dict], int]:
     """Write unanswerable candidates and have the judge check them, in rounds: later rounds only
     for the task types still without a kept one. The golden unanswerable questions go through
-    the same check in the first round (kept whatever it says: it measures the check). The writer
-    and the judge take turns, so one model is in memory at a time. (candidates, pairs graded,
-    judge statistics)"""
-    from ..lib.llm import open_llm
-
+    the same check in the first round (kept whatever it says: it measures the check). The
+    writer and the judge take turns (`models`). `filter_fn()` applies the retrieval filter to
+    the answerable questions and returns the retrievers the check searches with; it runs after
+    round 0 is written. (candidates, pairs graded)"""
     uc = cfg.synth.unanswerable
-    una, n_pairs, stats, tasks = [], 0, None, list(cfg.synth.tasks)
+    una, n_pairs, tasks, systems = [], 0, list(cfg.synth.tasks), None
     text_of = {cid: c.text for cid, c in chunks_by_id.items()}
     for round_ in range(uc.max_rounds):
         plan = plan_unanswerable(cfg, records, chunks_by_id, round_, tasks)
         if not plan:
             break
-        writer = open_llm(cfg.models.question_writer, cfg.cache_dir)
-        writer.stage = "synth"
-        new = generate_unanswerable(cfg, writer, plan, records + una)
-        writer.release()
+        new = models.use("question_writer", lambda llm: generate_unanswerable(cfg, llm, plan, records + una))
         for r in new:
             r["round"] = round_
+        if systems is None:
+            systems = filter_fn()
         checked = new + (golden if round_ == 0 else [])
         pairs = unanswerable_check_pairs(systems, checked, uc.check_k)
         if pairs:
-            judge = open_llm(cfg.models.judge, cfg.cache_dir)
-            judge.stage = "synth"
-            grades = grade_pairs(judge, pairs, text_of, template=cfg.grading.prompt)
-            judge.release()
-            s = judge.stats.to_dict()
-            stats = s if stats is None else {k: stats[k] + s[k] for k in s}
+            grades = models.use("judge", lambda llm: grade_pairs(llm, pairs, text_of, template=cfg.grading.prompt))
             mark_unanswerable(checked, grades, uc.answerable_grade)
             n_pairs += len(pairs)
         una += new
         tasks = [t for t in tasks if not any(r["kept"] and r["task"] == t for r in una)]
         if not tasks:
             break
-    return una, n_pairs, stats
+    if systems is None:
+        filter_fn()
+    return una, n_pairs
 
 
 def _prompts(cfg: Config) -> list[str]:

@@ -77,13 +77,20 @@ def test_synth_stage_end_to_end_with_real_model(tiny_config, tiny_corpus):
     tiny_config.synth.filter_top_n = 3
     tiny_config.models.question_writer.model = "embedded:qwen2.5-coder-0.5b"
     tiny_config.models.question_writer.max_tokens = 48
+    tiny_config.models.judge.model = "embedded:qwen2.5-coder-0.5b"  # checks the unanswerable candidates
     from spacelm.pipeline import run_stages
 
     res = run_stages(tiny_config, upto="synth")["synth"]
     out = tiny_config.synthetic_dir
     recs = [json.loads(x) for x in (out / "questions.jsonl").read_text().splitlines()]
-    # one call per distinct prompt (the tiny corpus repeats its text, so two chunks can give the same prompt)
-    distinct = len({r["prompt_hash"] for r in recs})
+    # one writer call per distinct prompt, answerable and unanswerable (the tiny corpus repeats its
+    # text, so two chunks can give the same prompt)
+    distinct = len({r["prompt_hash"] for r in recs if r["prompt_hash"]})
+    una = [r for r in recs if not r["answerable"]]
+    assert una and all(r["unanswerable_kind"] in ("out_of_corpus", "strong_claim") for r in una)
+    assert all(r["kept"] == (r.get("check_passed") is True) for r in una)
+    # the judge graded the check pairs (repeated prompts of the tiny corpus are sent once)
+    assert 0 < res["llm_judge"]["calls"] <= res["unanswerable_pairs_graded"]
     assert res["generated"] == 4 and res["llm"]["calls"] == distinct
     for r in recs:
         assert {"qid", "task", "question", "source_chunk_id", "doc_id", "fewshot_ids", "kept", "drop_reason",

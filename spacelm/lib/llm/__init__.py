@@ -1,11 +1,13 @@
-"""Language models: one interface, three backends (one module each), and the cached front end.
+"""Language models: one interface, four backends (one module each), and the cached front end.
 
 - `llamacpp.py`: in-process llama-cpp-python, the embedded CPU default;
 - `openai.py`: any OpenAI-compatible server;
-- `vllm.py`: offline vLLM;
+- `vllm.py`: offline vLLM in process;
+- `vllm_server.py`: a `vllm serve` started for one model phase, spoken to over `openai.py`;
 - `frontend.py`: :class:`LLM`, a backend plus the persistent call cache.
 """
-from .frontend import LLM, CallStats, open_llm
+from .frontend import LLM, CallStats, model_logs, open_llm
 from .types import BackendError, BackendUnavailable, Completion, Request
 
-__all__ = ["LLM", "BackendError", "BackendUnavailable", "CallStats", "Completion", "Request", "open_llm"]
+__all__ = ["LLM", "BackendError", "BackendUnavailable", "CallStats", "Completion", "Request", "model_logs",
+           "open_llm"]

@@ -2,10 +2,12 @@
 call cache, so a warm re-run makes no model call at all."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 from ...config import LLMConfig
 from ..cache import CallCache, request_key
@@ -22,7 +24,24 @@ def _backend_class(name: str):
     if name == "vllm":
         from .vllm import VLLMBackend
         return VLLMBackend
+    if name == "vllm-server":
+        from .vllm_server import VLLMServerBackend
+        return VLLMServerBackend
     raise ValueError(f"unknown backend {name!r}")
+
+
+_LOG_DIR: contextvars.ContextVar[Optional[Path]] = contextvars.ContextVar("spacelm_model_logs", default=None)
+
+
+@contextlib.contextmanager
+def model_logs(folder: Optional[Path]) -> Iterator[None]:
+    """Within the block, models opened by :func:`open_llm` keep their logs (a managed server's
+    output) in `folder`; the pipeline points it at the run folder."""
+    token = _LOG_DIR.set(Path(folder) if folder else None)
+    try:
+        yield
+    finally:
+        _LOG_DIR.reset(token)
 
 
 @dataclass
@@ -42,10 +61,12 @@ class LLM:
 
     `stage` labels the calls so the manifest can report hits and misses per stage."""
 
-    def __init__(self, cfg: LLMConfig, cache: Optional[CallCache] = None, backend: Any = None):
+    def __init__(self, cfg: LLMConfig, cache: Optional[CallCache] = None, backend: Any = None,
+                 log_dir: Optional[Path] = None):
         self.cfg = cfg
         self.cache = cache
         self._backend = backend
+        self.log_dir = log_dir
         self._identity: Optional[dict] = None
         self.stats = CallStats()
         self.stage: Optional[str] = None
@@ -54,7 +75,11 @@ class LLM:
     @property
     def backend(self):
         if self._backend is None:
-            self._backend = _backend_class(self.cfg.backend)(self.cfg)
+            cls = _backend_class(self.cfg.backend)
+            if self.cfg.backend == "vllm-server":
+                self._backend = cls(self.cfg, log_dir=self.log_dir, label=self.stage)
+            else:
+                self._backend = cls(self.cfg)
         return self._backend
 
     @property
@@ -120,8 +145,9 @@ class LLM:
         return results  # type: ignore[return-value]
 
     def release(self) -> None:
-        """Give the model's memory back (the next call loads it again). Stages call this at the
-        end of each model phase, so one model is in memory at a time."""
+        """Give the model's memory back (the next call loads it again): a vLLM engine is shut
+        down, a managed server stopped. Stages call this at the end of each model phase, so one
+        model is in memory at a time."""
         backend, self._backend = self._backend, None
         if backend is not None and hasattr(backend, "close"):
             backend.close()
@@ -137,4 +163,4 @@ def open_llm(cfg: LLMConfig, cache_dir: Optional[Path] = None) -> LLM:
     """An :class:`LLM` for a config, with the call cache in `cache_dir`. The model loads on the
     first call that misses the cache, and is given back by :meth:`LLM.release`."""
     cache = CallCache(Path(cache_dir) / "llm_calls.sqlite") if cache_dir else None
-    return LLM(cfg, cache)
+    return LLM(cfg, cache, log_dir=_LOG_DIR.get())

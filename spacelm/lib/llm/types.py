@@ -60,7 +60,10 @@ def _require(module: str, extra: str):
     """Import a backend's library or raise BackendUnavailable saying how to install it."""
     from ..deps import MissingDependency, require
 
-    hint = 'pip install -e ".[' + extra + ']"' + (" (scripts/setup.sh builds it CPU-safe)" if extra == "llamacpp" else "")
+    hint = 'pip install -e ".[' + extra + ']"' + {
+        "llamacpp": " (scripts/setup.sh builds it CPU-safe)",
+        "vllm": " on a GPU machine; for vLLM's CPU build, `bash scripts/test_vllm.sh` sets up "
+                "~/.cache/spacelm/vllm-venv"}.get(extra, "")
     try:
         return require(module, f"the '{extra}' backend", hint)
     except MissingDependency as e:

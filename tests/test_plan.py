@@ -1,0 +1,211 @@
+"""`spacelm plan` on the tiny corpus: it loads no model, its counts follow from the config
+before anything has run, and after a run (stand-in models and encoder) its exact counts are the
+calls the stages made."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spacelm.lib.llm import LLM, Completion
+from spacelm.plan import plan_run
+
+
+TOPICS = ["conjunction screening", "collision probability", "manoeuvre planning", "orbit determination",
+          "debris tracking", "re-entry prediction", "solar activity", "ground station passes"]
+
+
+def _corpus(raw: Path) -> Path:
+    """Three documents of distinct sentences (no two chunks alike), about 30 chunks of 64 tokens."""
+    raw.mkdir(parents=True, exist_ok=True)
+    for d, name in enumerate(("screening", "tracking", "weather")):
+        sentences = [f"In {name} report {d}, section {i} notes that {TOPICS[(i + d) % len(TOPICS)]} took {i * 7 + d} "
+                     f"hours on satellite {chr(65 + i % 26)}{i}, which the {name} team reviewed." for i in range(40)]
+        (raw / f"{name}.txt").write_text("\n\n".join(" ".join(sentences[j:j + 4]) for j in range(0, 40, 4)))
+    rows = []
+    for task, q in (("direct_qa", "How long did conjunction screening take on satellite B{i}?"),
+                    ("summarization", "Summarise what section {i} of the screening report says.")):
+        for i in range(3):
+            rows.append({"id": f"{task}-{i}", "task": task, "question": q.format(i=i),
+                         "passage": f"section {i} notes that"})
+    (raw / "golden_samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return raw
+
+
+@pytest.fixture
+def cfg(tiny_config, tmp_path):
+    c = tiny_config
+    raw = _corpus(tmp_path / "distinct")
+    c.corpus.raw_dir, c.corpus.golden_samples = str(raw), str(raw / "golden_samples.jsonl")
+    c.synth.tasks, c.synth.n_fewshot, c.synth.max_chunks = ["direct_qa", "summarization"], 2, 2
+    c.synth.with_reference_answer = True
+    c.grading.n_bootstrap = c.answer.n_bootstrap = c.judge_check.n_bootstrap = 50
+    return c
+
+
+def _no_models(monkeypatch):
+    """Every way a model could load fails the test (a GGUF's vocabulary alone may be read)."""
+    import spacelm.lib.llm as llm_pkg
+    import spacelm.lib.llm.frontend as frontend
+    import spacelm.lib.retrieval as retrieval
+
+    def refuse(*a, **kw):
+        raise AssertionError("the plan loaded a model")
+
+    monkeypatch.setattr(llm_pkg, "open_llm", refuse)
+    monkeypatch.setattr(frontend, "_backend_class", refuse)
+    monkeypatch.setattr(retrieval, "Encoder", refuse)
+    try:
+        import sentence_transformers
+        monkeypatch.setattr(sentence_transformers, "SentenceTransformer", refuse)
+    except ImportError:
+        pass
+    try:
+        import llama_cpp
+    except ImportError:
+        return
+    real_init = llama_cpp.Llama.__init__
+
+    def vocab_only(self, *a, **kw):
+        if not kw.get("vocab_only"):
+            raise AssertionError("the plan loaded a model's weights")
+        real_init(self, *a, **kw)
+
+    monkeypatch.setattr(llama_cpp.Llama, "__init__", vocab_only)
+
+
+def _phases(plan: dict) -> dict:
+    return {(p["stage"], p["phase"]): p for p in plan["phases"]}
+
+
+def test_plan_before_any_stage_runs_follows_from_the_config_and_loads_no_model(cfg, monkeypatch):
+    _no_models(monkeypatch)
+    cfg.models.generator.n_ctx = 300  # too small for the answer prompts: warned about
+    plan = plan_run(cfg)
+    ph = _phases(plan)
+    calls = lambda stage, phase: ph[(stage, phase)]["calls"]
+    # synth: 2 chunks x 2 tasks, each question answered; unanswerable: 2 kinds x 2 tasks x per_task 2
+    # (each task has exactly 2 questions, so there is no second round)
+    assert calls("synth", "questions") == 4 and ph[("synth", "questions")]["calls_basis"] == "exact"
+    refs = ph[("synth", "reference answers")]
+    assert refs["calls"] == 4 and refs["calls_basis"] == "upper bound"
+    assert calls("synth", "unanswerable questions, round 1") == 8
+    assert ("synth", "unanswerable questions, round 2") not in ph
+    # each candidate checked against the bm25 and dense top-3 (stand-ins overlapping as little as possible)
+    assert calls("synth", "unanswerable check, round 1") == 8 * 6
+    # grade: 4 questions; its validity pairs (source + a random other document's chunk) again passage first
+    assert calls("grade", "validity pairs, passage first") == 4 * 2
+    # answer: 4 questions x (3 settings + A + B; C asks what B asks) + B on the 8 unanswerable ones
+    assert calls("answer", "answers") == 4 * 5 + 8 and calls("answer", "verification rewrites") == 4
+    # rubrics: standard 2, 3_wrong 3, 5_wrong 1, B and C faithfulness 1 each; negative rejection per unanswerable
+    assert calls("answer", "rubric scores") == 4 * 8 + 8
+    assert calls("answer", "rubric scores, gated refusals") == 8
+    # binary: A 2, B 4, C 3 (its context check is B's, served by the cache)
+    assert calls("answer", "binary judges") == 4 * 9
+    assert ph[("answer", "claim support")]["calls_basis"] == "estimate"
+    assert [(e["stage"], e["role"]) for e in plan["load_order"]] == [
+        ("synth", "question_writer + judge"), ("judge-check", "judge"),  # one engine: same settings
+        ("grade", "judge"), ("answer", "generator"), ("answer", "judge")]
+    assert plan["total"]["calls"] == sum(p["calls"] for p in plan["phases"])
+    assert all(s["would_recompute"] for s in plan["stages"])
+    assert not (cfg.processed_dir / "chunks.jsonl").exists()  # planning writes nothing
+    assert any(w.startswith("answer/answers") and "models.generator.n_ctx = 300" in w for w in plan["warnings"])
+
+
+# --------------------------------------------------------------------------- against a run
+class StandIn:
+    """A model for wiring tests: deterministic replies, every request it receives counted."""
+
+    name = "stand-in"
+    received: list = []
+
+    def complete_many(self, reqs, on_done):
+        for i, r in enumerate(reqs):
+            StandIn.received.append(r)
+            h = int(hashlib.sha256(json.dumps(r.messages).encode()).hexdigest(), 16)
+            if r.choices:
+                on_done(i, Completion(text=r.choices[h % len(r.choices)], prompt_tokens=1, completion_tokens=1))
+            else:
+                on_done(i, Completion(text=f"Operators compare case {h % 10 ** 8} with a threshold [1]. "
+                                           f"They plan manoeuvre number {h % 997} when needed [2].",
+                                      prompt_tokens=1, completion_tokens=1))
+
+
+class HashEncoder:
+    """A dense encoder for wiring tests: hashed bags of words."""
+
+    def __init__(self, *a, **kw):
+        self.encoded = 0
+
+    def _vec(self, t: str) -> np.ndarray:
+        v = np.zeros(64, np.float32)
+        for w in t.lower().split():
+            v[int(hashlib.md5(w.encode()).hexdigest(), 16) % 64] += 1
+        return v / max(1e-9, float(np.linalg.norm(v)))
+
+    def encode_passages(self, texts, progress=None):
+        return np.stack([self._vec(t) for t in texts]) if texts else np.zeros((0, 64), np.float32)
+
+    def encode_queries(self, texts):
+        return self.encode_passages(texts)
+
+
+def test_after_a_run_the_exact_counts_are_the_calls_the_stages_made(cfg, monkeypatch):
+    """Every stage runs with a stand-in model (behind the real front end and call cache) and a
+    stand-in encoder; the plan of the finished run then reads its files: each stage's exact
+    count is the number of requests that reached the model, the upper bounds hold, and the
+    claim estimate (from this run's claims) is close."""
+    import spacelm.lib.llm as llm_pkg
+    import spacelm.lib.retrieval as retrieval
+    from spacelm.lib.cache import CallCache
+    from spacelm.lib.io import read_jsonl
+    from spacelm.pipeline import run_stages
+
+    monkeypatch.setattr(retrieval, "Encoder", HashEncoder)
+    monkeypatch.setattr(llm_pkg, "open_llm",
+                        lambda c, d=None: LLM(c, CallCache(Path(d) / "llm_calls.sqlite") if d else None, StandIn()))
+    cfg.retrieval.systems = ["bm25", "dense", "bm25+rerank", "dense+rerank"]
+    made = {}
+    for stage in ("synth", "retrieve", "judge-check", "grade", "answer"):
+        before = len(StandIn.received)
+        run_stages(cfg, upto=stage)
+        made[stage] = len(StandIn.received) - before
+    StandIn.received.clear()
+    _no_models(monkeypatch)
+    plan = plan_run(cfg)
+    assert not any(s["would_recompute"] for s in plan["stages"])  # read from the run's files
+    per_stage = {s["stage"]: s for s in plan["stages"]}
+    for stage in ("synth", "judge-check", "grade"):
+        assert per_stage[stage]["calls_basis"] == "exact" and per_stage[stage]["calls"] == made[stage], stage
+    ph = [p for p in plan["phases"] if p["stage"] == "answer"]
+    exact = sum(p["calls"] for p in ph if p["calls_basis"] == "exact")
+    answers = list(read_jsonl(cfg.run_dir / "answers.jsonl"))
+    gated = sum(1 for a in answers if a["setting"] == "unanswerable" and not a.get("gate", {}).get("passed", True))
+    checks = sum(len(r["support"]) for r in read_jsonl(cfg.run_dir / "claims.jsonl"))
+    assert exact == made["answer"] - gated - checks
+    planned = {p["phase"]: p["calls"] for p in ph}
+    assert planned.get("rubric scores, gated refusals", 0) >= gated
+    assert abs(planned["claim support"] - checks) <= 1
+
+
+def test_cli_plan_prints_json_and_the_table_reads_it(cfg, monkeypatch, capsys, tmp_path):
+    import yaml
+
+    from spacelm import cli
+    from spacelm.lib.plan import format_plan
+
+    _no_models(monkeypatch)
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(cfg.to_dict()))
+    assert cli.main(["plan", "--config", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {"phases", "stages", "total", "load_order", "tokenizers"} <= set(data)
+    text = format_plan(data)
+    for needle in ("stage total", "engines in load order", "prompt tokens", "completion tokens (max)", "basis",
+                   "1. synth        question_writer"):
+        assert needle in text
+    assert cli.main(["plan", "--config", str(path), "--tokenizer", str(tmp_path / "nothing.json")]) == 2
+    assert "--tokenizer" in capsys.readouterr().err
