@@ -227,8 +227,8 @@ def build_report(cfg) -> Path:
 
 
 def _too_few(n: int, what: str) -> str:
-    return (f"> ⚠ Only {n} {what}: the figures below show that the measurement works; they cannot support a "
-            "conclusion." if n < FINDINGS_MIN_QUESTIONS else "")
+    return (f"> ⚠ Too few questions ({what}): the figures below show that the measurement works; they cannot "
+            "support a conclusion." if n < FINDINGS_MIN_QUESTIONS else "")
 
 
 def answerability_section(cfg) -> list[str]:
@@ -260,7 +260,8 @@ def answerability_section(cfg) -> list[str]:
             "is returned without calling the generator). A refusal is recognised by phrase; the judge's "
             "negative-rejection score (≥ 4 = declines) is shown beside it. 95% bootstrap CIs over questions.", "",
             judge_banner(cfg, "table2", ["negative_rejection"]), ""]
-    warn = _too_few(n_una, "unanswerable questions")
+    n_ans = int(a.n_answerable.iloc[0]) if len(a) else 0
+    warn = _too_few(min(n_ans, n_una), f"{n_ans} answerable, {n_una} unanswerable")
     if warn:
         out += [warn, ""]
     rows = ["| gate | answer rate | refusal precision | refusal recall | refusal F1 | false-refusal rate | "
