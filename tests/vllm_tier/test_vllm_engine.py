@@ -201,8 +201,9 @@ def check_one_engine_at_a_time(watch: TreeWatch, label: str) -> list[dict]:
     assert most == 1, f"{label}: {most} engines alive at once"
     assert watch.samples[-1][1] == 0, f"{label}: an engine outlived the run"
     for e in eps:
-        if e["after_gib"] is not None:  # memory comes back near where it was before the engine
-            assert e["after_gib"] - e["before_gib"] < 0.6, f"{label}: memory did not come back: {e}"
+        assert e["peak_gib"] - e["before_gib"] > 1.0, f"{label}: no engine in memory? {e}"
+        if e["after_gib"] is not None:  # memory comes back to where it was before the engine started
+            assert e["after_gib"] - e["before_gib"] < 0.25, f"{label}: memory did not come back: {e}"
     return eps
 
 
@@ -229,7 +230,6 @@ def test_in_process_engine_grade_and_answer(base, tiny_generator):
     # question writer, grade's judge, answer's generator then judge: four engines, one after the other
     assert len(eps) == 4, eps
     assert eps[2]["peak_gib"] < eps[3]["peak_gib"], "the tiny generator should need less memory than the judge"
-    assert all(e["peak_gib"] - e["before_gib"] > 1.0 for e in eps), eps  # the engines were really there
     record("vllm", {"cold_seconds": round(cold_s, 1), "episodes": eps})
     for stage in ("grade", "answer"):  # warm: recomputed, every call from the cache, no engine started
         warm, watch, _ = spacelm([stage, "--config", str(cfg), "--force"])
