@@ -2,7 +2,7 @@
 GGUF models exported once to a folder, the engine shut down on release, and the managed
 server's command line, start, health wait, bounded concurrency, log and stop, the server being
 a small stand-in HTTP server started the same way as `vllm serve`. The real engine and server
-run in tests/vllm/ (marked `vllm`)."""
+run in tests/vllm_tier/ (marked `vllm`)."""
 from __future__ import annotations
 
 import hashlib

@@ -1,7 +1,7 @@
 """One model in memory at a time: the model stages on `backend: vllm` with a stand-in for the
 `vllm` package whose engine refuses to start while another engine is alive (alive from
 construction until its engine-core client is shut down, as in vLLM 0.10-0.32). Checks our
-phases and release, not a model; the real engine is exercised in tests/vllm/."""
+phases and release, not a model; the real engine is exercised in tests/vllm_tier/."""
 from __future__ import annotations
 
 import json
