@@ -22,7 +22,7 @@ import numpy as np
 
 from .citations import format_context
 from .names import RUBRICS
-from .stats import bootstrap_ci, bootstrap_cis
+from .stats import bootstrap_ci
 
 REFUSAL = re.compile(
     r"cannot be found|can ?not be (?:answered|determined)|not (?:contain|include|mention|provide)[a-z]* (?:the |any |enough )?"
@@ -274,7 +274,7 @@ def pipelines_table(items: list[dict], n_boot: int = 1000, seed: int = 0):
     latency, claim-level support and overall pass, each share with its n and 95% bootstrap CI."""
     import pandas as pd
 
-    from .claims import answer_counts, claim_metrics
+    from .claims import claim_summary
 
     rows = []
     pitems = [it for it in items if it["pipeline"] != "table2" and it.get("answerable", True)]
@@ -295,16 +295,9 @@ def pipelines_table(items: list[dict], n_boot: int = 1000, seed: int = 0):
                     "answers_with_valid_citation": round(float(np.mean([it["citation"].get("n_valid", 0) > 0
                                                                         for it in its])), 3),
                     "refusal_rate": round(float(np.mean([it["refusal"] for it in its])), 3)})
-        judged = [it for it in its if "claims" in it]
-        counts = [answer_counts(it) for it in judged]
-        m = claim_metrics(counts) if counts else {}
-        ci = bootstrap_cis(counts, claim_metrics, n_boot, seed) if counts else {}
-        for k in ("claim_faithfulness", "citation_precision", "citation_recall"):
-            v = m.get(k, float("nan"))
-            lo, hi = ci.get(k, (float("nan"), float("nan")))
-            row[k] = None if np.isnan(v) else round(v, 3)
-            row[f"{k}_ci_low"], row[f"{k}_ci_high"] = (None if np.isnan(x) else round(x, 3) for x in (lo, hi))
-        row["n_claims"] = sum(c["claims"] for c in counts) if counts else 0
+        claims = claim_summary(its, n_boot, seed)
+        claims.pop("n_citations")
+        row.update({k: v for k, v in claims.items() if k != "n_claims"}, n_claims=claims["n_claims"])
         row.update({"latency_p50_s": round(float(np.percentile(lat, 50)), 2),
                     "latency_p95_s": round(float(np.percentile(lat, 95)), 2)})
         rows.append(row)

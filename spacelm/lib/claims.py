@@ -128,19 +128,25 @@ def claim_metrics(counts: Sequence[dict]) -> dict:
             "citation_recall": div(tot["claims_with_support"], tot["claims"])}
 
 
+def claim_summary(items: Sequence[dict], n_boot: int, seed: int) -> dict:
+    """The three metrics over the answers that were split into claims, each with its 95% bootstrap
+    CI over answers (None where undefined), and the numbers of claims and citations."""
+    counts = [answer_counts(it) for it in items if "claims" in it]
+    m = claim_metrics(counts)
+    ci = bootstrap_cis(counts, claim_metrics, n_boot, seed)
+    r = lambda x: None if np.isnan(x) else round(x, 3)
+    row = {"n_claims": sum(c["claims"] for c in counts), "n_citations": sum(c["citations"] for c in counts)}
+    for k, v in m.items():
+        row[k] = r(v)
+        row[f"{k}_ci_low"], row[f"{k}_ci_high"] = (r(x) for x in ci[k])
+    return row
+
+
 def claim_table(items: Sequence[dict], group: str, n_boot: int, seed: int) -> list[dict]:
     """Per value of `group` ("setting" or "pipeline"): the three metrics with bootstrap CIs over
     answers, the number of answers and claims."""
     out = []
     for g in sorted({it[group] for it in items if "claims" in it}):
         its = [it for it in items if it[group] == g and "claims" in it]
-        counts = [answer_counts(it) for it in its]
-        m = claim_metrics(counts)
-        ci = bootstrap_cis(counts, claim_metrics, n_boot, seed)
-        row = {group: g, "n_answers": len(its), "n_claims": sum(c["claims"] for c in counts),
-               "n_citations": sum(c["citations"] for c in counts)}
-        for k, v in m.items():
-            row[k] = None if np.isnan(v) else round(v, 3)
-            row[f"{k}_ci_low"], row[f"{k}_ci_high"] = (None if np.isnan(x) else round(x, 3) for x in ci[k])
-        out.append(row)
+        out.append({group: g, "n_answers": len(its), **claim_summary(its, n_boot, seed)})
     return out

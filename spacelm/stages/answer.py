@@ -75,11 +75,10 @@ def build(cfg: Config, out) -> dict:
     judge = open_llm(cfg.models.judge, cfg.cache_dir)
     judge.stage = "answer"
     judge_rubrics(judge, items, text_of)
-    gated_refusals = [dict(it, answer=REFUSAL_TEXT, scores={}, expected_scores={}, raw_judge={})
-                      for it in items if it["setting"] == "unanswerable" and not it.get("gate", {}).get("passed", True)]
+    gated = [it for it in items if it["setting"] == "unanswerable" and not it.get("gate", {}).get("passed", True)]
+    gated_refusals = [dict(it, answer=REFUSAL_TEXT, scores={}, expected_scores={}, raw_judge={}) for it in gated]
     judge_rubrics(judge, gated_refusals, text_of)
-    for g, it in zip(gated_refusals, [it for it in items if it["setting"] == "unanswerable"
-                                      and not it.get("gate", {}).get("passed", True)]):
+    for g, it in zip(gated_refusals, gated):
         it["gated_scores"] = g["scores"]
     if cfg.answer.binary_judges:
         judge_binary(judge, [it for it in items if it["pipeline"] != "table2" and it["answerable"]], text_of)
