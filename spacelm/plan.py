@@ -341,7 +341,7 @@ def _synth_unanswerable(p: Planner, inp: Inputs, answerable: list, gold_una: lis
             if round_ == 0:
                 kept = [dict(r, kept=True) for r in new]
         written += new
-        if pairs:
+        if pairs:  # upper bound when not known: the check stops at a candidate's first answering passage
             with p.engine("synth", "judge", note=later) as j:
                 with j.phase(f"unanswerable check, round {round_ + 1}", basis, pseudo_passages=not known):
                     grade_pairs(j.llm, pairs, text_of, template=cfg.grading.prompt)
@@ -365,8 +365,11 @@ def plan_judge_check(p: Planner, inp: Inputs, cfg_q: Config) -> None:
             with j.phase(f"labelled pairs: {name}"):
                 grade_pairs(j.llm, pairs, passages, template=cfg.grading.prompt)
             if two_orders:
+                from .stages.judge_check import bias_sample
+
+                sub = pairs if cfg.grading.debias == "both_orders" else bias_sample(pairs, jc.position_bias_queries)
                 with j.phase(f"labelled pairs: {name}, passage first"):
-                    grade_pairs(j.llm, pairs, passages, template=cfg.grading.prompt + "_swapped")
+                    grade_pairs(j.llm, sub, passages, template=cfg.grading.prompt + "_swapped")
 
         for src in jc.sources:
             d = cfg.path(src.path)

@@ -8,7 +8,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
 from ..lib.bibliography import BibliographyRules
 from ..lib.gate import CONFIRMATION_PATTERNS, STRONG_CLAIM_PATTERNS
@@ -105,7 +105,10 @@ class RerankerConfig:
 class RetrievalConfig:
     systems: list[str] = field(default_factory=lambda: ["bm25", "dense", "bm25+rerank", "dense+rerank", "hybrid"])
     k_values: list[int] = field(default_factory=lambda: [3, 5, 7, 10])
-    pool: int = 100
+    # the reranker's pool: the first stage's top-`pool` passages are rescored. A number below 1 is a
+    # share of the corpus (0.1: a tenth of the chunks), so the first stage still decides what the
+    # reranker sees; never fewer than the largest k. Rankings are stored to this depth.
+    pool: Union[int, float] = 0.1
     near_page_window: int = 1
     bm25: BM25Config = field(default_factory=BM25Config)
     dense: DenseConfig = field(default_factory=DenseConfig)
@@ -303,6 +306,9 @@ class JudgeCheckConfig:
     controls: bool = True
     n_controls: int = 6  # questions; each gives one good/bad control pair per rubric
     position_bias: bool = True  # grade the check pairs passage-first too
+    # ... only those of the first N queries of each source (null: every pair); ignored when
+    # grading.debias is both_orders, which needs every pair in both orders
+    position_bias_queries: Optional[int] = None
     n_bootstrap: int = 1000
     # verdicts: "too few pairs to tell" below min_pairs or when the AUC's CI is wider than max_ci_width;
     # else "fails" below fail_auc, "valid" at valid_auc and valid_kappa or above, "weak" between

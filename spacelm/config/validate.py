@@ -37,14 +37,14 @@ def validate(cfg: Config, source: str) -> None:
         need(lo <= v <= hi, key, f"must be between {lo} and {hi}, got {v!r}")
 
     # counts and sizes
-    for key in ("chunking.max_tokens", "retrieval.pool", "retrieval.hybrid.depth", "retrieval.dense.batch_size",
+    for key in ("chunking.max_tokens", "retrieval.hybrid.depth", "retrieval.dense.batch_size",
                 "retrieval.reranker.batch_size", "synth.filter_top_n", "synth.min_question_words",
                 "grading.n_bootstrap", "answer.n_bootstrap", "answer.retrieve_k"):
         at_least(key, 1)
     for key in ("seed", "ingest.min_doc_chars", "synth.n_fewshot", "retrieval.near_page_window",
                 "retrieval.hybrid.rrf_k", "retrieval.bm25.k1"):
         at_least(key, 0)
-    for key in ("synth.max_chunks", "grading.max_questions", "answer.max_questions", "retrieval.dense.max_seq_length"):
+    for key in ("judge_check.position_bias_queries", "synth.max_chunks", "grading.max_questions", "answer.max_questions", "retrieval.dense.max_seq_length"):
         at_least(key, 1, optional=True)
     within("retrieval.bm25.b", 0, 1)
     within("ingest.garbled_threshold", 0, 1)
@@ -56,12 +56,20 @@ def validate(cfg: Config, source: str) -> None:
          "chunking.overlap", "must be a ratio in [0, 1) or a token count below chunking.max_tokens")
     # k values: positive, and within what the first stage returns
     pool = cfg.retrieval.pool
+    if isinstance(pool, float):
+        need(0 < pool < 1, "retrieval.pool", f"must be a whole number of passages (>= 1) or a share of the corpus "
+                                             f"between 0 and 1, got {pool!r}")
+    else:
+        need(pool >= 1, "retrieval.pool", f"must be >= 1 (or a share of the corpus below 1), got {pool!r}")
+    limit = pool if isinstance(pool, int) else None  # a share is resolved against the corpus at retrieval
     for key in ("retrieval.k_values", "grading.top_k"):
         ks = _get(cfg, key)
         need(len(ks) > 0, key, "must hold at least one k")
         for k in ks:
-            need(1 <= k <= pool, key, f"must hold integers from 1 to retrieval.pool ({pool}), got {k!r}")
-    need(cfg.answer.retrieve_k <= pool, "answer.retrieve_k", f"must be <= retrieval.pool ({pool})")
+            need(isinstance(k, int) and 1 <= k <= (limit or k), key,
+                 f"must hold integers from 1 to retrieval.pool ({pool}), got {k!r}")
+    need(cfg.answer.retrieve_k <= (limit or cfg.answer.retrieve_k), "answer.retrieve_k",
+         f"must be <= retrieval.pool ({pool})")
     # names
     for s in cfg.retrieval.systems:
         need(s in SYSTEMS, "retrieval.systems", f"holds unknown system {s!r} (choose from {sorted(SYSTEMS)})")

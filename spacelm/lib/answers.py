@@ -21,6 +21,7 @@ from typing import Optional
 import numpy as np
 
 from .citations import format_context
+from .judging import p_yes
 from .names import RUBRICS
 from .stats import bootstrap_ci
 
@@ -123,12 +124,14 @@ def judge_binary(judge, items: list[dict], text_of: dict, checks=None) -> None:
                 todo.append(("context_relevant", f"Passages:\n{ctx}",
                              "Do the passages contain the information needed to answer the question?"))
         for name, material, check in todo:
+            # one constrained token: the verdict and P(yes) from a single forward pass, no reason
+            # generated (a written reason cost ~4 s of decoding per call on the CPU default)
             reqs.append(Request(messages=render("judge_binary", question=it["question"], material=material, check=check),
-                                max_tokens=60))
+                                choices=["yes", "no"], max_tokens=1))
             where.append((it, name))
     for (it, name), comp in zip(where, judge.chat_many(reqs, progress="binary judges")):
-        verdict, reason = parse_binary(comp.text)
-        it["binary"][name] = {"verdict": verdict, "reason": reason, "raw": comp.text}
+        verdict, _ = parse_binary(comp.text)
+        it["binary"][name] = {"verdict": verdict, "p_yes": p_yes(comp), "raw": comp.text}
 
 
 # --------------------------------------------------------------------------- generation

@@ -19,6 +19,7 @@ import numpy as np
 
 from .citations import MARKER, cited_markers, format_context, strip_markers
 from .gate import split_sentences
+from .judging import p_yes
 from .stats import bootstrap_cis
 
 MIN_CLAIM_WORDS = 3
@@ -97,15 +98,6 @@ def judge_claims(judge, items: Sequence[dict], text_of: dict, style: str = "numb
         rows.append({"qid": it["qid"], "setting": it["setting"], "pipeline": it["pipeline"],
                      "answerable": it.get("answerable", True), **row})
     return rows
-
-
-def p_yes(comp) -> Optional[float]:
-    """P(yes) from the option probabilities, or 1/0 from the text when the backend gives none;
-    None when the answer is neither."""
-    if comp.choice_probs and "yes" in comp.choice_probs:
-        return float(comp.choice_probs["yes"])
-    t = (comp.text or "").strip().lower()
-    return 1.0 if t.startswith("yes") else 0.0 if t.startswith("no") else None
 
 
 def answer_counts(item: dict) -> dict:

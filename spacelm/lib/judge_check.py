@@ -354,7 +354,7 @@ def controls_table(results: list[dict], th) -> "pd.DataFrame":
 def score_controls(judge, controls: list[dict], text_of: dict) -> list[dict]:
     """Judge the good and the bad answer of every control with the same prompts as Table 2, the
     binary judges and the claim-support judge; rows: the control plus good_score, bad_score
-    (1-5 expected score, 1/0 for yes/no, P(supported) for claims; None when unparseable)."""
+    (1-5 expected score, P(yes) for yes/no judges, P(supported) for claims; None when unparseable)."""
     from .answers import JUDGE_STYLE, judge_binary, judge_rubrics
     from .claims import judge_claims
 
@@ -381,8 +381,8 @@ def score_controls(judge, controls: list[dict], text_of: dict) -> list[dict]:
             ps = [c["p_supported"] for c in it.get("claims", []) if c["p_supported"] is not None]
             s = float(np.mean(ps)) if ps else None
         else:
-            v = it["binary"].get(rubric, {}).get("verdict")
-            s = None if v is None else float(v)
+            b = it["binary"].get(rubric, {})  # P(yes) when the backend gives it, else the verdict
+            s = b.get("p_yes") if b.get("p_yes") is not None else None if b.get("verdict") is None else float(b["verdict"])
         row = out.setdefault(id(c), {k: v for k, v in c.items()})
         row[f"{it['_which']}_score"] = s
     return list(out.values())

@@ -51,3 +51,12 @@ def judgement_from(comp: Completion, lo: int, hi: int) -> Judgement:
 
 def score_choices(lo: int, hi: int) -> list[str]:
     return [str(i) for i in range(lo, hi + 1)]
+
+
+def p_yes(comp) -> Optional[float]:
+    """P(yes) from the option probabilities, or 1/0 from the text when the backend gives none;
+    None when the answer is neither."""
+    if comp.choice_probs and "yes" in comp.choice_probs:
+        return float(comp.choice_probs["yes"])
+    t = (comp.text or "").strip().lower()
+    return 1.0 if t.startswith("yes") else 0.0 if t.startswith("no") else None

@@ -231,13 +231,35 @@ def unanswerable_check_pairs(systems: dict, records: list[dict], k: int) -> list
     candidate (and per golden unanswerable question, to measure the check on human labels)."""
     todo = [r for r in records if r["drop_reason"] is None and not r["answerable"]]
     tops: dict = {r["qid"]: [] for r in todo}
-    for name in sorted(systems):
-        for r, ranking in zip(todo, systems[name].search([r["question"] for r in todo], k)):
-            for d, _ in ranking:
-                if d not in tops[r["qid"]]:
-                    tops[r["qid"]].append(d)
+    found = {name: systems[name].search([r["question"] for r in todo], k) for name in sorted(systems)}
+    for rank in range(k):  # by rank across systems: the passages most likely to answer come first
+        for name in sorted(systems):
+            for r, ranking in zip(todo, found[name]):
+                if rank < len(ranking) and ranking[rank][0] not in tops[r["qid"]]:
+                    tops[r["qid"]].append(ranking[rank][0])
     return [{"qid": r["qid"], "question": r["question"], "chunk_id": d, "purpose": ["unanswerable_check"]}
             for r in todo for d in tops[r["qid"]]]
+
+
+def check_waves(pairs: list[dict], grade, answerable_grade: int, full: set = frozenset()) -> list[dict]:
+    """Grade the check pairs a passage at a time: wave j grades the j-th passage of every
+    question not yet answered (`grade(pairs) -> grades`). A candidate is dropped as soon as one
+    passage answers it, so its remaining passages are never graded; the verdict is the same
+    as grading them all. Questions in `full` (the golden ones, which measure the check) get
+    every passage graded."""
+    by_q: dict = {}
+    for p in pairs:
+        by_q.setdefault(p["qid"], []).append(p)
+    grades, answered, wave = [], set(), 0
+    while True:
+        batch = [ps[wave] for q, ps in by_q.items() if wave < len(ps) and (q in full or q not in answered)]
+        if not batch:
+            return grades
+        for g in grade(batch):
+            grades.append(g)
+            if g["grade"] is not None and g["grade"] >= answerable_grade:
+                answered.add(g["qid"])
+        wave += 1
 
 
 def mark_unanswerable(records: list[dict], grades: list[dict], answerable_grade: int) -> None:

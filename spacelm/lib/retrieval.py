@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict
 from pathlib import Path
 from typing import Optional, Protocol, Sequence
@@ -297,6 +298,24 @@ class RerankedRetriever:
         return [sorted(zip(pool, s), key=lambda p: (-p[1], p[0]))[:k] for pool, s in zip(pools, scores)]
 
 
+def pool_size(pool: float, n_passages: int, k_values: Sequence[int] = ()) -> int:
+    """The reranker's pool in passages: `pool` itself when it is a whole number, else that share
+    of the corpus rounded up; never fewer than the largest k, never more than the corpus."""
+    n = int(pool) if isinstance(pool, int) else math.ceil(pool * n_passages)
+    return max(1, min(max([n, *k_values]), max(n_passages, 1)))
+
+
+def identical_lists(rankings: dict, qids: Sequence[str], k: int,
+                    systems: tuple[str, str] = ("bm25+rerank", "dense+rerank")) -> Optional[float]:
+    """Share of questions for which two systems return the same top-k in the same order: 1.0
+    for the two reranked systems means the pool was so large the first stage did not matter."""
+    a, b = (rankings.get(s) for s in systems)
+    if a is None or b is None or not qids:
+        return None
+    same = [[d for d, _ in a[q][:k]] == [d for d, _ in b[q][:k]] for q in qids]
+    return round(sum(same) / len(same), 4)
+
+
 def make_reranker(cfg: RerankerConfig, texts: dict[str, str], cache_dir: Optional[Path] = None, llm=None):
     if cfg.kind == "biencoder":
         return BiEncoderReranker(Encoder(cfg.model, cfg.batch_size, cfg.query_prefix, cfg.passage_prefix, cache_dir), texts)
@@ -327,7 +346,7 @@ def build_systems(cfg, ids: Sequence[str], texts: Sequence[str], names: Optional
         if n.endswith("+rerank"):
             if reranker is None:
                 reranker = make_reranker(cfg.reranker, dict(zip(ids, texts)), cache_dir, llm)
-            systems[n] = RerankedRetriever(base[n.split("+")[0]], reranker, cfg.pool)
+            systems[n] = RerankedRetriever(base[n.split("+")[0]], reranker, pool_size(cfg.pool, len(ids), cfg.k_values))
         else:
             systems[n] = base[n]
     return systems

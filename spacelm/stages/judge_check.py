@@ -44,6 +44,14 @@ def _not_run(name: str, path: str, why: str) -> dict:
             **{k: None for k in RELEVANCE_KEYS}}
 
 
+def bias_sample(pairs: list[dict], n_queries) -> list[dict]:
+    """The pairs re-graded passage first: all, or those of the first `n_queries` queries."""
+    if n_queries is None:
+        return pairs
+    keep = set(sorted({p["qid"] for p in pairs})[:n_queries])
+    return [p for p in pairs if p["qid"] in keep]
+
+
 def _check(cfg: Config, judge, name: str, pairs: list[dict], passages: dict, graded: bool, plots: Path) -> tuple:
     """Grade `pairs` (both orders when asked), measure agreement, give the verdict."""
     from ..lib.judge_check import agreement, mean_of_orders, position_bias, verdict
@@ -52,19 +60,23 @@ def _check(cfg: Config, judge, name: str, pairs: list[dict], passages: dict, gra
 
     jc = cfg.judge_check
     rows = grade_pairs(judge, pairs, passages, template=cfg.grading.prompt)
-    two_orders = jc.position_bias or cfg.grading.debias == "both_orders"
-    swapped = grade_pairs(judge, pairs, passages, template=cfg.grading.prompt + "_swapped") if two_orders else []
-    for r, p in zip(rows + swapped, pairs + pairs):
+    debias = cfg.grading.debias == "both_orders"
+    two_orders = jc.position_bias or debias
+    sub = pairs if debias else bias_sample(pairs, jc.position_bias_queries)
+    swapped = grade_pairs(judge, sub, passages, template=cfg.grading.prompt + "_swapped") if two_orders else []
+    for r, p in zip(rows + swapped, pairs + sub):
         r.update(source=name, label=p["label"], kind=p["kind"])
     single = agreement(rows, jc.n_bootstrap, cfg.seed, graded)
-    debiased = agreement(mean_of_orders(rows, swapped), jc.n_bootstrap, cfg.seed, graded) if swapped else None
-    debias = cfg.grading.debias == "both_orders"
+    keys = {(p["qid"], p["chunk_id"]) for p in sub}
+    rows_sub = [r for r in rows if (r["qid"], r["chunk_id"]) in keys]
+    single_sub = single if len(rows_sub) == len(rows) else agreement(rows_sub, jc.n_bootstrap, cfg.seed, graded)
+    debiased = agreement(mean_of_orders(rows_sub, swapped), jc.n_bootstrap, cfg.seed, graded) if swapped else None
     m = dict(debiased if debias else single)  # the figures of the grades Table 1 uses
     m["verdict"], m["verdict_reason"] = verdict(m, jc)
     m.update(source=name, run=True, grading_mode="mean of both orders" if debias else "question first (as Table 1)")
     if swapped:
         pb = position_bias(rows, swapped)
-        for label, a in (("question_first", single), ("both_orders", debiased)):
+        for label, a in (("question_first", single_sub), ("both_orders", debiased)):
             pb[label] = {k: a.get(k) for k in ("auc", "auc_ci", "kappa_binary", "kappa_binary_ci", "kappa_weighted",
                                                "accuracy")}
         pb["both_orders_cost"] = "two judge calls per pair instead of one"

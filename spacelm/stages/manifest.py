@@ -105,7 +105,53 @@ class Manifest:
         self.data["finished"] = now()
         stages = self.data["stages"].values()
         self.data["total_seconds"] = round(sum(s.get("wall_seconds", s.get("seconds", 0)) for s in stages), 3)
+        self.data["model_time"] = model_time(self.data["stages"], self.data["total_seconds"])
         self.save()
 
     def save(self) -> None:
         write_json(self.path, self.data)
+
+
+# stage -> (its summary key with the call statistics, the unit, the summary keys counting units)
+UNITS = {
+    "synth": [("llm", "question written (with its reference answer)", ("generated", "unanswerable_generated")),
+              ("llm_judge", "unanswerable check pair", ("unanswerable_pairs_graded",))],
+    "judge-check": [("llm", "judge call (labelled pair or control)", ())],
+    "grade": [("llm", "graded pair", ())],
+    "answer": [("llm_generator", "answer written (or rewritten)", ()),
+               ("llm_judge", "answer judged (all its rubric, binary and claim calls)", ("answers",))],
+}
+
+
+def model_time(stages: dict, total_seconds: float) -> dict:
+    """Where a run's time went: seconds in model calls (made by this run, and as recorded for
+    every result used, cached ones included), the share of the wall time in model calls, the
+    wall time the same results would take cold (each stage's time outside model calls plus its
+    recorded model time; a skipped stage counts as when it was computed), and the model time per
+    unit (per question written, graded pair, answer)."""
+    made = recorded = cold = 0.0
+    per_unit = []
+    for name, summary in stages.items():
+        skipped = bool(summary.get("skipped"))
+        wall = summary.get("computed_seconds", 0.0) if skipped else summary.get("wall_seconds", summary.get("seconds", 0.0))
+        stage_made = stage_rec = 0.0
+        for key, unit, count_keys in UNITS.get(name, []):
+            st = summary.get(key)
+            if not isinstance(st, dict) or "model_seconds" not in st:
+                continue
+            rec = st.get("recorded_seconds", st["model_seconds"])
+            stage_made += st["model_seconds"]
+            stage_rec += rec
+            n = sum(summary.get(k) or 0 for k in count_keys) if count_keys else st["calls"] + st["cache_hits"]
+            if n:
+                per_unit.append({"stage": name, "unit": unit, "n": n, "model_seconds": round(rec, 1),
+                                 "seconds_per_unit": round(rec / n, 2),
+                                 "calls_per_unit": round((st["calls"] + st["cache_hits"]) / n, 2)})
+        made += 0.0 if skipped else stage_made
+        recorded += stage_rec
+        cold += max(0.0, (wall or 0.0) - stage_made) + stage_rec
+    return {"model_seconds_this_run": round(made, 1), "model_seconds_recorded": round(recorded, 1),
+            "model_share_of_wall": round(made / total_seconds, 3) if total_seconds and made else None,
+            "cold_seconds_estimate": round(cold, 1),
+            "model_share_cold_estimate": round(recorded / cold, 3) if cold and recorded else None,
+            "per_unit": per_unit}

@@ -151,6 +151,17 @@ def judge_check_section(cfg) -> list[str]:
     return out + [""]
 
 
+def pool_text(r, stages: dict) -> str:
+    """The reranker's pool as the run resolved it (a share of the corpus becomes a count)."""
+    ret = stages.get("retrieve", {})
+    if "rerank_pool" not in ret:
+        return f"top-{r.pool}" if isinstance(r.pool, int) else f"top {r.pool:.0%} of the chunks"
+    same = ret.get("reranked_lists_identical")
+    return (f"top-{ret['rerank_pool']} ({ret['rerank_pool_share']:.0%} of {ret['corpus_chunks']} chunks)"
+            + ("" if same is None else f"; bm25+rerank and dense+rerank return the same top-10 for {same:.0%} "
+               "of the questions"))
+
+
 def build_report(cfg) -> Path:
     """Write `results/<run>/report.md` from the files the stages wrote (run it last)."""
     run = cfg.run_dir
@@ -178,7 +189,7 @@ def build_report(cfg) -> Path:
                          f"sha256 `{(m.get('sha256') or '-')[:16]}…`")
     r = cfg.retrieval
     lines += [f"- retrieval: BM25 (bm25s {r.bm25.method}, k1={r.bm25.k1}, b={r.bm25.b}); dense `{r.dense.model}`; "
-              f"reranker {r.reranker.kind} `{r.reranker.model}` over the top-{r.pool}", ""]
+              f"reranker {r.reranker.kind} `{r.reranker.model}` over the first stage's {pool_text(r, stages)}", ""]
     ing = stages.get("ingest", {})
     lines += ["## Corpus", "", f"{ing.get('documents', '?')} documents, {ing.get('pages', '?')} pages, "
               f"{ing.get('words', '?')} words; {stages.get('chunk', {}).get('chunks', '?')} chunks of at most "

@@ -7,7 +7,7 @@ import time
 from ..config import Config
 from ..lib.io import write_dataframe, write_jsonl
 from ..lib.metrics import compare, evaluate, mean_rows, metric_names, source_diagnostics
-from ..lib.retrieval import build_systems
+from ..lib.retrieval import build_systems, identical_lists, pool_size
 from .base import Stage, execute
 from .data import chunks_path, golden_path, load_chunks, load_questions, questions_path, rankings_path
 
@@ -40,7 +40,8 @@ def build(cfg: Config, out) -> dict:
     qrels = {q["qid"]: {q["source_chunk_id"]: 1} for q in questions}
     src = {q["qid"]: {"chunk_id": q["source_chunk_id"], "doc_id": q["doc_id"], "page_start": q["page_start"],
                       "page_end": q["page_end"]} for q in questions}
-    depth = max(rc.pool, max(rc.k_values))
+    pool = pool_size(rc.pool, len(ids), rc.k_values)
+    depth = max(pool, max(rc.k_values), cfg.answer.retrieve_k)
     metrics = metric_names(rc.k_values)
     summary_rows, per_query, rankings_rows, all_rankings, timings = [], [], [], {}, {}
     for name, system in systems.items():
@@ -51,6 +52,7 @@ def build(cfg: Config, out) -> dict:
         ev = evaluate(qrels, rankings, metrics, per_query=True)
         diag = source_diagnostics(rankings, src, meta, rc.k_values, rc.near_page_window)
         summary_rows.append({"system": name, "n_queries": len(qids), "n_unanswerable_left_out": len(unanswerable),
+                             "rerank_pool": pool if name.endswith("+rerank") else None,
                              **ev["mean"], **mean_rows(diag), "search_seconds": timings[name]})
         for q in questions:
             r = rankings[q["qid"]]
@@ -75,7 +77,9 @@ def build(cfg: Config, out) -> dict:
     write_dataframe(sig.round(4), out(sig_path))
     recall_curve(summary, rc.k_values, out(plot))
     best = summary.sort_values(f"ndcg@{k_main}", ascending=False).iloc[0]
-    return {"questions": len(qids), "unanswerable_left_out": len(unanswerable), "question_origin": sorted({q["origin"] for q in questions}),
+    return {"rerank_pool": pool, "rerank_pool_share": round(pool / len(ids), 4), "corpus_chunks": len(ids),
+            "reranked_lists_identical": identical_lists(all_rankings, qids, max(rc.k_values)),
+            "questions": len(qids), "unanswerable_left_out": len(unanswerable), "question_origin": sorted({q["origin"] for q in questions}),
             "systems": list(systems),
             f"best_ndcg@{k_main}": {"system": best["system"], "value": round(float(best[f'ndcg@{k_main}']), 4)},
             "search_seconds": timings}

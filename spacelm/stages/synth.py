@@ -7,8 +7,8 @@ from ..config import Config
 from ..lib.golden import load_golden, locate_samples
 from ..lib.io import write_dataframe, write_jsonl
 from ..lib.relevance import grade_pairs
-from ..lib.questions import (add_reference_answers, export_beir, export_hf, generate_questions, generate_unanswerable,
-                             golden_unanswerable, mark_unanswerable, plan_generation, plan_unanswerable,
+from ..lib.questions import (add_reference_answers, check_waves, export_beir, export_hf, generate_questions,
+                             generate_unanswerable, golden_unanswerable, mark_unanswerable, plan_generation, plan_unanswerable,
                              retention_table, retrieval_filter, unanswerable_check_pairs, unanswerable_table)
 from .base import Stage, execute
 from .data import chunks_path, golden_path, load_chunks, questions_path
@@ -133,9 +133,12 @@ def unanswerable_rounds(cfg: Config, models: ModelTurns, records: list[dict], ch
         checked = new + (golden if round_ == 0 else [])
         pairs = unanswerable_check_pairs(systems, checked, uc.check_k)
         if pairs:
-            grades = models.use("judge", lambda llm: grade_pairs(llm, pairs, text_of, template=cfg.grading.prompt))
+            golden_ids = {r["qid"] for r in checked if r.get("origin") == "golden"}
+            grades = models.use("judge", lambda llm: check_waves(
+                pairs, lambda batch: grade_pairs(llm, batch, text_of, template=cfg.grading.prompt),
+                uc.answerable_grade, golden_ids))
             mark_unanswerable(checked, grades, uc.answerable_grade)
-            n_pairs += len(pairs)
+            n_pairs += len(grades)
         una += new
         tasks = [t for t in tasks if not any(r["kept"] and r["task"] == t for r in una)]
         if not tasks:

@@ -8,11 +8,21 @@ from spacelm.config import ConfigError, from_dict, load_config, parse_override
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("name", ["quick.yaml", "paper.yaml"])
+@pytest.mark.parametrize("name", ["quick.yaml", "standard.yaml", "paper.yaml"])
 def test_shipped_configs_load(name):
     cfg = load_config(ROOT / "configs" / name)
     assert cfg.root == str(ROOT)
-    assert cfg.retrieval.pool >= max(cfg.retrieval.k_values)
+    pool = cfg.retrieval.pool
+    assert 0 < pool < 1 or pool >= max(cfg.retrieval.k_values)
+
+
+@pytest.mark.parametrize("pool,msg", [(0.0, "share of the corpus"), (1.5, "share of the corpus"),
+                                      (-3, "must be >= 1")])
+def test_pool_share_or_count(pool, msg):
+    with pytest.raises(ConfigError, match=rf"retrieval\.pool.*{msg}"):
+        from_dict({"retrieval": {"pool": pool}})
+    assert from_dict({"retrieval": {"pool": 0.25}}).retrieval.pool == 0.25
+    assert from_dict({"retrieval": {"pool": 30}}).retrieval.pool == 30
 
 
 def test_paper_config_holds_the_papers_settings():
@@ -79,7 +89,7 @@ def test_section_hash_changes_with_section_only():
 
 @pytest.mark.parametrize("override,key", [
     ({"grading": {"top_k": [-3]}}, "grading.top_k"),
-    ({"grading": {"top_k": [3, 500]}}, "grading.top_k"),
+    ({"grading": {"top_k": [3, 500]}, "retrieval": {"pool": 100}}, "grading.top_k"),
     ({"answer": {"retrieve_k": -2}}, "answer.retrieve_k"),
     ({"answer": {"retrieve_k": 0}}, "answer.retrieve_k"),
     ({"synth": {"filter_top_n": 0}}, "synth.filter_top_n"),

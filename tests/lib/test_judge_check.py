@@ -181,6 +181,12 @@ class ScriptedJudge:
                 p = sum(w in user.split("Statement:")[0].lower() for w in words) / max(1, len(words))
                 p = 0.9 if p == 1 else 0.1
                 on_done(i, Completion(text="yes" if p > 0.5 else "no", choice_probs={"yes": p, "no": 1 - p}))
+            elif r.choices == ["yes", "no"] and "Evaluation question:" in user:  # a binary judge
+                answer = user.split("Assistant's answer:")[-1].split("Evaluation question:")[0]
+                material = user.split("Assistant's answer:")[0]
+                words = answer.lower().split()
+                p = 0.9 if sum(w in material.lower() for w in words) == len(words) else 0.1
+                on_done(i, Completion(text="yes" if p > 0.5 else "no", choice_probs={"yes": p, "no": 1 - p}))
             elif r.choices:  # a 1-5 rubric or a 0-3 grade
                 answer = user.split("Assistant's answer:")[-1].split("Rubric")[0] if "Assistant's answer:" in user else ""
                 docs = user.split("Assistant's answer:")[0]

@@ -299,3 +299,23 @@ def test_a_request_repeated_in_one_batch_is_sent_once(tmp_path):
     assert out[0] is out[2] is out[3] and out[1].text != out[0].text
     warm = LLM(cfg, CallCache(tmp_path / "c.sqlite"), backend=Scripted()).chat_many(reqs)
     assert [c.to_dict() for c in warm] == [c.to_dict() for c in out]
+
+
+def test_requests_go_in_prompt_order_and_come_back_in_call_order():
+    from spacelm.config import LLMConfig
+    from spacelm.lib.llm import LLM
+    from spacelm.lib.llm.types import Completion, Request
+
+    sent = []
+
+    class Echo:
+        def complete_many(self, reqs, on_done):
+            for i, r in enumerate(reqs):
+                sent.append(r.messages[-1]["content"])
+                on_done(i, Completion(text=r.messages[-1]["content"]))
+
+    msgs = lambda q, p: [{"role": "system", "content": "grade"}, {"role": "user", "content": f"Q: {q} P: {p}"}]
+    reqs = [Request(messages=msgs(q, p)) for q, p in [("b", 1), ("a", 1), ("b", 2), ("a", 2)]]
+    out = LLM(LLMConfig(), backend=Echo()).chat_many(reqs)
+    assert sent == ["Q: a P: 1", "Q: a P: 2", "Q: b P: 1", "Q: b P: 2"]  # one question's prompts together
+    assert [c.text for c in out] == ["Q: b P: 1", "Q: a P: 1", "Q: b P: 2", "Q: a P: 2"]

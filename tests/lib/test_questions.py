@@ -218,3 +218,19 @@ def test_exports_carry_the_answerable_flag(tmp_path):
     ds = datasets.load_from_disk(str(tmp_path / "hf"))
     assert ds["answerable"] == [True, False, False] and ds["unanswerable_kind"] == [None, "strong_claim", "golden"]
     assert ds["passage"] == ["Drag lowers perigee.", "Drag lowers perigee.", ""]
+
+
+def test_check_waves_stops_at_the_first_answering_passage():
+    from spacelm.lib.questions import check_waves
+
+    pairs = [{"qid": q, "chunk_id": f"{q}-{i}"} for q in ("a", "b", "g") for i in range(3)]
+    grade_of = {"a-0": 3, "b-0": 0, "b-1": 2, "g-0": 3}
+    asked = []
+
+    def grade(batch):
+        asked.append([p["chunk_id"] for p in batch])
+        return [dict(p, grade=grade_of.get(p["chunk_id"], 0)) for p in batch]
+
+    grades = check_waves(pairs, grade, answerable_grade=2, full={"g"})
+    assert asked == [["a-0", "b-0", "g-0"], ["b-1", "g-1"], ["g-2"]]
+    assert len(grades) == 6  # a: 1, b: 2 (answered at its second), g (golden): all 3

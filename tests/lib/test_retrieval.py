@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from spacelm.config import BM25Config, DenseConfig
-from spacelm.lib.retrieval import BM25Retriever, DenseRetriever, HybridRetriever, rrf_fuse, top_k
+from spacelm.lib.retrieval import (BM25Retriever, DenseRetriever, HybridRetriever, identical_lists, pool_size, rrf_fuse,
+                                   top_k)
 
 IDS = ["a:0", "a:1", "b:0", "b:1", "c:0"]
 TEXTS = [
@@ -67,3 +68,18 @@ def test_hybrid_contains_both(dense):
     bm25 = BM25Retriever(BM25Config()).index(IDS, TEXTS)
     res = HybridRetriever([bm25, dense], depth=5).search(["casualty risk of re-entry"], 5)[0]
     assert res[0][0] == "c:0" and len(res) == 5
+
+
+def test_pool_size_share_count_and_bounds():
+    assert pool_size(0.1, 199, [3, 10]) == 20  # a tenth, rounded up
+    assert pool_size(0.01, 199, [3, 10]) == 10  # never below the largest k
+    assert pool_size(100, 50, [10]) == 50  # never beyond the corpus
+    assert pool_size(30, 1000, [10]) == 30
+
+
+def test_identical_lists_counts_same_order_only():
+    r = {"bm25+rerank": {"q1": [("a", 1), ("b", 0.5)], "q2": [("a", 1), ("b", 0.5)]},
+         "dense+rerank": {"q1": [("a", 0.9), ("b", 0.1)], "q2": [("b", 1), ("a", 0.5)]}}
+    assert identical_lists(r, ["q1", "q2"], 2) == 0.5
+    assert identical_lists(r, ["q1", "q2"], 1) == 0.5
+    assert identical_lists({"bm25+rerank": r["bm25+rerank"]}, ["q1"], 2) is None
