@@ -198,8 +198,9 @@ class Planner:
         if made:
             c = e.llm.cfg
             last = self.loads[-1] if self.loads else None
-            if last and stage == "synth" == last["stage"] and self._last_cfg == c.engine_key():
-                # synth's writer and judge share one engine when its settings are equal (stages/synth.py ModelTurns)
+            if last and stage in ("synth", "answer") and stage == last["stage"] and self._last_cfg == c.engine_key() \
+                    and role != "generator" and last["role"] != "generator":
+                # a stage's writer and judge share one engine when its settings are equal (stages/base.py ModelTurns)
                 last["phases"] += [p.phase for p in made]
                 last["calls"] += sum(p.calls for p in made)
                 last["calls_basis"] = weakest(last["calls_basis"], *[p.calls_basis for p in made])
@@ -481,6 +482,16 @@ def plan_answer(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
         if c_items:
             with g.phase("verification rewrites", basis, pseudo_passages=pseudo):
                 verify(g.llm, c_items, text_of, cfg)
+    by_id = {c.chunk_id: c for c in inp.chunks}
+    need = {it["qid"]: it for it in items if it["pipeline"] != "table2" and it["answerable"]
+            and not it.get("reference_answer") and it.get("source_chunk_id") in by_id} if ac.reference_answers else {}
+    if need:
+        from .lib.questions import add_reference_answers
+
+        with p.engine("answer", "question_writer") as w:
+            with w.phase("reference answers", basis):
+                add_reference_answers(cfg, w.llm, [{"question": it["question"], "source_chunk_id": it["source_chunk_id"]}
+                                                   for it in need.values()], by_id)
     with p.engine("answer", "judge") as j:
         with j.phase("rubric scores", basis, pseudo_passages=pseudo):
             judge_rubrics(j.llm, items, text_of)

@@ -278,6 +278,10 @@ class AnswerConfig:
     claims: bool = True
     # unanswerable questions answered by pipeline B for the refusal evaluation (None: all kept)
     max_unanswerable: Optional[int] = None
+    # write a reference answer (question writer, from the source passage) for every question the
+    # pipelines answer that has none from synth, so their correctness can be judged: only the
+    # questions answered here pay for one (synth.with_reference_answer writes one for all)
+    reference_answers: bool = True
     gate: GateConfig = field(default_factory=GateConfig)
 
 

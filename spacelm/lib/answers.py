@@ -234,6 +234,39 @@ def table2(items: list[dict], setting_names: list[str], n_boot: int, seed: int):
     return pd.DataFrame(rows)
 
 
+def table2_tests(items: list[dict], setting_names: list[str], n_boot: int, seed: int):
+    """Table 2's family of paired tests: every other setting minus the first (standard) on each
+    rubric scored in both, paired over questions; the difference with its 95% bootstrap CI, the
+    Wilcoxon p-value, the Holm-adjusted p-value over the family, and the smallest difference this
+    n could detect (80% power, α = 0.05)."""
+    import pandas as pd
+
+    from .stats import holm, paired_difference
+
+    def scores(setting: str, metric: str) -> dict:
+        return {it["qid"]: it["scores"].get(metric) for it in items if it["pipeline"] == "table2"
+                and it["setting"] == setting and metric in it["rubrics"] and it["scores"].get(metric) is not None}
+
+    rows = []
+    base = setting_names[0] if setting_names else None
+    for s in setting_names[1:]:
+        for metric in RUBRICS:
+            a, b = scores(base, metric), scores(s, metric)
+            qids = sorted(set(a) & set(b))
+            if not qids:
+                continue
+            r = paired_difference([a[q] for q in qids], [b[q] for q in qids], n_boot, seed)
+            rows.append({"metric": metric, "setting_a": base, "setting_b": s, "n_questions": r["n"],
+                         "mean_a": float(np.mean([a[q] for q in qids])), "mean_b": float(np.mean([b[q] for q in qids])),
+                         "diff": r["diff"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "p_value": r["p_value"],
+                         "mde": r["mde"]})
+    for row, adj in zip(rows, holm([r["p_value"] for r in rows])):
+        row["p_holm"] = adj
+    cols = ["metric", "setting_a", "setting_b", "n_questions", "mean_a", "mean_b", "diff", "ci_low", "ci_high",
+            "p_value", "p_holm", "mde"]
+    return pd.DataFrame(rows, columns=cols).round(4)
+
+
 def table2_wide(long, setting_names: list[str], fmt: str = "md") -> str:
     """The paper's layout: metrics × settings, `mean ± std (n)`; a dash where a metric does not apply."""
     import pandas as pd

@@ -5,14 +5,15 @@ from pathlib import Path
 from typing import Optional
 
 
-def _figure(width: float = 6.4, height: float = 3.6):
+def _figure(width: float = 6.4, height: float = 3.6, ncols: int = 1):
+    """A figure and its axes (`ncols` side by side), on the headless backend outside notebooks."""
     import matplotlib
 
     if matplotlib.get_backend().lower() not in ("module://matplotlib_inline.backend_inline",):
         matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    return plt.subplots(figsize=(width, height))
+    return plt.subplots(1, ncols, figsize=(width, height))
 
 
 def save(fig, path: Optional[Path]) -> None:
@@ -41,18 +42,28 @@ def chunk_length_histogram(chunks, max_tokens: int, path: Optional[Path] = None)
     return fig
 
 
-def recall_curve(summary, k_values, path: Optional[Path] = None, metric: str = "recall"):
-    """Recall@k (or another @k metric) against k, one line per system."""
-    fig, ax = _figure()
+def recall_curve(per_query, k_values, path: Optional[Path] = None, metric: str = "recall", n_boot: int = 1000,
+                 seed: int = 0):
+    """Recall@k (or another @k metric) against k, one line per system, each point with its 95%
+    bootstrap CI over queries; the legend sits outside the axes."""
+    from .stats import bootstrap_ci
+
+    fig, ax = _figure(7.4, 3.6)
     ks = sorted(k_values)
-    for _, row in summary.iterrows():
-        ax.plot(ks, [row[f"{metric}@{k}"] for k in ks], marker="o", label=row["system"])
+    systems = list(dict.fromkeys(per_query["system"]))
+    for j, name in enumerate(systems):
+        sub = per_query[per_query["system"] == name]
+        means = [float(sub[f"{metric}@{k}"].mean()) for k in ks]
+        cis = [bootstrap_ci(sub[f"{metric}@{k}"].tolist(), None, n_boot, seed) for k in ks]
+        err = [[m - lo for m, (lo, _) in zip(means, cis)], [hi - m for m, (_, hi) in zip(means, cis)]]
+        x = [k + (j - (len(systems) - 1) / 2) * 0.08 for k in ks]  # dodge so the bars do not hide each other
+        ax.errorbar(x, means, yerr=err, marker="o", capsize=3, label=name)
     ax.set_xlabel("k")
-    ax.set_ylabel(f"{metric}@k")
+    ax.set_ylabel(f"{metric}@k (95% CI, n={per_query['qid'].nunique()} queries)")
     ax.set_ylim(0, 1.02)
     ax.set_xticks(ks)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     save(fig, path)
     return fig
 
@@ -87,80 +98,102 @@ GRADE_COLORS = {0: "#cc3311", 1: "#ee7733", 2: "#88ccee", 3: "#228833"}
 
 
 def grade_distribution(table1_long, path: Optional[Path] = None):
-    """Stacked bars: share of each relevance grade per retriever × stage, one group per top-k."""
-    import numpy as np
-
+    """Table 1 as points: one panel per grade, the share of graded passages (%) against top-k
+    for each retriever before and after reranking, with the 95% CIs of table1_relevance.csv."""
     df = table1_long
     groups = list(dict.fromkeys(zip(df["retriever"], df["stage"])))
     ks = sorted(set(df["top_k"]))
-    fig, ax = _figure(max(6.4, 0.45 * len(groups) * len(ks)), 3.8)
-    width = 0.8 / max(1, len(groups))
-    for gi, (r, s) in enumerate(groups):
-        x = np.arange(len(ks)) + gi * width
-        bottom = np.zeros(len(ks))
-        for grade in (0, 1, 2, 3):
-            vals = np.array([float(df[(df.retriever == r) & (df.stage == s) & (df.top_k == k) & (df.grade == grade)]
-                                   ["percent"].fillna(0).sum()) for k in ks])
-            ax.bar(x, vals, width * 0.95, bottom=bottom, color=GRADE_COLORS[grade],
-                   label=f"grade {grade}" if gi == 0 else None, hatch="//" if s == "reranked" else None,
-                   edgecolor="white")
-            bottom += vals
-        for xi in x:
-            ax.text(xi, 101, f"{r}\n{'rr' if s == 'reranked' else 'ret'}", ha="center", va="bottom", fontsize=6)
-    ax.set_xticks(np.arange(len(ks)) + width * (len(groups) - 1) / 2)
-    ax.set_xticklabels([f"top-{k}" for k in ks])
-    ax.set_ylabel("% of graded passages")
-    ax.set_ylim(0, 118)
-    ax.legend(fontsize=7, ncol=4, loc="lower center")
+    fig, axes = _figure(11, 3.4, ncols=4)
+    for ax, grade in zip(axes, (0, 1, 2, 3)):
+        for j, (r, st) in enumerate(groups):
+            sub = df[(df.retriever == r) & (df.stage == st) & (df.grade == grade)].set_index("top_k")
+            ys = [float(sub.loc[k, "percent"]) if k in sub.index else float("nan") for k in ks]
+            lo = [float(sub.loc[k, "ci_low"]) if k in sub.index else float("nan") for k in ks]
+            hi = [float(sub.loc[k, "ci_high"]) if k in sub.index else float("nan") for k in ks]
+            x = [k + (j - (len(groups) - 1) / 2) * 0.18 for k in ks]
+            ax.errorbar(x, ys, yerr=[[y - a for y, a in zip(ys, lo)], [b - y for y, b in zip(ys, hi)]], capsize=2,
+                        marker="o" if st == "retrieved" else "s", linestyle="-" if st == "retrieved" else "--",
+                        color=("#4477aa", "#ee6677", "#228833", "#ccbb44")[[g[0] for g in groups].index(r) % 4],
+                        label=f"{r} {'reranked' if st == 'reranked' else 'retrieved'}")
+        ax.set_title(f"grade {grade}", fontsize=9, color=GRADE_COLORS[grade])
+        ax.set_xticks(ks)
+        ax.set_xlabel("top-k")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("% of graded passages (95% CI)")
+    h, l = axes[0].get_legend_handles_labels()
+    fig.legend(h, l, fontsize=8, loc="lower center", ncol=len(groups), bbox_to_anchor=(0.5, -0.08))
+    fig.tight_layout()
     save(fig, path)
     return fig
 
 
-def score_distributions(table2_long, items, path: Optional[Path] = None):
-    """Histogram of judge scores (1–5) per metric and setting."""
+def score_distributions(table2_long, items=None, path: Optional[Path] = None):
+    """Table 2 as points: the mean judge score (1-5) per rubric and setting with its 95%
+    bootstrap CI and n (`items` is unused, kept for callers that pass it)."""
     import numpy as np
 
-    pairs = [(r.metric, r.setting) for r in table2_long.itertuples()]
-    fig, ax = _figure(max(6.4, 1.1 * len(pairs)), 3.6)
-    width = 0.8 / 5
-    for s in range(1, 6):
-        counts = [sum(1 for it in items if it["pipeline"] == "table2" and it["setting"] == st
-                      and it["scores"].get(m) == s) for m, st in pairs]
-        ax.bar(np.arange(len(pairs)) + (s - 3) * width, counts, width, label=f"score {s}")
-    ax.set_xticks(np.arange(len(pairs)))
-    ax.set_xticklabels([f"{m}\n{st}" for m, st in pairs], fontsize=7)
-    ax.set_ylabel("answers")
-    ax.legend(fontsize=7, ncol=5)
+    df = table2_long.dropna(subset=["mean"])
+    metrics = list(dict.fromkeys(df["metric"]))
+    setting_names = list(dict.fromkeys(df["setting"]))
+    fig, ax = _figure(max(6.4, 1.3 * len(metrics) + 2), 3.6)
+    for j, st in enumerate(setting_names):
+        sub = df[df.setting == st].set_index("metric")
+        xs = [i + (j - (len(setting_names) - 1) / 2) * 0.18 for i, m in enumerate(metrics) if m in sub.index]
+        ms = [m for m in metrics if m in sub.index]
+        ys = np.array([float(sub.loc[m, "mean"]) for m in ms])
+        lo = np.array([float(sub.loc[m, "ci_low"]) for m in ms])
+        hi = np.array([float(sub.loc[m, "ci_high"]) for m in ms])
+        ax.errorbar(xs, ys, yerr=[ys - lo, hi - ys], fmt="o", capsize=3,
+                    label=f"{st} (n={int(sub['n'].max()) if len(sub) else 0})")
+    ax.set_xticks(range(len(metrics)))
+    ax.set_xticklabels([m.replace("_", " ") for m in metrics], fontsize=8)
+    ax.set_ylabel("mean score (1-5, 95% CI)")
+    ax.set_ylim(0.8, 5.2)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     save(fig, path)
     return fig
 
 
-def noise_curve(items, settings, path: Optional[Path] = None):
-    """Faithfulness (with the relevant passage) and refusal rate against the number of wrong passages."""
+def noise_curve(items, settings, path: Optional[Path] = None, n_boot: int = 1000, seed: int = 0):
+    """Faithfulness (with the relevant passage) and refusal rate against the number of wrong
+    passages, every point with its 95% bootstrap CI over questions; legend outside the axes."""
     import numpy as np
 
-    fig, ax = _figure()
+    from .stats import bootstrap_ci
+
+    fig, (ax, ax2) = _figure(9.0, 3.4, ncols=2)
+
+    def point(vals):
+        vals = [v for v in vals if v is not None]
+        m = float(np.mean(vals)) if vals else float("nan")
+        lo, hi = bootstrap_ci(vals, None, n_boot, seed)
+        return m, (0.0 if lo != lo else m - lo), (0.0 if hi != hi else hi - m), len(vals)
+
     rel = [s for s in settings if s["keep_relevant"]]
-    xs = [s["n_wrong"] for s in rel]
-    faith = [np.mean([it["scores"]["faithfulness"] for it in items if it["setting"] == s["name"]
-                      and it["pipeline"] == "table2" and it["scores"].get("faithfulness") is not None] or [np.nan])
-             for s in rel]
-    ax.plot(xs, faith, marker="o", label="faithfulness (1-5), relevant passage kept")
-    ax2 = ax.twinx()
+    pts = [point([it["scores"].get("faithfulness") for it in items if it["setting"] == s["name"]
+                  and it["pipeline"] == "table2"]) for s in rel]
+    ax.errorbar([s["n_wrong"] for s in rel], [p[0] for p in pts], yerr=[[p[1] for p in pts], [p[2] for p in pts]],
+                marker="o", capsize=3, label="relevant passage kept")
+    for s, p in zip(rel, pts):
+        ax.annotate(f"n={p[3]}", (s["n_wrong"], p[0]), textcoords="offset points", xytext=(6, -10), fontsize=7)
+    ax.set_xlabel("wrong passages in the context")
+    ax.set_ylabel("faithfulness (1-5, 95% CI)")
+    ax.set_ylim(1, 5.2)
+    ax.grid(alpha=0.3)
     for keep, style in ((True, "-"), (False, "--")):
         ss = [s for s in settings if s["keep_relevant"] == keep]
-        ys = [100 * np.mean([it["refusal"] for it in items if it["setting"] == s["name"] and it["pipeline"] == "table2"] or [np.nan])
-              for s in ss]
-        ax2.plot([s["n_wrong"] for s in ss], ys, style, marker="s", color="#cc3311",
-                 label=f"refusal % ({'with' if keep else 'without'} relevant passage)")
-    ax.set_xlabel("wrong passages in the context")
-    ax.set_ylabel("faithfulness")
-    ax.set_ylim(1, 5.2)
-    ax2.set_ylabel("refusal %")
-    ax2.set_ylim(0, 105)
-    h1, l1 = ax.get_legend_handles_labels()
-    h2, l2 = ax2.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="lower left")
+        pts = [point([100.0 * it["refusal"] for it in items if it["setting"] == s["name"] and it["pipeline"] == "table2"])
+               for s in ss]
+        ax2.errorbar([s["n_wrong"] for s in ss], [p[0] for p in pts], yerr=[[p[1] for p in pts], [p[2] for p in pts]],
+                     linestyle=style, marker="s", capsize=3, color="#cc3311" if keep else "#aa3377",
+                     label=f"{'with' if keep else 'without'} the relevant passage")
+    ax2.set_xlabel("wrong passages in the context")
+    ax2.set_ylabel("refusal % (95% CI)")
+    ax2.set_ylim(-2, 105)
+    ax2.grid(alpha=0.3)
+    ax2.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
     save(fig, path)
     return fig
 
@@ -189,17 +222,32 @@ def judge_confusion(confusion: dict, title: str, path: Optional[Path] = None):
 def refusal_sweep(sweep: list[dict], points: dict, n_answerable: int, n_unanswerable: int,
                   path: Optional[Path] = None):
     """Refusal recall (unanswerable questions declined) against the false-refusal rate
-    (answerable ones declined) as the gate's threshold moves from 0 to 1; `points` marks named
-    operating points {label: (false_refusal_rate, refusal_recall)} such as gate off / on."""
-    fig, ax = _figure(5.2, 4.2)
-    xs = [r["false_refusal_rate"] for r in sweep]
-    ys = [r["refusal_recall"] for r in sweep]
-    ok = [(x, y) for x, y in zip(xs, ys) if x is not None and y is not None]
+    (answerable ones declined) as the gate's threshold moves from 0 to 1, each point with its
+    95% Wilson intervals on both rates; `points` marks named operating points {label:
+    (false_refusal_rate, refusal_recall)} such as gate off / on. Legend outside the axes."""
+    from .stats import wilson_ci
+
+    fig, ax = _figure(6.6, 4.2)
+
+    def err(rate, n):
+        if rate is None or not n:
+            return 0.0, 0.0
+        lo, hi = wilson_ci(round(rate * n), n)
+        return rate - lo, hi - rate
+
+    ok = [r for r in sweep if r.get("false_refusal_rate") is not None and r.get("refusal_recall") is not None]
     if ok:
-        ax.plot([x for x, _ in ok], [y for _, y in ok], marker=".", color="#4477aa", label="gate threshold 0 → 1")
+        xs = [r["false_refusal_rate"] for r in ok]
+        ys = [r["refusal_recall"] for r in ok]
+        xe = [err(x, n_answerable) for x in xs]
+        ye = [err(y, n_unanswerable) for y in ys]
+        ax.errorbar(xs, ys, xerr=[[a for a, _ in xe], [b for _, b in xe]], yerr=[[a for a, _ in ye], [b for _, b in ye]],
+                    marker=".", color="#4477aa", ecolor="#bbccee", elinewidth=0.8, label="gate threshold 0 → 1")
     for (label, (x, y)), colour in zip(points.items(), ("#cc3311", "#228833", "#aa3377")):
         if x is not None and y is not None:
-            ax.scatter([x], [y], s=60, color=colour, zorder=3, label=label)
+            xe, ye = err(x, n_answerable), err(y, n_unanswerable)
+            ax.errorbar([x], [y], xerr=[[xe[0]], [xe[1]]], yerr=[[ye[0]], [ye[1]]], fmt="o", markersize=7, capsize=3,
+                        color=colour, zorder=3, label=label)
     ax.plot([0, 1], [0, 1], color="#bbbbbb", linestyle=":", linewidth=1)
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-0.02, 1.02)
@@ -208,6 +256,8 @@ def refusal_sweep(sweep: list[dict], points: dict, n_answerable: int, n_unanswer
     if not ok:
         ax.text(0.5, 0.5, "no unanswerable questions: nothing to sweep", ha="center", va="center")
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="lower right", fontsize=8)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     save(fig, path)
     return fig
+
+

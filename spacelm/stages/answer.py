@@ -11,14 +11,14 @@ import numpy as np
 from ..config import Config
 from ..lib.answerability import COLUMNS as ANSWERABILITY_COLUMNS, agreement, answerability_row, threshold_sweep
 from ..lib.answers import (JUDGE_STYLE, build_items, generate, is_refusal, judge_binary, judge_rubrics, pipelines_table,
-                           settings, table2, table2_wide, unanswerable_items, verify)
+                           settings, table2, table2_tests, table2_wide, unanswerable_items, verify)
 from ..lib.citations import citation_check
 from ..lib.claims import claim_table, judge_claims
 from ..lib.gate import REFUSAL_TEXT, gated_answer, score_items
 from ..lib.io import write_dataframe, write_json, write_jsonl, write_text
 from ..lib.names import scale
 from ..lib.relevance import select_questions
-from .base import Stage, execute
+from .base import ModelTurns, Stage, execute
 from .data import chunks_path, load_chunks, load_questions, load_rankings, questions_path, rankings_path
 
 
@@ -27,7 +27,7 @@ def outputs(cfg: Config):
     return [d / "table2_answer_quality.csv", d / "table2_answer_quality.md", d / "table2_answer_quality.tex",
             d / "answers.jsonl", d / "pipelines.csv", d / "answer_checks.json", d / "plots" / "answer_scores.png",
             d / "plots" / "noise_curve.png", d / "answerability.csv", d / "answerability_sweep.csv",
-            d / "claims.jsonl", d / "claims.csv", d / "plots" / "refusal_sweep.png"]
+            d / "claims.jsonl", d / "claims.csv", d / "plots" / "refusal_sweep.png", d / "table2_tests.csv"]
 
 
 def build(cfg: Config, out) -> dict:
@@ -64,6 +64,8 @@ def build(cfg: Config, out) -> dict:
     if c_items:
         verify(gen, c_items, text_of, cfg)
     gen.release()
+    turns = ModelTurns(cfg, "answer")
+    n_refs = write_references(cfg, turns, items, {c.chunk_id: c for c in chunks})
     known = set(text_of)
     for it in items:
         it["citation"] = citation_check(it["answer"], it["passage_ids"], known)
@@ -71,9 +73,8 @@ def build(cfg: Config, out) -> dict:
         if "gate" in it and it["pipeline"] in ("B", "C"):  # what the gated pipeline would have returned
             it["gated_answer"] = gated_answer(it["answer"], it["gate"])
             it["gated_refusal"] = is_refusal(it["gated_answer"])
-    # phase 2: the judge
-    judge = open_llm(cfg.models.judge, cfg.cache_dir)
-    judge.stage = "answer"
+    # phase 2: the judge (sharing the writer's engine when their settings are equal)
+    judge = turns.use("judge", lambda llm: llm)
     judge_rubrics(judge, items, text_of)
     gated = [it for it in items if it["setting"] == "unanswerable" and not it.get("gate", {}).get("passed", True)]
     gated_refusals = [dict(it, answer=REFUSAL_TEXT, scores={}, expected_scores={}, raw_judge={}) for it in gated]
@@ -90,8 +91,9 @@ def build(cfg: Config, out) -> dict:
     names = [s["name"] for s in settings(cfg)]
     long = table2(items, names, cfg.answer.n_bootstrap, cfg.seed)
     (csv, md, tex, answers_file, pipelines_file, checks_file, scores_plot, noise_plot, ans_csv, sweep_csv, claims_file,
-     claims_csv, sweep_plot) = outputs(cfg)
+     claims_csv, sweep_plot, tests_csv) = outputs(cfg)
     write_dataframe(long, out(csv))
+    write_dataframe(table2_tests(items, names, cfg.answer.n_bootstrap, cfg.seed), out(tests_csv))
     run_scale = scale(len(questions))
     write_text(out(md), table2_wide(long, names, "md") +
                f"\n{len(questions)} of {len(all_q)} questions ({run_scale}); generator {gen.identity.get('name')}, "
@@ -142,13 +144,35 @@ def build(cfg: Config, out) -> dict:
     }
     write_json(out(checks_file), checks)
     score_distributions(long, items, out(scores_plot))
-    noise_curve(items, settings(cfg), out(noise_plot))
+    noise_curve(items, settings(cfg), out(noise_plot), cfg.answer.n_bootstrap, cfg.seed)
     return {"questions": len(questions), "unanswerable_questions": len(una), "answers": len(items), "scale": run_scale,
             **checks, "answerability": {r["gate"]: {k: r[k] for k in ("refusal_recall", "false_refusal_rate")}
                                         for r in ans_rows},
+            "reference_answers_written": n_refs, "llm_writer": turns.stats.get("question_writer"),
             "llm_generator": gen.stats.to_dict(), "llm_judge": judge.stats.to_dict(),
             "model_identity": {"generator": gen.identity, "judge": judge.identity},
             "wall_seconds_answer": round(time.perf_counter() - t0, 2)}
+
+
+def write_references(cfg: Config, turns: ModelTurns, items: list[dict], chunks_by_id: dict) -> int:
+    """Reference answers for the answerable questions the pipelines answer that have none from
+    synth (`answer.reference_answers`), written by the question writer from the source passage
+    as synth would; returns how many were written."""
+    from ..lib.questions import add_reference_answers
+
+    if not cfg.answer.reference_answers:
+        return 0
+    need = {it["qid"]: it for it in items if it["pipeline"] != "table2" and it["answerable"]
+            and not it.get("reference_answer") and it.get("source_chunk_id") in chunks_by_id}
+    if not need:
+        return 0
+    recs = [{"qid": q, "question": it["question"], "source_chunk_id": it["source_chunk_id"]} for q, it in need.items()]
+    turns.use("question_writer", lambda llm: add_reference_answers(cfg, llm, recs, chunks_by_id))
+    ref = {r["qid"]: r["answer"] for r in recs}
+    for it in items:
+        if it["qid"] in ref and not it.get("reference_answer"):
+            it["reference_answer"] = ref[it["qid"]]
+    return len(recs)
 
 
 def answerability(cfg: Config, b_items: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -186,6 +210,8 @@ def _prompts(cfg: Config) -> list[str]:
     p.append("answer" if cfg.answer.citations == "numbered" else "answer_ids")
     if "C" in cfg.answer.pipelines:
         p.append("verify_rewrite")
+    if cfg.answer.reference_answers:
+        p.append("reference_answer")
     p += ["judge_faithfulness", "judge_relevance", "judge_noise_robustness", "judge_negative_rejection"]
     if cfg.answer.binary_judges:
         p.append("judge_binary")
@@ -195,11 +221,14 @@ def _prompts(cfg: Config) -> list[str]:
 
 
 def _sections(cfg: Config) -> list[str]:
-    return ["answer", "seed", "models.generator", "models.judge"] + (["retrieval.dense"] if cfg.answer.gate.enabled else [])
+    return (["answer", "seed", "models.generator", "models.judge"] + (["retrieval.dense"] if cfg.answer.gate.enabled else [])
+            + (["models.question_writer"] if cfg.answer.reference_answers else []))
 
 
 def _models(cfg: Config) -> dict:
     m = {"generator": cfg.models.generator.model, "judge": cfg.models.judge.model}
+    if cfg.answer.reference_answers:
+        m["question_writer"] = cfg.models.question_writer.model
     if cfg.answer.gate.enabled:
         m["dense"] = cfg.retrieval.dense.model
     return m
@@ -214,7 +243,8 @@ STAGE = Stage(
     models=_models,
     code=("spacelm.lib.llm.frontend", "spacelm.lib.answers", "spacelm.lib.judging", "spacelm.lib.stats", "spacelm.lib.tables",
           "spacelm.lib.citations", "spacelm.lib.claims", "spacelm.lib.gate", "spacelm.lib.answerability",
-          "spacelm.lib.retrieval", "spacelm.stages.answer", "spacelm.stages.data"),
+          "spacelm.lib.retrieval", "spacelm.lib.questions", "spacelm.stages.answer", "spacelm.stages.data",
+          "spacelm.stages.base"),
 )
 
 

@@ -217,3 +217,45 @@ def execute(stage: Stage, cfg: Config, force: bool = False) -> dict:
     write_json(stamp_path, {"stage": stage.name, "state": "complete", "fingerprint": fingerprint_of(inputs),
                             "inputs": inputs, "outputs": outputs, "summary": summary})
     return dict(summary, inputs=inputs)
+
+
+class ModelTurns:
+    """The stage's models taking turns: one in memory at a time, and a role whose engine settings
+    equal the loaded one's (the paper's writer and judge are one 70B model) shares that engine,
+    with its own sampling defaults, instead of loading it again. Per role, the calls it made
+    (`stats`)."""
+
+    def __init__(self, cfg: Config, stage: str):
+        self.cfg = cfg
+        self.stage = stage
+        self.llm, self.loaded = None, None
+        self.stats: dict = {}
+        self.identity: dict = {}
+
+    def use(self, role: str, fn):
+        from ..lib.llm import LLM, open_llm
+
+        llm_cfg = getattr(self.cfg.models, role)
+        if self.llm is None or self.loaded != llm_cfg.engine_key():
+            self.release()
+            self.llm, self.loaded = open_llm(llm_cfg, self.cfg.cache_dir), llm_cfg.engine_key()
+            self.llm.stage = self.stage
+        elif self.llm.cfg != llm_cfg:  # the same engine, this role's sampling defaults
+            old = self.llm
+            self.llm = LLM(llm_cfg, old.cache, backend=old._backend)
+            old._backend = None  # one holder, so that release() frees the engine
+            self.llm.stage = self.stage
+        before = self.llm.stats.to_dict()
+        try:
+            return fn(self.llm)
+        finally:
+            after = self.llm.stats.to_dict()
+            acc = self.stats.setdefault(role, {k: 0 for k in after})
+            for k in after:
+                acc[k] += after[k] - before[k]
+            self.identity[role] = self.llm.identity
+
+    def release(self) -> None:
+        if self.llm is not None:
+            self.llm.release()
+        self.llm, self.loaded = None, None

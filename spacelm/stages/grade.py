@@ -8,7 +8,7 @@ from ..lib.io import write_dataframe, write_json, write_jsonl, write_text
 from ..lib.judge_check import mean_of_orders
 from ..lib.names import scale
 from ..lib.relevance import (grade_lists, grade_pairs, graded_metrics, judge_validity, paired_tests, plan_pairs,
-                             select_questions, table1, table1_wide, table_systems)
+                             relevant_shares, select_questions, table1, table1_wide, table_systems)
 from .base import Stage, execute
 from .data import chunks_path, load_chunks, load_questions, load_rankings, questions_path, rankings_path
 
@@ -17,7 +17,7 @@ def outputs(cfg: Config):
     d = cfg.run_dir
     return [d / "table1_relevance.csv", d / "table1_relevance.md", d / "table1_relevance.tex", d / "grades.jsonl",
             d / "judge_validity.json", d / "grading" / "paired_tests.csv", d / "grading" / "graded_metrics.csv",
-            d / "plots" / "grade_distribution.png"]
+            d / "plots" / "grade_distribution.png", d / "grading" / "relevant_shares.csv"]
 
 
 def build(cfg: Config, out) -> dict:
@@ -51,7 +51,7 @@ def build(cfg: Config, out) -> dict:
     elif cfg.grading.consistency_check:
         swapped = grade_pairs(llm, [p for p in pairs if is_validity(p)], text_of, template=swapped_prompt)
     llm.release()
-    csv, md, tex, grades_file, validity_file, tests_file, metrics_file, plot = outputs(cfg)
+    csv, md, tex, grades_file, validity_file, tests_file, metrics_file, plot, shares_file = outputs(cfg)
     write_jsonl(out(grades_file), rows + (swapped_all or swapped or []))
     grades = {(r["qid"], r["chunk_id"]): r["grade"] for r in used}
     cells = grade_lists(cfg, questions, rankings, grades)
@@ -66,6 +66,7 @@ def build(cfg: Config, out) -> dict:
                               cfg.judge_check.min_pairs)
     write_json(out(validity_file), validity)
     write_dataframe(paired_tests(cells, cfg), out(tests_file))
+    write_dataframe(relevant_shares(cells, cfg.grading.n_bootstrap, cfg.seed), out(shares_file))
     write_dataframe(graded_metrics(cfg, questions, rankings, grades), out(metrics_file))
     grade_distribution(long, out(plot))
     return {"questions": len(questions), "questions_available": len(all_q), "pairs_graded": len(rows),

@@ -118,7 +118,8 @@ UNITS = {
               ("llm_judge", "unanswerable check pair", ("unanswerable_pairs_graded",))],
     "judge-check": [("llm", "judge call (labelled pair or control)", ())],
     "grade": [("llm", "graded pair", ())],
-    "answer": [("llm_generator", "answer written (or rewritten)", ()),
+    "answer": [("llm_writer", "reference answer written", ("reference_answers_written",)),
+               ("llm_generator", "answer written (or rewritten)", ()),
                ("llm_judge", "answer judged (all its rubric, binary and claim calls)", ("answers",))],
 }
 

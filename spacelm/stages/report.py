@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..lib.io import write_text
+from ..lib.io import write_dataframe, write_text
 from ..lib.names import FINDINGS_MIN_QUESTIONS
 
 
@@ -162,6 +162,65 @@ def pool_text(r, stages: dict) -> str:
                "of the questions"))
 
 
+def paper_rows(cfg) -> list[dict]:
+    """The paper's findings beside this run's (see spacelm/lib/findings.py), from the run's files."""
+    import pandas as pd
+
+    from ..lib.findings import judge_verdicts, paper_vs_run, table1_findings, table2_findings
+
+    run = cfg.run_dir
+    read = lambda p: pd.read_csv(p).to_dict("records") if p.is_file() else []
+    rows = []
+    if (run / "grading" / "paired_tests.csv").is_file():
+        rows += table1_findings(read(run / "grading" / "paired_tests.csv"), read(run / "grading" / "relevant_shares.csv"),
+                                cfg.chunking.max_tokens)
+    if (run / "table2_tests.csv").is_file():
+        rows += table2_findings(read(run / "table2_answer_quality.csv"), read(run / "table2_tests.csv"))
+    rel, ctl = read_judge_check(cfg)
+    return paper_vs_run(rows, judge_verdicts(rel, ctl))
+
+
+def paper_section(cfg, rows: list[dict]) -> list[str]:
+    from ..lib.findings import COLUMNS
+
+    out = ["## The paper and this run", ""]
+    if not rows:
+        return out + ["_(the grade and answer stages have not produced their tests yet)_", ""]
+    out += ["Each finding of the paper (Tables 1 and 2), this run's figure with its 95% CI, and a verdict the data can "
+            "carry: **agrees** or **contradicts** only when the paired test (Wilcoxon over questions, Holm-adjusted "
+            "over its table's family) or the CI says so, else **cannot tell at this n**. The last columns give the "
+            "verdict of the judge whose scores produced the figure: a finding resting on a judge that fails its check, "
+            "or was too little checked to tell, is not evidence either way. Rules: `spacelm/lib/findings.py`; the same "
+            "table is in `paper_vs_run.csv`.", "",
+            "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for r in rows:
+        out.append("| " + " | ".join(str(r.get(c, "")).replace("|", "/") for c in COLUMNS) + " |")
+    weak = [r["finding"] for r in rows if any(w in str(r.get("judge_verdict")) for w in ("fails", "too few", "unchecked"))]
+    if weak:
+        out += ["", f"> ⚠ {len(weak)} of {len(rows)} findings rest on a judge that fails its check or was checked on too "
+                "few items to tell: " + "; ".join(weak) + "."]
+    return out + [""]
+
+
+def time_lines(manifest: dict) -> list[str]:
+    """Where the run's time went: model share, cold estimate, model time per unit."""
+    mt = manifest.get("model_time")
+    if not mt:
+        return []
+    share = mt.get("model_share_of_wall")
+    out = ["", f"Model calls: {mt['model_seconds_this_run']:.0f} s made by this run"
+           + (f" ({share:.0%} of its wall time)" if share else "")
+           + f"; {mt['model_seconds_recorded']:.0f} s as recorded for every result used (cached ones at the time they "
+             f"took when computed). The same results cold: about {mt['cold_seconds_estimate'] / 60:.1f} min"
+           + (f", {mt['model_share_cold_estimate']:.0%} of it in model calls." if mt.get("model_share_cold_estimate")
+              else "."), "", "| stage | unit | n | model seconds | seconds per unit | calls per unit |",
+           "|---|---|---:|---:|---:|---:|"]
+    for u in mt.get("per_unit", []):
+        out.append(f"| {u['stage']} | {u['unit']} | {u['n']} | {u['model_seconds']:.0f} | {u['seconds_per_unit']:.2f} | "
+                   f"{u['calls_per_unit']:.2f} |")
+    return out
+
+
 def build_report(cfg) -> Path:
     """Write `results/<run>/report.md` from the files the stages wrote (run it last)."""
     run = cfg.run_dir
@@ -176,12 +235,21 @@ def build_report(cfg) -> Path:
                   "(or `configs/paper.yaml` on a GPU backend) for findings.", ""]
     lines += [f"Config `{manifest.get('config_file')}`, git `{manifest.get('git_commit')}`, "
               f"started {manifest.get('started')}, finished {manifest.get('finished', '(running)')}.", ""]
+    findings = paper_rows(cfg)
+    if findings:
+        import pandas as pd
+
+        from ..lib.findings import COLUMNS
+
+        write_dataframe(pd.DataFrame(findings, columns=COLUMNS), run / "paper_vs_run.csv")
+    lines += paper_section(cfg, findings)
     lines += ["## Run time", "", "| stage | seconds this run | skipped (up to date) | seconds when computed |",
               "|---|---:|---|---:|"]
     for name, s in stages.items():
         computed = s.get("computed_seconds")
         lines.append(f"| {name} | {s.get('wall_seconds', s.get('seconds', 0)):.1f} | {s.get('skipped', False)} | "
                      f"{'' if computed is None else f'{computed:.1f}'} |")
+    lines += time_lines(manifest)
     lines += ["", "## Models", ""]
     for role, ident in manifest.get("models", {}).items():
         for sub, m in (ident.items() if "name" not in ident else [("", ident)]):
@@ -207,8 +275,11 @@ def build_report(cfg) -> Path:
     lines += judge_check_section(cfg)
     lines += ["## Table 1 — LLM relevance grades (%)", "", judge_banner(cfg, "table1"), "",
               _read(run / "table1_relevance.md"), "",
-              _img(run, "grade_distribution.png", "grade distribution"), "", "Paired test, reranked vs retrieved:", "",
-              _csv_md(run / "grading" / "paired_tests.csv"), "", "Judge-graded metrics beside source-chunk metrics:", "",
+              _img(run, "grade_distribution.png", "grade distribution"), "",
+              "Paired tests over questions (reranked − retrieved per retriever and top-k; dense − bm25 before "
+              "reranking): difference with its 95% bootstrap CI, Wilcoxon p, p_holm adjusted over this table's family, "
+              "and mde, the smallest difference this n could detect (80% power, α = 0.05); shares in percentage "
+              "points:", "", _csv_md(run / "grading" / "paired_tests.csv"), "", "Judge-graded metrics beside source-chunk metrics:", "",
               _csv_md(run / "grading" / "graded_metrics.csv"), ""]
     if (run / "judge_validity.json").is_file():
         v = json.loads((run / "judge_validity.json").read_text())
@@ -218,6 +289,8 @@ def build_report(cfg) -> Path:
                   f"order-swap agreement {v.get('order_swap_agreement')}.", ""]
     lines += ["## Table 2 — answer quality under noise (1–5)", "", judge_banner(cfg, "table2"), "",
               _read(run / "table2_answer_quality.md"), "",
+              "Paired tests over questions, each setting against the standard one (Holm-adjusted over this table's "
+              "family; mde as above):", "", _csv_md(run / "table2_tests.csv"), "",
               _img(run, "answer_scores.png", "answer scores"), _img(run, "noise_curve.png", "noise curve"), ""]
     if (run / "answer_checks.json").is_file():
         c = json.loads((run / "answer_checks.json").read_text())

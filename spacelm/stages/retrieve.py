@@ -75,7 +75,7 @@ def build(cfg: Config, out) -> dict:
     sig = compare(qrels, all_rankings, [f"ndcg@{k_main}", f"recall@{k_main}"], stat_test="student") \
         if len(all_rankings) > 1 else pd.DataFrame()
     write_dataframe(sig.round(4), out(sig_path))
-    recall_curve(summary, rc.k_values, out(plot))
+    recall_curve(pd.DataFrame(per_query), rc.k_values, out(plot), seed=cfg.seed)
     best = summary.sort_values(f"ndcg@{k_main}", ascending=False).iloc[0]
     return {"rerank_pool": pool, "rerank_pool_share": round(pool / len(ids), 4), "corpus_chunks": len(ids),
             "reranked_lists_identical": identical_lists(all_rankings, qids, max(rc.k_values)),

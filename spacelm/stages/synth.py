@@ -10,7 +10,7 @@ from ..lib.relevance import grade_pairs
 from ..lib.questions import (add_reference_answers, check_waves, export_beir, export_hf, generate_questions,
                              generate_unanswerable, golden_unanswerable, mark_unanswerable, plan_generation, plan_unanswerable,
                              retention_table, retrieval_filter, unanswerable_check_pairs, unanswerable_table)
-from .base import Stage, execute
+from .base import ModelTurns, Stage, execute
 from .data import chunks_path, golden_path, load_chunks, questions_path
 
 
@@ -20,53 +20,12 @@ def outputs(cfg: Config):
             d / "hf_dataset"]
 
 
-class ModelTurns:
-    """The stage's models taking turns: one in memory at a time, and a role whose engine settings
-    equal the loaded one's (the paper's writer and judge are one 70B model) shares that engine,
-    with its own sampling defaults, instead of loading it again. Per role, the calls it made
-    (`stats`)."""
-
-    def __init__(self, cfg: Config):
-        self.cfg = cfg
-        self.llm, self.loaded = None, None
-        self.stats: dict = {}
-        self.identity: dict = {}
-
-    def use(self, role: str, fn):
-        from ..lib.llm import LLM, open_llm
-
-        llm_cfg = getattr(self.cfg.models, role)
-        if self.llm is None or self.loaded != llm_cfg.engine_key():
-            self.release()
-            self.llm, self.loaded = open_llm(llm_cfg, self.cfg.cache_dir), llm_cfg.engine_key()
-            self.llm.stage = "synth"
-        elif self.llm.cfg != llm_cfg:  # the same engine, this role's sampling defaults
-            old = self.llm
-            self.llm = LLM(llm_cfg, old.cache, backend=old._backend)
-            old._backend = None  # one holder, so that release() frees the engine
-            self.llm.stage = "synth"
-        before = self.llm.stats.to_dict()
-        try:
-            return fn(self.llm)
-        finally:
-            after = self.llm.stats.to_dict()
-            acc = self.stats.setdefault(role, {k: 0 for k in after})
-            for k in after:
-                acc[k] += after[k] - before[k]
-            self.identity[role] = self.llm.identity
-
-    def release(self) -> None:
-        if self.llm is not None:
-            self.llm.release()
-        self.llm, self.loaded = None, None
-
-
 def build(cfg: Config, out) -> dict:
     chunks = load_chunks(cfg)
     golden = load_golden(golden_path(cfg), min_per_task=cfg.synth.n_fewshot, tasks=tuple(cfg.synth.tasks))
     _, not_found = locate_samples(golden, chunks, golden_path(cfg))
     chunks_by_id = {c.chunk_id: c for c in chunks}
-    models = ModelTurns(cfg)
+    models = ModelTurns(cfg, "synth")
     plan = plan_generation(cfg, chunks, golden)
     records = models.use("question_writer", lambda llm: generate_questions(cfg, llm, plan))
     if cfg.synth.with_reference_answer:
@@ -133,10 +92,11 @@ def unanswerable_rounds(cfg: Config, models: ModelTurns, records: list[dict], ch
         checked = new + (golden if round_ == 0 else [])
         pairs = unanswerable_check_pairs(systems, checked, uc.check_k)
         if pairs:
-            golden_ids = {r["qid"] for r in checked if r.get("origin") == "golden"}
+            # golden ones too stop at their first answering passage: the check's verdict on them,
+            # which is what they measure, is the same
             grades = models.use("judge", lambda llm: check_waves(
                 pairs, lambda batch: grade_pairs(llm, batch, text_of, template=cfg.grading.prompt),
-                uc.answerable_grade, golden_ids))
+                uc.answerable_grade))
             mark_unanswerable(checked, grades, uc.answerable_grade)
             n_pairs += len(grades)
         una += new

@@ -103,3 +103,24 @@ def test_pipelines_table_latency_and_rates():
             "citation": {"citation_accuracy": 1.0, "n_cited": 1}, "refusal": False} for t, v in ((1, True), (3, False))]
     df = answer.pipelines_table(its).iloc[0]
     assert df.correctness == 0.5 and df.latency_p50_s == 2 and df.refusal_rate == 0
+
+
+def test_table2_tests_pair_questions_and_adjust_the_family():
+    from scipy.stats import wilcoxon
+
+    def item(q, setting, rubric, score):
+        return {"qid": q, "pipeline": "table2", "setting": setting, "rubrics": [rubric], "scores": {rubric: score}}
+
+    std = [5, 4, 5, 3, 4, 5]
+    wrong = [4, 4, 3, 2, 4, 3]
+    items = [item(f"q{i}", "standard", "faithfulness", s) for i, s in enumerate(std)]
+    items += [item(f"q{i}", "3_wrong", "faithfulness", s) for i, s in enumerate(wrong)]
+    items += [item(f"q{i}", "standard", "relevance", 4) for i in range(6)]
+    items += [item(f"q{i}", "3_wrong", "relevance", 4 if i else None) for i in range(6)]  # q0 unscored
+    df = answer.table2_tests(items, ["standard", "3_wrong"], 200, 0).set_index("metric")
+    f = df.loc["faithfulness"]
+    assert f["n_questions"] == 6 and f["diff"] == pytest.approx(-1.0)
+    p = wilcoxon([b - a for a, b in zip(std, wrong)], zero_method="zsplit").pvalue
+    assert f["p_value"] == pytest.approx(p, abs=1e-4) and f["p_holm"] == pytest.approx(p, abs=1e-4)  # one test ran
+    r = df.loc["relevance"]
+    assert r["n_questions"] == 5 and r["diff"] == 0 and pd.isna(r["p_value"]) and pd.isna(r["mde"])

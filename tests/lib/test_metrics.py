@@ -1,3 +1,4 @@
+import numpy as np
 """Conformance: our metrics (ranx) against pytrec_eval (trec_eval) on a fixture, to 1e-6."""
 import random
 
@@ -71,6 +72,12 @@ def test_paired_comparison_table(fixture):
     assert row.p_value == pytest.approx(ttest_rel(a, b).pvalue, rel=1e-6)
     assert (row.wins_a, row.ties, row.wins_b) == (sum(x > y for x, y in zip(a, b)), sum(x == y for x, y in zip(a, b)),
                                                   sum(x < y for x, y in zip(a, b)))
+    # one comparison: Holm leaves its p-value as it is; the MDE uses the SD of the differences
+    from spacelm.lib.stats import min_detectable_difference
+
+    assert row.p_holm == pytest.approx(row.p_value)
+    sd = np.std(np.subtract(b, a), ddof=1)
+    assert row.mde == pytest.approx(min_detectable_difference(sd, len(a))) or (np.isnan(row.mde) and sd == 0)
 
 
 def test_source_diagnostics_strictness_levels():

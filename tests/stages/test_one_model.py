@@ -156,13 +156,14 @@ def test_model_stages_hold_one_vllm_engine_at_a_time(vllm_run, monkeypatch):
     answered = _phases(engines.events[start:])
     assert engines.most_alive == 1 and not engines.alive
     assert graded == ["test/judge"]
-    assert answered == ["test/generator", "test/judge"]  # answers and rewrites first, then every judge call
+    # answers and rewrites first, then the reference answers the pipelines need, then every judge call
+    assert answered == ["test/generator", "test/writer", "test/judge"]
     assert res["llm_generator"]["calls"] > 0 and res["llm_judge"]["calls"] > 0
     n = len(engines.events)  # a warm re-run answers from the call cache: no engine starts
     warm = answer.run(cfg, force=True)
     assert len(engines.events) == n and warm["llm_generator"]["calls"] == warm["llm_judge"]["calls"] == 0
-    # the check bites: without the shutdown in release the judge's engine starts beside the generator's
+    # the check bites: without the shutdown in release the next engine (the writer's) starts beside the generator's
     monkeypatch.setattr(VLLMBackend, "close", lambda self: None)
     cfg.paths.cache_dir += "-cold"
-    with pytest.raises(AssertionError, match=r"test/judge starts while \['test/generator'\] still holds memory"):
+    with pytest.raises(AssertionError, match=r"test/writer starts while \['test/generator'\] still holds memory"):
         answer.run(cfg, force=True)

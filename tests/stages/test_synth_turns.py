@@ -1,7 +1,7 @@
 """synth's models take turns: one engine at a time, shared by roles whose engine settings match."""
 from spacelm.config import Config, LLMConfig
 from spacelm.lib.llm.types import Completion
-from spacelm.stages.synth import ModelTurns
+from spacelm.stages.base import ModelTurns
 
 
 def test_roles_with_the_same_engine_settings_share_one_engine(monkeypatch):
@@ -28,7 +28,7 @@ def test_roles_with_the_same_engine_settings_share_one_engine(monkeypatch):
     cfg = Config()
     cfg.models.question_writer = LLMConfig(model="m1", max_tokens=96)
     cfg.models.judge = LLMConfig(model="m1", max_tokens=8)  # same engine, other sampling defaults
-    turns = ModelTurns(cfg)
+    turns = ModelTurns(cfg, "synth")
     from spacelm.lib.llm.types import Request
 
     ask = lambda llm: llm.chat_many([Request(messages=[{"role": "user", "content": "x"}])])[0].text
