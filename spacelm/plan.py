@@ -506,7 +506,9 @@ def plan_answer(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
                 judge_binary(j.llm, [it for it in items if it["pipeline"] != "table2" and it["answerable"]], text_of)
         if ac.claims:
             per_answer, how = _claims_per_answer(cfg)
-            judged = [it for it in items if it["answerable"] and it["passage_ids"]]
+            from .stages.answer import claim_items
+
+            judged = claim_items(cfg, items)
             fake = [dict(it, answer=claim_answer(n, it["passage_ids"], ac.citations, p.serial))
                     for it, n in zip(judged, spread(per_answer, len(judged)))]
             with j.phase("claim support", "estimate", pseudo_passages=pseudo, note=how):

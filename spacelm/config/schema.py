@@ -274,8 +274,10 @@ class AnswerConfig:
     n_bootstrap: int = 1000
     # passages shown as [1]..[n] (numbered) or by chunk id (ids); both are parsed back to chunk ids
     citations: Literal["numbered", "ids"] = "numbered"
-    # split answers into claims and judge each against the passages it cites
+    # split answers into claims and judge each against the passages it cites: in every answer
+    # with passages ("all"), or in the pipelines' answers only ("pipelines": about half the calls)
     claims: bool = True
+    claims_scope: Literal["all", "pipelines"] = "all"
     # unanswerable questions answered by pipeline B for the refusal evaluation (None: all kept)
     max_unanswerable: Optional[int] = None
     # write a reference answer (question writer, from the source passage) for every question the

@@ -85,8 +85,7 @@ def build(cfg: Config, out) -> dict:
         judge_binary(judge, [it for it in items if it["pipeline"] != "table2" and it["answerable"]], text_of)
     claim_rows = []
     if cfg.answer.claims:
-        claim_rows = judge_claims(judge, [it for it in items if it["answerable"] and it["passage_ids"]], text_of,
-                                  JUDGE_STYLE)
+        claim_rows = judge_claims(judge, claim_items(cfg, items), text_of, JUDGE_STYLE)
     judge.release()
     names = [s["name"] for s in settings(cfg)]
     long = table2(items, names, cfg.answer.n_bootstrap, cfg.seed)
@@ -152,6 +151,13 @@ def build(cfg: Config, out) -> dict:
             "llm_generator": gen.stats.to_dict(), "llm_judge": judge.stats.to_dict(),
             "model_identity": {"generator": gen.identity, "judge": judge.identity},
             "wall_seconds_answer": round(time.perf_counter() - t0, 2)}
+
+
+def claim_items(cfg: Config, items: list[dict]) -> list[dict]:
+    """The answers whose claims are judged: answerable, with passages, and in the pipelines
+    only when `answer.claims_scope` is "pipelines"."""
+    return [it for it in items if it["answerable"] and it["passage_ids"]
+            and (cfg.answer.claims_scope == "all" or it["pipeline"] != "table2")]
 
 
 def write_references(cfg: Config, turns: ModelTurns, items: list[dict], chunks_by_id: dict) -> int:
