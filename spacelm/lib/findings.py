@@ -67,6 +67,12 @@ def level_verdict(lo: Optional[float], hi: Optional[float], at_least: Optional[f
     return AGREES if lo <= inside <= hi else CONTRADICTS
 
 
+def _pm(x, digits: int = 1, unit: str = "") -> str:
+    """±x, or a dash when the run's n gives no figure."""
+    x = _num(x)
+    return "–" if x is None else f"±{x:.{digits}f}{unit}"
+
+
 def _pp(x: Optional[float]) -> str:
     return "–" if x is None else f"{x:+.1f} pp"
 
@@ -94,7 +100,7 @@ def table1_findings(tests: list[dict], shares: list[dict], chunk_tokens: int) ->
         out.append({"finding": finding, "paper": paper,
                     "this_run": f"{what} {_range([r['diff'] for r in rows])} pp across {len(rows)} cells; {count}",
                     "ci": f"{_range([_num(r['ci_low']) for r in rows])} to {_range([_num(r['ci_high']) for r in rows])} pp"
-                    if rows else "–", "verdict": verdict, "n": _n(rows), "judge": "relevance", "rule": rule})
+                    if rows else "–", "verdict": verdict, "n": _n(rows), "judge": "grader", "rule": rule})
 
     low = cells("share_0_1")
     row("Reranking lowers the share of grades 0 and 1 at every top-k",
@@ -106,9 +112,9 @@ def table1_findings(tests: list[dict], shares: list[dict], chunk_tokens: int) ->
         verdict, _ = direction_verdict([t], [1])
         out.append({"finding": "Reranking raises the share of grade 3 (BM25, top-3)", "paper": "39.66% → 44.76%",
                     "this_run": f"{t['value_a']:.2f}% → {t['value_b']:.2f}% ({_pp(t['diff'])}; Holm p "
-                                f"{_fmt_p(t['p_holm'])}; detectable at this n: ±{_num(t['mde']) or float('nan'):.1f} pp)",
+                                f"{_fmt_p(t['p_holm'])}; detectable at this n: {_pm(t['mde'], 1, ' pp')})",
                     "ci": _ci(t["ci_low"], t["ci_high"], " pp"), "verdict": verdict, "n": t["n_questions"],
-                    "judge": "relevance", "rule": "higher, Holm p < 0.05"})
+                    "judge": "grader", "rule": "higher, Holm p < 0.05"})
     high = cells("share_3")
     row("Reranking raises the share of grade 3 (every retriever and top-k)", "higher after reranking", high,
         [1] * len(high), "reranked − retrieved:", "every cell higher, Holm p < 0.05")
@@ -124,7 +130,7 @@ def table1_findings(tests: list[dict], shares: list[dict], chunk_tokens: int) ->
                             f"top-k {', '.join(str(t['top_k']) for t in dense)}; {count}" if dense else "not compared",
                 "ci": f"{_range([_num(t['ci_low']) for t in dense], '{:+.2f}')} to "
                       f"{_range([_num(t['ci_high']) for t in dense], '{:+.2f}')}" if dense else "–",
-                "verdict": verdict, "n": _n(dense), "judge": "relevance",
+                "verdict": verdict, "n": _n(dense), "judge": "grader",
                 "rule": "dense higher at every top-k, Holm p < 0.05"})
     above = [s for s in shares if (_num(s["ci_low"]) or 0) > 90]
     below = [s for s in shares if (_num(s["ci_high"]) or 100) < 90]
@@ -136,7 +142,7 @@ def table1_findings(tests: list[dict], shares: list[dict], chunk_tokens: int) ->
                             f"{len(above)} wholly above 90%, {len(below)} wholly below",
                 "ci": f"lowest CI bound {_range([_num(s['ci_low']) for s in shares], '{:.1f}').split(' to ')[0]}%, "
                       f"highest {_range([_num(s['ci_high']) for s in shares], '{:.1f}').split(' to ')[-1]}%"
-                if shares else "–", "verdict": verdict, "n": _n(shares), "judge": "relevance",
+                if shares else "–", "verdict": verdict, "n": _n(shares), "judge": "grader",
                 "rule": "more than half of the cells with the CI above 90% (below: contradicts)"})
     if chunk_tokens >= 512:
         row("512-token chunks: reranking raises top-3 grade 3", "42.54% → 48.37%",
@@ -145,7 +151,7 @@ def table1_findings(tests: list[dict], shares: list[dict], chunk_tokens: int) ->
     else:
         out.append({"finding": "512-token chunks: reranking raises top-3 grade 3", "paper": "42.54% → 48.37%",
                     "this_run": f"not run: chunks here are {chunk_tokens} tokens (the embedded dense model reads at most "
-                                "256 word pieces)", "ci": "–", "verdict": NOT_TESTED, "n": 0, "judge": "relevance",
+                                "256 word pieces)", "ci": "–", "verdict": NOT_TESTED, "n": 0, "judge": "grader",
                     "rule": "needs chunking.max_tokens ≥ 512 and a dense model that reads them"})
     return out
 
@@ -163,7 +169,7 @@ def table2_findings(long: list[dict], tests: list[dict]) -> list[dict]:
         out.append({"finding": f"{metric.capitalize()} changes little from standard to {t['setting_b'].replace('_', ' ')}",
                     "paper": paper, "this_run": f"{t['mean_a']:.2f} → {t['mean_b']:.2f} ({t['diff']:+.2f}; Holm p "
                                                 f"{_fmt_p(t['p_holm'])}; detectable at this n: "
-                                                f"±{_num(t['mde']) or float('nan'):.2f})",
+                                                f"{_pm(t['mde'], 2)})",
                     "ci": _ci(lo, hi), "verdict": little_change_verdict(lo, hi), "n": t["n_questions"], "judge": metric,
                     "rule": f"difference's CI within ±{LITTLE} points agrees, wholly outside contradicts"})
 
@@ -181,7 +187,7 @@ def table2_findings(long: list[dict], tests: list[dict]) -> list[dict]:
     if neg:
         lo, hi = _num(neg["ci_low"]), _num(neg["ci_high"])
         out.append({"finding": "Negative rejection", "paper": "3.14 ± 1.55",
-                    "this_run": f"{neg['mean']:.2f} ± {_num(neg.get('std')) or float('nan'):.2f}", "ci": _ci(lo, hi),
+                    "this_run": f"{neg['mean']:.2f} {_pm(neg.get('std'), 2)} (SD)", "ci": _ci(lo, hi),
                     "verdict": level_verdict(lo, hi, inside=3.14), "n": neg["n"], "judge": "negative_rejection",
                     "rule": "the paper's mean inside our CI agrees, outside contradicts"})
     return out
@@ -198,11 +204,12 @@ def _fmt_p(p) -> str:
 
 
 def judge_verdicts(relevance: Optional[list], controls: Optional[list]) -> dict:
-    """{judge: verdict text}: "relevance" from the labelled sources, each rubric from its controls."""
+    """{judge: verdict text}: "grader" (the 0-3 relevance judge) from the labelled sources, each
+    answer rubric and binary judge from its controls."""
     out = {}
     if relevance:
         ran = [m for m in relevance if m.get("run")]
-        out["relevance"] = "; ".join(f"{m['source']}: {m['verdict']}" for m in ran) or "unchecked"
+        out["grader"] = "; ".join(f"{m['source']}: {m['verdict']}" for m in ran) or "unchecked"
     for r in controls or []:
         out[r["rubric"]] = r["verdict"]
     return out
