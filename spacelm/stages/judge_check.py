@@ -146,6 +146,8 @@ def build(cfg: Config, out) -> dict:
     write_dataframe(table, out(controls_csv))
     write_jsonl(out(controls_file), control_rows)
     return {"sources": {m["source"]: m["verdict"] for m in results}, "pairs_graded": len(graded_rows),
+            "labelled_pairs": sum(m.get("n_pairs") or 0 for m in results if m.get("run")),
+            "control_pairs": len(control_rows),
             "controls": {r["rubric"]: r["verdict"] for r in table.to_dict("records")},
             "llm": judge.stats.to_dict(), "model_identity": ident}
 

@@ -106,6 +106,7 @@ class Manifest:
         stages = self.data["stages"].values()
         self.data["total_seconds"] = round(sum(s.get("wall_seconds", s.get("seconds", 0)) for s in stages), 3)
         self.data["model_time"] = model_time(self.data["stages"], self.data["total_seconds"])
+        self.data["sizes"] = run_sizes(self.data["stages"])
         self.save()
 
     def save(self) -> None:
@@ -156,3 +157,16 @@ def model_time(stages: dict, total_seconds: float) -> dict:
             "cold_seconds_estimate": round(cold, 1),
             "model_share_cold_estimate": round(recorded / cold, 3) if cold and recorded else None,
             "per_unit": per_unit}
+
+
+def run_sizes(stages: dict) -> dict:
+    """How many items each table rests on, read from the stage summaries (None: not run)."""
+    g = lambda stage, key: stages.get(stage, {}).get(key)
+    return {"synthetic_questions_written": g("synth", "generated"), "synthetic_questions_kept": g("synth", "kept"),
+            "unanswerable_kept": g("synth", "unanswerable_kept"), "retrieval_questions": g("retrieve", "questions"),
+            "judge_check_labelled_pairs": g("judge-check", "labelled_pairs"),
+            "judge_check_control_pairs": g("judge-check", "control_pairs"),
+            "table1_questions": g("grade", "questions"), "table1_pairs_graded": g("grade", "pairs_graded"),
+            "table2_questions_per_setting": g("answer", "questions"), "pipeline_questions": g("answer", "questions"),
+            "answerability_answerable": g("answer", "questions"),
+            "answerability_unanswerable": g("answer", "unanswerable_questions"), "answers": g("answer", "answers")}

@@ -26,3 +26,14 @@ def test_model_time_shares_and_units():
     assert units[("synth", "question written")]["seconds_per_unit"] == 4.5
     judged = [u for u in m["per_unit"] if u["unit"].startswith("answer judged")][0]
     assert judged["n"] == 4 and judged["seconds_per_unit"] == 15.0 and judged["calls_per_unit"] == 3.0
+
+
+def test_run_sizes_from_stage_summaries():
+    from spacelm.stages.manifest import run_sizes
+
+    sizes = run_sizes({"synth": {"generated": 12, "kept": 10}, "grade": {"questions": 5, "pairs_graded": 90},
+                       "judge-check": {"labelled_pairs": 150, "control_pairs": 80},
+                       "answer": {"questions": 4, "unanswerable_questions": 3, "answers": 30}})
+    assert sizes["synthetic_questions_kept"] == 10 and sizes["table1_questions"] == 5
+    assert sizes["judge_check_labelled_pairs"] == 150 and sizes["answerability_unanswerable"] == 3
+    assert sizes["retrieval_questions"] is None
