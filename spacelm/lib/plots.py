@@ -16,6 +16,16 @@ def _figure(width: float = 6.4, height: float = 3.6, ncols: int = 1):
     return plt.subplots(1, ncols, figsize=(width, height))
 
 
+def _yerr(values, lows, highs) -> list:
+    """Error-bar lengths below and above each value: never negative (a percentile interval can
+    sit beside a point estimate that is not a mean), 0 where there is no interval."""
+    import numpy as np
+
+    v, lo, hi = (np.asarray(x, dtype=float) for x in (values, lows, highs))
+    below, above = np.nan_to_num(v - lo, nan=0.0), np.nan_to_num(hi - v, nan=0.0)
+    return [np.clip(below, 0, None), np.clip(above, 0, None)]
+
+
 def save(fig, path: Optional[Path]) -> None:
     """Save a figure atomically (a temporary file renamed into place)."""
     if path is None:
@@ -55,7 +65,7 @@ def recall_curve(per_query, k_values, path: Optional[Path] = None, metric: str =
         sub = per_query[per_query["system"] == name]
         means = [float(sub[f"{metric}@{k}"].mean()) for k in ks]
         cis = [bootstrap_ci(sub[f"{metric}@{k}"].tolist(), None, n_boot, seed) for k in ks]
-        err = [[m - lo for m, (lo, _) in zip(means, cis)], [hi - m for m, (_, hi) in zip(means, cis)]]
+        err = _yerr(means, [lo for lo, _ in cis], [hi for _, hi in cis])
         x = [k + (j - (len(systems) - 1) / 2) * 0.08 for k in ks]  # dodge so the bars do not hide each other
         ax.errorbar(x, means, yerr=err, marker="o", capsize=3, label=name)
     ax.set_xlabel("k")
@@ -111,7 +121,7 @@ def grade_distribution(table1_long, path: Optional[Path] = None):
             lo = [float(sub.loc[k, "ci_low"]) if k in sub.index else float("nan") for k in ks]
             hi = [float(sub.loc[k, "ci_high"]) if k in sub.index else float("nan") for k in ks]
             x = [k + (j - (len(groups) - 1) / 2) * 0.18 for k in ks]
-            ax.errorbar(x, ys, yerr=[[y - a for y, a in zip(ys, lo)], [b - y for y, b in zip(ys, hi)]], capsize=2,
+            ax.errorbar(x, ys, yerr=_yerr(ys, lo, hi), capsize=2,
                         marker="o" if st == "retrieved" else "s", linestyle="-" if st == "retrieved" else "--",
                         color=("#4477aa", "#ee6677", "#228833", "#ccbb44")[[g[0] for g in groups].index(r) % 4],
                         label=f"{r} {'reranked' if st == 'reranked' else 'retrieved'}")
@@ -143,7 +153,7 @@ def score_distributions(table2_long, items=None, path: Optional[Path] = None):
         ys = np.array([float(sub.loc[m, "mean"]) for m in ms])
         lo = np.array([float(sub.loc[m, "ci_low"]) for m in ms])
         hi = np.array([float(sub.loc[m, "ci_high"]) for m in ms])
-        ax.errorbar(xs, ys, yerr=[ys - lo, hi - ys], fmt="o", capsize=3,
+        ax.errorbar(xs, ys, yerr=_yerr(ys, lo, hi), fmt="o", capsize=3,
                     label=f"{st} (n={int(sub['n'].max()) if len(sub) else 0})")
     ax.set_xticks(range(len(metrics)))
     ax.set_xticklabels([m.replace("_", " ") for m in metrics], fontsize=8)
@@ -168,7 +178,8 @@ def noise_curve(items, settings, path: Optional[Path] = None, n_boot: int = 1000
         vals = [v for v in vals if v is not None]
         m = float(np.mean(vals)) if vals else float("nan")
         lo, hi = bootstrap_ci(vals, None, n_boot, seed)
-        return m, (0.0 if lo != lo else m - lo), (0.0 if hi != hi else hi - m), len(vals)
+        (below,), (above,) = _yerr([m], [lo], [hi])
+        return m, float(below), float(above), len(vals)
 
     rel = [s for s in settings if s["keep_relevant"]]
     pts = [point([it["scores"].get("faithfulness") for it in items if it["setting"] == s["name"]
@@ -233,7 +244,8 @@ def refusal_sweep(sweep: list[dict], points: dict, n_answerable: int, n_unanswer
         if rate is None or not n:
             return 0.0, 0.0
         lo, hi = wilson_ci(round(rate * n), n)
-        return rate - lo, hi - rate
+        (below,), (above,) = _yerr([rate], [lo], [hi])
+        return float(below), float(above)
 
     ok = [r for r in sweep if r.get("false_refusal_rate") is not None and r.get("refusal_recall") is not None]
     if ok:

@@ -60,3 +60,13 @@ def test_refusal_sweep_wilson_intervals(tmp_path):
     assert len(_errorbars(ax)) == 3 and _outside(fig, ax)
     lo, hi = wilson_ci(7, 10)
     assert lo < 0.7 < hi and lo == pytest.approx(0.397, abs=0.01)
+
+
+def test_intervals_beside_the_point_or_missing_do_not_break_a_plot(tmp_path):
+    rows = [{"retriever": "bm25", "stage": st, "top_k": 3, "grade": g, "percent": 10.0, "n": 3,
+             "ci_low": 12.0 if g == 0 else float("nan"), "ci_high": 30.0, "missing": 0}
+            for st in ("retrieved", "reranked") for g in range(4)]
+    plots.grade_distribution(pd.DataFrame(rows), tmp_path / "g.png")  # an interval above its point: bar of 0
+    assert (tmp_path / "g.png").is_file()
+    below, above = plots._yerr([10.0, 5.0], [12.0, float("nan")], [30.0, 6.0])
+    assert list(below) == [0.0, 0.0] and list(above) == [20.0, 1.0]
