@@ -132,6 +132,7 @@ def model_time(stages: dict, total_seconds: float) -> dict:
     recorded model time; a skipped stage counts as when it was computed), and the model time per
     unit (per question written, graded pair, answer)."""
     made = recorded = cold = 0.0
+    reused = evaluated = 0
     per_unit = []
     for name, summary in stages.items():
         skipped = bool(summary.get("skipped"))
@@ -142,6 +143,9 @@ def model_time(stages: dict, total_seconds: float) -> dict:
             if not isinstance(st, dict) or "model_seconds" not in st:
                 continue
             rec = st.get("recorded_seconds", st["model_seconds"])
+            if not skipped:
+                reused += st.get("prefix_reused_tokens", 0)
+                evaluated += st.get("prompt_tokens_evaluated", 0)
             stage_made += st["model_seconds"]
             stage_rec += rec
             n = sum(summary.get(k) or 0 for k in count_keys) if count_keys else st["calls"] + st["cache_hits"]
@@ -156,6 +160,9 @@ def model_time(stages: dict, total_seconds: float) -> dict:
             "model_share_of_wall": round(made / total_seconds, 3) if total_seconds and made else None,
             "cold_seconds_estimate": round(cold, 1),
             "model_share_cold_estimate": round(recorded / cold, 3) if cold and recorded else None,
+            # of the prompt tokens of the judge's option-scored calls this run made, the share
+            # whose KV cache was kept from the previous prompt (prompts sent in prefix order)
+            "prefix_reused_share": round(reused / (reused + evaluated), 3) if reused + evaluated else None,
             "per_unit": per_unit}
 
 

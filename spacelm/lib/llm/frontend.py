@@ -54,6 +54,10 @@ class CallStats:
     # model time of every result this run used, cached ones at the latency recorded when they
     # were computed: what these results cost cold
     recorded_seconds: float = 0.0
+    # llama.cpp, calls answered from the option probabilities: prompt tokens whose KV cache was
+    # kept from the previous prompt (its shared beginning) against tokens evaluated anew
+    prefix_reused_tokens: int = 0
+    prompt_tokens_evaluated: int = 0
 
     def to_dict(self) -> dict:
         return {k: round(v, 3) if isinstance(v, float) else v for k, v in asdict(self).items()}
@@ -150,7 +154,11 @@ class LLM:
             # the KV cache of the shared beginning (fixed instructions, then the question) and a
             # batching engine finds its prefixes together; results keep the callers' order
             todo.sort(key=lambda i: prompt_order(reqs[i]))
-            self.backend.complete_many([reqs[i] for i in todo], done)
+            backend = self.backend
+            before = (getattr(backend, "prefix_reused_tokens", 0), getattr(backend, "prompt_tokens_evaluated", 0))
+            backend.complete_many([reqs[i] for i in todo], done)
+            self.stats.prefix_reused_tokens += getattr(backend, "prefix_reused_tokens", 0) - before[0]
+            self.stats.prompt_tokens_evaluated += getattr(backend, "prompt_tokens_evaluated", 0) - before[1]
         if bar:
             bar.close()
         for i, k in enumerate(keys):
