@@ -213,7 +213,11 @@ def time_lines(manifest: dict) -> list[str]:
            + f"; {mt['model_seconds_recorded']:.0f} s as recorded for every result used (cached ones at the time they "
              f"took when computed). The same results cold: about {mt['cold_seconds_estimate'] / 60:.1f} min"
            + (f", {mt['model_share_cold_estimate']:.0%} of it in model calls." if mt.get("model_share_cold_estimate")
-              else "."), "", "| stage | unit | n | model seconds | seconds per unit | calls per unit |",
+              else ".")
+           + (f" Of the prompt tokens of the judge's calls this run made, {mt['prefix_reused_share']:.0%} were kept "
+              "from the previous prompt's KV cache (prompts are sent so that those sharing a beginning follow each "
+              "other)." if mt.get("prefix_reused_share") is not None else ""),
+           "", "| stage | unit | n | model seconds | seconds per unit | calls per unit |",
            "|---|---|---:|---:|---:|---:|"]
     for u in mt.get("per_unit", []):
         out.append(f"| {u['stage']} | {u['unit']} | {u['n']} | {u['model_seconds']:.0f} | {u['seconds_per_unit']:.2f} | "
