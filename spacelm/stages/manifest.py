@@ -115,7 +115,8 @@ class Manifest:
 
 # stage -> (its summary key with the call statistics, the unit, the summary keys counting units)
 UNITS = {
-    "synth": [("llm", "question written (with its reference answer)", ("generated", "unanswerable_generated")),
+    "synth": [("llm", "question written (answerable or unanswerable; with its reference answer when synth writes "
+                      "one)", ("generated", "unanswerable_generated")),
               ("llm_judge", "unanswerable check pair", ("unanswerable_pairs_graded",))],
     "judge-check": [("llm", "judge call (labelled pair or control)", ())],
     "grade": [("llm", "graded pair", ())],
@@ -126,12 +127,13 @@ UNITS = {
 
 
 def model_time(stages: dict, total_seconds: float) -> dict:
-    """Where a run's time went: seconds in model calls (made by this run, and as recorded for
-    every result used, cached ones included), the share of the wall time in model calls, the
+    """Where a run's time went: seconds in model calls (the LLMs' calls made by this run, and as
+    recorded for every result used, cached ones included; plus the retrieval encoders' time,
+    dense search and the reranker), the share of the wall time in model calls, the
     wall time the same results would take cold (each stage's time outside model calls plus its
     recorded model time; a skipped stage counts as when it was computed), and the model time per
     unit (per question written, graded pair, answer)."""
-    made = recorded = cold = 0.0
+    made = recorded = cold = encoders = 0.0
     reused = evaluated = 0
     per_unit = []
     for name, summary in stages.items():
@@ -153,10 +155,16 @@ def model_time(stages: dict, total_seconds: float) -> dict:
                 per_unit.append({"stage": name, "unit": unit, "n": n, "model_seconds": round(rec, 1),
                                  "seconds_per_unit": round(rec / n, 2),
                                  "calls_per_unit": round((st["calls"] + st["cache_hits"]) / n, 2)})
+        if name == "retrieve":  # the encoders: dense retrieval and the reranker's pool
+            enc = float(sum((summary.get("search_seconds") or {}).values()))
+            encoders += enc
+            stage_made += enc
+            stage_rec += enc
         made += 0.0 if skipped else stage_made
         recorded += stage_rec
         cold += max(0.0, (wall or 0.0) - stage_made) + stage_rec
     return {"model_seconds_this_run": round(made, 1), "model_seconds_recorded": round(recorded, 1),
+            "encoder_seconds": round(encoders, 1),
             "model_share_of_wall": round(made / total_seconds, 3) if total_seconds and made else None,
             "cold_seconds_estimate": round(cold, 1),
             "model_share_cold_estimate": round(recorded / cold, 3) if cold and recorded else None,

@@ -208,7 +208,8 @@ def time_lines(manifest: dict) -> list[str]:
     if not mt:
         return []
     share = mt.get("model_share_of_wall")
-    out = ["", f"Model calls: {mt['model_seconds_this_run']:.0f} s made by this run"
+    out = ["", f"Model time (LLM calls, and {mt.get('encoder_seconds', 0):.0f} s of retrieval encoders): "
+               f"{mt['model_seconds_this_run']:.0f} s spent by this run"
            + (f" ({share:.0%} of its wall time)" if share else "")
            + f"; {mt['model_seconds_recorded']:.0f} s as recorded for every result used (cached ones at the time they "
              f"took when computed). The same results cold: about {mt['cold_seconds_estimate'] / 60:.1f} min"

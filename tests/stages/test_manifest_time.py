@@ -8,17 +8,18 @@ def _llm(made, rec, calls, hits):
 def test_model_time_shares_and_units():
     stages = {
         "chunk": {"wall_seconds": 2.0},
+        "retrieve": {"wall_seconds": 12.0, "search_seconds": {"bm25": 0.5, "dense": 9.5}},
         "grade": {"wall_seconds": 100.0, "llm": _llm(90.0, 90.0, 30, 0)},
         "answer": {"wall_seconds": 20.0, "answers": 4, "llm_generator": _llm(0.0, 40.0, 0, 8),
                    "llm_judge": _llm(10.0, 60.0, 2, 10)},
         "synth": {"skipped": True, "wall_seconds": 0.0, "computed_seconds": 50.0, "generated": 10,
                   "unanswerable_generated": 0, "llm": _llm(45.0, 45.0, 10, 0)},
     }
-    m = model_time(stages, 122.0)
-    assert m["model_seconds_this_run"] == 100.0  # the skipped stage made no call now
-    assert m["model_share_of_wall"] == round(100 / 122, 3)
-    # cold: chunk 2 + grade 10 + 90, answer 10 + 100, synth 5 + 45
-    assert m["cold_seconds_estimate"] == 262.0
+    m = model_time(stages, 134.0)
+    assert m["model_seconds_this_run"] == 110.0  # the skipped stage made no call now; encoders count
+    assert m["encoder_seconds"] == 10.0 and m["model_share_of_wall"] == round(110 / 134, 3)
+    # cold: chunk 2, retrieve 12, grade 10 + 90, answer 10 + 100, synth 5 + 45
+    assert m["cold_seconds_estimate"] == 274.0
     units = {(u["stage"], " ".join(u["unit"].split()[:2])): u for u in m["per_unit"]}
     assert units[("grade", "graded pair")]["seconds_per_unit"] == 3.0
     assert units[("answer", "answer written")]["seconds_per_unit"] == 5.0  # 40 s over 8 answers written
