@@ -82,6 +82,15 @@ def _ci(lo, hi, unit: str = "") -> str:
     return "–" if lo is None or hi is None else f"[{lo:.2f}, {hi:.2f}]{unit}"
 
 
+def _span(rows: list[dict], fmt: str, unit: str = "") -> str:
+    """The cells' 95% CIs in one figure: from the lowest lower bound to the highest upper bound."""
+    lows = [v for v in (_num(r.get("ci_low")) for r in rows) if v is not None]
+    highs = [v for v in (_num(r.get("ci_high")) for r in rows) if v is not None]
+    if not lows or not highs:
+        return "–"
+    return f"cells' CIs within [{fmt.format(min(lows))}, {fmt.format(max(highs))}]{unit}"
+
+
 def _range(vals: list[float], fmt: str = "{:+.1f}") -> str:
     vals = [v for v in vals if v is not None]
     return "–" if not vals else fmt.format(min(vals)) + (" to " + fmt.format(max(vals)) if len(vals) > 1 else "")
@@ -99,8 +108,7 @@ def table1_findings(tests: list[dict], shares: list[dict], chunk_tokens: int) ->
         verdict, count = direction_verdict(rows, signs)
         out.append({"finding": finding, "paper": paper,
                     "this_run": f"{what} {_range([r['diff'] for r in rows])} pp across {len(rows)} cells; {count}",
-                    "ci": f"{_range([_num(r['ci_low']) for r in rows])} to {_range([_num(r['ci_high']) for r in rows])} pp"
-                    if rows else "–", "verdict": verdict, "n": _n(rows), "judge": "grader", "rule": rule})
+                    "ci": _span(rows, "{:+.1f}", " pp"), "verdict": verdict, "n": _n(rows), "judge": "grader", "rule": rule})
 
     low = cells("share_0_1")
     row("Reranking lowers the share of grades 0 and 1 at every top-k",
@@ -128,8 +136,7 @@ def table1_findings(tests: list[dict], shares: list[dict], chunk_tokens: int) ->
     out.append({"finding": "The judge prefers the dense retriever to BM25", "paper": "dense graded higher",
                 "this_run": f"mean grade dense − bm25: {_range([t['diff'] for t in dense], '{:+.2f}')} across "
                             f"top-k {', '.join(str(t['top_k']) for t in dense)}; {count}" if dense else "not compared",
-                "ci": f"{_range([_num(t['ci_low']) for t in dense], '{:+.2f}')} to "
-                      f"{_range([_num(t['ci_high']) for t in dense], '{:+.2f}')}" if dense else "–",
+                "ci": _span(dense, "{:+.2f}"),
                 "verdict": verdict, "n": _n(dense), "judge": "grader",
                 "rule": "dense higher at every top-k, Holm p < 0.05"})
     above = [s for s in shares if (_num(s["ci_low"]) or 0) > 90]

@@ -61,3 +61,9 @@ def test_table2_findings():
     assert by["faithfulness"]["verdict"] == F.AGREES and "4.40 → 4.30" in by["faithfulness"]["this_run"]
     assert by["noise_robustness"]["verdict"] == F.AGREES
     assert by["negative_rejection"]["verdict"] == F.CONTRADICTS
+
+
+def test_cell_cis_are_spanned_once():
+    rows = [{"ci_low": -5.0, "ci_high": -1.0}, {"ci_low": -2.0, "ci_high": 3.0}, {"ci_low": None, "ci_high": None}]
+    assert F._span(rows, "{:+.1f}", " pp") == "cells' CIs within [-5.0, +3.0] pp"
+    assert F._span([], "{:+.1f}") == "–"
