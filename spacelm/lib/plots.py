@@ -137,9 +137,9 @@ def grade_distribution(table1_long, path: Optional[Path] = None):
     return fig
 
 
-def score_distributions(table2_long, items=None, path: Optional[Path] = None):
+def score_distributions(table2_long, path: Optional[Path] = None):
     """Table 2 as points: the mean judge score (1-5) per rubric and setting with its 95%
-    bootstrap CI and n (`items` is unused, kept for callers that pass it)."""
+    bootstrap CI and n."""
     import numpy as np
 
     df = table2_long.dropna(subset=["mean"])

@@ -142,7 +142,7 @@ def build(cfg: Config, out) -> dict:
         "claims_unreadable": sum(r["supported"] is None for r in claim_rows),
     }
     write_json(out(checks_file), checks)
-    score_distributions(long, items, out(scores_plot))
+    score_distributions(long, out(scores_plot))
     noise_curve(items, settings(cfg), out(noise_plot), cfg.answer.n_bootstrap, cfg.seed)
     return {"questions": len(questions), "unanswerable_questions": len(una), "answers": len(items), "scale": run_scale,
             **checks, "answerability": {r["gate"]: {k: r[k] for k in ("refusal_recall", "false_refusal_rate")}

@@ -39,7 +39,7 @@ def test_grade_distribution_points_with_cis(tmp_path):
 def test_answer_plots_with_cis(tmp_path):
     long = pd.DataFrame([{"metric": m, "setting": s, "mean": 4.0, "std": 1.0, "n": 10, "ci_low": 3.5, "ci_high": 4.4}
                          for m in ("faithfulness", "relevance") for s in ("standard", "3_wrong")])
-    fig = plots.score_distributions(long, None, tmp_path / "s.png")
+    fig = plots.score_distributions(long, tmp_path / "s.png")
     assert len(_errorbars(fig.axes[0])) == 2 and _outside(fig, fig.axes[0])
     settings = [{"name": "standard", "n_wrong": 0, "keep_relevant": True},
                 {"name": "3_wrong", "n_wrong": 3, "keep_relevant": True},
