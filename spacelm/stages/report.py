@@ -226,18 +226,33 @@ def time_lines(manifest: dict) -> list[str]:
     return out
 
 
+TABLES = {"grade": "Table 1", "answer": "Table 2, the pipelines and the answerability evaluation"}
+
+
+def scale_banner(stages: dict) -> list[str]:
+    """Which tables rest on too few questions to support a conclusion on their own: all of
+    them (a smoke-scale run), some of them (named, with their n), or none."""
+    scaled = {name: s for name, s in stages.items() if s.get("scale")}
+    small = {name: s for name, s in scaled.items() if s["scale"] == "smoke-scale run"}
+    if not small:
+        return []
+    if len(small) == len(scaled):
+        return [f"> **Smoke-scale run**: its tables rest on fewer than {FINDINGS_MIN_QUESTIONS} questions. It shows "
+                "that the pipeline works end to end; it cannot support conclusions. Use a larger config (or "
+                "`configs/paper.yaml` on a GPU backend) for findings.", ""]
+    named = "; ".join(f"{TABLES.get(n, n)} ({s.get('questions')} questions)" for n, s in small.items())
+    return [f"> **Below the findings scale**: {named} rest on fewer than {FINDINGS_MIN_QUESTIONS} questions: their "
+            "figures show the measurement working and cannot support a conclusion on their own. The verdicts in "
+            "\"The paper and this run\" say what each n can carry.", ""]
+
+
 def build_report(cfg) -> Path:
     """Write `results/<run>/report.md` from the files the stages wrote (run it last)."""
     run = cfg.run_dir
     draw_shared_plots(cfg)
     manifest = json.loads((run / "manifest.json").read_text()) if (run / "manifest.json").is_file() else {}
     stages = manifest.get("stages", {})
-    smoke = any(s.get("scale") == "smoke-scale run" for s in stages.values())
-    lines = [f"# spacelm report — run `{cfg.run_name}`", ""]
-    if smoke:
-        lines += [f"> **Smoke-scale run**: at least one table rests on fewer than {FINDINGS_MIN_QUESTIONS} questions. "
-                  "It shows that the pipeline works end to end; it cannot support conclusions. Use a larger config "
-                  "(or `configs/paper.yaml` on a GPU backend) for findings.", ""]
+    lines = [f"# spacelm report — run `{cfg.run_name}`", ""] + scale_banner(stages)
     lines += [f"Config `{manifest.get('config_file')}`, git `{manifest.get('git_commit')}`, "
               f"started {manifest.get('started')}, finished {manifest.get('finished', '(running)')}.", ""]
     findings = paper_rows(cfg)

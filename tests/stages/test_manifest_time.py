@@ -38,3 +38,15 @@ def test_run_sizes_from_stage_summaries():
     assert sizes["synthetic_questions_kept"] == 10 and sizes["table1_questions"] == 5
     assert sizes["judge_check_labelled_pairs"] == 150 and sizes["answerability_unanswerable"] == 3
     assert sizes["retrieval_questions"] is None
+
+
+def test_scale_banner_names_the_small_tables():
+    from spacelm.stages.report import scale_banner
+
+    full, smoke = "full run", "smoke-scale run"
+    assert scale_banner({"grade": {"scale": full, "questions": 30}, "answer": {"scale": full}}) == []
+    both = scale_banner({"grade": {"scale": smoke, "questions": 3}, "answer": {"scale": smoke, "questions": 2}})
+    assert "Smoke-scale run" in both[0]
+    one = scale_banner({"grade": {"scale": full, "questions": 30}, "answer": {"scale": smoke, "questions": 8}})
+    assert "Below the findings scale" in one[0] and "Table 2, the pipelines" in one[0] and "(8 questions)" in one[0]
+    assert "Table 1" not in one[0]
