@@ -33,7 +33,8 @@ def block(run_dir: Path) -> str:
     mt = m.get("model_time", {})
     lines = [BEGIN.format(run=run_dir.name), "",
              f"Run `{run_dir.name}` (`{m.get('config_file')}`, git `{m.get('git_commit')}`, {m.get('platform')}); "
-             f"wall time of the run that wrote it {m.get('total_seconds', 0) / 60:.1f} min; "
+             f"wall time of the run that wrote it {m.get('total_seconds', 0) / 60:.1f} min (stages up to date were "
+             f"reused); "
              f"the same results cold: about {mt.get('cold_seconds_estimate', 0) / 60:.0f} min "
              f"({(mt.get('model_share_cold_estimate') or 0):.0%} of it in model calls).", "",
              "| table | questions | what |", "|---|---:|---|",
@@ -46,8 +47,8 @@ def block(run_dir: Path) -> str:
              f"{st.get('answer', {}).get('answers')} answers in all, with pipelines A/B/C and the refusal evaluation |",
              f"| answerability | {st.get('answer', {}).get('questions')} answerable + "
              f"{st.get('answer', {}).get('unanswerable_questions')} unanswerable | pipeline B, gate off and on |",
-             f"| judge checks | {st.get('judge-check', {}).get('pairs_graded')} labelled pairs | + known-answer "
-             "controls |", "", "Model time per unit (as recorded when each call was made):", ""]
+             f"| judge checks | {m.get('sizes', {}).get('judge_check_labelled_pairs')} labelled pairs | + "
+             f"{m.get('sizes', {}).get('judge_check_control_pairs')} known-answer control pairs |", "", "Model time per unit (as recorded when each call was made):", ""]
     lines += _md_table([{"stage": u["stage"], "unit": u["unit"], "n": u["n"], "seconds per unit":
                          f"{u['seconds_per_unit']:.2f}", "calls per unit": f"{u['calls_per_unit']:.2f}"}
                         for u in mt.get("per_unit", [])], ["stage", "unit", "n", "seconds per unit", "calls per unit"])
