@@ -18,47 +18,47 @@ END = "<!-- end of generated headline tables -->"
 
 
 def _md_table(rows: list[dict], cols: list[str]) -> list[str]:
-    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in rows:
-        out.append("| " + " | ".join(str(r.get(c, "")).replace("|", "/") for c in cols) + " |")
-    return out
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=cols).to_markdown(index=False).splitlines()
 
 
 def block(run_dir: Path) -> str:
-    """The generated Markdown for one run folder."""
-    import csv
+    """The generated Markdown for one run folder (sizes from the manifest's `sizes`)."""
+    import pandas as pd
 
     m = json.loads((run_dir / "manifest.json").read_text())
-    st = m["stages"]
+    z = m.get("sizes", {})
     mt = m.get("model_time", {})
     lines = [BEGIN.format(run=run_dir.name), "",
              f"Run `{run_dir.name}` (`{m.get('config_file')}`, git `{m.get('git_commit')}`, {m.get('platform')}); "
              f"wall time of the run that wrote it {m.get('total_seconds', 0) / 60:.1f} min (stages up to date were "
-             f"reused); "
-             f"the same results cold: about {mt.get('cold_seconds_estimate', 0) / 60:.0f} min "
-             f"({(mt.get('model_share_cold_estimate') or 0):.0%} of it in model calls).", "",
-             "| table | questions | what |", "|---|---:|---|",
-             f"| synthetic questions | {st.get('synth', {}).get('kept')} kept of {st.get('synth', {}).get('generated')} "
-             f"written | + {st.get('synth', {}).get('unanswerable_kept')} unanswerable kept of "
-             f"{st.get('synth', {}).get('unanswerable_generated')} |",
-             f"| Table 1 (relevance grades) | {st.get('grade', {}).get('questions')} | "
-             f"{st.get('grade', {}).get('pairs_graded')} distinct pairs graded, 4 systems, top-3/5/7/10 |",
-             f"| Table 2 (answers under noise) | {st.get('answer', {}).get('questions')} per setting | "
-             f"{st.get('answer', {}).get('answers')} answers in all, with pipelines A/B/C and the refusal evaluation |",
-             f"| answerability | {st.get('answer', {}).get('questions')} answerable + "
-             f"{st.get('answer', {}).get('unanswerable_questions')} unanswerable | pipeline B, gate off and on |",
-             f"| judge checks | {m.get('sizes', {}).get('judge_check_labelled_pairs')} labelled pairs | + "
-             f"{m.get('sizes', {}).get('judge_check_control_pairs')} known-answer control pairs |", "", "Model time per unit (as recorded when each call was made):", ""]
+             f"reused); the same results cold: about {mt.get('cold_seconds_estimate', 0) / 60:.0f} min "
+             f"({(mt.get('model_share_cold_estimate') or 0):.0%} of it in model calls).", ""]
+    lines += _md_table([
+        {"table": "synthetic questions", "questions": f"{z.get('synthetic_questions_kept')} kept of "
+                                                      f"{z.get('synthetic_questions_written')} written",
+         "what": f"+ {z.get('unanswerable_kept')} unanswerable kept of "  # manifests before the key: synth's own
+                 f"{z.get('unanswerable_written', m['stages'].get('synth', {}).get('unanswerable_generated'))}"},
+        {"table": "Table 1 (relevance grades)", "questions": z.get("table1_questions"),
+         "what": f"{z.get('table1_pairs_graded')} distinct pairs graded, 4 systems, top-3/5/7/10"},
+        {"table": "Table 2 (answers under noise)", "questions": f"{z.get('table2_questions_per_setting')} per setting",
+         "what": f"{z.get('answers')} answers in all, with pipelines A/B/C and the refusal evaluation"},
+        {"table": "answerability", "questions": f"{z.get('answerability_answerable')} answerable + "
+                                                f"{z.get('answerability_unanswerable')} unanswerable",
+         "what": "pipeline B, gate off and on"},
+        {"table": "judge checks", "questions": f"{z.get('judge_check_labelled_pairs')} labelled pairs",
+         "what": f"+ {z.get('judge_check_control_pairs')} known-answer control pairs"}], ["table", "questions", "what"])
+    lines += ["", "Model time per unit (as recorded when each call was made):", ""]
     lines += _md_table([{"stage": u["stage"], "unit": u["unit"], "n": u["n"], "seconds per unit":
                          f"{u['seconds_per_unit']:.2f}", "calls per unit": f"{u['calls_per_unit']:.2f}"}
                         for u in mt.get("per_unit", [])], ["stage", "unit", "n", "seconds per unit", "calls per unit"])
     pv = run_dir / "paper_vs_run.csv"
     if pv.is_file():
-        with pv.open() as f:
-            rows = list(csv.DictReader(f))
         lines += ["", "**The paper and this run** (verdicts from Holm-adjusted paired tests; the judge's own verdict "
                   "beside each):", ""]
-        lines += _md_table(rows, ["finding", "paper", "this_run", "ci", "verdict", "judge_verdict"])
+        lines += _md_table(pd.read_csv(pv).fillna("–").to_dict("records"),
+                           ["finding", "paper", "this_run", "ci", "verdict", "judge_verdict"])
     for title, name in (("Table 1, relevance grades (%)", "table1_relevance.md"),
                         ("Table 2, answer quality (1-5)", "table2_answer_quality.md")):
         p = run_dir / name

@@ -456,6 +456,7 @@ def plan_answer(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
     from .lib.claims import judge_claims
     from .lib.gate import REFUSAL_TEXT
     from .lib.relevance import select_questions
+    from .stages.answer import claim_items, references_needed
 
     cfg, ac = p.cfg, p.cfg.answer
     text_of = {c.chunk_id: c.text for c in inp.chunks}
@@ -483,15 +484,13 @@ def plan_answer(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
             with g.phase("verification rewrites", basis, pseudo_passages=pseudo):
                 verify(g.llm, c_items, text_of, cfg)
     by_id = {c.chunk_id: c for c in inp.chunks}
-    need = {it["qid"]: it for it in items if it["pipeline"] != "table2" and it["answerable"]
-            and not it.get("reference_answer") and it.get("source_chunk_id") in by_id} if ac.reference_answers else {}
-    if need:
+    recs = references_needed(cfg, items, by_id)
+    if recs:
         from .lib.questions import add_reference_answers
 
         with p.engine("answer", "question_writer") as w:
             with w.phase("reference answers", basis):
-                add_reference_answers(cfg, w.llm, [{"question": it["question"], "source_chunk_id": it["source_chunk_id"]}
-                                                   for it in need.values()], by_id)
+                add_reference_answers(cfg, w.llm, recs, by_id)
     with p.engine("answer", "judge") as j:
         with j.phase("rubric scores", basis, pseudo_passages=pseudo):
             judge_rubrics(j.llm, items, text_of)
@@ -506,7 +505,6 @@ def plan_answer(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
                 judge_binary(j.llm, [it for it in items if it["pipeline"] != "table2" and it["answerable"]], text_of)
         if ac.claims:
             per_answer, how = _claims_per_answer(cfg)
-            from .stages.answer import claim_items
 
             judged = claim_items(cfg, items)
             fake = [dict(it, answer=claim_answer(n, it["passage_ids"], ac.citations, p.serial))

@@ -160,19 +160,24 @@ def claim_items(cfg: Config, items: list[dict]) -> list[dict]:
             and (cfg.answer.claims_scope == "all" or it["pipeline"] != "table2")]
 
 
-def write_references(cfg: Config, turns: ModelTurns, items: list[dict], chunks_by_id: dict) -> int:
-    """Reference answers for the answerable questions the pipelines answer that have none from
-    synth (`answer.reference_answers`), written by the question writer from the source passage
-    as synth would; returns how many were written."""
-    from ..lib.questions import add_reference_answers
-
+def references_needed(cfg: Config, items: list[dict], chunks_by_id: dict) -> list[dict]:
+    """One record per answerable question the pipelines answer that has no reference answer
+    from synth (when `answer.reference_answers`), for `add_reference_answers` to fill."""
     if not cfg.answer.reference_answers:
-        return 0
+        return []
     need = {it["qid"]: it for it in items if it["pipeline"] != "table2" and it["answerable"]
             and not it.get("reference_answer") and it.get("source_chunk_id") in chunks_by_id}
-    if not need:
+    return [{"qid": q, "question": it["question"], "source_chunk_id": it["source_chunk_id"]} for q, it in need.items()]
+
+
+def write_references(cfg: Config, turns: ModelTurns, items: list[dict], chunks_by_id: dict) -> int:
+    """Reference answers for `references_needed`, written by the question writer from the source
+    passage as synth would; returns how many were written."""
+    from ..lib.questions import add_reference_answers
+
+    recs = references_needed(cfg, items, chunks_by_id)
+    if not recs:
         return 0
-    recs = [{"qid": q, "question": it["question"], "source_chunk_id": it["source_chunk_id"]} for q, it in need.items()]
     turns.use("question_writer", lambda llm: add_reference_answers(cfg, llm, recs, chunks_by_id))
     ref = {r["qid"]: r["answer"] for r in recs}
     for it in items:

@@ -178,7 +178,7 @@ def run_sizes(stages: dict) -> dict:
     """How many items each table rests on, read from the stage summaries (None: not run)."""
     g = lambda stage, key: stages.get(stage, {}).get(key)
     return {"synthetic_questions_written": g("synth", "generated"), "synthetic_questions_kept": g("synth", "kept"),
-            "unanswerable_kept": g("synth", "unanswerable_kept"), "retrieval_questions": g("retrieve", "questions"),
+            "unanswerable_written": g("synth", "unanswerable_generated"), "unanswerable_kept": g("synth", "unanswerable_kept"), "retrieval_questions": g("retrieve", "questions"),
             "judge_check_labelled_pairs": g("judge-check", "labelled_pairs"),
             "judge_check_control_pairs": g("judge-check", "control_pairs"),
             "table1_questions": g("grade", "questions"), "table1_pairs_graded": g("grade", "pairs_graded"),

@@ -181,6 +181,8 @@ def paper_rows(cfg) -> list[dict]:
 
 
 def paper_section(cfg, rows: list[dict]) -> list[str]:
+    import pandas as pd
+
     from ..lib.findings import COLUMNS
 
     out = ["## The paper and this run", ""]
@@ -191,10 +193,7 @@ def paper_section(cfg, rows: list[dict]) -> list[str]:
             "over its table's family) or the CI says so, else **cannot tell at this n**. The last columns give the "
             "verdict of the judge whose scores produced the figure: a finding resting on a judge that fails its check, "
             "or was too little checked to tell, is not evidence either way. Rules: `spacelm/lib/findings.py`; the same "
-            "table is in `paper_vs_run.csv`.", "",
-            "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    for r in rows:
-        out.append("| " + " | ".join(str(r.get(c, "")).replace("|", "/") for c in COLUMNS) + " |")
+            "table is in `paper_vs_run.csv`.", "", pd.DataFrame(rows, columns=COLUMNS).to_markdown(index=False)]
     weak = [r["finding"] for r in rows if any(w in str(r.get("judge_verdict")) for w in ("fails", "too few", "unchecked"))]
     if weak:
         out += ["", f"> ⚠ {len(weak)} of {len(rows)} findings rest on a judge that fails its check or was checked on too "
