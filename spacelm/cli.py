@@ -7,6 +7,7 @@
     spacelm report   --config ...
     spacelm models   list | path NAME | verify [NAME] | export-hf NAME
     spacelm cache    stats | clear [--model NAME]
+    spacelm corpus   verify DIR [--list NAME] | fetch NAME --to DIR | attribution NAME
 
 Exit codes: 0 done; 1 a check failed (models verify); 2 bad input or config; 3 a model
 backend (or a package it needs) is unavailable; 4 another run holds the folder; 130
@@ -154,8 +155,57 @@ def cmd_cache(args) -> int:
     return 0
 
 
+def cmd_corpus(args) -> int:
+    """Check a corpus folder against its list (offline), or fetch the listed files."""
+    from pathlib import Path
+
+    from .lib import corpus_list as cl
+
+    if args.action == "attribution":
+        print(cl.attribution_markdown(cl.load_corpus_list(args.target)), end="")
+        return 0
+    if args.action == "fetch":
+        if not args.to:
+            print("spacelm corpus fetch NAME --to DIR: give the folder to download into", file=sys.stderr)
+            return EXIT_INPUT
+        lst, folder = cl.load_corpus_list(args.target), Path(args.to)
+        rows = cl.fetch(lst, folder, progress=lambda f: log.info("fetching %s", f))
+    else:
+        folder = Path(args.target)
+        if not folder.is_dir():
+            print(f"spacelm: error: {folder}: no such folder; give the corpus folder to check", file=sys.stderr)
+            return EXIT_INPUT
+        lst = cl.load_corpus_list(args.list or _guess_list(folder))
+        rows = cl.verify_folder(lst, folder)
+    for r in rows:
+        print(f"{r.status:<8} {r.file}" + (f"  ({r.detail})" if r.detail and r.status != "ok" else ""))
+    ok = sum(r.status == "ok" for r in rows)
+    extra = cl.unlisted_files(lst, folder) if folder.is_dir() else []
+    print(f"{ok} of {len(rows)} files ok against corpus list '{lst.name}' ({lst.path.name})"
+          + (f"; {len(extra)} file(s) in the folder are not listed: {', '.join(extra[:5])}" if extra else ""))
+    if ok < len(rows):
+        hint = (f"`spacelm corpus fetch {lst.name} --to {folder}` downloads what is missing or damaged"
+                if args.action == "verify" else "the files above could not be fetched; download them by hand from "
+                                                 "the sources in the list and run `spacelm corpus verify`")
+        print(hint, file=sys.stderr)
+        return 1
+    return 0
+
+
+def _guess_list(folder) -> str:
+    """The shipped list whose files the folder holds most of (so `verify DIR` needs no --list)."""
+    from .lib import corpus_list as cl
+
+    names = {p.name for p in folder.iterdir()}
+    best = max(cl.available_lists(), default=None,
+               key=lambda n: len(names & {e.file for e in cl.load_corpus_list(n).entries}))
+    if best is None:
+        raise cl.InputError("no corpus list is shipped; give one with --list PATH.tsv")
+    return best
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from .stages import STAGES
+    from .stages import OPTIONAL, STAGES
 
     ap = argparse.ArgumentParser(prog="spacelm", description="RAG benchmark suite for space-operations documents")
     ap.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -178,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a GGUF file, tokenizer.json or model folder to count tokens with, for models whose own "
                         "tokenizer is not on this machine (e.g. a hub model not downloaded yet)")
     p.set_defaults(func=cmd_plan)
-    for stage in STAGES:
+    for stage in STAGES + OPTIONAL:
         p = sub.add_parser(stage.name, help=stage.doc)
         _add_common(p)
         p.set_defaults(func=_stage_cmd(stage.name))
@@ -195,6 +245,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", default=DEFAULT_CONFIG)
     p.add_argument("--model", help="with clear: only this model's entries")
     p.set_defaults(func=cmd_cache, set=None)
+    p = sub.add_parser("corpus", help="verify a corpus folder against its list (offline), fetch the listed files "
+                                      "from their public sources, or print the attribution list")
+    p.add_argument("action", choices=["verify", "fetch", "attribution"])
+    p.add_argument("target", help="verify: the folder; fetch and attribution: the list's name (or a .tsv path)")
+    p.add_argument("--to", metavar="DIR", help="fetch: the folder to download into")
+    p.add_argument("--list", metavar="NAME", help="verify: the list to check against (default: the shipped list "
+                                                  "naming most of the folder's files)")
+    p.set_defaults(func=cmd_corpus)
     return ap
 
 

@@ -11,7 +11,7 @@ import time
 from typing import Optional
 
 from .config import Config
-from .stages import BY_NAME, STAGES
+from .stages import BY_NAME, STAGES, stages_for
 from .stages.base import execute, freshness, stage_inputs
 from .stages.lock import folder_locks
 from .stages.manifest import Manifest
@@ -37,15 +37,21 @@ def run_stages(cfg: Config, upto: Optional[str] = None, force: bool = False,
     if upto is not None and upto not in BY_NAME:
         raise ValueError(f"unknown stage {upto!r}; stages are: {', '.join(stage_names())}")
     manifest = manifest or Manifest(cfg, command=upto or "run")
+    from .stages.costs import announce
+
     results = {}
-    for stage in STAGES:
+    for stage in stages_for(cfg):
         t0 = time.perf_counter()
         log.info("%s: %s", stage.name, stage.doc)
+        if force or freshness(stage, cfg, stage_inputs(stage, cfg))[0] != "up to date":
+            announce(stage.name, cfg)
         summary = execute(stage, cfg, force=force and (upto is None or stage.name == upto))
         summary["wall_seconds"] = round(time.perf_counter() - t0, 3)
         if summary.get("model_identity"):
             manifest.record_model(stage.name, summary["model_identity"])
         manifest.record_stage(stage.name, summary)
+        if summary.get("corpus_list"):  # which listed corpus (name, list sha256) the run measured
+            manifest.data["corpus_list"] = summary["corpus_list"]
         results[stage.name] = summary
         if summary.get("skipped"):
             log.info("%s: up to date, reused (computed in %.1fs earlier)", stage.name, summary.get("computed_seconds") or 0)
@@ -92,7 +98,7 @@ def status(cfg: Config) -> list[dict]:
     and whether a run would recompute it (its own inputs changed, or a stage it reads from will
     be recomputed). Loads no model."""
     rows, recompute = [], set()
-    for stage in STAGES:
+    for stage in stages_for(cfg):
         state, reasons = freshness(stage, cfg, stage_inputs(stage, cfg))
         upstream = [a for a in stage.after if a in recompute]
         if state == "up to date" and upstream:

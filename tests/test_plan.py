@@ -41,6 +41,7 @@ def cfg(tiny_config, tmp_path):
     raw = _corpus(tmp_path / "distinct")
     c.corpus.raw_dir, c.corpus.golden_samples = str(raw), str(raw / "golden_samples.jsonl")
     c.synth.tasks, c.synth.n_fewshot, c.synth.max_chunks = ["direct_qa", "summarization"], 2, 2
+    c.synth.sampling = "every_task"
     c.synth.with_reference_answer = True
     c.grading.n_bootstrap = c.answer.n_bootstrap = c.judge_check.n_bootstrap = 50
     return c

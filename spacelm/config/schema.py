@@ -24,6 +24,12 @@ class ConfigError(ValueError):
 class CorpusConfig:
     raw_dir: str = "data/raw"
     golden_samples: str = "data/raw/golden_samples.jsonl"
+    # the corpus list the folder should match (a name under spacelm/data/corpora or a .tsv path):
+    # its identity goes to the manifest and its attribution lines beside outputs quoting documents
+    file_list: Optional[str] = None
+    # the corpus size (chunks) the config's sizes and budget were set for: a run on a much larger
+    # corpus says in the log, before the stages that read every chunk, what they will cost
+    sized_for_chunks: Optional[int] = None
     extensions: list[str] = field(default_factory=lambda: [".pdf", ".md", ".txt"])
     exclude: list[str] = field(default_factory=lambda: ["README.md"])
 
@@ -109,6 +115,9 @@ class RetrievalConfig:
     # share of the corpus (0.1: a tenth of the chunks), so the first stage still decides what the
     # reranker sees; never fewer than the largest k. Rankings are stored to this depth.
     pool: Union[int, float] = 0.1
+    # ... but never more than this many passages (null: no cap): a share of a large corpus would
+    # make the reranker's cost per question grow with the corpus (10% of 1,575 chunks = 158)
+    pool_max: Optional[int] = 50
     near_page_window: int = 1
     bm25: BM25Config = field(default_factory=BM25Config)
     dense: DenseConfig = field(default_factory=DenseConfig)
@@ -203,6 +212,11 @@ class SynthConfig:
     tasks: list[str] = field(default_factory=lambda: list(TASKS))
     n_fewshot: int = 5
     fewshot_sampling: Literal["per_chunk", "per_task_fixed"] = "per_task_fixed"
+    # stratified: one question per source chunk, `max_chunks` chunks spread round-robin over the
+    # documents with the tasks rotating (questions = source chunks); every_task: the paper's
+    # design, every selected chunk x every task (questions = max_chunks x tasks)
+    sampling: Literal["stratified", "every_task"] = "stratified"
+    # source chunks to write from (null: every substantial chunk)
     max_chunks: Optional[int] = None
     with_reference_answer: bool = False
     min_question_words: int = 4
@@ -299,6 +313,31 @@ class CheckSource:
 
 
 @dataclass
+class ChunkStudyConfig:
+    """Retrieval, and optionally Table 1, at several chunk sizes over the same documents and the
+    same questions, scored against chunk-independent gold (each question's evidence as a span of
+    its document; see lib/span_gold.py). Empty `sizes`: no study."""
+
+    sizes: list[int] = field(default_factory=list)
+    # tokens are counted with this tokenizer (null: chunking.tokenizer); it should be the one of
+    # the dense retriever that reads the chunks
+    tokenizer: Optional[str] = None
+    # the dense retriever at every size (null: retrieval.dense.model); it must read the largest size
+    # (embedded:nomic-embed-text-v1.5 reads 2,048 tokens; all-MiniLM-L6-v2 only 256)
+    dense_model: Optional[str] = None
+    systems: list[str] = field(default_factory=lambda: ["bm25", "dense", "bm25+rerank", "dense+rerank"])
+    # which questions: "run" (the run's evaluation questions), "golden" (the golden samples whose
+    # passage is found verbatim: the most precise spans)
+    question_sets: list[Literal["run", "golden"]] = field(default_factory=lambda: ["run", "golden"])
+    # a retrieved chunk is relevant when it shares this share of the shorter of chunk and span
+    min_share: float = 0.5
+    # Table 1 at every size on this many of the run's questions (0: retrieval only); the judge
+    # reads whole chunks, so a 2,000-token pair costs about 8x a 256-token one
+    grade_questions: int = 0
+    grade_top_k: list[int] = field(default_factory=lambda: [3])
+
+
+@dataclass
 class JudgeCheckConfig:
     """Measuring the judge before trusting it: agreement with human labels, an in-domain check
     on the golden samples, known-answer controls for every answer rubric, position bias."""
@@ -344,6 +383,7 @@ class Config:
     grading: GradingConfig = field(default_factory=GradingConfig)
     answer: AnswerConfig = field(default_factory=AnswerConfig)
     judge_check: JudgeCheckConfig = field(default_factory=JudgeCheckConfig)
+    chunk_study: ChunkStudyConfig = field(default_factory=ChunkStudyConfig)
     # where the YAML came from; relative paths in the config resolve against `root`
     source: Optional[str] = field(default=None, metadata={"internal": True})
     root: Optional[str] = field(default=None, metadata={"internal": True})

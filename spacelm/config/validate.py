@@ -140,6 +140,40 @@ def validate(cfg: Config, source: str) -> None:
         llm = getattr(cfg.models, role)
         if llm.backend != "openai":
             _check_model_spec(llm.model, f"models.{role}.model", cfg, need)
+    _validate_corpus_and_chunk_study(cfg, need, at_least)
+
+
+# the most word pieces each embedded encoder reads (longer passages are cut)
+ENCODER_WINDOW = {"embedded:minilm": 256, "embedded:mpnet": 384, "embedded:nomic-embed-text-v1.5": 2048}
+
+
+def _validate_corpus_and_chunk_study(cfg: Config, need, at_least) -> None:
+    """A named corpus list must exist; the chunk study's sizes must be readable by its dense model."""
+    if cfg.corpus.file_list:
+        from ..lib.corpus_list import available_lists, list_path
+
+        need(list_path(str(cfg.corpus.file_list)).is_file(), "corpus.file_list",
+             f"names {cfg.corpus.file_list!r}, which is neither a shipped corpus list ({', '.join(available_lists())}) "
+             "nor a .tsv file; or remove it to ingest the folder unchecked")
+    at_least("corpus.sized_for_chunks", 1, optional=True)
+    at_least("retrieval.pool_max", 1, optional=True)
+    cs = cfg.chunk_study
+    if not cs.sizes:
+        return
+    for size in cs.sizes:
+        need(isinstance(size, int) and size >= 16, "chunk_study.sizes", f"must hold token counts >= 16, got {size!r}")
+    need(len(set(cs.sizes)) == len(cs.sizes), "chunk_study.sizes", f"holds a size twice: {cs.sizes}")
+    for s in cs.systems:
+        need(s in SYSTEMS, "chunk_study.systems", f"holds unknown system {s!r} (choose from {sorted(SYSTEMS)})")
+    need(0 < cs.min_share <= 1, "chunk_study.min_share", f"must be in (0, 1], got {cs.min_share!r}")
+    need(cs.grade_questions >= 0, "chunk_study.grade_questions", "must be >= 0 (0: retrieval only)")
+    dense = cs.dense_model or cfg.retrieval.dense.model
+    window = ENCODER_WINDOW.get(dense)
+    need(window is None or max(cs.sizes) <= window, "chunk_study.dense_model",
+         f"is {dense!r}, which reads at most {window} word pieces: chunks of {max(cs.sizes)} tokens would be cut. "
+         "Use embedded:nomic-embed-text-v1.5 (2,048) or drop the larger sizes")
+    for key in ("chunk_study.dense_model", "chunk_study.tokenizer"):
+        _check_model_spec(_get(cfg, key), key, cfg, need)
 
 
 def _validate_llm(llm: LLMConfig, key: str, need) -> None:

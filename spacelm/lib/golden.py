@@ -11,7 +11,8 @@ File format (JSONL, one object per line)::
   ``fact_checking``, ``verdict``: ``supported``, ``refuted`` or ``not_enough_info``;
 - optional ``answerable`` (default true): ``false`` marks a question the corpus cannot answer.
   It needs no passage, is never a few-shot example, and joins the unanswerable questions of the
-  refusal evaluation as written.
+  refusal evaluation as written; ``unanswerable_reason`` (optional) says why the corpus cannot
+  answer it, for the reviewer.
 Validation errors name the file, the line and the fix.
 """
 from __future__ import annotations
@@ -39,6 +40,7 @@ class GoldenSample:
     answer: Optional[str] = None
     verdict: Optional[str] = None
     answerable: bool = True
+    unanswerable_reason: Optional[str] = None
     line: int = 0
 
     def to_dict(self) -> dict:
@@ -65,10 +67,10 @@ def load_golden(path: Path, min_per_task: int = 0, tasks: tuple = TASKS) -> list
             if not isinstance(obj, dict):
                 raise InputError(f"{where}: expected a JSON object with id, task, question, passage")
             unknown = set(obj) - {"id", "task", "question", "passage", "doc_id", "chunk_id", "answer", "verdict",
-                                  "answerable"}
+                                  "answerable", "unanswerable_reason"}
             if unknown:
                 raise InputError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: id, task, question, passage, "
-                                 "doc_id, chunk_id, answer, verdict, answerable")
+                                 "doc_id, chunk_id, answer, verdict, answerable, unanswerable_reason")
             answerable = obj.get("answerable", True)
             if not isinstance(answerable, bool):
                 raise InputError(f"{where}: 'answerable' must be true or false, got {answerable!r}")
@@ -96,7 +98,7 @@ def load_golden(path: Path, min_per_task: int = 0, tasks: tuple = TASKS) -> list
             samples.append(GoldenSample(id=sid, task=task, question=question.strip(), passage=passage.strip(),
                                         doc_id=obj.get("doc_id"), chunk_id=obj.get("chunk_id"),
                                         answer=obj.get("answer"), verdict=verdict or None, answerable=answerable,
-                                        line=lineno))
+                                        unanswerable_reason=obj.get("unanswerable_reason"), line=lineno))
     counts = Counter(s.task for s in samples if s.answerable)
     short = [f"{t} has {counts.get(t, 0)}" for t in tasks if counts.get(t, 0) < min_per_task]
     if short:

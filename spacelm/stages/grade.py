@@ -9,6 +9,7 @@ from ..lib.judge_check import mean_of_orders
 from ..lib.names import scale
 from ..lib.relevance import (grade_lists, grade_pairs, graded_metrics, judge_validity, paired_tests, plan_pairs,
                              relevant_shares, select_questions, table1, table1_wide, table_systems)
+from ..lib.sample import sample_size
 from .base import Stage, execute
 from .data import chunks_path, load_chunks, load_questions, load_rankings, questions_path, rankings_path
 
@@ -17,7 +18,7 @@ def outputs(cfg: Config):
     d = cfg.run_dir
     return [d / "table1_relevance.csv", d / "table1_relevance.md", d / "table1_relevance.tex", d / "grades.jsonl",
             d / "judge_validity.json", d / "grading" / "paired_tests.csv", d / "grading" / "graded_metrics.csv",
-            d / "plots" / "grade_distribution.png", d / "grading" / "relevant_shares.csv"]
+            d / "plots" / "grade_distribution.png", d / "grading" / "relevant_shares.csv", d / "grading" / "per_task.csv"]
 
 
 def build(cfg: Config, out) -> dict:
@@ -51,14 +52,16 @@ def build(cfg: Config, out) -> dict:
     elif cfg.grading.consistency_check:
         swapped = grade_pairs(llm, [p for p in pairs if is_validity(p)], text_of, template=swapped_prompt)
     llm.release()
-    csv, md, tex, grades_file, validity_file, tests_file, metrics_file, plot, shares_file = outputs(cfg)
+    csv, md, tex, grades_file, validity_file, tests_file, metrics_file, plot, shares_file, per_task = outputs(cfg)
     write_jsonl(out(grades_file), rows + (swapped_all or swapped or []))
     grades = {(r["qid"], r["chunk_id"]): r["grade"] for r in used}
     cells = grade_lists(cfg, questions, rankings, grades)
     long = table1(cfg, cells, cfg.grading.n_bootstrap, cfg.seed)
     write_dataframe(long, out(csv))
     run_scale = scale(len(questions))
-    note = (f"\n{len(questions)} of {len(all_q)} questions ({run_scale}); judge {llm.identity.get('name')}; "
+    n = sample_size(questions)
+    write_dataframe(grades_per_task(cells, questions), out(per_task))
+    note = (f"\n{n.text()}; {len(questions)} of {len(all_q)} questions ({run_scale}); judge {llm.identity.get('name')}; "
             f"grades as % of graded passages; 95% bootstrap CIs in table1_relevance.csv.\n")
     write_text(out(md), table1_wide(long, "md") + note)
     write_text(out(tex), table1_wide(long, "tex"))
@@ -69,12 +72,31 @@ def build(cfg: Config, out) -> dict:
     write_dataframe(relevant_shares(cells, cfg.grading.n_bootstrap, cfg.seed), out(shares_file))
     write_dataframe(graded_metrics(cfg, questions, rankings, grades), out(metrics_file))
     grade_distribution(long, out(plot))
-    return {"questions": len(questions), "questions_available": len(all_q), "pairs_graded": len(rows),
+    return {"questions": len(questions), "sample": n.to_dict(), "questions_available": len(all_q), "pairs_graded": len(rows),
             "validity_auc": validity["auc"], "judge_verdict": validity["verdict"],
             "missing_grades": sum(r["grade"] is None for r in rows), "scale": run_scale,
             "debias": cfg.grading.debias,
             "llm": llm.stats.to_dict(), "model_identity": llm.identity,
             "wall_seconds_grading": round(time.perf_counter() - t0, 2)}
+
+
+def grades_per_task(cells: dict, questions: list[dict]):
+    """Per Table 1 cell and task: questions, graded passages, % graded 2-3 and % graded 3."""
+    import pandas as pd
+
+    task = {q["qid"]: q["task"] for q in questions}
+    rows = []
+    for (retriever, stage, k), per_q in cells.items():
+        by_task: dict = {}
+        for qid, grades in per_q.items():
+            by_task.setdefault(task.get(qid), []).append([g for g in grades if g is not None])
+        for t, lists in sorted(by_task.items(), key=lambda kv: str(kv[0])):
+            flat = [g for lst in lists for g in lst]
+            rows.append({"retriever": retriever, "stage": stage, "top_k": k, "task": t, "questions": len(lists),
+                         "passages": len(flat),
+                         "pct_grade_2_3": round(100 * sum(g >= 2 for g in flat) / len(flat), 2) if flat else None,
+                         "pct_grade_3": round(100 * sum(g == 3 for g in flat) / len(flat), 2) if flat else None})
+    return pd.DataFrame(rows)
 
 
 def _prompts(cfg: Config) -> list[str]:
@@ -90,7 +112,7 @@ STAGE = Stage(
     prompts=_prompts,
     models=lambda cfg: {"judge": cfg.models.judge.model},
     code=("spacelm.lib.llm.frontend", "spacelm.lib.relevance", "spacelm.lib.judging", "spacelm.lib.judge_check", "spacelm.lib.stats", "spacelm.lib.tables",
-          "spacelm.stages.grade", "spacelm.stages.data"),
+          "spacelm.lib.sample", "spacelm.stages.grade", "spacelm.stages.data"),
 )
 
 

@@ -29,7 +29,27 @@ def outputs(cfg: Config):
     return [d / "documents.jsonl", d / "documents.csv", d / "ingest_skipped.json", d / "ingest_dropped.jsonl"]
 
 
+def check_corpus_list(cfg: Config) -> dict | None:
+    """When the config names a corpus list, the folder must hold every listed file intact (checked
+    offline by sha256); its identity goes to the manifest. None when no list is named."""
+    if not cfg.corpus.file_list:
+        return None
+    from ..lib.corpus_list import identity, load_corpus_list, unlisted_files, verify_folder
+
+    lst = load_corpus_list(cfg.corpus.file_list)
+    raw = cfg.path(cfg.corpus.raw_dir)
+    bad = [s for s in verify_folder(lst, raw) if s.status != "ok"]
+    if bad:
+        shown = "; ".join(f"{s.file}: {s.status} ({s.detail})" for s in bad[:3]) + (f"; … {len(bad) - 3} more" if len(bad) > 3 else "")
+        raise InputError(f"{raw}: does not match corpus list '{lst.name}' (corpus.file_list): {shown}. Run "
+                         f"`spacelm corpus fetch {lst.name} --to {cfg.corpus.raw_dir}`, or remove corpus.file_list to "
+                         "ingest the folder as it is")
+    extra = unlisted_files(lst, raw, tuple(cfg.corpus.extensions))
+    return {**identity(lst), "verified": True, "unlisted_files_ingested": extra}
+
+
 def build(cfg: Config, out) -> dict:
+    corpus_list = check_corpus_list(cfg)
     if cfg.ingest.ocr:
         from ..lib.documents import ocr_available
 
@@ -57,15 +77,23 @@ def build(cfg: Config, out) -> dict:
         "dropped_chars": {r: int(table[f"dropped_{r}_chars"].sum()) for r in DROP_REASONS},
         "repaired_pdfs": table.loc[table["repaired"], "doc_id"].tolist(),
         "empty_pages": int(table["empty_pages"].sum()),
+        **({"corpus_list": corpus_list} if corpus_list else {}),
     }
+
+
+def _reads(cfg: Config):
+    from ..lib.corpus_list import list_path
+
+    return sources(cfg) + ([list_path(str(cfg.corpus.file_list))] if cfg.corpus.file_list else [])
 
 
 STAGE = Stage(
     name="ingest", doc="read and clean the corpus",
     home=lambda cfg: cfg.processed_dir, outputs=outputs, build=build,
-    sections=lambda cfg: ["corpus.raw_dir", "corpus.extensions", "corpus.exclude", "ingest"],
-    reads=sources,
-    code=("spacelm.lib.documents", "spacelm.lib.blocks", "spacelm.lib.bibliography", "spacelm.stages.ingest"),
+    sections=lambda cfg: ["corpus.raw_dir", "corpus.file_list", "corpus.extensions", "corpus.exclude", "ingest"],
+    reads=_reads,
+    code=("spacelm.lib.documents", "spacelm.lib.blocks", "spacelm.lib.bibliography", "spacelm.lib.corpus_list",
+          "spacelm.stages.ingest"),
 )
 
 

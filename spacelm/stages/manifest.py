@@ -184,4 +184,10 @@ def run_sizes(stages: dict) -> dict:
             "table1_questions": g("grade", "questions"), "table1_pairs_graded": g("grade", "pairs_graded"),
             "table2_questions_per_setting": g("answer", "questions"), "pipeline_questions": g("answer", "questions"),
             "answerability_answerable": g("answer", "questions"),
-            "answerability_unanswerable": g("answer", "unanswerable_questions"), "answers": g("answer", "answers")}
+            "answerability_unanswerable": g("answer", "unanswerable_questions"), "answers": g("answer", "answers"),
+            # the independent units under each table: source chunks and documents
+            "retrieval_source_chunks": (g("retrieve", "sample") or {}).get("source_chunks"),
+            "table1_source_chunks": (g("grade", "sample") or {}).get("source_chunks"),
+            "table1_documents": (g("grade", "sample") or {}).get("documents"),
+            "table2_source_chunks": (g("answer", "sample") or {}).get("source_chunks"),
+            "table2_tasks": sorted((g("answer", "sample") or {}).get("per_task", {})) or None}

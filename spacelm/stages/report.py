@@ -245,6 +245,63 @@ def scale_banner(stages: dict) -> list[str]:
             "\"The paper and this run\" say what each n can carry.", ""]
 
 
+def chunk_size_lines(cfg, stages: dict) -> list[str]:
+    """The chunk-size comparison (stage chunk-sizes), when the run has one."""
+    import pandas as pd
+
+    d = cfg.run_dir / "chunk_sizes"
+    if not (d / "summary.csv").is_file():
+        return []
+    summary = pd.read_csv(d / "summary.csv")
+    costs = pd.read_csv(d / "costs.csv") if (d / "costs.csv").is_file() else pd.DataFrame()
+    ks = cfg.retrieval.k_values
+    k = 10 if 10 in ks else max(ks)
+    cs = cfg.chunk_study
+    lines = ["## Chunk sizes", "",
+             f"The same documents chunked at {', '.join(map(str, cs.sizes))} tokens (tokenizer "
+             f"`{cs.tokenizer or cfg.chunking.tokenizer}`), every system run on the same questions, dense retriever "
+             f"`{cs.dense_model or cfg.retrieval.dense.model}` at every size. Gold does not depend on the chunking: a "
+             "question's evidence is a character span of its document (a golden sample's verbatim passage, or the "
+             "chunk a synthetic question was written from), and a retrieved chunk counts as relevant when it shares "
+             f"at least {cs.min_share:.0%} of the shorter of chunk and span; coverage@k is the share of the span's "
+             "characters the top-k chunks hold together. A larger chunk holds more of any span, so coverage and "
+             "recall favour large chunks by construction: compare them with the tokens a reader must take in "
+             "(chunks × size) and the graded relevance below.", ""]
+    cols = ["chunk_size", "questions", "system", "n_questions", "n_source_chunks", "gold_chunks_per_question",
+            f"ndcg@{k}", f"recall@{k}", f"mrr@{k}", f"coverage@{min(ks)}", f"coverage@{k}"]
+    lines += [summary[[c for c in cols if c in summary]].round(3).to_markdown(index=False), ""]
+    if not costs.empty:
+        lines += ["Cost per size (this machine):", "", costs.to_markdown(index=False), ""]
+    reranker_window = {"embedded:mpnet": 384, "embedded:minilm": 256}.get(cfg.retrieval.reranker.model)
+    if reranker_window and max(cs.sizes) > reranker_window:
+        lines += [f"The reranker `{cfg.retrieval.reranker.model}` reads at most {reranker_window} word pieces: at "
+                  f"larger sizes it scores the beginning of each chunk only, so `+rerank` rows there measure a "
+                  "truncated reranker.", ""]
+    for size in cs.sizes:
+        t1 = d / str(size) / "table1_relevance.csv"
+        if t1.is_file():
+            t = pd.read_csv(t1)
+            wide = t.pivot_table(index=["retriever", "stage", "top_k"], columns="grade", values="percent").round(1)
+            n = int(stages.get("chunk-sizes", {}).get("graded_questions") or 0)
+            lines += [f"Table 1 at {size} tokens ({n} questions; % of graded passages per grade, CIs in "
+                      f"`chunk_sizes/{size}/table1_relevance.csv`):", "", wide.to_markdown(), ""]
+    return lines
+
+
+def corpus_list_lines(cfg, ingest: dict) -> list[str]:
+    """The corpus list the run was checked against, and its attribution file beside the report
+    (the report, answers and questions quote the documents)."""
+    ident = ingest.get("corpus_list")
+    if not ident:
+        return []
+    from .data import write_attribution
+
+    write_attribution(cfg, cfg.run_dir / "ATTRIBUTION.md")
+    return [f"Corpus list `{ident['name']}` (sha256 `{ident['list_sha256'][:16]}…`): {ident['files']} files, "
+            f"{ident['pages']} pages, every file checked against its sha256 before ingest. Quoted documents and "
+            "their licences: [ATTRIBUTION.md](ATTRIBUTION.md).", ""]
+
+
 def build_report(cfg) -> Path:
     """Write `results/<run>/report.md` from the files the stages wrote (run it last)."""
     run = cfg.run_dir
@@ -262,6 +319,7 @@ def build_report(cfg) -> Path:
 
         write_dataframe(pd.DataFrame(findings, columns=COLUMNS), run / "paper_vs_run.csv")
     lines += paper_section(cfg, findings)
+    lines += chunk_size_lines(cfg, stages)
     lines += ["## Run time", "", "| stage | seconds this run | skipped (up to date) | seconds when computed |",
               "|---|---:|---|---:|"]
     for name, s in stages.items():
@@ -278,7 +336,8 @@ def build_report(cfg) -> Path:
     lines += [f"- retrieval: BM25 (bm25s {r.bm25.method}, k1={r.bm25.k1}, b={r.bm25.b}); dense `{r.dense.model}`; "
               f"reranker {r.reranker.kind} `{r.reranker.model}` over the first stage's {pool_text(r, stages)}", ""]
     ing = stages.get("ingest", {})
-    lines += ["## Corpus", "", f"{ing.get('documents', '?')} documents, {ing.get('pages', '?')} pages, "
+    lines += ["## Corpus", ""] + corpus_list_lines(cfg, ing)
+    lines += [f"{ing.get('documents', '?')} documents, {ing.get('pages', '?')} pages, "
               f"{ing.get('words', '?')} words; {stages.get('chunk', {}).get('chunks', '?')} chunks of at most "
               f"{cfg.chunking.max_tokens} tokens; garbled-text flags: {ing.get('garbled_flagged', [])}; "
               f"reference sections dropped: {ing.get('references_dropped_chars', '?')} characters.", "",

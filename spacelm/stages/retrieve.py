@@ -3,45 +3,65 @@ metric summary, paired significance tests, and the rankings (top-`pool`) for gra
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 from ..config import Config
 from ..lib.io import write_dataframe, write_jsonl
 from ..lib.metrics import compare, evaluate, mean_rows, metric_names, source_diagnostics
 from ..lib.retrieval import build_systems, identical_lists, pool_size
+from ..lib.sample import per_task_means, sample_size
 from .base import Stage, execute
-from .data import chunks_path, golden_path, load_chunks, load_questions, questions_path, rankings_path
+from .data import (chunks_path, documents_path, golden_path, load_chunks, load_questions, question_spans, questions_path,
+                   rankings_path)
 
 
 def outputs(cfg: Config):
     d = cfg.run_dir / "retrieval"
     return [d / "summary.csv", d / "summary.md", d / "per_query.jsonl", d / "significance.csv", rankings_path(cfg),
-            cfg.run_dir / "plots" / "recall_at_k.png"]
+            cfg.run_dir / "plots" / "recall_at_k.png", d / "per_task.csv"]
 
 
-def build(cfg: Config, out) -> dict:
+class RetrievalEval(NamedTuple):
+    """Every system's rankings on the questions and their metrics (one chunking)."""
+
+    summary: "object"  # pandas DataFrame, one row per system
+    per_query: list[dict]
+    rankings_rows: list[dict]
+    rankings: dict  # {system: {qid: [(chunk_id, score), ...]}}
+    qrels: dict  # {qid: {chunk_id: 1}} under the span overlap rule
+    timings: dict
+
+
+def gold_qrels(questions: list[dict], chunks: list) -> dict:
+    """Chunk-independent gold: each question's evidence span mapped onto these chunks by the
+    overlap rule (`lib/span_gold.py`); its source chunk where no span is known."""
+    from ..lib.span_gold import ChunkSpan, span_qrels
+
+    qrels = span_qrels(question_spans(questions), [ChunkSpan(c.chunk_id, c.doc_id, c.char_start, c.char_end)
+                                                   for c in chunks])
+    for q in questions:
+        if q["qid"] not in qrels and q.get("source_chunk_id"):
+            qrels[q["qid"]] = {q["source_chunk_id"]: 1}
+    return qrels
+
+
+def evaluate_retrieval(rc, questions: list[dict], unanswerable: list[dict], chunks: list, systems: dict,
+                       depth: int, pool: int) -> RetrievalEval:
+    """Rank every question with every system to `depth` and score the rankings: IR metrics from
+    the span qrels, span coverage@k, and where the source passage was found (pages, document)."""
     import pandas as pd
 
-    from ..lib.plots import recall_curve
+    from ..lib.span_gold import ChunkSpan, coverage
 
-    chunks = load_chunks(cfg)
-    everything = load_questions(cfg, chunks, answerable=None)
-    # metrics need a known relevant chunk: unanswerable questions are ranked (the answer stage
-    # feeds their top passages to the generator) but left out of every metric
-    questions = [q for q in everything if q["answerable"]]
-    unanswerable = [q for q in everything if not q["answerable"]]
-    if not questions:
-        raise ValueError("no evaluation questions: run `spacelm synth` or provide golden samples")
-    rc = cfg.retrieval
     ids = [c.chunk_id for c in chunks]
     meta = {c.chunk_id: {"doc_id": c.doc_id, "page_start": c.page_start, "page_end": c.page_end} for c in chunks}
-    systems = build_systems(rc, ids, [c.text for c in chunks], cache_dir=cfg.cache_dir)
+    spans_by_id = {c.chunk_id: ChunkSpan(c.chunk_id, c.doc_id, c.char_start, c.char_end) for c in chunks}
+    spans = question_spans(questions)
     qids = [q["qid"] for q in questions]
     texts = [q["question"] for q in questions]
-    qrels = {q["qid"]: {q["source_chunk_id"]: 1} for q in questions}
+    qrels = gold_qrels(questions, chunks)
     src = {q["qid"]: {"chunk_id": q["source_chunk_id"], "doc_id": q["doc_id"], "page_start": q["page_start"],
                       "page_end": q["page_end"]} for q in questions}
-    pool = pool_size(rc.pool, len(ids), rc.k_values)
-    depth = max(pool, max(rc.k_values), cfg.answer.retrieve_k)
     metrics = metric_names(rc.k_values)
     summary_rows, per_query, rankings_rows, all_rankings, timings = [], [], [], {}, {}
     for name, system in systems.items():
@@ -51,38 +71,70 @@ def build(cfg: Config, out) -> dict:
         all_rankings[name] = rankings
         ev = evaluate(qrels, rankings, metrics, per_query=True)
         diag = source_diagnostics(rankings, src, meta, rc.k_values, rc.near_page_window)
+        cov = {q: {f"coverage@{k}": coverage(spans[q], [d for d, _ in rankings[q]], spans_by_id, k)
+                   for k in rc.k_values} for q in qids if q in spans}
         summary_rows.append({"system": name, "n_queries": len(qids), "n_unanswerable_left_out": len(unanswerable),
                              "rerank_pool": pool if name.endswith("+rerank") else None,
-                             **ev["mean"], **mean_rows(diag), "search_seconds": timings[name]})
+                             **ev["mean"], **mean_rows(cov), **mean_rows(diag), "search_seconds": timings[name]})
         for q in questions:
             r = rankings[q["qid"]]
-            rank = next((i for i, (d, _) in enumerate(r, 1) if d == q["source_chunk_id"]), None)
+            gold = qrels.get(q["qid"], {})
+            rank = next((i for i, (d, _) in enumerate(r, 1) if d in gold), None)
             per_query.append({"qid": q["qid"], "system": name, "task": q["task"], "source_chunk_id": q["source_chunk_id"],
-                              "source_rank": rank, **{m: ev["per_query"][m].get(q["qid"], 0.0) for m in metrics},
-                              **diag[q["qid"]], "top10": [d for d, _ in r[:10]]})
+                              "source_rank": rank, "n_gold_chunks": len(gold),
+                              **{m: ev["per_query"][m].get(q["qid"], 0.0) for m in metrics},
+                              **cov.get(q["qid"], {}), **diag[q["qid"]], "top10": [d for d, _ in r[:10]]})
             rankings_rows.append({"qid": q["qid"], "system": name, "ranking": [[d, round(s, 6)] for d, s in r]})
         if unanswerable:
             for q, r in zip(unanswerable, system.search([q["question"] for q in unanswerable], depth)):
                 rankings_rows.append({"qid": q["qid"], "system": name, "answerable": False,
                                       "ranking": [[d, round(s, 6)] for d, s in r]})
-    summary = pd.DataFrame(summary_rows)
-    summary_csv, summary_md, per_query_path, sig_path, rankings_file, plot = outputs(cfg)
+    return RetrievalEval(pd.DataFrame(summary_rows), per_query, rankings_rows, all_rankings, qrels, timings)
+
+
+def build(cfg: Config, out) -> dict:
+    import pandas as pd
+
+    from ..lib.plots import recall_curve
+
+    chunks = load_chunks(cfg)
+    everything = load_questions(cfg, chunks, answerable=None)
+    # metrics need known evidence: unanswerable questions are ranked (the answer stage feeds
+    # their top passages to the generator) but left out of every metric
+    questions = [q for q in everything if q["answerable"]]
+    unanswerable = [q for q in everything if not q["answerable"]]
+    if not questions:
+        raise ValueError("no evaluation questions: run `spacelm synth` or provide golden samples")
+    rc = cfg.retrieval
+    ids = [c.chunk_id for c in chunks]
+    systems = build_systems(rc, ids, [c.text for c in chunks], cache_dir=cfg.cache_dir)
+    pool = pool_size(rc.pool, len(ids), rc.k_values, rc.pool_max)
+    depth = max(pool, max(rc.k_values), cfg.answer.retrieve_k)
+    res = evaluate_retrieval(rc, questions, unanswerable, chunks, systems, depth, pool)
+    summary = res.summary
+    summary_csv, summary_md, per_query_path, sig_path, rankings_file, plot, per_task = outputs(cfg)
+    n = sample_size(questions)
+    summary.insert(2, "n_source_chunks", n.source_chunks)
+    summary.insert(3, "n_documents", n.documents)
     write_dataframe(summary.round(4), out(summary_csv))
+    write_dataframe(per_task_means(res.per_query, ["system"], metric_names(rc.k_values)), out(per_task))
     write_dataframe(summary.round(3), out(summary_md))
-    write_jsonl(out(per_query_path), per_query)
-    write_jsonl(out(rankings_file), rankings_rows)
+    write_jsonl(out(per_query_path), res.per_query)
+    write_jsonl(out(rankings_file), res.rankings_rows)
     k_main = 10 if 10 in rc.k_values else max(rc.k_values)
-    sig = compare(qrels, all_rankings, [f"ndcg@{k_main}", f"recall@{k_main}"], stat_test="student") \
-        if len(all_rankings) > 1 else pd.DataFrame()
+    sig = compare(res.qrels, res.rankings, [f"ndcg@{k_main}", f"recall@{k_main}"], stat_test="student") \
+        if len(res.rankings) > 1 else pd.DataFrame()
     write_dataframe(sig.round(4), out(sig_path))
-    recall_curve(pd.DataFrame(per_query), rc.k_values, out(plot), seed=cfg.seed)
+    recall_curve(pd.DataFrame(res.per_query), rc.k_values, out(plot), seed=cfg.seed)
     best = summary.sort_values(f"ndcg@{k_main}", ascending=False).iloc[0]
-    return {"rerank_pool": pool, "rerank_pool_share": round(pool / len(ids), 4), "corpus_chunks": len(ids),
-            "reranked_lists_identical": identical_lists(all_rankings, qids, max(rc.k_values)),
-            "questions": len(qids), "unanswerable_left_out": len(unanswerable), "question_origin": sorted({q["origin"] for q in questions}),
-            "systems": list(systems),
+    qids = [q["qid"] for q in questions]
+    return {"sample": n.to_dict(), "rerank_pool": pool, "rerank_pool_share": round(pool / len(ids), 4), "corpus_chunks": len(ids),
+            "reranked_lists_identical": identical_lists(res.rankings, qids, max(rc.k_values)),
+            "questions": len(qids), "unanswerable_left_out": len(unanswerable),
+            "question_origin": sorted({q["origin"] for q in questions}),
+            "gold": "span overlap (lib/span_gold.py)", "systems": list(systems),
             f"best_ndcg@{k_main}": {"system": best["system"], "value": round(float(best[f'ndcg@{k_main}']), 4)},
-            "search_seconds": timings}
+            "search_seconds": res.timings}
 
 
 def _models(cfg: Config) -> dict:
@@ -99,9 +151,10 @@ STAGE = Stage(
     name="retrieve", doc="evaluate the retrieval systems on the questions",
     home=lambda cfg: cfg.run_dir / "retrieval", outputs=outputs, build=build, after=("synth",),
     sections=lambda cfg: ["retrieval", "seed"],
-    reads=lambda cfg: [chunks_path(cfg), questions_path(cfg), golden_path(cfg)],
+    reads=lambda cfg: [chunks_path(cfg), questions_path(cfg), golden_path(cfg), documents_path(cfg)],
     models=_models,
-    code=("spacelm.lib.retrieval", "spacelm.lib.metrics", "spacelm.stages.retrieve", "spacelm.stages.data"),
+    code=("spacelm.lib.retrieval", "spacelm.lib.metrics", "spacelm.lib.span_gold", "spacelm.lib.sample", "spacelm.stages.retrieve",
+          "spacelm.stages.data"),
 )
 
 

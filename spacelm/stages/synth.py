@@ -11,13 +11,13 @@ from ..lib.questions import (add_reference_answers, check_waves, export_beir, ex
                              generate_unanswerable, golden_unanswerable, mark_unanswerable, plan_generation, plan_unanswerable,
                              retention_table, retrieval_filter, unanswerable_check_pairs, unanswerable_table)
 from .base import ModelTurns, Stage, execute
-from .data import chunks_path, golden_path, load_chunks, questions_path
+from .data import chunks_path, golden_path, load_chunks, questions_path, write_attribution
 
 
 def outputs(cfg: Config):
     d = cfg.synthetic_dir
     return [questions_path(cfg), d / "retention.csv", d / "retention.md", d / "unanswerable.csv", d / "beir",
-            d / "hf_dataset"]
+            d / "hf_dataset", d / "ATTRIBUTION.md"]
 
 
 def build(cfg: Config, out) -> dict:
@@ -46,7 +46,8 @@ def build(cfg: Config, out) -> dict:
         run_filter()
     records += una + gold_una
     retention = retention_table(records)
-    q, ret_csv, ret_md, una_csv, beir, hf = outputs(cfg)
+    q, ret_csv, ret_md, una_csv, beir, hf, attribution = outputs(cfg)
+    write_attribution(cfg, out(attribution))
     write_jsonl(out(q), records)
     write_dataframe(retention, out(ret_csv))
     write_dataframe(retention, out(ret_md))
@@ -133,7 +134,7 @@ def _models(cfg: Config) -> dict:
 STAGE = Stage(
     name="synth", doc="write synthetic questions and apply the retrieval filter",
     home=lambda cfg: cfg.synthetic_dir, outputs=outputs, build=build, after=("chunk",),
-    sections=_sections,
+    sections=lambda cfg: _sections(cfg) + ["corpus.file_list"],
     reads=lambda cfg: [chunks_path(cfg), golden_path(cfg)],
     prompts=_prompts,
     models=_models,

@@ -34,6 +34,7 @@ def test_plan_fixed_fewshot_shares_prefix_and_is_seeded(tiny_config):
     tiny_config.synth.tasks = ["direct_qa", "analysis"]
     tiny_config.synth.n_fewshot = 2
     tiny_config.synth.max_chunks = 3
+    tiny_config.synth.sampling = "every_task"
     plan = synth.plan_generation(tiny_config, chunks, _golden())
     assert len(plan) == 6 and [p["task"] for p in plan] == ["direct_qa"] * 3 + ["analysis"] * 3
     direct = [p for p in plan if p["task"] == "direct_qa"]
@@ -45,6 +46,48 @@ def test_plan_fixed_fewshot_shares_prefix_and_is_seeded(tiny_config):
     tiny_config.synth.fewshot_sampling = "per_chunk"
     per_chunk = synth.plan_generation(tiny_config, chunks, _golden())
     assert len({tuple(p["fewshot_ids"]) for p in per_chunk if p["task"] == "direct_qa"}) > 1
+
+
+def _chunk(cid: str, doc: str, n_tokens: int = 100):
+    from spacelm.lib.chunking import Chunk
+
+    return Chunk(chunk_id=cid, doc_id=doc, text=f"text of {cid}", page_start=1, page_end=1, char_start=0,
+                 char_end=10, n_tokens=n_tokens)
+
+
+def test_stratified_targets_spread_over_documents_and_tasks():
+    """Hand-built corpus: doc a has 6 chunks, b 3, c 1 (and one too short to count). 7 picks
+    take c's one chunk, then at most ceil(7/3) from each other document; every pick is a distinct
+    chunk; 5 tasks rotate so no task gets more than 2 of 7."""
+    chunks = ([_chunk(f"a:{i}", "a") for i in range(6)] + [_chunk(f"b:{i}", "b") for i in range(3)]
+              + [_chunk("c:0", "c"), _chunk("c:1", "c", n_tokens=5)])
+    tasks = ["direct_qa", "abstract_qa", "analysis", "summarization", "fact_checking"]
+    picks = synth.stratified_targets(chunks, 7, tasks, seed=1)
+    ids = [c.chunk_id for c, _ in picks]
+    assert len(ids) == len(set(ids)) == 7 and "c:1" not in ids
+    per_doc = {d: sum(i.startswith(d + ":") for i in ids) for d in "abc"}
+    assert per_doc == {"a": 3, "b": 3, "c": 1}
+    per_task = [sum(t == task for _, t in picks) for task in tasks]
+    assert max(per_task) - min(per_task) <= 1 and sum(per_task) == 7
+    # the first round takes one chunk of every document before any document gives a second
+    assert sorted(i.split(":")[0] for i in ids[:3]) == ["a", "b", "c"]
+    assert synth.stratified_targets(chunks, 7, tasks, seed=1) == picks  # seeded
+    assert len(synth.stratified_targets(chunks, None, tasks, seed=1)) == 10  # all substantial chunks
+    # a document's chunk never gets the same task in consecutive rounds
+    a_tasks = [t for c, t in picks if c.doc_id == "a"]
+    assert all(x != y for x, y in zip(a_tasks, a_tasks[1:]))
+
+
+def test_stratified_plan_has_one_question_per_source_chunk(tiny_config):
+    chunks = [_chunk(f"{d}:{i}", d) for d in "abcd" for i in range(4)]
+    tiny_config.synth.tasks = ["direct_qa", "analysis"]
+    tiny_config.synth.n_fewshot = 2
+    tiny_config.synth.max_chunks = 6
+    tiny_config.synth.sampling = "stratified"
+    plan = synth.plan_generation(tiny_config, chunks, _golden())
+    assert len(plan) == 6 == len({p["chunk"].chunk_id for p in plan})
+    assert {p["chunk"].doc_id for p in plan} == set("abcd")
+    assert [p["task"] for p in plan] == ["direct_qa"] * 3 + ["analysis"] * 3
 
 
 def test_retention_table_counts_each_filter():

@@ -162,6 +162,7 @@ def write_config(base: Path, name: str, backend: str, generator: Path) -> Path:
                       "reranker": {"kind": "biencoder", "model": "embedded:minilm"}},
         "models": {"question_writer": dict(common, backend="vllm", model=JUDGE), "generator": gen, "judge": judge},
         "synth": {"tasks": ["direct_qa", "summarization"], "n_fewshot": 2, "max_chunks": 2, "filter_top_n": 10,
+                  "sampling": "every_task",
                   "unanswerable": {"enabled": False}},
         "grading": {"retrievers": ["bm25"], "top_k": [1, 3], "max_questions": 2, "n_bootstrap": 100},
         "answer": {"max_questions": 1, "n_wrong_values": [0, 1], "negative_n_wrong": 2, "retrieve_k": 2,
