@@ -572,6 +572,14 @@ def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: Optional[str] = 
         plan_grade(p, inp, cfg_q, rankings)
         plan_answer(p, inp, cfg_q, rankings)
     _context_warnings(p)
+    cs = cfg.chunk_study
+    if cs.sizes:
+        per_q = 2 * len(cfg.grading.retrievers) * max(cs.grade_top_k) + 2
+        p.notes.append(f"chunk-sizes: not counted above: {len(cs.sizes)} chunkings, each indexed by "
+                       f"{cs.dense_model or cfg.retrieval.dense.model}"
+                       + (f"; ≤{cs.grade_questions * per_q} judge calls per size ({cs.grade_questions} questions × "
+                          f"≤{per_q} distinct pairs), passages up to {max(cs.sizes)} tokens long"
+                          if cs.grade_questions else "; no grading") + " (bench/chunk_size_cost.py measures the cost)")
     repeats = sum(x.repeats for x in p.phases)
     if repeats:
         p.notes.append(f"{repeats} request(s) repeat an earlier one exactly and are served by the call cache: not "

@@ -167,6 +167,12 @@ def _validate_corpus_and_chunk_study(cfg: Config, need, at_least) -> None:
         need(s in SYSTEMS, "chunk_study.systems", f"holds unknown system {s!r} (choose from {sorted(SYSTEMS)})")
     need(0 < cs.min_share <= 1, "chunk_study.min_share", f"must be in (0, 1], got {cs.min_share!r}")
     need(cs.grade_questions >= 0, "chunk_study.grade_questions", "must be >= 0 (0: retrieval only)")
+    if cs.grade_questions:
+        from ..lib.names import reranked
+
+        need(any(r in cs.systems and reranked(r) in cs.systems for r in cfg.grading.retrievers),
+             "chunk_study.systems", f"must hold a retriever of grading.retrievers {cfg.grading.retrievers} and its "
+                                    "reranked system to grade Table 1 at each size (or set chunk_study.grade_questions: 0)")
     dense = cs.dense_model or cfg.retrieval.dense.model
     window = ENCODER_WINDOW.get(dense)
     need(window is None or max(cs.sizes) <= window, "chunk_study.dense_model",

@@ -13,7 +13,7 @@ import copy
 import time
 
 from ..config import Config
-from ..lib.io import write_dataframe, write_jsonl
+from ..lib.io import InputError, write_dataframe, write_jsonl
 from .base import Stage, execute
 from .data import documents_path, golden_path, golden_questions, load_chunks, load_documents, load_questions, questions_path
 
@@ -134,9 +134,16 @@ def grade_sizes(cfg: Config, per_size: dict, sets: dict, out) -> dict:
     from ..lib.llm import open_llm
     from ..lib.relevance import grade_lists, grade_pairs, plan_pairs, select_questions, table1
 
+    from ..lib.names import reranked
+
     cs = cfg.chunk_study
     gcfg = copy.deepcopy(cfg)
     gcfg.grading.top_k = list(cs.grade_top_k)
+    # Table 1's row groups: each first-stage retriever with its reranked list, where the study runs both
+    gcfg.grading.retrievers = [r for r in cfg.grading.retrievers if r in cs.systems and reranked(r) in cs.systems]
+    if not gcfg.grading.retrievers:
+        raise InputError("chunk_study.grade_questions > 0 needs a first-stage retriever of grading.retrievers "
+                         f"and its reranked system in chunk_study.systems (have {cs.systems})")
     name = "run" if "run" in sets else next(iter(sets))
     chosen = {q["qid"] for q in select_questions(sets[name], cs.grade_questions, cfg.seed)}
     llm = open_llm(cfg.models.judge, cfg.cache_dir)

@@ -8,7 +8,7 @@ from spacelm.config import ConfigError, from_dict, load_config, parse_override
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("name", ["quick.yaml", "standard.yaml", "paper.yaml"])
+@pytest.mark.parametrize("name", ["quick.yaml", "standard.yaml", "paper.yaml", "paper_chunks.yaml"])
 def test_shipped_configs_load(name):
     cfg = load_config(ROOT / "configs" / name)
     assert cfg.root == str(ROOT)
