@@ -125,7 +125,7 @@ def main(argv=None) -> int:
         ids, texts = map(list, zip(*[(i, t) for i, t in zip(ids, texts) if i in keep]))
     print(f"{Path(args.beir_dir).name}: {len(ids)} passages, {len(qids)} queries; threads {args.threads}", flush=True)
 
-    out: dict = {"dataset": {"dir": str(args.beir_dir), "split": args.split, "passages": len(ids), "queries": len(qids),
+    out: dict = {"dataset": {"dir": os.path.relpath(args.beir_dir, ROOT), "split": args.split, "passages": len(ids), "queries": len(qids),
                              "corpus": "whole" if len(ids) == full_size else
                              f"reduced: every passage relevant to a test query + seeded random others, {len(ids)} of "
                              f"{full_size} (figures compare between the models, not with published ones)"},
