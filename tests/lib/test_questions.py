@@ -117,6 +117,7 @@ def test_synth_stage_end_to_end_with_real_model(tiny_config, tiny_corpus):
     tiny_config.synth.tasks = ["direct_qa", "summarization"]
     tiny_config.synth.n_fewshot = 2
     tiny_config.synth.max_chunks = 2
+    tiny_config.synth.sampling = "every_task"  # 2 chunks x 2 tasks
     tiny_config.synth.filter_top_n = 3
     tiny_config.models.question_writer.model = "embedded:qwen2.5-coder-0.5b"
     tiny_config.models.question_writer.max_tokens = 48
