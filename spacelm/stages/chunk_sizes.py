@@ -120,8 +120,8 @@ def build(cfg: Config, out) -> dict:
     write_dataframe(summary.round(4), out(d / "summary.csv"))
     k = 10 if 10 in rc.k_values else max(rc.k_values)
     cols = ["chunk_size", "questions", "system", "n_questions", "n_source_chunks", f"ndcg@{k}", f"recall@{k}",
-            f"coverage@{min(rc.k_values)}", f"coverage@{k}", "mrr@10" if "mrr@10" in summary else f"ndcg@{k}"]
-    write_dataframe(summary[[c for c in dict.fromkeys(cols) if c in summary]].round(3), out(d / "summary.md"))
+            f"coverage@{min(rc.k_values)}", f"coverage@{k}", f"mrr@{k}"]
+    write_dataframe(summary[[c for c in cols if c in summary]].round(3), out(d / "summary.md"))
     write_dataframe(pd.DataFrame(costs), out(d / "costs.csv"))
     return {"sizes": list(cs.sizes), "question_sets": {n: len(q) for n, q in sets.items()},
             "dense_model": rc.dense.model, "systems": list(rc.systems), "costs": costs,

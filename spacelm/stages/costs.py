@@ -47,11 +47,11 @@ def corpus_chunks(cfg: Config) -> int:
     return _lines(chunks_path(cfg))
 
 
-def preview(stage_name: str, cfg: Config) -> list[str]:
-    """One line per thing that will cost time in `stage_name`, from counts known before it runs."""
+def preview(stage_name: str, cfg: Config, n: int) -> list[str]:
+    """One line per thing that will cost time in `stage_name`, from counts known before it runs
+    (`n`: the corpus's chunks, 0 before chunking)."""
     from ..lib.retrieval import pool_size
 
-    n = corpus_chunks(cfg)
     rc = cfg.retrieval
     if stage_name == "ingest":
         from .ingest import sources
@@ -86,9 +86,9 @@ def preview(stage_name: str, cfg: Config) -> list[str]:
 def announce(stage_name: str, cfg: Config) -> None:
     """Log the preview; a warning naming the growth when the corpus is far larger than the one the
     config was sized for."""
-    lines = preview(stage_name, cfg)
-    sized = cfg.corpus.sized_for_chunks
     n = corpus_chunks(cfg)
+    lines = preview(stage_name, cfg, n)
+    sized = cfg.corpus.sized_for_chunks
     grown = bool(sized and n and n >= GROWTH_WARNING * sized)
     for line in lines:
         log.info("cost: %s", line)
