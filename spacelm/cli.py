@@ -88,7 +88,26 @@ def cmd_plan(args) -> int:
 
     plan = plan_run(_cfg(args), use_outputs=args.use_outputs, tokenizer=args.tokenizer)
     print(plan_json(plan) if args.json else format_plan(plan))
+    if args.throughput and not args.json:
+        from .lib.plan import format_time_estimate, time_estimate
+
+        prompt_tps, gen_tps = args.throughput
+        print("\n" + format_time_estimate(time_estimate(plan, prompt_tps, gen_tps), prompt_tps, gen_tps))
     return 0
+
+
+def _throughput(text: str) -> tuple:
+    """`P` or `P:G`: prompt (and generated) tokens per second, both above 0."""
+    import argparse
+
+    try:
+        parts = [float(x) for x in text.split(":")]
+    except ValueError:
+        parts = []
+    if len(parts) not in (1, 2) or min(parts) <= 0:
+        raise argparse.ArgumentTypeError(f"--throughput {text!r}: give prompt tokens per second, optionally "
+                                         "':' and generated tokens per second, e.g. 5000:400")
+    return parts[0], parts[1] if len(parts) == 2 else None
 
 
 def cmd_report(args) -> int:
@@ -227,6 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokenizer", metavar="PATH",
                    help="a GGUF file, tokenizer.json or model folder to count tokens with, for models whose own "
                         "tokenizer is not on this machine (e.g. a hub model not downloaded yet)")
+    p.add_argument("--throughput", metavar="P[:G]", type=_throughput,
+                   help="prompt tokens/s (and generated tokens/s) measured on your serving setup (all replicas "
+                        "together): prints an estimated time per model")
     p.set_defaults(func=cmd_plan)
     for stage in STAGES + OPTIONAL:
         p = sub.add_parser(stage.name, help=stage.doc)

@@ -345,7 +345,7 @@ def _synth_unanswerable(p: Planner, inp: Inputs, answerable: list, gold_una: lis
         if pairs:  # upper bound when not known: the check stops at a candidate's first answering passage
             with p.engine("synth", "judge", note=later) as j:
                 with j.phase(f"unanswerable check, round {round_ + 1}", basis, pseudo_passages=not known):
-                    grade_pairs(j.llm, pairs, text_of, template=cfg.grading.prompt)
+                    grade_pairs(j.llm, pairs, text_of, judging=cfg.grading.judging(cfg.root))
     return kept
 
 
@@ -364,7 +364,7 @@ def plan_judge_check(p: Planner, inp: Inputs, cfg_q: Config) -> None:
     with p.engine("judge-check", "judge") as j:
         def check(name: str, pairs: list, passages: dict) -> None:
             with j.phase(f"labelled pairs: {name}"):
-                grade_pairs(j.llm, pairs, passages, template=cfg.grading.prompt)
+                grade_pairs(j.llm, pairs, passages, judging=cfg.grading.judging(cfg.root))
             if two_orders:
                 from .stages.judge_check import bias_sample
 
@@ -424,7 +424,7 @@ def plan_grade(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
     swapped = cfg.grading.prompt + "_swapped"
     with p.engine("grade", "judge") as j:
         with j.phase("relevance grades", basis, pseudo_passages=not known):
-            grade_pairs(j.llm, pairs, text_of, template=cfg.grading.prompt)
+            grade_pairs(j.llm, pairs, text_of, judging=cfg.grading.judging(cfg.root))
         if cfg.grading.debias == "both_orders":
             with j.phase("relevance grades, passage first", basis, pseudo_passages=not known):
                 grade_pairs(j.llm, pairs, text_of, template=swapped)

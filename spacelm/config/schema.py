@@ -240,6 +240,23 @@ class GradingConfig:
     # "both_orders": grade every pair question-first and passage-first and use the mean of the two
     # expected grades (against position bias; twice the judge calls)
     debias: Literal["none", "both_orders"] = "none"
+    # "prompt": the judge's own 0-3 digit from `prompt` (what a large judge on vLLM or a server
+    # runs, as the paper did); "calibrated": several signals of the judge combined and cut into
+    # 0-3 by a calibration fitted on human labels (spacelm/lib/relevance_calibrated.py), for the
+    # small embedded judge whose digit probabilities are nearly flat
+    method: Literal["prompt", "calibrated"] = "prompt"
+    # a calibration name (spacelm/data/judges/<name>.json) or a path to one; fitted for one judge model
+    calibration: str = "qwen2.5-coder-1.5b"
+
+    def judging(self, base: Optional[Path] = None) -> "RelevanceJudging":
+        """The library's description of how pairs are graded (a calibration path is resolved
+        against `base`, the project folder)."""
+        from ..lib.relevance import RelevanceJudging
+
+        cal = self.calibration
+        if self.method == "calibrated" and cal.endswith(".json") and base is not None and not Path(cal).is_absolute():
+            cal = str(Path(base) / cal)
+        return RelevanceJudging(self.method, self.prompt, cal if self.method == "calibrated" else None)
 
 
 @dataclass

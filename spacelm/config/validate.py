@@ -112,6 +112,8 @@ def validate(cfg: Config, source: str) -> None:
     for name in (cfg.grading.prompt, cfg.grading.prompt + "_swapped"):
         need(has_template(name), "grading.prompt", f"needs spacelm/prompts/{name}.txt (the prompt and its passage-first "
                                                    "twin, <name>_swapped.txt)")
+    if cfg.grading.method == "calibrated":
+        _check_calibration(cfg, need)
     jc = cfg.judge_check
     for key in ("judge_check.n_in_domain", "judge_check.n_controls", "judge_check.n_bootstrap",
                 "judge_check.min_pairs", "judge_check.min_controls"):
@@ -240,3 +242,22 @@ def _check_model_spec(spec: Optional[str], key: str, cfg: Config, need) -> None:
             p = Path(cfg.root) / p
         need(p.exists(), key, f"points to {spec!r}, which does not exist ({p}); give an existing file or folder, "
                               f"or an embedded model such as 'embedded:qwen2.5-coder-1.5b'")
+
+
+def _check_calibration(cfg, need) -> None:
+    """A calibrated judge needs its calibration file, the model it was fitted for, and one order."""
+    from ..lib.relevance_calibrated import load_calibration
+
+    g = cfg.grading
+    try:
+        cal = load_calibration(str(cfg.path(g.calibration)) if g.calibration.endswith(".json") else g.calibration)
+    except (FileNotFoundError, TypeError, ValueError) as e:
+        need(False, "grading.calibration", f"{e}; use a name from spacelm/data/judges/ or a JSON file written by "
+                                           "bench/judge_formulations.py")
+        return
+    need(cal.judge_model == cfg.models.judge.model, "grading.method",
+         f"calibration {cal.name!r} was fitted on the signals of {cal.judge_model}, not models.judge.model="
+         f"{cfg.models.judge.model!r}; set grading.method: prompt for this judge, or fit a calibration for it "
+         "with bench/judge_formulations.py")
+    need(g.debias == "none", "grading.debias", "both_orders applies to the prompt method's digit; a calibrated "
+                                               "judge uses one order (set grading.debias: none)")

@@ -44,9 +44,11 @@ def relevant_from(graded: bool) -> int:
     return 2 if graded else 1
 
 
-def sample_check_pairs(data, n_queries: int, seed: int, source: str, hard_depth: int = 30) -> list[dict]:
+def sample_check_pairs(data, n_queries: int, seed: int, source: str, hard_depth: int = 30,
+                       exclude_queries: Optional[set] = None) -> list[dict]:
     """Pairs to grade from a :class:`~.beir.BeirData`, question-major. Each pair: qid, question,
-    chunk_id (the passage id), label (the human grade), kind, source."""
+    chunk_id (the passage id), label (the human grade), kind, source. `exclude_queries` (those a
+    calibrated judge was fitted on) are never drawn, so the check stays held out."""
     from ..config import BM25Config
     from .retrieval import BM25Retriever
 
@@ -56,7 +58,8 @@ def sample_check_pairs(data, n_queries: int, seed: int, source: str, hard_depth:
     known = set(ids)
     rng = random.Random(f"{seed}|{source}")
     eligible = sorted(q for q, rel in data.qrels.items()
-                      if q in data.queries and any(g >= rel_from and d in known for d, g in rel.items()))
+                      if q in data.queries and q not in (exclude_queries or ())
+                      and any(g >= rel_from and d in known for d, g in rel.items()))
     chosen = sorted(rng.sample(eligible, min(n_queries, len(eligible))))
     hard = {}
     if not graded and chosen:
@@ -120,7 +123,12 @@ def golden_check_pairs(samples: Sequence, found: dict, chunks: Sequence, n: int,
 
 # --------------------------------------------------------------------------- agreement
 def _score(r: dict) -> Optional[float]:
-    return r["expected_grade"] if r.get("expected_grade") is not None else r.get("grade")
+    """The continuous score a grade row is ranked by: a calibrated judge's score, else the
+    expected grade from the option probabilities, else the grade."""
+    for key in ("score", "expected_grade"):
+        if r.get(key) is not None:
+            return r[key]
+    return r.get("grade")
 
 
 def auc(y: list, s: list) -> float:

@@ -411,3 +411,32 @@ def format_plan(plan: dict) -> str:
     for w in plan["warnings"]:
         lines.append(f"WARNING: {w}")
     return "\n".join(lines)
+
+
+def time_estimate(plan: dict, prompt_tps: float, gen_tps: Optional[float] = None) -> list[dict]:
+    """Seconds per model and in total from throughputs the user measured on their own serving
+    setup: prompt tokens / `prompt_tps` plus, when `gen_tps` is given, the completion tokens at
+    their maximum / `gen_tps` (an upper bound on generation time). Calls of one model are
+    independent, so replicas or data-parallel ranks divide the time: give their summed rate."""
+    rows = []
+    for m in plan["models"]:
+        prompt_s = m["prompt_tokens"] / prompt_tps
+        gen_s = m["completion_tokens_max"] / gen_tps if gen_tps else None
+        rows.append({"model": m["model"], "prompt_tokens": m["prompt_tokens"], "prompt_seconds": prompt_s,
+                     "completion_tokens_max": m["completion_tokens_max"], "generation_seconds_max": gen_s,
+                     "seconds": prompt_s + (gen_s or 0.0)})
+    return rows
+
+
+def format_time_estimate(rows: list[dict], prompt_tps: float, gen_tps: Optional[float] = None) -> str:
+    hours = lambda s: f"{s / 3600:,.2f} h"
+    lines = [f"time at {prompt_tps:,.0f} prompt tokens/s" + (f" and {gen_tps:,.0f} generated tokens/s" if gen_tps
+                                                               else " (generation not counted: give --throughput P:G)")
+             + ", models one after another:"]
+    for r in rows:
+        gen = f" + {hours(r['generation_seconds_max'])} generation at most" if r["generation_seconds_max"] is not None \
+            else ""
+        lines.append(f"  {r['model']}: {hours(r['prompt_seconds'])} prompt{gen}")
+    lines.append(f"  total: {hours(sum(r['seconds'] for r in rows))}"
+                 + (" at most" if gen_tps else " (prompt evaluation only)"))
+    return "\n".join(lines)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -57,9 +58,34 @@ def plan_pairs(cfg, questions: list[dict], rankings: dict, chunks_by_id: dict) -
 
 
 # --------------------------------------------------------------------------- judging
-def grade_pairs(llm, pairs: list[dict], passages: dict, template: str = "relevance") -> list[dict]:
+@dataclass(frozen=True)
+class RelevanceJudging:
+    """How a judge turns a (question, passage) pair into a 0-3 grade: `prompt` reads the
+    model's digit from a template; `calibrated` combines several of its signals with a fitted
+    calibration (see `relevance_calibrated`)."""
+
+    method: str = "prompt"
+    prompt: str = "relevance"
+    calibration: Optional[str] = None  # a calibration name or JSON path (method "calibrated")
+
+    def describe(self) -> str:
+        if self.method == "calibrated":
+            return (f"calibrated score ({self.calibration}): judge signals combined by a logistic model fitted on "
+                    "human labels and cut into 0-3, not the model's own grade")
+        return f"the judge's own 0-3 digit (prompt {self.prompt})"
+
+
+def grade_pairs(llm, pairs: list[dict], passages: dict, template: str = "relevance",
+                judging: Optional[RelevanceJudging] = None) -> list[dict]:
     """Grade every pair (`passages` maps each pair's chunk_id to its text); one row per pair
-    with grade (or None), raw output, probabilities."""
+    with grade (or None), raw output, probabilities. With `judging`, its method decides
+    (a calibrated judge's rows also carry `score` and `features`)."""
+    if judging is not None and judging.method == "calibrated":
+        from .relevance_calibrated import grade_pairs_calibrated, load_calibration
+
+        return grade_pairs_calibrated(llm, pairs, passages, load_calibration(judging.calibration))
+    if judging is not None:
+        template = judging.prompt
     from .judging import judgement_from, score_choices
     from .llm.types import Request
     from .prompting import render
@@ -250,10 +276,8 @@ def judge_validity(rows: list[dict], swapped: Optional[list[dict]], auc_warning:
     """Can the judge tell a question's source chunk from a random chunk of another document?
     (An easy check: the judge checks against human labels are the hard one.) Below
     `min_pairs` pairs no positive verdict is given."""
+    from .judge_check import _score as score
     from .judge_check import auc
-
-    def score(r):
-        return r["expected_grade"] if r["expected_grade"] is not None else r["grade"]
 
     src = [r for r in rows if "validity_source" in r["purpose"] and score(r) is not None]
     rnd = [r for r in rows if "validity_random" in r["purpose"] and score(r) is not None]
@@ -267,7 +291,9 @@ def judge_validity(rows: list[dict], swapped: Optional[list[dict]], auc_warning:
     s = [score(r) for r in src + rnd]
     a = auc(y, s)
     out["auc"] = None if np.isnan(a) else round(a, 4)
-    out["auc_uses"] = "expected grade (option probabilities)" if any(r["expected_grade"] is not None for r in src) else "grade"
+    out["auc_uses"] = ("calibrated score" if any(r.get("score") is not None for r in src) else
+                       "expected grade (option probabilities)" if any(r["expected_grade"] is not None for r in src)
+                       else "grade")
     if swapped:
         by = {(r["qid"], r["chunk_id"]): r["grade"] for r in swapped}
         same = [by[(r["qid"], r["chunk_id"])] == r["grade"] for r in src + rnd if (r["qid"], r["chunk_id"]) in by]

@@ -158,7 +158,7 @@ def grade_sizes(cfg: Config, per_size: dict, sets: dict, out) -> dict:
             pairs = plan_pairs(gcfg, questions, rankings, chunks)
             t0 = time.perf_counter()
             calls_before = llm.stats.to_dict().get("calls", 0)
-            rows = grade_pairs(llm, pairs, {cid: c.text for cid, c in chunks.items()}, template=cfg.grading.prompt)
+            rows = grade_pairs(llm, pairs, {cid: c.text for cid, c in chunks.items()}, judging=cfg.grading.judging(cfg.root))
             seconds = time.perf_counter() - t0
             calls = llm.stats.to_dict().get("calls", 0) - calls_before
             grades = {(r["qid"], r["chunk_id"]): r["grade"] for r in rows}

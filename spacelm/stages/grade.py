@@ -42,14 +42,15 @@ def build(cfg: Config, out) -> dict:
     llm.stage = "grade"
     text_of = {cid: c.text for cid, c in chunks_by_id.items()}
     prompt, swapped_prompt = cfg.grading.prompt, cfg.grading.prompt + "_swapped"
-    rows = grade_pairs(llm, pairs, text_of, template=prompt)
+    judging = cfg.grading.judging(cfg.root)
+    rows = grade_pairs(llm, pairs, text_of, judging=judging)
     is_validity = lambda p: any(x.startswith("validity") for x in p["purpose"])
     swapped, swapped_all, used = None, [], rows
     if cfg.grading.debias == "both_orders":  # every pair in both orders; the table uses their mean
         swapped_all = grade_pairs(llm, pairs, text_of, template=swapped_prompt)
         used = mean_of_orders(rows, swapped_all)
         swapped = [r for r in swapped_all if is_validity(r)] if cfg.grading.consistency_check else None
-    elif cfg.grading.consistency_check:
+    elif cfg.grading.consistency_check and judging.method == "prompt":
         swapped = grade_pairs(llm, [p for p in pairs if is_validity(p)], text_of, template=swapped_prompt)
     llm.release()
     csv, md, tex, grades_file, validity_file, tests_file, metrics_file, plot, shares_file, per_task = outputs(cfg)
@@ -100,15 +101,32 @@ def grades_per_task(cells: dict, questions: list[dict]):
 
 
 def _prompts(cfg: Config) -> list[str]:
-    both = cfg.grading.consistency_check or cfg.grading.debias == "both_orders"
-    return [cfg.grading.prompt] + ([cfg.grading.prompt + "_swapped"] if both else [])
+    return relevance_prompts(cfg, cfg.grading.consistency_check or cfg.grading.debias == "both_orders")
+
+
+def calibration_files(cfg: Config) -> list:
+    """The calibration a calibrated judge reads (its fit is part of what the stage computes)."""
+    if cfg.grading.method != "calibrated":
+        return []
+    from ..lib.relevance_calibrated import calibration_path
+
+    return [calibration_path(cfg.grading.judging(cfg.root).calibration)]
+
+
+def relevance_prompts(cfg: Config, both_orders: bool) -> list[str]:
+    """The prompt templates the relevance judge reads (fingerprinted with the stages that grade)."""
+    if cfg.grading.method == "calibrated":
+        from ..lib.relevance_calibrated import load_calibration
+
+        return load_calibration(cfg.grading.judging(cfg.root).calibration).templates()
+    return [cfg.grading.prompt] + ([cfg.grading.prompt + "_swapped"] if both_orders else [])
 
 
 STAGE = Stage(
     name="grade", doc="LLM relevance grades 0-3 of retrieved passages (Table 1)",
     home=lambda cfg: cfg.run_dir, outputs=outputs, build=build, after=("retrieve",),
     sections=lambda cfg: ["grading", "seed", "models.judge", "judge_check.min_pairs"],
-    reads=lambda cfg: [rankings_path(cfg), chunks_path(cfg), questions_path(cfg)],
+    reads=lambda cfg: [rankings_path(cfg), chunks_path(cfg), questions_path(cfg), *calibration_files(cfg)],
     prompts=_prompts,
     models=lambda cfg: {"judge": cfg.models.judge.model},
     code=("spacelm.lib.llm.frontend", "spacelm.lib.relevance", "spacelm.lib.judging", "spacelm.lib.judge_check", "spacelm.lib.stats", "spacelm.lib.tables",

@@ -14,6 +14,7 @@ from pathlib import Path
 from ..config import Config
 from ..lib.io import write_dataframe, write_json, write_jsonl
 from .base import Stage, execute
+from .grade import calibration_files
 from .data import chunks_path, golden_path, load_chunks, load_questions, questions_path
 
 RELEVANCE_KEYS = ("n_pairs", "auc", "auc_ci", "kappa_binary", "kappa_binary_ci", "kappa_weighted", "kappa_weighted_ci",
@@ -59,9 +60,9 @@ def _check(cfg: Config, judge, name: str, pairs: list[dict], passages: dict, gra
     from ..lib.relevance import grade_pairs
 
     jc = cfg.judge_check
-    rows = grade_pairs(judge, pairs, passages, template=cfg.grading.prompt)
+    rows = grade_pairs(judge, pairs, passages, judging=cfg.grading.judging(cfg.root))
     debias = cfg.grading.debias == "both_orders"
-    two_orders = jc.position_bias or debias
+    two_orders = (jc.position_bias or debias) and cfg.grading.method == "prompt"
     sub = pairs if debias else bias_sample(pairs, jc.position_bias_queries)
     swapped = grade_pairs(judge, sub, passages, template=cfg.grading.prompt + "_swapped") if two_orders else []
     for r, p in zip(rows + swapped, pairs + sub):
@@ -111,12 +112,15 @@ def build(cfg: Config, out) -> dict:
                                                             "BEIR-format folder with human qrels"))
                 continue
             data = load_beir(d, src.split)
-            pairs = sample_check_pairs(data, src.n_queries, cfg.seed, src.name)
+            fitted = fitted_queries(cfg, src.name)
+            pairs = sample_check_pairs(data, src.n_queries, cfg.seed, src.name, exclude_queries=fitted)
             ids, texts = data.passages()
             need = {p["chunk_id"] for p in pairs}
             passages = {i: t for i, t in zip(ids, texts) if i in need}
             m, rows = _check(cfg, judge, src.name, pairs, passages, is_graded(data.qrels), plots)
-            m.update(path=src.path, split=src.split, sample=f"{src.n_queries} queries (seed {cfg.seed})")
+            m.update(path=src.path, split=src.split, sample=f"{src.n_queries} queries (seed {cfg.seed})",
+                     held_out_queries=f"{len(fitted)} queries the calibration was fitted on are left out" if fitted
+                     else "no query of this source was used to fit the judge")
             results.append(m)
             graded_rows += rows
         chunks = load_chunks(cfg) if jc.in_domain or jc.controls else []
@@ -152,13 +156,22 @@ def build(cfg: Config, out) -> dict:
             "llm": judge.stats.to_dict(), "model_identity": ident}
 
 
+def fitted_queries(cfg: Config, source: str) -> set:
+    """Queries of a labelled source that a calibrated judge was fitted on (left out of its check)."""
+    if cfg.grading.method != "calibrated":
+        return set()
+    from ..lib.relevance_calibrated import load_calibration
+
+    return set(load_calibration(cfg.grading.judging(cfg.root).calibration).fitted_on.get(source, []))
+
+
 def _prompts(cfg: Config) -> list[str]:
+    from .grade import relevance_prompts
+
     jc = cfg.judge_check
     if not jc.enabled:
         return []
-    p = [cfg.grading.prompt]
-    if jc.position_bias or cfg.grading.debias == "both_orders":
-        p.append(cfg.grading.prompt + "_swapped")
+    p = relevance_prompts(cfg, jc.position_bias or cfg.grading.debias == "both_orders")
     if jc.controls:
         p += ["judge_faithfulness", "judge_relevance", "judge_noise_robustness", "judge_negative_rejection",
               "judge_binary", "judge_claim_support"]
@@ -168,8 +181,10 @@ def _prompts(cfg: Config) -> list[str]:
 STAGE = Stage(
     name="judge-check", doc="measure the judge against human labels and known-answer controls",
     home=folder, outputs=outputs, build=build, after=("synth",),
-    sections=lambda cfg: ["judge_check", "seed", "models.judge", "grading.debias", "grading.prompt"],
-    reads=lambda cfg: [chunks_path(cfg), golden_path(cfg), questions_path(cfg), *_source_files(cfg)],
+    sections=lambda cfg: ["judge_check", "seed", "models.judge", "grading.debias", "grading.prompt", "grading.method",
+                          "grading.calibration"],
+    reads=lambda cfg: [chunks_path(cfg), golden_path(cfg), questions_path(cfg), *_source_files(cfg),
+                       *calibration_files(cfg)],
     prompts=_prompts,
     models=lambda cfg: {"judge": cfg.models.judge.model},
     code=("spacelm.lib.llm.frontend", "spacelm.lib.judge_check", "spacelm.lib.relevance", "spacelm.lib.answers", "spacelm.lib.claims", "spacelm.lib.citations", "spacelm.lib.judging",

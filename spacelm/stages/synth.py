@@ -96,7 +96,7 @@ def unanswerable_rounds(cfg: Config, models: ModelTurns, records: list[dict], ch
             # golden ones too stop at their first answering passage: the check's verdict on them,
             # which is what they measure, is the same
             grades = models.use("judge", lambda llm: check_waves(
-                pairs, lambda batch: grade_pairs(llm, batch, text_of, template=cfg.grading.prompt),
+                pairs, lambda batch: grade_pairs(llm, batch, text_of, judging=cfg.grading.judging(cfg.root)),
                 uc.answerable_grade))
             mark_unanswerable(checked, grades, uc.answerable_grade)
             n_pairs += len(grades)
