@@ -303,11 +303,10 @@ def _short_warning(message, category, filename, lineno, line=None) -> str:
 
 
 def quiet_warnings() -> None:
-    """Warnings once each, printed short; none of the known harmless ones (the notebook
-    kernel's local TCP socket, files left to the garbage collector at exit)."""
+    """Warnings once each, printed short; no ResourceWarning (files and sockets left to the
+    garbage collector at exit, which `simplefilter("default")` would otherwise show)."""
     warnings.simplefilter("default")
     warnings.filterwarnings("ignore", category=ResourceWarning)
-    warnings.filterwarnings("ignore", message=".*running over TCP without encryption.*")
     warnings.formatwarning = _short_warning
     logging.captureWarnings(True)
 

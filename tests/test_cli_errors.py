@@ -111,10 +111,29 @@ def test_warnings_print_category_and_message_only(tmp_path):
         quiet_warnings()
         leaked = open(__file__)
         doc, drops = warnings.warn("a PDF page has no text layer", UserWarning), 0
-        warnings.warn("Kernel is running over TCP without encryption; messages are not signed", UserWarning)
         del leaked
     """))
     r = subprocess.run([sys.executable, "-X", "dev", str(script)], capture_output=True, text=True,
                        env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stderr.strip() == "[py.warnings] UserWarning: a PDF page has no text layer", r.stderr
+
+
+def test_notebook_kernels_do_not_warn_about_tcp(tmp_path):
+    """Defect #18: every executed notebook's kernel printed "Kernel is running over TCP without
+    encryption" to the run's log (seven per run)."""
+    pytest.importorskip("ipykernel")
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
+    src = tmp_path / "n.ipynb"
+    nbformat.write(nb, src)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("run_name: t\n")
+    code = ("import sys; from pathlib import Path; from spacelm.notebooks import execute_notebook; "
+            f"execute_notebook(Path({str(src)!r}), Path({str(tmp_path / 'out.ipynb')!r}), Path({str(cfg)!r}), "
+            f"cwd=Path({str(tmp_path)!r}), timeout=120)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 0, r.stderr
+    assert "42" in (tmp_path / "out.ipynb").read_text() and "without encryption" not in r.stderr, r.stderr
