@@ -60,7 +60,7 @@ def test_full_disk_is_one_line_exit_2(tiny_config_file):
     r = _spacelm("ingest", "--config", str(cfg), limit_bytes=3000)
     assert r.returncode == 2, r.stderr
     line = _one_line(r.stderr)
-    assert "File too large" in line and "free disk space" in line
+    assert "File too large" in line and "free disk space" in line and "documents" in line  # the output named
 
 
 def test_results_dir_that_is_a_file_is_one_line_exit_2(tiny_config_file, tmp_path):

@@ -47,11 +47,13 @@ def atomic_open(path: PathLike, mode: str = "w", encoding: str | None = "utf-8")
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(e, OSError) and e.filename is None:  # a failed write names no file: name the output
+            raise OSError(e.errno, e.strerror or str(e), str(path)) from e
         raise
 
 
