@@ -319,7 +319,8 @@ def file_sha256(path: Path, fresh: bool = False) -> str:
         index = {}
     if fresh or key not in index:
         digest = sha256_file(path)
-        index = {k: v for k, v in index.items() if not k.startswith(f"{path}|")}  # drop stale keys of this file
+        # drop this file's earlier keys (same key layout only, so older versions' entries stay)
+        index = {k: v for k, v in index.items() if not (k.startswith(f"{path}|") and k.count("|") == key.count("|"))}
         index[key] = digest
         try:
             index_file.parent.mkdir(parents=True, exist_ok=True)
