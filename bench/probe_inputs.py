@@ -140,7 +140,7 @@ def one_line(r: subprocess.CompletedProcess) -> str:
         return "traceback: " + (last[0][:150] if last else "")
     if len(lines) != 1:
         return f"{len(lines)} error lines"
-    return lines[0][:200]
+    return lines[0][:400]
 
 
 def expect_exit(r, code: int, *needles: str) -> tuple[str, bool]:
@@ -529,9 +529,10 @@ def c18_log(p: Probe):
 
 
 # --------------------------------------------------------------------------- the table
-def markdown(results: list[Result], seconds: float) -> str:
+def markdown(results: list[Result], seconds: float, tmp: Optional[Path] = None) -> str:
     def cell(s: str) -> str:
-        return str(s).replace("|", "\\|").replace("\n", " ")
+        s = str(s).replace(str(tmp), "$TMP") if tmp else str(s)  # the temporary folder differs every time
+        return s.replace("|", "\\|").replace("\n", " ")
 
     mark = {True: "ok", False: "**FAILS**", None: "not run"}
     rows = ["| case | expected | got | ok |", "|---|---|---|---|"]
@@ -580,7 +581,7 @@ def main(argv=None) -> int:
                     f.chmod(0o755)
             shutil.rmtree(tmp, ignore_errors=True)
     seconds = time.perf_counter() - t0
-    md = markdown(results, seconds)
+    md = markdown(results, seconds, tmp)
     if args.write:
         (ROOT / "docs" / "probe_inputs.md").write_text(md, encoding="utf-8")
         print(f"wrote {ROOT / 'docs' / 'probe_inputs.md'}")
