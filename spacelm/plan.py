@@ -161,7 +161,9 @@ def _settings(llm: LLMConfig) -> str:
     elif llm.backend == "llamacpp":
         parts.append(f"n_ctx {llm.n_ctx}")
     elif llm.base_url:
-        parts.append(llm.base_url)
+        from .lib.redact import redact_url
+
+        parts.append(redact_url(llm.base_url))
     return (", " + ", ".join(parts)) if parts else ""
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import os
 import sqlite3
 import threading
 import time
@@ -41,6 +43,60 @@ def _connect(path: Path) -> sqlite3.Connection:
     return _retry_locked(open_)
 
 
+log = logging.getLogger("spacelm")
+
+
+def is_damage(e: BaseException) -> bool:
+    """Whether a SQLite error means the file itself is damaged (not locked, not read-only)."""
+    if not isinstance(e, sqlite3.DatabaseError):
+        return False
+    text = str(e).lower()
+    return type(e) is sqlite3.DatabaseError or "malformed" in text or "not a database" in text
+
+
+def move_aside(path: Path, error: BaseException) -> Path:
+    """Rename a damaged database (with its -wal/-shm files) to `<name>.damaged-<time>` beside
+    it and say so; the caller starts an empty one, so the run goes on (its calls are made
+    again) and the damaged file stays for inspection."""
+    path = Path(path)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    aside = path.with_name(f"{path.name}.damaged-{stamp}")
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
+    os.replace(path, aside)
+    for extra in ("-wal", "-shm", "-journal"):
+        side = path.with_name(path.name + extra)
+        if side.exists():
+            os.replace(side, aside.with_name(aside.name + extra))
+    log.warning("the cache %s is damaged (%s): moved it aside to %s and started an empty one; "
+                "the calls it held will be made again", path, error, aside.name)
+    return aside
+
+
+def open_checked(path: Path, create_sql: str) -> sqlite3.Connection:
+    """Open (creating) a cache database and read its schema; a damaged file is moved aside
+    and replaced by an empty one."""
+    def attempt() -> sqlite3.Connection:
+        conn = _connect(path)
+        try:
+            _retry_locked(lambda: conn.execute(create_sql))
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    try:
+        return attempt()
+    except sqlite3.DatabaseError as e:
+        if not is_damage(e) or not Path(path).exists():
+            raise
+        move_aside(path, e)
+        return attempt()
+
+
 def request_key(payload: dict) -> str:
     """Stable hash of a JSON-able request description."""
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -63,44 +119,74 @@ class CacheStats:
             s["hits" if hit else "misses"] += 1
 
 
+_CALLS_SQL = "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT, value TEXT, created REAL)"
+
+
 class CallCache:
-    """Key → JSON value store for model calls (thread- and process-safe)."""
+    """Key → JSON value store for model calls (thread- and process-safe). A damaged file,
+    found when opening or while reading or writing, is moved aside and an empty cache
+    takes its place (`moved_aside` lists where the damaged files went)."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        self._generation = 0  # bumped when the file is replaced: each thread reconnects
+        self._recover_lock = threading.Lock()
+        self.moved_aside: list[Path] = []
         self.stats = CacheStats()
-        _retry_locked(lambda: self._conn().execute(
-            "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT, value TEXT, created REAL)"))
+        before = set(self.path.parent.glob(self.path.name + ".damaged-*"))
+        self._local.conn, self._local.generation = open_checked(self.path, _CALLS_SQL), 0
+        self.moved_aside += sorted(set(self.path.parent.glob(self.path.name + ".damaged-*")) - before)
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
-        if conn is None:
+        if conn is None or self._local.generation != self._generation:
             conn = self._local.conn = _connect(self.path)
+            self._local.generation = self._generation
         return conn
 
+    def _guarded(self, fn):
+        """Run `fn` on this thread's connection; if the file turns out damaged, move it aside
+        once (whichever thread sees it first), start an empty cache and run `fn` again."""
+        gen = self._generation
+        try:
+            return fn(self._conn())
+        except sqlite3.DatabaseError as e:
+            if not is_damage(e):
+                raise
+            with self._recover_lock:
+                if gen == self._generation:  # no other thread has replaced the file yet
+                    self.moved_aside.append(move_aside(self.path, e))
+                    open_checked(self.path, _CALLS_SQL).close()
+                    self._generation += 1
+            return fn(self._conn())
+
     def get(self, key: str) -> Optional[Any]:
-        row = self._conn().execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone()
+        row = self._guarded(lambda c: c.execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone())
         return json.loads(row[0]) if row else None
 
     def put(self, key: str, value: Any, model: str = "") -> None:
         row = (key, model, json.dumps(value, ensure_ascii=False), time.time())
-        _retry_locked(lambda: self._conn().execute(
-            "INSERT OR REPLACE INTO calls (key, model, value, created) VALUES (?, ?, ?, ?)", row))
+        self._guarded(lambda c: _retry_locked(lambda: c.execute(
+            "INSERT OR REPLACE INTO calls (key, model, value, created) VALUES (?, ?, ?, ?)", row)))
 
     def summary(self) -> dict:
-        c = self._conn()
-        n, = c.execute("SELECT COUNT(*) FROM calls").fetchone()
-        per_model = dict(c.execute("SELECT model, COUNT(*) FROM calls GROUP BY model").fetchall())
+        def read(c):
+            n, = c.execute("SELECT COUNT(*) FROM calls").fetchone()
+            return n, dict(c.execute("SELECT model, COUNT(*) FROM calls GROUP BY model").fetchall())
+
+        n, per_model = self._guarded(read)
         return {"path": str(self.path), "entries": n, "bytes": self.path.stat().st_size if self.path.exists() else 0,
                 "per_model": per_model}
 
     def clear(self, model: Optional[str] = None) -> int:
-        c = self._conn()
-        cur = c.execute("DELETE FROM calls WHERE model = ?", (model,)) if model else c.execute("DELETE FROM calls")
-        c.execute("VACUUM")
-        return cur.rowcount
+        def delete(c):
+            cur = c.execute("DELETE FROM calls WHERE model = ?", (model,)) if model else c.execute("DELETE FROM calls")
+            c.execute("VACUUM")
+            return cur.rowcount
+
+        return self._guarded(delete)
 
 
 class EmbeddingCache:
@@ -109,9 +195,8 @@ class EmbeddingCache:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = _connect(self.path)
-        _retry_locked(lambda: self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS emb (model TEXT, text_sha TEXT, dim INTEGER, vec BLOB, PRIMARY KEY (model, text_sha))"))
+        self._conn = open_checked(self.path, "CREATE TABLE IF NOT EXISTS emb (model TEXT, text_sha TEXT, dim INTEGER, "
+                                                "vec BLOB, PRIMARY KEY (model, text_sha))")
 
     def get_many(self, model: str, shas: list) -> dict:
         import numpy as np

@@ -1,6 +1,7 @@
 """Small file helpers shared by every stage: atomic writes, strict JSONL reading, hashing."""
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -16,6 +17,21 @@ class InputError(ValueError):
     """Bad user input (a file we cannot use); the message names the file and what to fix."""
 
 
+def current_umask() -> int:
+    """The process's umask, read without changing it where the system tells it (Linux), else
+    by setting and restoring it."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
 @contextmanager
 def atomic_open(path: PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[Any]:
     """Open a temporary file beside `path`; rename it over `path` only if the block succeeds,
@@ -24,17 +40,44 @@ def atomic_open(path: PathLike, mode: str = "w", encoding: str | None = "utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp creates 0600; an output gets the mode any new file would (0666 less the umask)
+        os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding, newline=None if "b" in mode else "\n") as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(e, OSError) and e.filename is None:  # a failed write names no file: name the output
+            raise OSError(e.errno, e.strerror or str(e), str(path)) from e
         raise
+
+
+def describe_os_error(e: OSError) -> str:
+    """One line for a file-system error: the file it concerns, what went wrong and what to
+    do, so the command line never answers a read-only folder or a full disk with a traceback."""
+    name = e.filename if e.filename is not None else "a file"
+    if e.filename2 is not None:
+        name = f"{name} -> {e.filename2}"
+    what = e.strerror or str(e)
+    if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        fix = ("make it writable, or point the run elsewhere (--set paths.results_dir=DIR, "
+               "paths.cache_dir, paths.processed_dir)")
+    elif e.errno in (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", -1)):
+        fix = ("free disk space (or raise the file-size limit) and run the same command again: "
+               "finished outputs and model calls are kept, it resumes")
+    elif e.errno in (errno.ENOTDIR, errno.EEXIST, errno.EISDIR):
+        fix = ("a file stands where a folder is needed, or a folder where a file is: move it away, or "
+               "set the path in the config (paths.*) to a folder")
+    elif e.errno == errno.ENOENT:
+        fix = "check the path (relative paths in a config resolve against the config's project)"
+    else:
+        fix = "check the path and its permissions"
+    return f"{name}: {what}; {fix}"
 
 
 def write_text(path: PathLike, text: str) -> None:

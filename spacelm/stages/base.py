@@ -79,13 +79,25 @@ def file_hash(path: Path) -> str:
 
 
 def model_hash(cfg: Config, spec: str, role: str) -> str:
-    """A model's identity without loading it: an embedded model's recorded sha256, a local
-    file's sha256 (remembered by size and mtime), or the name (plus server URL) otherwise."""
-    from ..lib.models import EMBEDDED, file_sha256
+    """A model's identity without loading it: an embedded model's file's sha256 when it is
+    assembled (so a damaged file shows as a changed model), else its recorded sha256; a local
+    file's sha256 (both remembered by inode, size, mtime and ctime); or the name (plus server
+    URL) otherwise."""
+    from ..lib.models import EMBEDDED, ModelNotFound, file_sha256, model_path
 
     if spec.startswith("embedded:"):
-        m = EMBEDDED.get(spec.split(":", 1)[1])
-        return m.sha256[:16] if m else f"unknown:{spec}"
+        name = spec.split(":", 1)[1]
+        m = EMBEDDED.get(name)
+        if m is None:
+            return f"unknown:{spec}"
+        try:
+            where = model_path(name, assemble=False)  # never assembles: status stays cheap
+            wp = where if m.kind.startswith("gguf") else where / m.weights_file
+            if wp.is_file():
+                return file_sha256(wp)[:16]
+        except ModelNotFound:
+            pass
+        return m.sha256[:16]
     p = Path(spec)
     if p.is_file():
         return file_sha256(p)[:16]

@@ -74,6 +74,18 @@ def server_versions(cfg: Config) -> dict:
     return out
 
 
+def public_view(data: dict, cfg: Config) -> dict:
+    """The manifest as written: no credentials (a server URL's user:password, api keys in its
+    query) and no machine paths (model files as `models:<file>` or `package:<path>`, files of
+    the project relative to its root, the home folder as `~`)."""
+    from pathlib import Path
+
+    from ..lib.models import path_roots
+    from ..lib.redact import scrub
+
+    return scrub(data, path_roots() + ([("", Path(cfg.root))] if cfg.root else []))
+
+
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -110,7 +122,7 @@ class Manifest:
         self.save()
 
     def save(self) -> None:
-        write_json(self.path, self.data)
+        write_json(self.path, public_view(self.data, self.cfg))
 
 
 # stage -> (its summary key with the call statistics, the unit, the summary keys counting units)

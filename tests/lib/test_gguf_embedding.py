@@ -124,7 +124,8 @@ def test_zip_member_model_is_assembled_listed_and_verified(tmp_path, monkeypatch
     assert models.model_path("tiny-embed").stat().st_mtime_ns == mtime  # extracted once
     (row,) = models.list_models()
     assert row["sha256"] == m.sha256 and row["kind"] == "gguf-embedding"
-    assert models.verify_models() == [{"name": "tiny-embed", "ok": True, "expected": m.sha256, "got": m.sha256}]
+    assert models.verify_models() == [{"name": "tiny-embed", "ok": True, "expected": m.sha256, "got": m.sha256,
+                                       "path": str(path)}]
     _flip(path, 100)
     assert not models.verify_models()[0]["ok"]
 

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any, Callable, Optional, Sequence
 
 from ...config import LLMConfig
+from ..redact import redact_url, trim_body
 from .types import BackendError, BackendUnavailable, Completion, Request, _choice_grammar, _choice_probs_from_logprobs, _require
 
 
@@ -34,6 +35,7 @@ class OpenAIBackend:
         self._httpx = httpx
         self.retries_done = 0
         self.breaker = CircuitBreaker(cfg.breaker_failures)
+        self.where = redact_url(cfg.base_url)  # the server as named in messages: no user:password, no key
 
     def build_body(self, req: Request) -> dict:
         body = {"model": self.cfg.model, "messages": req.messages, "max_tokens": req.max_tokens,
@@ -66,7 +68,7 @@ class OpenAIBackend:
         delay = 0.5
         for attempt in range(self.cfg.max_retries + 1):
             if self.breaker.is_open:
-                raise BackendUnavailable(f"{self.cfg.base_url} is unreachable ({self.breaker.describe()})")
+                raise BackendUnavailable(f"{self.where} is unreachable ({self.breaker.describe()})")
             t0 = time.perf_counter()
             try:
                 r = self.client.post("/chat/completions", json=body)
@@ -74,20 +76,20 @@ class OpenAIBackend:
                 err: Exception = e
                 self.breaker.failed(e)
                 if self.breaker.is_open:
-                    raise BackendUnavailable(f"{self.cfg.base_url} is unreachable ({self.breaker.describe()})") from e
+                    raise BackendUnavailable(f"{self.where} is unreachable ({self.breaker.describe()})") from e
             else:
                 self.breaker.reached()
                 if r.status_code == 200:
                     return self.parse_response(r.json(), req, time.perf_counter() - t0)
                 status = r.status_code
-                err = BackendError(f"{self.cfg.base_url}: HTTP {status}: {r.text[:300]}")
+                err = BackendError(f"{self.where}: HTTP {status}: {trim_body(r.text)}")
                 if status not in RETRY_STATUS:
                     raise err
                 ra = r.headers.get("retry-after")
                 if ra and ra.replace(".", "", 1).isdigit():
                     delay = max(delay, float(ra))
             if attempt == self.cfg.max_retries:
-                raise BackendUnavailable(f"{self.cfg.base_url}: gave up after {attempt + 1} attempts: {err}")
+                raise BackendUnavailable(f"{self.where}: gave up after {attempt + 1} attempts: {err}")
             self.retries_done += 1
             time.sleep(min(30.0, delay * (1 + 0.25 * random.random())))
             delay *= 2
@@ -153,4 +155,4 @@ class CircuitBreaker:
 
     def describe(self) -> str:
         return (f"{self.consecutive} connection failures in a row, the last: "
-                f"{type(self.last_error).__name__}: {self.last_error}")
+                f"{type(self.last_error).__name__}: {trim_body(str(self.last_error))}")

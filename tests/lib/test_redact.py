@@ -1,0 +1,69 @@
+"""No secrets and no machine paths in what a run writes or prints (issue 26, defects #11 and
+#12): hand-made URLs, server bodies and paths, and the OpenAI backend's error messages."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from spacelm.lib.redact import portable_path, redact_text, redact_url, scrub, trim_body
+
+
+@pytest.mark.parametrize("url, want", [
+    ("http://alice:hunter2@gpu.example:8000/v1", "http://***@gpu.example:8000/v1"),
+    ("https://tok@host/v1", "https://***@host/v1"),
+    ("https://host/v1?api_key=abc123&model=x", "https://host/v1?api_key=***&model=x"),
+    ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),  # nothing to hide: unchanged
+    (None, None),
+])
+def test_urls_lose_their_credentials(url, want):
+    assert redact_url(url) == want
+
+
+def test_server_bodies_lose_anything_like_a_credential_and_are_capped():
+    body = ('{"error": {"message": "Incorrect API key provided: sk-proj-abcdEFGH12345678. '
+            'You sent Authorization: Bearer my-secret-token-99", "api_key": "abc"}}\n' + "x" * 1000)
+    got = trim_body(body, limit=200)
+    for secret in ("sk-proj-abcdEFGH12345678", "my-secret-token-99", '"abc"'):
+        assert secret not in got
+    assert "Bearer ***" in got and len(got) < 200 + 40 and "more characters" in got and "\n" not in got
+
+
+def test_ordinary_messages_are_left_alone():
+    text = "configs/x.yaml: key 'grading.top_k' must be a list; the token budget is 512 tokens"
+    assert redact_text(text) == text
+
+
+def test_paths_are_said_relative_to_known_places(monkeypatch):
+    monkeypatch.setenv("HOME", "/home/ana")
+    roots = [("models", Path("/home/ana/.cache/spacelm/models")), ("", Path("/srv/checkout"))]
+    assert portable_path("/home/ana/.cache/spacelm/models/q.gguf", roots) == "models:q.gguf"
+    assert portable_path("/srv/checkout/results/quick/notebooks/01.ipynb", roots) == "results/quick/notebooks/01.ipynb"
+    assert portable_path("/home/ana/corpus/a.pdf", roots) == "~/corpus/a.pdf"
+    assert portable_path("/srv/checkoutX/a", roots) == "/srv/checkoutX/a"  # a prefix is not a parent
+    assert portable_path("data/raw", roots) == "data/raw"  # relative paths stay as written
+
+
+def test_scrub_walks_a_manifest():
+    data = {"config": {"models": {"judge": {"base_url": "http://u:pw@h/v1", "max_tokens": 8}}},
+            "executed": ["/srv/checkout/results/r/nb.ipynb"], "note": "plain"}
+    assert scrub(data, [("", Path("/srv/checkout"))]) == {
+        "config": {"models": {"judge": {"base_url": "http://***@h/v1", "max_tokens": 8}}},
+        "executed": ["results/r/nb.ipynb"], "note": "plain"}
+
+
+def test_openai_errors_name_the_server_without_its_credentials():
+    """Defect #11: the URL's user:password and a body echoing the bearer key reached stderr."""
+    httpx = pytest.importorskip("httpx")
+    from spacelm.config import LLMConfig
+    from spacelm.lib.llm.openai import OpenAIBackend
+    from spacelm.lib.llm.types import BackendError, Request
+
+    echo = "unauthorised: you sent Authorization: Bearer sk-live-0123456789abcdef " + "pad " * 500
+    cfg = LLMConfig(backend="openai", model="m", base_url="http://bob:pa55word@test/v1")
+    b = OpenAIBackend(cfg, transport=httpx.MockTransport(lambda r: httpx.Response(401, text=echo)))
+    with pytest.raises(BackendError) as e:
+        b.complete(Request(messages=[{"role": "user", "content": "hi"}], max_tokens=4))
+    msg = str(e.value)
+    assert "pa55word" not in msg and "sk-live-0123456789abcdef" not in msg
+    assert "http://***@test/v1: HTTP 401" in msg and len(msg) < 400
