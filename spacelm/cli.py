@@ -21,7 +21,7 @@ import logging
 import sys
 import warnings
 
-from .config import ConfigError, load_config, merge, parse_override
+from .config import ConfigError, load_config
 
 DEFAULT_CONFIG = "configs/quick.yaml"
 EXIT_INPUT, EXIT_BACKEND, EXIT_LOCKED, EXIT_INTERRUPTED = 2, 3, 4, 130
@@ -29,10 +29,7 @@ log = logging.getLogger("spacelm")
 
 
 def _cfg(args):
-    overrides: dict = {}
-    for o in args.set or []:
-        overrides = merge(overrides, parse_override(o))
-    return load_config(args.config, overrides or None)
+    return load_config(args.config, sets=args.set or [])
 
 
 def _add_common(p: argparse.ArgumentParser, force: bool = True) -> None:
