@@ -29,10 +29,12 @@ def md_cell(value):
 def markdown_table(df, index: bool = False) -> str:
     """`df.to_markdown` with every text cell, column name and index label through
     :func:`md_cell`; numbers keep their formatting."""
+    from pandas.api.types import is_numeric_dtype
+
     out = df.copy()
     for col in out.columns:
-        if out[col].dtype == object:
-            out[col] = out[col].map(md_cell)
+        if not is_numeric_dtype(out[col]):
+            out[col] = out[col].astype(object).map(md_cell)
     out.columns = [md_cell(c) for c in out.columns]
     if index:
         out.index = [md_cell(i) for i in out.index]
