@@ -19,17 +19,18 @@ def check_before_run(cfg: Config, stages: list[str]) -> None:
 
 
 def _fewshot_fits(cfg: Config) -> None:
-    """The few-shot examples of each task, with the reply, must fit the question writer's
+    """The golden samples must load (a bad line is named now, not after the writer loads), and
+    the few-shot examples of each task, with the reply, must fit the question writer's
     context before any passage is added (counted at a low estimate of tokens per character,
     so a failure here is certain; the exact count is `spacelm plan`'s)."""
     from ..lib.golden import load_golden
     from ..lib.questions import CHARS_PER_TOKEN_LOW, fewshot_prefix_chars
 
+    golden = load_golden(golden_path(cfg), min_per_task=cfg.synth.n_fewshot, tasks=tuple(cfg.synth.tasks))
     llm = cfg.models.question_writer
     limit, key = (llm.n_ctx, "n_ctx") if llm.backend == "llamacpp" else (llm.max_model_len, "max_model_len")
     if not limit or llm.backend == "openai":
         return
-    golden = load_golden(golden_path(cfg), min_per_task=cfg.synth.n_fewshot, tasks=tuple(cfg.synth.tasks))
     for task, chars in fewshot_prefix_chars(cfg, golden).items():
         tokens = math.ceil(chars / CHARS_PER_TOKEN_LOW)
         if tokens + llm.max_tokens > limit:
