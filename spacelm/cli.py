@@ -76,6 +76,10 @@ def cmd_status(args) -> int:
         print(f"  {r['stage']:<{width}}  {state}")
     todo = [r["stage"] for r in rows if r["would_recompute"]]
     print("a run would recompute: " + (", ".join(todo) if todo else "nothing (every stage is up to date)"))
+    from .config.validate import check_stage_needs
+    from .stages import stages_for
+
+    check_stage_needs(cfg, [s.name for s in stages_for(cfg)])  # a run would refuse it before its first stage
     return 0
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..lib.io import write_dataframe, write_text
 from ..lib.names import FINDINGS_MIN_QUESTIONS
-from ..lib.tables import markdown_table
+from ..lib.tables import markdown_table, md_cell
 
 
 def _read(p: Path) -> str:
@@ -124,12 +124,12 @@ def judge_check_section(cfg) -> list[str]:
             "|---|---|---:|---|---|---|---|---|---|"]
     for m in rel:
         if not m.get("run"):
-            out.append(f"| {m['source']} | – | – | – | – | – | – | not run | {m.get('why', '')} |")
+            out.append(f"| {m['source']} | – | – | – | – | – | – | not run | {md_cell(m.get('why', ''))} |")
             continue
         out.append(f"| {m['source']} | {m.get('labels')} | {m['n_pairs']} | {_fmt(m['auc'], m['auc_ci'])} | "
                    f"{_fmt(m['kappa_binary'], m['kappa_binary_ci'])} | "
                    f"{_fmt(m.get('kappa_weighted'), m.get('kappa_weighted_ci'))} | "
-                   f"{_fmt(m['accuracy'], m.get('accuracy_ci'))} | **{m['verdict']}** | {m.get('verdict_reason', '')} |")
+                   f"{_fmt(m['accuracy'], m.get('accuracy_ci'))} | **{m['verdict']}** | {md_cell(m.get('verdict_reason', ''))} |")
     out.append("")
     for m in rel:
         pb = m.get("position_bias")

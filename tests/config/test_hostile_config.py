@@ -210,3 +210,13 @@ def test_k_above_the_corpus_size_is_refused():
     cfg = from_dict({"answer": {"retrieve_k": 3}, "grading": {"top_k": [3, 5]}, "retrieval": {"k_values": [3]}})
     with pytest.raises(ConfigError, match=r"grading\.top_k.*holds 5.*4 chunks"):
         check_corpus_size(cfg, 4)
+
+
+def test_status_says_a_run_would_refuse_the_config(capsys):
+    """#3: `status` accepted a config whose grade stage could not run."""
+    from spacelm.cli import main
+
+    assert main(["status", "--config", str(QUICK), "--set", "retrieval.systems=[bm25, dense]"]) == 2
+    out, err = capsys.readouterr()
+    assert "a run would recompute" in out  # the table is still shown
+    assert "--set retrieval.systems=[bm25, dense]: key 'retrieval.systems' lacks bm25+rerank, dense+rerank" in err
