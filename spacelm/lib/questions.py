@@ -97,9 +97,10 @@ def plan_generation(cfg, chunks: list, golden: list) -> list[dict]:
     return plan
 
 
-# fewer characters per token than English text averages with the byte-level BPE tokenizers the
-# generators use (about 4): an estimate that undercounts, so a prompt it finds too long is too long
-CHARS_PER_TOKEN_LOW = 5
+# more characters per token than the few-shot prompts have with the byte-level BPE tokenizers the
+# writers use (3.98-5.04 for the shipped golden samples with Qwen2.5's, chat template included):
+# an estimate that undercounts, so a prompt it finds too long is too long
+CHARS_PER_TOKEN_LOW = 6
 
 
 def fewshot_prefix_chars(cfg, golden: list) -> dict[str, int]:

@@ -121,7 +121,7 @@ def _golden(path: Path, passage_chars: int, n: int = 3) -> Path:
 
 def test_fewshot_prompt_longer_than_n_ctx_is_refused_before_synth(tmp_path):
     """#3: a few-shot prompt longer than n_ctx: the plan warned, synth loaded the model and raised.
-    3 examples of 3,000 characters are >= 1,800 tokens at 5 characters per token: above 1,024."""
+    3 examples of 3,000 characters are >= 1,500 tokens at 6 characters per token: above 1,024."""
     from spacelm.stages.preflight import check_before_run
 
     small = {"n_ctx": 1024, "max_tokens": 64}
