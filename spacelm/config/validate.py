@@ -172,7 +172,7 @@ def blame_set(err: ConfigError, source: str, sets: list) -> ConfigError:
         return err
     key = m.group(1)
     for text, set_key in reversed(sets):
-        if key == set_key or key.startswith((set_key + ".", set_key + "[")):
+        if key == set_key or key.startswith((set_key + ".", set_key + "[")) or set_key.startswith(key + "."):
             return ConfigError(f"--set {text}: {msg[len(source) + 2:]}")
     return err
 

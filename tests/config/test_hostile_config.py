@@ -185,7 +185,10 @@ def test_errors_about_set_values_name_the_set_argument():
     with pytest.raises(ConfigError) as e:  # a section set whole is blamed for a key inside it
         load_config(QUICK, sets=["chunking={max_tokens: 0}"])
     assert str(e.value).startswith("--set chunking={max_tokens: 0}: key 'chunking.max_tokens'")
-    with pytest.raises(ConfigError) as e:  # a key the file set is still blamed on the file
+    with pytest.raises(ConfigError) as e:  # a key set below a plain value
+        load_config(QUICK, sets=["seed.x=3"])
+    assert str(e.value).startswith("--set seed.x=3: key 'seed' must be an integer")
+    with pytest.raises(ConfigError) as e:  # of several --set arguments, the one that set the key
         load_config(QUICK, sets=["seed=4", "chunking.overlap=5000"])
     assert str(e.value).startswith("--set chunking.overlap=5000:")
 
