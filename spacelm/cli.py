@@ -21,7 +21,7 @@ import logging
 import sys
 import warnings
 
-from .config import ConfigError, load_config, merge, parse_override
+from .config import ConfigError, load_config
 
 DEFAULT_CONFIG = "configs/quick.yaml"
 EXIT_INPUT, EXIT_BACKEND, EXIT_LOCKED, EXIT_INTERRUPTED = 2, 3, 4, 130
@@ -29,10 +29,7 @@ log = logging.getLogger("spacelm")
 
 
 def _cfg(args):
-    overrides: dict = {}
-    for o in args.set or []:
-        overrides = merge(overrides, parse_override(o))
-    return load_config(args.config, overrides or None)
+    return load_config(args.config, sets=args.set or [])
 
 
 def _add_common(p: argparse.ArgumentParser, force: bool = True) -> None:
@@ -79,6 +76,10 @@ def cmd_status(args) -> int:
         print(f"  {r['stage']:<{width}}  {state}")
     todo = [r["stage"] for r in rows if r["would_recompute"]]
     print("a run would recompute: " + (", ".join(todo) if todo else "nothing (every stage is up to date)"))
+    from .config.validate import check_stage_needs
+    from .stages import stages_for
+
+    check_stage_needs(cfg, [s.name for s in stages_for(cfg)])  # a run would refuse it before its first stage
     return 0
 
 

@@ -36,9 +36,14 @@ def run_stages(cfg: Config, upto: Optional[str] = None, force: bool = False,
     (or every stage when `upto` is None)."""
     if upto is not None and upto not in BY_NAME:
         raise ValueError(f"unknown stage {upto!r}; stages are: {', '.join(stage_names())}")
-    manifest = manifest or Manifest(cfg, command=upto or "run")
     from .stages.costs import announce
+    from .stages.preflight import check_before_run, check_corpus_size
 
+    names = [s.name for s in stages_for(cfg)]
+    if upto is not None and upto in names:
+        names = names[:names.index(upto) + 1]
+    check_before_run(cfg, names)  # before the manifest is written and any model loads
+    manifest = manifest or Manifest(cfg, command=upto or "run")
     results = {}
     for stage in stages_for(cfg):
         t0 = time.perf_counter()
@@ -53,6 +58,8 @@ def run_stages(cfg: Config, upto: Optional[str] = None, force: bool = False,
         if summary.get("corpus_list"):  # which listed corpus (name, list sha256) the run measured
             manifest.data["corpus_list"] = summary["corpus_list"]
         results[stage.name] = summary
+        if stage.name == "chunk" and isinstance(summary.get("chunks"), int):
+            check_corpus_size(cfg, summary["chunks"])  # before synth's model calls
         if summary.get("skipped"):
             log.info("%s: up to date, reused (computed in %.1fs earlier)", stage.name, summary.get("computed_seconds") or 0)
         else:

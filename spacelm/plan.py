@@ -552,6 +552,10 @@ def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: Optional[str] = 
     would recompute them (to price one stage with the data at hand)."""
     from .lib.io import write_jsonl
 
+    from .config.validate import check_stage_needs
+    from .stages import stages_for
+
+    check_stage_needs(cfg, [s.name for s in stages_for(cfg)])  # the run would refuse it too
     t0 = time.perf_counter()
     p = Planner(cfg, tokenizer)
     rows = status(cfg)

@@ -4,13 +4,15 @@ to a default), then checked by `validate.py`."""
 from __future__ import annotations
 
 import dataclasses
+import functools
+import re
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal, Optional, Sequence, Union
 
 from .schema import Config, ConfigError
-from .validate import validate
+from .validate import blame_set, validate
 
 
 def _type_name(tp: Any) -> str:
@@ -94,26 +96,76 @@ def from_dict(data: dict, source: str = "<dict>", root: Optional[str] = None) ->
     return cfg
 
 
-def load_config(path: Union[str, Path], overrides: Optional[dict] = None) -> Config:
+def load_config(path: Union[str, Path], overrides: Optional[dict] = None, sets: Sequence[str] = ()) -> Config:
     """Load a YAML config file. Relative paths inside it resolve against the project root
-    (the parent of the `configs/` folder holding the file, else the file's own folder)."""
+    (the parent of the `configs/` folder holding the file, else the file's own folder).
+    `sets` are `--set KEY=VALUE` arguments, applied after `overrides`; an error about a key
+    they set names the `--set` argument rather than the file."""
     import yaml
 
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"{p}: config file not found")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        data = yaml.load(p.read_text(encoding="utf-8"), Loader=_loader()) or {}
+    except _DuplicateKey as e:
+        raise ConfigError(f"{p}:{e.line}: key '{e.key}' appears twice in one mapping (first on line {e.first}); "
+                          "the second would silently replace the first: merge them into one") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{p}: not UTF-8 text (byte {e.start}); save the file as UTF-8") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{p}: not valid YAML: {e}") from None
+    set_keys = []
+    for text in sets:
+        parsed = parse_override(text)
+        overrides = merge(overrides or {}, parsed)
+        set_keys.append((text, text.split("=", 1)[0].strip()))
     if overrides:
-        data = merge(data, overrides)
+        data = merge(data, overrides) if isinstance(data, dict) else data
     root = p.resolve().parent
     if isinstance(data, dict) and "project_root" in data:  # a resolved config names its project
         root = (root / str(data.pop("project_root"))).resolve()
     elif root.name == "configs":
         root = root.parent
-    return from_dict(data, source=str(p), root=str(root))
+    try:
+        cfg = from_dict(data, source=str(p), root=str(root))
+    except ConfigError as e:
+        raise blame_set(e, str(p), set_keys) from None
+    cfg.sets = set_keys
+    return cfg
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key, line: int, first: int):
+        super().__init__(key)
+        self.key, self.line, self.first = key, line, first
+
+
+@functools.lru_cache(maxsize=None)
+def _loader():
+    """A safe YAML loader that refuses a key repeated in one mapping (PyYAML keeps the last and
+    drops the first without a word, which can drop a whole config section)."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                seen: dict = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue
+                    key = self.construct_object(key_node, deep=True)
+                    try:
+                        hash(key)
+                    except TypeError:  # an unhashable key: the base loader reports it
+                        continue
+                    line = key_node.start_mark.line + 1
+                    if key in seen:
+                        raise _DuplicateKey(key, line, seen[key])
+                    seen[key] = line
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
 
 
 def merge(a: dict, b: dict) -> dict:
@@ -124,17 +176,28 @@ def merge(a: dict, b: dict) -> dict:
 
 
 def parse_override(text: str) -> dict:
-    """Turn `retrieval.pool=50` into `{"retrieval": {"pool": 50}}` (value parsed as YAML)."""
+    """Turn `retrieval.pool=50` into `{"retrieval": {"pool": 50}}` (value parsed as YAML). A
+    malformed argument is a :class:`ConfigError` naming it."""
     import yaml
 
     if "=" not in text:
-        raise ConfigError(f"override {text!r} must look like section.key=value")
+        raise ConfigError(f"--set {text}: must look like section.key=value")
     key, raw = text.split("=", 1)
-    value = yaml.safe_load(raw)
+    parts = key.strip().split(".")
+    if not all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", part) for part in parts):
+        raise ConfigError(f"--set {text}: {key.strip()!r} is not a dotted key such as retrieval.pool")
+    try:
+        value = yaml.load(raw, Loader=_loader())
+    except _DuplicateKey as e:
+        raise ConfigError(f"--set {text}: key '{e.key}' appears twice in the value") from None
+    except yaml.YAMLError as e:
+        reason = " ".join(str(getattr(e, "problem", None) or e).split())
+        raise ConfigError(f"--set {text}: the value is not valid YAML ({reason}); write e.g. "
+                          f"--set 'retrieval.k_values=[3,5]' or quote a string") from None
     out: dict = {}
     cur = out
-    parts = key.strip().split(".")
     for part in parts[:-1]:
         cur = cur.setdefault(part, {})
     cur[parts[-1]] = value
     return out
+

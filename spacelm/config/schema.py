@@ -404,6 +404,8 @@ class Config:
     # where the YAML came from; relative paths in the config resolve against `root`
     source: Optional[str] = field(default=None, metadata={"internal": True})
     root: Optional[str] = field(default=None, metadata={"internal": True})
+    # the `--set KEY=VALUE` arguments applied, as (argument, dotted key): errors name them
+    sets: list = field(default_factory=list, metadata={"internal": True})
 
     # ------------------------------------------------------------------ helpers
     def path(self, p: str) -> Path:
@@ -431,6 +433,7 @@ class Config:
         d = dataclasses.asdict(self)
         d.pop("source", None)
         d.pop("root", None)
+        d.pop("sets", None)
         return d
 
     def section_hash(self, *names: str) -> str:

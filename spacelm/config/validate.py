@@ -36,6 +36,9 @@ def validate(cfg: Config, source: str) -> None:
         v = _get(cfg, key) if value is None else value
         need(lo <= v <= hi, key, f"must be between {lo} and {hi}, got {v!r}")
 
+    need(bool(re.fullmatch(r"[A-Za-z0-9._-]+", cfg.run_name)) and ".." not in cfg.run_name and cfg.run_name != ".",
+         "run_name", f"is {cfg.run_name!r}; it names the run's folder under paths.results_dir, so it may hold only "
+                     "letters, digits, '.', '_' and '-' (no '..', no '/')")
     # counts and sizes
     for key in ("chunking.max_tokens", "retrieval.hybrid.depth", "retrieval.dense.batch_size",
                 "retrieval.reranker.batch_size", "synth.filter_top_n", "synth.min_question_words",
@@ -73,6 +76,8 @@ def validate(cfg: Config, source: str) -> None:
     # names
     for s in cfg.retrieval.systems:
         need(s in SYSTEMS, "retrieval.systems", f"holds unknown system {s!r} (choose from {sorted(SYSTEMS)})")
+    need(len(cfg.grading.retrievers) > 0, "grading.retrievers",
+         f"must hold at least one first-stage retriever (from {list(FIRST_STAGE)})")
     for s in cfg.grading.retrievers:
         need(s in FIRST_STAGE, "grading.retrievers", f"holds {s!r}; choose first-stage retrievers from "
                                                      f"{list(FIRST_STAGE)} (their reranked lists are graded too)")
@@ -142,7 +147,65 @@ def validate(cfg: Config, source: str) -> None:
         llm = getattr(cfg.models, role)
         if llm.backend != "openai":
             _check_model_spec(llm.model, f"models.{role}.model", cfg, need)
+    _check_stemmer(cfg.retrieval.bm25.stemmer, need)
     _validate_corpus_and_chunk_study(cfg, need, at_least)
+
+
+def _check_stemmer(stemmer: Optional[str], need) -> None:
+    """The BM25 stemmer must be one PyStemmer knows (else BM25 fails mid-run, after synth's calls)."""
+    if not stemmer:
+        return
+    try:
+        import Stemmer
+    except ImportError:  # the retriever names the missing package when it runs
+        return
+    known = sorted(Stemmer.algorithms())
+    need(stemmer in known, "retrieval.bm25.stemmer", f"is {stemmer!r}, which PyStemmer does not know; choose from "
+                                                     f"{', '.join(known)} (or null for no stemming)")
+
+
+def blame_set(err: ConfigError, source: str, sets: list) -> ConfigError:
+    """The same error, naming the `--set` argument that set the key it is about (the last one
+    when several did), or unchanged when the key comes from the file. `sets`: (argument,
+    dotted key) pairs."""
+    msg = str(err)
+    m = re.search(r"key '([^']+)'", msg)
+    if not m or not msg.startswith(source + ": "):
+        return err
+    key = m.group(1)
+    for text, set_key in reversed(sets):
+        if key == set_key or key.startswith((set_key + ".", set_key + "[")) or set_key.startswith(key + "."):
+            return ConfigError(f"--set {text}: {msg[len(source) + 2:]}")
+    return err
+
+
+def check_stage_needs(cfg: Config, stages: list[str], source: Optional[str] = None) -> None:
+    """What the stages about to run need from the rest of the config (checked before any of them
+    runs, so a missing retrieval system never costs the model calls of the stages before): grading
+    reads each of grading.retrievers' lists before and after reranking, the answer pipelines B and
+    C and the refusal evaluation read answer.retriever's."""
+    try:
+        _stage_needs(cfg, stages, source or cfg.source or "<config>")
+    except ConfigError as e:
+        raise blame_set(e, source or cfg.source or "<config>", cfg.sets) from None
+
+
+def _stage_needs(cfg: Config, stages: list[str], source: str) -> None:
+    have = set(cfg.retrieval.systems)
+    if "grade" in stages:
+        from ..lib.names import reranked
+
+        need = [s for r in cfg.grading.retrievers for s in (r, reranked(r))]
+        missing = [s for s in need if s not in have]
+        if missing:
+            raise ConfigError(f"{source}: key 'retrieval.systems' lacks {', '.join(missing)}, which grading needs for "
+                              f"Table 1 (grading.retrievers {cfg.grading.retrievers}, before and after reranking); add "
+                              f"them to retrieval.systems or change grading.retrievers")
+    if "answer" in stages and cfg.answer.retriever not in have and (
+            any(p != "A" for p in cfg.answer.pipelines) or cfg.synth.unanswerable.enabled):
+        raise ConfigError(f"{source}: key 'retrieval.systems' lacks {cfg.answer.retriever!r}, which answer.retriever "
+                          f"names (pipelines B and C and the refusal evaluation read its ranking); add it to "
+                          f"retrieval.systems or change answer.retriever")
 
 
 # the most word pieces each embedded encoder reads (longer passages are cut)
@@ -242,6 +305,33 @@ def _check_model_spec(spec: Optional[str], key: str, cfg: Config, need) -> None:
             p = Path(cfg.root) / p
         need(p.exists(), key, f"points to {spec!r}, which does not exist ({p}); give an existing file or folder, "
                               f"or an embedded model such as 'embedded:qwen2.5-coder-1.5b'")
+        return
+    repo = spec.split(":", 1)[0]
+    need(bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?", repo)), key,
+         f"is {spec!r}: neither an embedded model, a path, nor a hub name such as 'org/name'")
+    if hub_offline() and not hub_cached(repo):
+        need(False, key, f"names hub model {repo!r}, which is not in the local hub cache, and the hub is offline "
+                         f"(HF_HUB_OFFLINE); download it first, give a local path, or use an embedded model "
+                         f"(`spacelm models list`)")
+
+
+def hub_offline() -> bool:
+    """Whether the Hugging Face libraries are told not to use the network."""
+    import os
+
+    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+               for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def hub_cached(repo: str) -> bool:
+    """Whether a hub model has a local copy in the hub cache (a bare name also as
+    sentence-transformers/<name>, as that library resolves it); no network."""
+    import os
+
+    cache = os.environ.get("HF_HUB_CACHE") or os.path.join(
+        os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface"), "hub")
+    names = [repo] if "/" in repo else [repo, f"sentence-transformers/{repo}"]
+    return any((Path(cache) / ("models--" + n.replace("/", "--")) / "snapshots").is_dir() for n in names)
 
 
 def _check_calibration(cfg, need) -> None:

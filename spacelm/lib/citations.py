@@ -24,8 +24,19 @@ MARKER = re.compile(_NUMBERED.pattern + r"|" + _IDS.pattern, re.I)
 def format_context(ids: Sequence[str], text_of: dict, style: str = "numbered") -> str:
     """The passages as the prompt shows them: ``[1]`` .. ``[n]`` (numbered) or ``[chunk id]``."""
     if style == "numbered":
-        return "\n\n".join(f"[{i}]\n{text_of[cid]}" for i, cid in enumerate(ids, 1))
-    return "\n\n".join(f"[{cid}]\n{text_of[cid]}" for cid in ids)
+        return "\n\n".join(f"[{i}]\n{_as_passage(text_of[cid])}" for i, cid in enumerate(ids, 1))
+    return "\n\n".join(f"[{cid}]\n{_as_passage(text_of[cid])}" for cid in ids)
+
+
+# a line of a passage that reads like the marker opening the next passage
+_FAKE_MARKER = re.compile(r"^[ \t]*\[([A-Za-z0-9_.\-]+:\d+|\d+)\][ \t]*$", re.M)
+
+
+def _as_passage(text: str) -> str:
+    """A passage as the context shows it: a line of its own that looks like a passage marker
+    (``[2]`` or ``[doc:4]`` alone on a line) is shown in parentheses, so a passage cannot start a
+    fake next passage; every other text is unchanged."""
+    return _FAKE_MARKER.sub(lambda m: f"({m.group(1)})", text)
 
 
 def _numbers(spec: str) -> list[int]:

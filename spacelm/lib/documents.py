@@ -16,6 +16,7 @@ that names it and the reason; the run fails only when no document is usable.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 import warnings
@@ -92,9 +93,42 @@ class IngestRules:
 
 # --------------------------------------------------------------------------- reading
 def doc_id_for(path: Path) -> str:
-    """A stable, readable id from the file name: lower-case, [a-z0-9-] only."""
-    stem = unicodedata.normalize("NFKD", path.stem).encode("ascii", "ignore").decode()
-    return re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-") or "doc"
+    """A stable, readable id from the file name: lower-case, [a-z0-9-] only. Accents are
+    dropped (é -> e); a name with letters of another script (Japanese, Greek, ...) gets a short
+    hash of the name appended, so two such files never share an id."""
+    decomposed = unicodedata.normalize("NFKD", path.stem)
+    stem = decomposed.encode("ascii", "ignore").decode()
+    base = re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-")
+    lost = any(ord(ch) > 127 and unicodedata.category(ch)[0] in "LN" for ch in decomposed)
+    if not lost and base:
+        return base
+    digest = hashlib.sha256(unicodedata.normalize("NFC", path.stem).encode("utf-8")).hexdigest()[:8]
+    return f"{base or 'doc'}-{digest}"
+
+
+# how each format's files begin; a file that does not is refused before it is parsed
+_PDF_MAGIC = b"%PDF-"
+
+
+def check_file_kind(path: Path) -> None:
+    """Refuse a file whose bytes are not what its extension says: empty, a PDF without the PDF
+    header within its first kilobyte (an HTML error page saved as .pdf), or a text file that is
+    a PDF or binary."""
+    size = path.stat().st_size
+    if size == 0:
+        raise InputError(f"{path}: empty file (0 bytes); remove it or download it again")
+    with path.open("rb") as f:
+        head = f.read(1024)
+    fmt = path.suffix.lower()
+    if fmt == ".pdf":
+        if _PDF_MAGIC not in head:
+            start = head.lstrip()[:15].lower()
+            kind = "an HTML page" if start.startswith((b"<!doctype html", b"<html")) else "not a PDF"
+            raise InputError(f"{path}: {kind} (no %PDF- header), although named .pdf; download the PDF itself")
+    elif head.startswith(_PDF_MAGIC):
+        raise InputError(f"{path}: a PDF named {fmt}; rename it to .pdf")
+    elif b"\x00" in head:
+        raise InputError(f"{path}: binary data (NUL bytes), not {fmt} text")
 
 
 def read_pdf_blocks(path: Path, ocr: bool = False,
@@ -351,6 +385,7 @@ def ingest_file(path: Path, rules: IngestRules = IngestRules()) -> tuple[Documen
         text = text.strip()
         drops.append({"doc_id": doc_id, "page": page, "reason": reason, "chars": len(text), "preview": text[:200]})
 
+    check_file_kind(path)
     repaired, empty, ocr_pages = False, [], []
     if fmt == "pdf":
         pages, widths, repaired, ocr_pages = read_pdf_blocks(path, rules.ocr, rules.ocr_language)

@@ -55,50 +55,62 @@ def load_golden(path: Path, min_per_task: int = 0, tasks: tuple = TASKS) -> list
         raise InputError(f"{path}: golden samples file not found (set corpus.golden_samples in the config)")
     samples: list[GoldenSample] = []
     seen: dict[str, int] = {}
-    with path.open(encoding="utf-8-sig") as f:  # a byte-order mark, as some editors write, is fine
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(f"{where}: not valid JSON ({e.msg}, column {e.colno}); write one JSON object per line") from None
-            if not isinstance(obj, dict):
-                raise InputError(f"{where}: expected a JSON object with id, task, question, passage")
-            unknown = set(obj) - {"id", "task", "question", "passage", "doc_id", "chunk_id", "answer", "verdict",
-                                  "answerable", "unanswerable_reason"}
-            if unknown:
-                raise InputError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: id, task, question, passage, "
-                                 "doc_id, chunk_id, answer, verdict, answerable, unanswerable_reason")
-            answerable = obj.get("answerable", True)
-            if not isinstance(answerable, bool):
-                raise InputError(f"{where}: 'answerable' must be true or false, got {answerable!r}")
-            sid = str(obj.get("id") or "").strip()
-            if not sid:
-                raise InputError(f"{where}: missing 'id'; give every sample a unique id")
-            if sid in seen:
-                raise InputError(f"{where}: duplicate id {sid!r} (first used on line {seen[sid]}); ids must be unique")
-            seen[sid] = lineno
-            task = obj.get("task")
-            if task not in TASKS:
-                raise InputError(f"{where}: unknown task {task!r}; use one of {', '.join(TASKS)}")
-            question = obj.get("question")
-            if not isinstance(question, str) or not question.strip():
-                raise InputError(f"{where}: empty 'question'; write the question (or, for fact_checking, the statement)")
-            passage = obj.get("passage") or ""
-            if answerable and not passage.strip() and not obj.get("chunk_id"):
-                raise InputError(f"{where}: needs a 'passage' (the supporting text) or a 'chunk_id'")
-            verdict = obj.get("verdict")
-            if task == "fact_checking" and answerable:
-                if verdict not in VERDICTS:
-                    raise InputError(f"{where}: fact_checking needs 'verdict' = one of {', '.join(VERDICTS)}, got {verdict!r}")
-            elif task != "fact_checking" and verdict not in (None, ""):
-                raise InputError(f"{where}: 'verdict' is only for fact_checking samples (task is {task})")
-            samples.append(GoldenSample(id=sid, task=task, question=question.strip(), passage=passage.strip(),
-                                        doc_id=obj.get("doc_id"), chunk_id=obj.get("chunk_id"),
-                                        answer=obj.get("answer"), verdict=verdict or None, answerable=answerable,
-                                        unanswerable_reason=obj.get("unanswerable_reason"), line=lineno))
+    raw = path.read_bytes()
+    if raw.startswith(b"\xef\xbb\xbf"):  # a byte-order mark, as some editors write, is fine
+        raw = raw[3:]
+    for lineno, line_bytes in enumerate(raw.split(b"\n"), 1):
+        where = f"{path}:{lineno}"
+        try:
+            line = line_bytes.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(f"{where}: not UTF-8 text (byte 0x{line_bytes[e.start]:02x} at column {e.start + 1}); "
+                             "save the file as UTF-8") from None
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InputError(f"{where}: not valid JSON ({e.msg}, column {e.colno}); write one JSON object per line") from None
+        if not isinstance(obj, dict):
+            raise InputError(f"{where}: expected a JSON object with id, task, question, passage")
+        unknown = set(obj) - {"id", "task", "question", "passage", "doc_id", "chunk_id", "answer", "verdict",
+                              "answerable", "unanswerable_reason"}
+        if unknown:
+            raise InputError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: id, task, question, passage, "
+                             "doc_id, chunk_id, answer, verdict, answerable, unanswerable_reason")
+        for name in ("task", "question", "passage", "doc_id", "chunk_id", "answer", "verdict",
+                     "unanswerable_reason"):
+            if obj.get(name) is not None and not isinstance(obj[name], str):
+                raise InputError(f"{where}: field '{name}' must be a string, got {type(obj[name]).__name__} "
+                                 f"({json.dumps(obj[name])[:40]}); write it in quotes")
+        answerable = obj.get("answerable", True)
+        if not isinstance(answerable, bool):
+            raise InputError(f"{where}: 'answerable' must be true or false, got {answerable!r}")
+        sid = str(obj.get("id") or "").strip()
+        if not sid:
+            raise InputError(f"{where}: missing 'id'; give every sample a unique id")
+        if sid in seen:
+            raise InputError(f"{where}: duplicate id {sid!r} (first used on line {seen[sid]}); ids must be unique")
+        seen[sid] = lineno
+        task = obj.get("task")
+        if task not in TASKS:
+            raise InputError(f"{where}: unknown task {task!r}; use one of {', '.join(TASKS)}")
+        question = obj.get("question")
+        if not isinstance(question, str) or not question.strip():
+            raise InputError(f"{where}: empty 'question'; write the question (or, for fact_checking, the statement)")
+        passage = obj.get("passage") or ""
+        if answerable and not passage.strip() and not obj.get("chunk_id"):
+            raise InputError(f"{where}: needs a 'passage' (the supporting text) or a 'chunk_id'")
+        verdict = obj.get("verdict")
+        if task == "fact_checking" and answerable:
+            if verdict not in VERDICTS:
+                raise InputError(f"{where}: fact_checking needs 'verdict' = one of {', '.join(VERDICTS)}, got {verdict!r}")
+        elif task != "fact_checking" and verdict not in (None, ""):
+            raise InputError(f"{where}: 'verdict' is only for fact_checking samples (task is {task})")
+        samples.append(GoldenSample(id=sid, task=task, question=question.strip(), passage=passage.strip(),
+                                    doc_id=obj.get("doc_id"), chunk_id=obj.get("chunk_id"),
+                                    answer=obj.get("answer"), verdict=verdict or None, answerable=answerable,
+                                    unanswerable_reason=obj.get("unanswerable_reason"), line=lineno))
     counts = Counter(s.task for s in samples if s.answerable)
     short = [f"{t} has {counts.get(t, 0)}" for t in tasks if counts.get(t, 0) < min_per_task]
     if short:

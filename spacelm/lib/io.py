@@ -123,7 +123,9 @@ def write_dataframe(df, path: PathLike, index: bool = False) -> None:
     """Write a pandas DataFrame as CSV or Markdown (by extension), atomically."""
     path = Path(path)
     if path.suffix == ".md":
-        write_text(path, df.to_markdown(index=index) + "\n")
+        from .tables import markdown_table
+
+        write_text(path, markdown_table(df, index=index) + "\n")
     elif path.suffix == ".tex":
         write_text(path, df.to_latex(index=index, escape=True) + "\n")
     else:

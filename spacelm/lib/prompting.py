@@ -2,10 +2,17 @@
 
 A template file has a system part and a user part separated by a line `=== user ===`;
 placeholders are `{name}` fields filled with str.format (literal braces are doubled).
+
+Untrusted text (corpus passages, questions, answers) stays data: templates put a passage
+between fixed lines of three double quotes, and every field value passes through
+:func:`as_data`, which turns a run of three or more double quotes inside the text into single
+quotes, so no text can close its block and continue as instructions. The delimiter is the same for every prompt, so
+prompts that share a question or few-shot prefix still share it (the LLM prefix cache).
 """
 from __future__ import annotations
 
 import hashlib
+import re
 from functools import lru_cache
 from importlib import resources
 
@@ -26,9 +33,21 @@ def has_template(name: str) -> bool:
     return resources.files("spacelm").joinpath("prompts", f"{name}.txt").is_file()
 
 
+_DELIMITER_RUN = re.compile(r'"{3,}')
+
+
+def as_data(text: str) -> str:
+    """`text` as it may sit inside a prompt's triple-quote block: every run of three or more double
+    quotes becomes as many single quotes (the words are unchanged; text without such a run,
+    nearly all, is unchanged)."""
+    return _DELIMITER_RUN.sub(lambda m: "'" * len(m.group()), text)
+
+
 def render(name: str, **fields) -> list[dict]:
-    """Chat messages for template `name` with its fields filled in."""
+    """Chat messages for template `name` with its fields filled in (text fields through
+    :func:`as_data`, so they cannot close the template's delimiters)."""
     system, user = template(name)
+    fields = {k: as_data(v) if isinstance(v, str) else v for k, v in fields.items()}
     return [{"role": "system", "content": system.format(**fields)}, {"role": "user", "content": user.format(**fields)}]
 
 

@@ -25,14 +25,14 @@ def _rng(*parts) -> random.Random:
 def fewshot_messages(task: str, examples: list, passage: str) -> list[dict]:
     """System prompt (task definition), the examples as user/assistant turns, then the target
     passage. With fixed examples per task, every prompt of a task shares the same prefix."""
-    from .prompting import template
+    from .prompting import as_data, template
 
     system, user = template(f"synth_{task}")
     msgs = [{"role": "system", "content": system}]
     for ex in examples:
-        msgs.append({"role": "user", "content": user.format(passage=ex.passage)})
+        msgs.append({"role": "user", "content": user.format(passage=as_data(ex.passage))})
         msgs.append({"role": "assistant", "content": ex.question})
-    msgs.append({"role": "user", "content": user.format(passage=passage)})
+    msgs.append({"role": "user", "content": user.format(passage=as_data(passage))})
     return msgs
 
 
@@ -95,6 +95,30 @@ def plan_generation(cfg, chunks: list, golden: list) -> list[dict]:
                 "prompt_hash": hashlib.sha256(json.dumps(msgs, sort_keys=True).encode()).hexdigest()[:16],
             })
     return plan
+
+
+# more characters per token than the few-shot prompts have with the byte-level BPE tokenizers the
+# writers use (3.98-5.04 for the shipped golden samples with Qwen2.5's, chat template included):
+# an estimate that undercounts, so a prompt it finds too long is too long
+CHARS_PER_TOKEN_LOW = 6
+
+
+def fewshot_prefix_chars(cfg, golden: list) -> dict[str, int]:
+    """{task: characters of its few-shot prompt before the target passage}: with fixed examples
+    per task, those examples; with examples drawn per chunk, the task's shortest ones (the least
+    any of its prompts holds)."""
+    sc = cfg.synth
+    out = {}
+    for task in sc.tasks:
+        pool = sorted((g for g in golden if g.task == task and g.answerable), key=lambda g: g.id)
+        if len(pool) < sc.n_fewshot:
+            continue  # load_golden reports too few samples
+        if sc.fewshot_sampling == "per_task_fixed":
+            examples = _rng(cfg.seed, "fewshot", task).sample(pool, sc.n_fewshot)
+        else:
+            examples = sorted(pool, key=lambda g: len(g.passage) + len(g.question))[:sc.n_fewshot]
+        out[task] = sum(len(m["content"]) for m in fewshot_messages(task, examples, ""))
+    return out
 
 
 _PREFIX = re.compile(r"^\s*(?:\d+[.)]\s*|[-*•]\s*)?(?:\*\*)?(?:question|statement|request|q|claim|task)\s*\d*\s*[:.-]\s*(?:\*\*)?\s*", re.I)

@@ -15,11 +15,40 @@ def _escape_tex(s: str) -> str:
         .replace(r"\$\uparrow\$", r"$\uparrow$")
 
 
+# characters of a table cell that Markdown or the HTML inside it would read as structure
+_MD_CELL = str.maketrans({"|": "\\|", "`": "\\`", "<": "&lt;", ">": "&gt;", "\n": " ", "\r": " "})
+
+
+def md_cell(value):
+    """A text cell as it may sit in a Markdown table: `|` and backticks escaped, `<` and `>` as
+    entities (no HTML from corpus text reaches a rendered report), line breaks as spaces.
+    Anything that is not a string is returned unchanged."""
+    return value.translate(_MD_CELL) if isinstance(value, str) else value
+
+
+def markdown_table(df, index: bool = False) -> str:
+    """`df.to_markdown` with every text cell, column name and index label through
+    :func:`md_cell`; numbers keep their formatting."""
+    from pandas.api.types import is_numeric_dtype
+
+    out = df.copy()
+    for col in out.columns:
+        if not is_numeric_dtype(out[col]):
+            out[col] = out[col].astype(object).map(md_cell)
+    out.columns = [md_cell(c) for c in out.columns]
+    if index:
+        out.index = [md_cell(i) for i in out.index]
+    return out.to_markdown(index=index)
+
+
 def render(df, fmt: str = "md", marks: Optional[Mapping[tuple[int, str], str]] = None) -> str:
     """`df` holds display strings; `marks[(row position, column)]` is "bold" or "underline".
     `fmt` is "md" (GitHub Markdown) or "tex" (a booktabs tabular via pandas' Styler)."""
     marks = marks or {}
     cells = df.astype(str).copy()
+    if fmt == "md":
+        cells = cells.map(md_cell)
+        cells.columns = [md_cell(str(c)) for c in cells.columns]
     for (i, col), style in marks.items():
         v = cells.iloc[i][col]
         if fmt == "md":

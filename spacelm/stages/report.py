@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..lib.io import write_dataframe, write_text
 from ..lib.names import FINDINGS_MIN_QUESTIONS
+from ..lib.tables import markdown_table, md_cell
 
 
 def _read(p: Path) -> str:
@@ -21,7 +22,7 @@ def _csv_md(p: Path, cols=None, round_to: int = 3) -> str:
     df = pd.read_csv(p)
     if cols:
         df = df[[c for c in cols if c in df.columns]]
-    return df.round(round_to).to_markdown(index=False)
+    return markdown_table(df.round(round_to))
 
 
 def _img(run: Path, name: str, alt: str) -> str:
@@ -123,12 +124,12 @@ def judge_check_section(cfg) -> list[str]:
             "|---|---|---:|---|---|---|---|---|---|"]
     for m in rel:
         if not m.get("run"):
-            out.append(f"| {m['source']} | – | – | – | – | – | – | not run | {m.get('why', '')} |")
+            out.append(f"| {m['source']} | – | – | – | – | – | – | not run | {md_cell(m.get('why', ''))} |")
             continue
         out.append(f"| {m['source']} | {m.get('labels')} | {m['n_pairs']} | {_fmt(m['auc'], m['auc_ci'])} | "
                    f"{_fmt(m['kappa_binary'], m['kappa_binary_ci'])} | "
                    f"{_fmt(m.get('kappa_weighted'), m.get('kappa_weighted_ci'))} | "
-                   f"{_fmt(m['accuracy'], m.get('accuracy_ci'))} | **{m['verdict']}** | {m.get('verdict_reason', '')} |")
+                   f"{_fmt(m['accuracy'], m.get('accuracy_ci'))} | **{m['verdict']}** | {md_cell(m.get('verdict_reason', ''))} |")
     out.append("")
     for m in rel:
         pb = m.get("position_bias")
@@ -269,9 +270,9 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
              "(chunks × size) and the graded relevance below.", ""]
     cols = ["chunk_size", "questions", "system", "n_questions", "n_source_chunks", "gold_chunks_per_question",
             f"ndcg@{k}", f"recall@{k}", f"mrr@{k}", f"coverage@{min(ks)}", f"coverage@{k}"]
-    lines += [summary[[c for c in cols if c in summary]].round(3).to_markdown(index=False), ""]
+    lines += [markdown_table(summary[[c for c in cols if c in summary]].round(3)), ""]
     if not costs.empty:
-        lines += ["Cost per size (this machine):", "", costs.to_markdown(index=False), ""]
+        lines += ["Cost per size (this machine):", "", markdown_table(costs), ""]
     reranker_window = {"embedded:mpnet": 384, "embedded:minilm": 256}.get(cfg.retrieval.reranker.model)
     if reranker_window and max(cs.sizes) > reranker_window:
         lines += [f"The reranker `{cfg.retrieval.reranker.model}` reads at most {reranker_window} word pieces: at "
@@ -284,7 +285,7 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
             wide = t.pivot_table(index=["retriever", "stage", "top_k"], columns="grade", values="percent").round(1)
             n = int(stages.get("chunk-sizes", {}).get("graded_questions") or 0)
             lines += [f"Table 1 at {size} tokens ({n} questions; % of graded passages per grade, CIs in "
-                      f"`chunk_sizes/{size}/table1_relevance.csv`):", "", wide.to_markdown(), ""]
+                      f"`chunk_sizes/{size}/table1_relevance.csv`):", "", markdown_table(wide, index=True), ""]
     return lines
 
 
@@ -407,7 +408,7 @@ def answerability_section(cfg) -> list[str]:
         out += ["Unanswerable questions written from answerable ones and kept only when the judge grades none of "
                 f"their BM25 / dense top-{cfg.synth.unanswerable.check_k} passages ≥ "
                 f"{cfg.synth.unanswerable.answerable_grade} (golden rows are human-labelled and kept as labelled):", "",
-                t.to_markdown(index=False), ""]
+                markdown_table(t), ""]
         if len(gold):
             out += [f"The check agrees with people on {int(gold.check_passed.sum())} of {int(gold.generated.sum())} "
                     "human-labelled unanswerable questions (the rest it would have dropped as answerable): that is how "

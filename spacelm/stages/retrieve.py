@@ -11,6 +11,7 @@ from ..lib.metrics import compare, evaluate, mean_rows, metric_names, source_dia
 from ..lib.retrieval import build_systems, identical_lists, pool_size
 from ..lib.sample import per_task_means, sample_size
 from .base import Stage, execute
+from .preflight import check_corpus_size
 from .data import (chunks_path, documents_path, golden_path, load_chunks, load_questions, question_spans, questions_path,
                    rankings_path)
 
@@ -107,6 +108,7 @@ def build(cfg: Config, out) -> dict:
         raise ValueError("no evaluation questions: run `spacelm synth` or provide golden samples")
     rc = cfg.retrieval
     ids = [c.chunk_id for c in chunks]
+    check_corpus_size(cfg, len(ids))  # before any encoder loads
     systems = build_systems(rc, ids, [c.text for c in chunks], cache_dir=cfg.cache_dir)
     pool = pool_size(rc.pool, len(ids), rc.k_values, rc.pool_max)
     depth = max(pool, max(rc.k_values), cfg.answer.retrieve_k)
