@@ -13,9 +13,12 @@ interval from the n labels alone.
 Runs (top-k of each query's judged pool, every pair NIST-graded):
 - bm25@10, bm25@50: BM25 over the pooled passages, each query's judged passages in BM25 order;
 - random@20: 20 passages drawn at random from each query's pool (a weak run, other mix of grades).
-Samplers: `uniform` (n pairs without replacement) and `stratified` (spacelm label's sampler:
-proportional by judge grade, weights N_h / n_h). Intervals: classic PPI (pairs as i.i.d. draws)
-and its finite-population variant (the N top-k pairs are the whole population).
+Samplers: `uniform` (n pairs without replacement; PPI with the plain rectifier mean) and
+`stratified` (spacelm label's sampler: proportional by judge grade, at least one per grade;
+PPI with the stratified mean and variance, lib/ppi.ppi_mean_stratified).
+Intervals: classic PPI (pairs as i.i.d. draws), its finite-population variant (the N top-k
+pairs are the whole population), PPI++ (the judge's weight tuned per draw; uniform sampler) and,
+for reference, the n labels alone (Wilson).
 
     python bench/ppi_coverage.py --data ../shared/judge/trec-dl-2020 --draws 500 \
         --out results/ppi_coverage.json
@@ -39,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 from spacelm.config import BM25Config  # noqa: E402
 from spacelm.lib.judge_check import read_reference_judges  # noqa: E402
 from spacelm.lib.labelling import stratified_sample  # noqa: E402
-from spacelm.lib.ppi import ppi_mean  # noqa: E402
+from spacelm.lib.ppi import power_tuned_lambda, ppi_mean, ppi_mean_stratified  # noqa: E402
 from spacelm.lib.retrieval import BM25Retriever  # noqa: E402
 from spacelm.lib.stats import wilson_ci  # noqa: E402
 
@@ -85,7 +88,7 @@ def coverage(pairs: list, human: dict, judge: dict, judge_graded: bool, n: int, 
     f = np.array([float(judge[p] >= 2) if judge_graded else float(judge[p] >= 1) for p in pairs])
     truth = float(y.mean())
     big_n = len(pairs)
-    hits = {"classic": 0, "finite_population": 0, "labels_only": 0}
+    hits = {"classic": 0, "finite_population": 0, "ppi_plus_plus": 0, "labels_only": 0}
     widths = {k: [] for k in hits}
     errors = []
     items = [{"pair_id": str(i), "system": "run", "grade": int(f[i])} for i in range(big_n)]
@@ -98,11 +101,19 @@ def coverage(pairs: list, human: dict, judge: dict, judge_graded: bool, n: int, 
             idx = np.array([int(g["pair_id"]) for g in got])
             w = [g["weight"] for g in got]
         for name, fp in (("classic", False), ("finite_population", True)):
-            r = ppi_mean(f, f[idx], y[idx], weights=w, finite_population=fp)
+            if sampler == "uniform":
+                r = ppi_mean(f, f[idx], y[idx], weights=w, finite_population=fp)
+            else:  # the stratified variance (by judge grade), as the sample was drawn
+                r = ppi_mean_stratified(f, f, f[idx], y[idx], f[idx], finite_population=fp)
             hits[name] += r["ci_low"] <= truth <= r["ci_high"]
             widths[name].append(r["ci_high"] - r["ci_low"])
             if name == "classic":
                 errors.append(r["estimate"] - truth)
+        if sampler == "uniform":  # PPI++: the judge's weight tuned on the draw (classic variance)
+            lam = power_tuned_lambda(f, f[idx], y[idx])
+            r = ppi_mean(f, f[idx], y[idx], lam=lam)
+            hits["ppi_plus_plus"] += r["ci_low"] <= truth <= r["ci_high"]
+            widths["ppi_plus_plus"].append(r["ci_high"] - r["ci_low"])
         if sampler == "uniform":  # the labels alone, Wilson interval (no judge)
             lo, hi = wilson_ci(int(y[idx].sum()), n)
             hits["labels_only"] += lo <= truth <= hi
@@ -147,6 +158,8 @@ def main(argv=None) -> int:
                     print(f"{judge:15s} {run:10s} n={n:3d} {sampler:10s} truth {r['true_share']:.3f} judge-only "
                           f"{r['judge_only_error']:+.3f}  coverage classic {r['coverage_classic']:.3f} "
                           f"fpc {r['coverage_finite_population']:.3f}  width {r['mean_width_classic']:.3f}"
+                          + (f"  ppi++ cov {r['coverage_ppi_plus_plus']:.3f} width {r['mean_width_ppi_plus_plus']:.3f}"
+                             if "coverage_ppi_plus_plus" in r else "")
                           + (f"  labels-only cov {r['coverage_labels_only']:.3f} width {r['mean_width_labels_only']:.3f}"
                              if "coverage_labels_only" in r else ""), flush=True)
     out = {"what": "coverage of 95% prediction-powered intervals of the share of NIST grade >= 2 in a run's top-k "

@@ -88,6 +88,41 @@ def ppi_mean(pred_all: Sequence[float], pred_labelled: Sequence[float], labels: 
     return {**out, "estimate": est, "ci_low": est - z * se, "ci_high": est + z * se, "se": se}
 
 
+def ppi_mean_stratified(pred_all: Sequence[float], strata_all: Sequence, pred_labelled: Sequence[float],
+                        labels: Sequence[float], strata_labelled: Sequence, level: float = 0.95,
+                        finite_population: bool = False) -> dict:
+    """Classic PPI when the labelled pairs were drawn by stratum (e.g. by judge grade): the
+    rectifier's mean is the stratum means weighted by the strata's shares W_h = N_h / N of all
+    pairs, and its variance the stratified one, Σ W_h² s_h² / n_h (times 1 - n_h/N_h for a finite
+    population), s_h² the rectifier's variance within stratum h (the pooled within-stratum
+    variance where a stratum has a single label). Every stratum holding pairs needs a label;
+    otherwise the estimate is NaN. Same keys as :func:`ppi_mean`."""
+    f, fl, y = (np.asarray(x, dtype=float) for x in (pred_all, pred_labelled, labels))
+    sa, sl = list(strata_all), list(strata_labelled)
+    big_n, n = len(f), len(y)
+    judge_only = float(f.mean()) if big_n else float("nan")
+    out = {"judge_only": judge_only, "n_human": n, "n_all": big_n, "lambda": 1.0}
+    sizes = {h: sa.count(h) for h in set(sa)}
+    r = y - fl
+    groups = {h: r[[i for i, x in enumerate(sl) if x == h]] for h in sizes}
+    if any(len(g) == 0 for g in groups.values()):
+        return {**out, "estimate": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"), "se": float("nan")}
+    within = [g - g.mean() for g in groups.values() if len(g) > 1]
+    dof = sum(len(g) - 1 for g in groups.values() if len(g) > 1)
+    pooled = float(sum(np.sum(w ** 2) for w in within) / dof) if dof else float("nan")
+    est = judge_only + sum(sizes[h] / big_n * float(g.mean()) for h, g in groups.items())
+    var = 0.0
+    for h, g in groups.items():
+        s2 = float(np.var(g, ddof=1)) if len(g) > 1 else pooled
+        fpc = max(0.0, 1 - len(g) / sizes[h]) if finite_population else 1.0
+        var += (sizes[h] / big_n) ** 2 * s2 / len(g) * fpc
+    if not finite_population and big_n > 1:
+        var += float(np.var(f, ddof=1)) / big_n
+    se = float(np.sqrt(var)) if var == var else float("nan")
+    z = _z(level)
+    return {**out, "estimate": est, "ci_low": est - z * se, "ci_high": est + z * se, "se": se}
+
+
 def difference_values(in_a: Sequence[bool], in_b: Sequence[bool]) -> np.ndarray:
     """Per distinct pair of A ∪ B, the factor that turns its label into its share of the
     difference mean(B) - mean(A), scaled so that the *mean* over the M pairs is that difference:

@@ -73,3 +73,16 @@ def test_paired_difference_by_hand():
     assert list(x) == pytest.approx([-1.5, 0, 1.5])
     r = ppi.ppi_difference([1, 1, 0], [1, 1, 0], [0, 1, 1], [0, 1, 2], [0, 1, 1], finite_population=True)
     assert r["judge_only"] == pytest.approx(-0.5) and r["estimate"] == pytest.approx(0.5) and r["se"] == 0
+
+
+def test_stratified_ppi_by_hand():
+    """Strata by judge grade: f = 1 on 6 of 8 pairs (W = 3/4), f = 0 on 2 (W = 1/4). Labelled:
+    in stratum 1 labels 1,0 (rectifiers 0,-1: mean -0.5, var 0.5), in stratum 0 labels 1,0
+    (rectifiers 1,0: mean 0.5, var 0.5). Estimate 0.75 + 0.75*(-0.5) + 0.25*0.5 = 0.5.
+    Finite population: se² = (3/4)² 0.5/2 (1 - 2/6) + (1/4)² 0.5/2 (1 - 2/2) = 0.09375."""
+    f = [1, 1, 1, 1, 1, 1, 0, 0]
+    r = ppi.ppi_mean_stratified(f, f, [1, 1, 0, 0], [1, 0, 1, 0], [1, 1, 0, 0], finite_population=True)
+    assert r["estimate"] == pytest.approx(0.5)
+    assert r["se"] ** 2 == pytest.approx(0.09375)
+    # a stratum without a label: no estimate
+    assert np.isnan(ppi.ppi_mean_stratified(f, f, [1, 1], [1, 0], [1, 1])["estimate"])
