@@ -83,7 +83,16 @@ def _check(cfg: Config, judge, name: str, pairs: list[dict], passages: dict, gra
     m = dict(debiased if debias else single)  # the figures of the grades Table 1 uses
     used = mean_of_orders(rows_sub, swapped) if debias and swapped else rows
     m["reference_judges"] = reference_agreement(used, references or {}, jc.n_bootstrap, cfg.seed, graded)
-    m["verdict"], m["verdict_reason"] = verdict(m, jc, m["reference_judges"])
+    # a verdict compares like with like: where a reference did not label every pair (e.g. the
+    # random unjudged negatives), ours is measured again on the pairs every reference labelled
+    ours = m
+    if references:
+        common = [r for r in used if all((str(r["qid"]), str(r["chunk_id"])) in lab for lab in references.values())]
+        if len(common) < len([r for r in used if r.get("grade") is not None]):
+            ours = agreement(common, jc.n_bootstrap, cfg.seed, graded)
+            m["ours_on_reference_pairs"] = {k: ours.get(k) for k in ("n_pairs", "kappa_binary", "kappa_binary_ci",
+                                                                      "kappa_weighted", "auc", "auc_ci")}
+    m["verdict"], m["verdict_reason"] = verdict(ours, jc, m["reference_judges"])
     m.update(source=name, run=True, grading_mode="mean of both orders" if debias else "question first (as Table 1)")
     if swapped:
         pb = position_bias(rows, swapped)
@@ -158,7 +167,13 @@ def build(cfg: Config, out) -> dict:
     write_jsonl(out(pairs_file), graded_rows)
     write_dataframe(table, out(controls_csv))
     write_jsonl(out(controls_file), control_rows)
-    return {"sources": {m["source"]: m["verdict"] for m in results}, "pairs_graded": len(graded_rows),
+    return {"sources": {m["source"]: m["verdict"] for m in results},
+            # ours beside each reference judge on the same pairs: (kappa at grade >= 2, AUC)
+            "beside_reference_judges": {m["source"]: {"ours": [m.get("kappa_binary"), m.get("auc")],
+                                                      **{r["name"]: [r["kappa_binary"], r["auc"]]
+                                                         for r in m["reference_judges"]}}
+                                        for m in results if m.get("reference_judges")},
+            "pairs_graded": len(graded_rows),
             "labelled_pairs": sum(m.get("n_pairs") or 0 for m in results if m.get("run")),
             "control_pairs": len(control_rows),
             "controls": {r["rubric"]: r["verdict"] for r in table.to_dict("records")},
