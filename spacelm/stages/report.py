@@ -181,6 +181,11 @@ def judge_check_section(cfg) -> list[str]:
                    f"{_fmt(m['kappa_binary'], m['kappa_binary_ci'])} | "
                    f"{_fmt(m.get('kappa_weighted'), m.get('kappa_weighted_ci'))} | "
                    f"{_fmt(m['accuracy'], m.get('accuracy_ci'))} | **{m['verdict']}** | {m.get('verdict_reason', '')} |")
+        o = m.get("ours_on_reference_pairs")
+        if o:  # the references did not label every pair: ours again on the pairs they all labelled
+            out.append(f"| ↳ ours on the references' pairs | {m.get('labels')} | {o['n_pairs']} | "
+                       f"{_fmt(o.get('auc'), o.get('auc_ci'))} | {_fmt(o.get('kappa_binary'), o.get('kappa_binary_ci'))} | "
+                       f"{_fmt(o.get('kappa_weighted'))} | – | – | the figures the verdict compares |")
         for r in m.get("reference_judges") or []:  # other judges on exactly these pairs, same CIs
             out.append(f"| ↳ reference: {r['name']} | {r.get('labels', '')} | {r['n_pairs']} | "
                        f"{_fmt(r.get('auc'), r.get('auc_ci'))} | {_fmt(r.get('kappa_binary'), r.get('kappa_binary_ci'))} | "
