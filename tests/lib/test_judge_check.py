@@ -370,3 +370,17 @@ def test_score_controls_scores_as_the_tables_do():
     assert all(r.choices == ["yes", "no"] for r in refusal_prompts)
     claim_prompts = [r for r in backend.requests if "Statement:" in r.messages[-1]["content"]]
     assert claim_prompts and all(r.choices == ["yes", "no"] for r in claim_prompts)
+
+
+def test_a_perfect_figure_from_few_queries_gets_a_wilson_lower_bound():
+    """10 queries, each with a relevant passage graded 3 and a non-relevant one graded 0: every
+    bootstrap resample gives AUC 1 and kappa 1, yet 10 queries cannot bound them at 1. The lower
+    bound becomes the Wilson bound of 10/10, 0.722."""
+    labels, grades, qids = [], [], []
+    for i in range(10):
+        labels += [1, 0]
+        grades += [3, 0]
+        qids += [f"q{i}", f"q{i}"]
+    m = J.agreement(_rows(labels, grades, qids=qids), 200, 0, graded=False)
+    assert m["auc"] == 1.0 and m["auc_ci"] == [pytest.approx(0.7225, abs=1e-3), 1.0]
+    assert m["kappa_binary_ci"][0] == pytest.approx(0.7225, abs=1e-3)
