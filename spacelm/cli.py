@@ -5,6 +5,7 @@
     spacelm plan     --config configs/paper.yaml [--json] [--use-outputs] [--tokenizer PATH]
     spacelm ingest | chunk | synth | retrieve | judge-check | grade | answer  --config ... [--force]
     spacelm report   --config ...
+    spacelm label    --config ... [--run NAME] --n N | --check
     spacelm models   list | path NAME | verify [NAME] | export-hf NAME
     spacelm cache    stats | clear [--model NAME]
     spacelm corpus   verify DIR [--list NAME] | fetch NAME --to DIR | attribution NAME
@@ -128,6 +129,40 @@ def cmd_report(args) -> int:
         if not manifest.is_file():
             raise never
         print(build_report(cfg))
+    return 0
+
+
+def cmd_label(args) -> int:
+    """Draw the labelling sample of a run's graded pairs, or (--check) validate the labels placed
+    back in the run and say what the next `spacelm grade` will do with them."""
+    from .lib.labelling import labels_file, read_labels
+    from .lib.io import InputError, read_jsonl
+    from .stages.grade import label_sample, labels_dir
+
+    overrides: dict = {}
+    for o in (args.set or []) + ([f"run_name={args.run}"] if args.run else []):
+        overrides = merge(overrides, parse_override(o))
+    cfg = load_config(args.config, overrides or None)
+    folder = labels_dir(cfg)
+    if args.check:
+        f = labels_file(folder)
+        if f is None:
+            raise InputError(f"no labels in {folder}: save the grades as human_labels.csv (pair_id,grade) there")
+        sample = folder / "to_label.jsonl"
+        if not sample.is_file():
+            raise InputError(f"{sample} not found: the labels must come from `spacelm label --n N` on this run")
+        got = read_labels(f, {r["pair_id"] for r in read_jsonl(sample)})
+        print(json.dumps({"labels": str(f), "labelled_pairs": len(got),
+                          "next": "spacelm grade adds ppi_estimate, ppi_ci_low, ppi_ci_high, n_human to "
+                                  "table1_relevance.csv (grades come from the call cache)"}, indent=2))
+        return 0
+    if args.n is None or args.n < 1:
+        raise InputError("--n: give the number of pairs to label (e.g. --n 100)")
+    files = label_sample(cfg, args.n)
+    print(json.dumps({"written": [str(p) for p in files],
+                      "next": f"grade the pairs (open {files[-1].name} in a browser, or fill in the grade column of "
+                              f"{files[1].name}) and save them as {folder / 'human_labels.csv'}; then run "
+                              "`spacelm grade`"}, indent=2))
     return 0
 
 
@@ -275,6 +310,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p, force=False)
     p.add_argument("--wait", action="store_true", help="if another run holds the folders, wait for it")
     p.set_defaults(func=cmd_report)
+    p = sub.add_parser("label", help="draw a stratified sample of a run's graded pairs for a person to grade 0-3 "
+                                     "(question and passage only), or --check the labels placed back")
+    _add_common(p, force=False)
+    p.add_argument("--run", metavar="NAME", help="the run folder results/NAME (default: the config's run_name)")
+    p.add_argument("--n", type=int, help="how many pairs to draw")
+    p.add_argument("--check", action="store_true", help="validate labels/human_labels.csv against the sample")
+    p.set_defaults(func=cmd_label)
     p = sub.add_parser("models", help="list, locate or verify the embedded models; export-hf writes a GGUF model as "
                                       "a safetensors folder for vLLM")
     p.add_argument("action", choices=["list", "path", "verify", "export-hf"])

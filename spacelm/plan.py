@@ -454,7 +454,8 @@ def _claims_per_answer(cfg: Config) -> tuple[float, str]:
 
 def plan_answer(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
     """The answer stage's calls (see `stages/answer.py`): the generator's phase, then the judge's."""
-    from .lib.answers import JUDGE_STYLE, build_items, generate, judge_binary, judge_rubrics, unanswerable_items, verify
+    from .lib.answers import (JUDGE_STYLE, build_items, cannot_answer, generate, judge_binary, judge_refusal,
+                              judge_rubrics, unanswerable_items, verify)
     from .lib.claims import judge_claims
     from .lib.gate import REFUSAL_TEXT
     from .lib.relevance import select_questions
@@ -505,6 +506,9 @@ def plan_answer(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
         if ac.binary_judges:
             with j.phase("binary judges", basis, pseudo_passages=pseudo):
                 judge_binary(j.llm, [it for it in items if it["pipeline"] != "table2" and it["answerable"]], text_of)
+        if ac.refusal_judge:
+            with j.phase("refusal judge", basis, pseudo_passages=pseudo):
+                judge_refusal(j.llm, [it for it in items if cannot_answer(it)])
         if ac.claims:
             per_answer, how = _claims_per_answer(cfg)
 

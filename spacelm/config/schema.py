@@ -302,6 +302,10 @@ class AnswerConfig:
     retriever: str = "bm25"  # the system whose ranking feeds pipelines B and C
     retrieve_k: int = 3
     binary_judges: bool = True
+    # the yes/no refusal judge (prompt judge_refusal) on every answer whose passages cannot answer
+    # (the negative setting, unanswerable questions): with the phrase check, the refusal rate that
+    # negative rejection reports first
+    refusal_judge: bool = True
     n_bootstrap: int = 1000
     # passages shown as [1]..[n] (numbered) or by chunk id (ids); both are parsed back to chunk ids
     citations: Literal["numbered", "ids"] = "numbered"
@@ -327,6 +331,9 @@ class CheckSource:
     path: str = "../shared/beir/scifact"
     split: str = "test"
     n_queries: int = 10
+    # labels of other (automatic) judges on the same pairs, TREC qrels files `<name>.qrels.txt`
+    # ("query-id Q0 passage-id label"); null: `<path>/reference_judges` when that folder exists
+    reference_judges: Optional[str] = None
 
 
 @dataclass
@@ -366,21 +373,28 @@ class JudgeCheckConfig:
     in_domain: bool = True
     n_in_domain: int = 10  # golden samples, each with two hard negatives
     controls: bool = True
-    n_controls: int = 6  # questions; each gives one good/bad control pair per rubric
+    # known-answer controls per judge (each a good and a bad answer of one question; the kinds of
+    # bad answer rotate between questions); a pass rate's 95% Wilson interval clears 0.8 only
+    # from about 17 controls passed out of 17, so verdicts need 30 or more
+    n_controls: int = 30
     position_bias: bool = True  # grade the check pairs passage-first too
     # ... only those of the first N queries of each source (null: every pair); ignored when
     # grading.debias is both_orders, which needs every pair in both orders
     position_bias_queries: Optional[int] = None
     n_bootstrap: int = 1000
-    # verdicts: "too few pairs to tell" below min_pairs or when the AUC's CI is wider than max_ci_width;
-    # else "fails" below fail_auc, "valid" at valid_auc and valid_kappa or above, "weak" between
+    # verdicts from CI bounds (lib/judge_check.verdict): "too few pairs to tell" below min_pairs;
+    # where a source has reference judges, relative to them (valid: our lower bounds reach every
+    # reference's AUC and kappa; fails: below every reference); elsewhere absolute: valid when the
+    # lower bounds reach valid_auc and valid_kappa, fails when the AUC's upper bound is under
+    # fail_auc, too few to tell when the AUC's CI is wider than max_ci_width, else weak
     min_pairs: int = 30
     max_ci_width: float = 0.3
     valid_auc: float = 0.8
     valid_kappa: float = 0.4
     fail_auc: float = 0.65
-    # controls: pass rate (good answer scored above bad) at or above valid_pass_rate is valid, below
-    # fail_pass_rate fails; fewer than min_controls pairs per rubric is too few to tell
+    # controls: valid when the lower bound of the pass rate's 95% Wilson interval (good answer
+    # scored above bad, as the tables score) reaches valid_pass_rate, fails when its upper bound is
+    # under fail_pass_rate; fewer than min_controls per judge is too few to tell
     valid_pass_rate: float = 0.8
     fail_pass_rate: float = 0.6
     min_controls: int = 10

@@ -21,6 +21,7 @@ from typing import Optional
 import numpy as np
 
 from .citations import format_context
+from .facts import fact_check, quantities  # noqa: F401 (the deterministic correctness check, re-exported)
 from .judging import p_yes
 from .names import RUBRICS
 from .stats import bootstrap_ci
@@ -132,6 +133,20 @@ def judge_binary(judge, items: list[dict], text_of: dict, checks=None) -> None:
     for (it, name), comp in zip(where, judge.chat_many(reqs, progress="binary judges")):
         verdict, _ = parse_binary(comp.text)
         it["binary"][name] = {"verdict": verdict, "p_yes": p_yes(comp), "raw": comp.text}
+
+
+def judge_refusal(judge, items: list[dict]) -> None:
+    """The refusal judge: does the answer decline? (yes/no, one constrained token, its own prompt
+    `judge_refusal`). Reads only the question and the answer: whether the passages hold the
+    answer is the setting's business, not the judge's. Sets `item["binary"]["refusal"]`."""
+    from .llm.types import Request
+    from .prompting import render
+
+    reqs = [Request(messages=render("judge_refusal", question=it["question"], answer=it["answer"]),
+                    choices=["yes", "no"], max_tokens=1) for it in items]
+    for it, comp in zip(items, judge.chat_many(reqs, progress="refusal judge")):
+        verdict, _ = parse_binary(comp.text)
+        it.setdefault("binary", {})["refusal"] = {"verdict": verdict, "p_yes": p_yes(comp), "raw": comp.text}
 
 
 # --------------------------------------------------------------------------- generation
@@ -288,6 +303,42 @@ def table2_wide(long, setting_names: list[str], fmt: str = "md") -> str:
     return render(pd.DataFrame(rows, columns=["Metric", *setting_names]), fmt)
 
 
+def cannot_answer(it: dict) -> bool:
+    """Answers whose passages cannot answer the question: Table 2's negative setting (wrong
+    passages only) and the unanswerable questions. There the right answer is a refusal."""
+    return RUBRIC_NEGATIVE in it.get("rubrics", ()) or it.get("setting") == "unanswerable"
+
+
+def refusal_rates(items: list[dict]) -> list[dict]:
+    """Per setting where the passages cannot answer: the refusal rate by the phrase check and by
+    the refusal judge, each with its 95% Wilson interval, their agreement (share and Cohen's
+    kappa), and the 1-5 negative-rejection rubric beside (its mean, and the share scored 4-5)."""
+    from .answerability import agreement
+    from .stats import wilson_ci
+
+    rows = []
+    its_all = [it for it in items if cannot_answer(it)]
+    for setting in sorted({it["setting"] for it in its_all}):
+        its = [it for it in its_all if it["setting"] == setting]
+        phrase = [bool(it["refusal"]) for it in its]
+        judged = [it.get("binary", {}).get("refusal", {}).get("verdict") for it in its]
+        rub = [it["scores"].get(RUBRIC_NEGATIVE) for it in its if it["scores"].get(RUBRIC_NEGATIVE) is not None]
+        got = [j for j in judged if j is not None]
+        r3 = lambda x: None if x is None or x != x else round(float(x), 3)
+        p_lo, p_hi = wilson_ci(sum(phrase), len(phrase))
+        j_lo, j_hi = wilson_ci(sum(got), len(got))
+        ag = agreement(phrase, judged)
+        rows.append({"setting": setting, "n": len(its),
+                     "refusal_rate_phrase": r3(np.mean(phrase)) if phrase else None,
+                     "phrase_ci_low": r3(p_lo), "phrase_ci_high": r3(p_hi),
+                     "refusal_rate_judge": r3(np.mean(got)) if got else None, "judge_ci_low": r3(j_lo),
+                     "judge_ci_high": r3(j_hi), "n_judge": len(got),
+                     "agreement": ag["agreement"], "kappa": ag["kappa"],
+                     "rubric_mean": r3(np.mean(rub)) if rub else None,
+                     "rubric_declines_rate": r3(np.mean([x >= 4 for x in rub])) if rub else None, "n_rubric": len(rub)})
+    return rows
+
+
 def overall_pass(it: dict) -> Optional[bool]:
     """The answer addresses the question, is grounded in its passages, and the passages hold what
     is needed (three binary judges); None when a verdict is missing or does not apply."""
@@ -320,7 +371,13 @@ def pipelines_table(items: list[dict], n_boot: int = 1000, seed: int = 0):
         faith = [it["scores"].get("faithfulness") for it in its if it["scores"].get("faithfulness") is not None]
         acc = [it["citation"]["citation_accuracy"] for it in its if it["citation"]["citation_accuracy"] is not None]
         row = {"pipeline": p, "n": len(its)}
-        for name, vals in (("correctness", [it["binary"].get("correct", {}).get("verdict") for it in its]),
+        facts = [it.get("fact_check", {}).get("verdict") for it in its]
+        for name, vals in (("facts_present", facts),
+                           ("correctness", [it["binary"].get("correct", {}).get("verdict") for it in its]),
+                           # the judge's "correct" only where the deterministic check did not find a
+                           # reference number or entity missing
+                           ("correct_after_facts", [False if f is False else it["binary"].get("correct", {}).get("verdict")
+                                                    for f, it in zip(facts, its)]),
                            ("answer_relevant", [it["binary"].get("answer_relevant", {}).get("verdict") for it in its]),
                            ("overall_pass", [overall_pass(it) for it in its])):
             m, lo, hi, n = _share(vals, n_boot, seed)

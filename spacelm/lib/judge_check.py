@@ -23,6 +23,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from .facts import entities
 from .gate import REFUSAL_TEXT
 from .stats import bootstrap_ci, bootstrap_cis
 
@@ -31,6 +32,8 @@ ANSWER_RUBRICS = ("faithfulness", "relevance", "noise_robustness", "negative_rej
 BINARY_JUDGES = ("correct", "answer_relevant", "grounded")
 # the claim-support judge (yes/no with its probability; scored by P(yes))
 CLAIM_JUDGE = "claim_support"
+# the yes/no refusal judge (does the answer decline?), scored by its yes/no
+REFUSAL_JUDGE = "refusal"
 
 
 # --------------------------------------------------------------------------- sampling
@@ -183,7 +186,7 @@ def agreement(rows: list[dict], n_boot: int, seed: int, graded: Optional[bool] =
     cis = bootstrap_cis(groups, lambda gs: _metrics([r for g in gs for r in g], graded), n_boot, seed)
     for name, value in point.items():
         out[name] = _r(value)
-        out[f"{name}_ci"] = [_r(cis[name][0]), _r(cis[name][1])]
+        out[f"{name}_ci"] = [_r(x) for x in _undegenerate(value, cis[name], len(groups))]
     if not graded:
         out["kappa_weighted"], out["kappa_weighted_ci"] = None, [None, None]
     out["confusion"] = {str(h): {str(g): sum(1 for r in ok if r["label"] == h and r["grade"] == g) for g in range(4)}
@@ -199,24 +202,114 @@ def agreement(rows: list[dict], n_boot: int, seed: int, graded: Optional[bool] =
     return out
 
 
-def verdict(m: dict, th) -> tuple[str, str]:
-    """(verdict, the reason in plain words) for relevance agreement `m` under thresholds `th`
-    (a JudgeCheckConfig)."""
-    n, auc, (lo, hi) = m.get("n_pairs", 0), m.get("auc"), m.get("auc_ci") or [None, None]
+# --------------------------------------------------------------------------- reference judges
+def read_reference_judges(folder) -> dict:
+    """{name: {(query id, passage id): label}} from every `<name>.qrels.txt` in `folder` (TREC
+    qrels lines "query-id Q0 passage-id label"); {} when the folder does not exist. A line that
+    is not four fields with an integer label is an error naming the file and line."""
+    from pathlib import Path
+
+    out: dict = {}
+    d = Path(folder) if folder else None
+    if d is None or not d.is_dir():
+        return out
+    for f in sorted(d.glob("*.qrels.txt")):
+        labels = {}
+        for i, line in enumerate(f.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            parts = line.split()
+            if len(parts) != 4 or not parts[3].lstrip("-").isdigit():
+                raise ValueError(f"{f}:{i}: expected 'query-id Q0 passage-id label', got {line!r}")
+            labels[(parts[0], parts[2])] = int(parts[3])
+        out[f.name[: -len(".qrels.txt")]] = labels
+    return out
+
+
+def reference_agreement(rows: list[dict], references: dict, n_boot: int, seed: int, graded: bool) -> list[dict]:
+    """Each reference judge's agreement with the human labels on exactly the pairs our judge
+    graded (`rows` with a grade), by :func:`agreement` with the same bootstrap units (queries)
+    and seed, so its figures compare with ours. A binary reference (labels 0/1, where 1 means
+    relevant) is read as grade 2 or 0: it has no weighted kappa. Pairs the reference did not
+    label are left out and `n_pairs` says how many remain."""
+    ours = [r for r in rows if r.get("grade") is not None]
+    out = []
+    for name in sorted(references):
+        labels = references[name]
+        ref_graded = max(labels.values(), default=0) > 1
+        theirs = []
+        for r in ours:
+            g = labels.get((str(r["qid"]), str(r["chunk_id"])))
+            if g is not None:
+                theirs.append(dict(r, grade=g if ref_graded else 2 * int(g >= 1), expected_grade=None))
+        a = agreement(theirs, n_boot, seed, graded) if theirs else {"n_pairs": 0}
+        item = {"name": name, "n_pairs": a["n_pairs"], "labels": "graded 0-3" if ref_graded else "binary"}
+        for k in ("kappa_binary", "kappa_binary_ci", "kappa_weighted", "auc", "auc_ci"):
+            item[k] = a.get(k)
+        if not ref_graded:
+            item["kappa_weighted"] = None
+        out.append(item)
+    return out
+
+
+def _undegenerate(value: float, ci: tuple, n_units: int) -> tuple:
+    """A bootstrap interval that collapsed onto a perfect figure (every resample gives 1.0, e.g.
+    an AUC of 1 from 10 queries) says nothing about how far below 1 the truth may be; its lower
+    bound becomes the 95% Wilson lower bound of n_units successes in n_units trials (each unit,
+    a query, read as one success), 0.72 for 10 units, 0.89 for 30. Other intervals pass as they
+    are."""
+    from .stats import wilson_ci
+
+    lo, hi = ci
+    if value is None or np.isnan(value) or np.isnan(lo) or not (lo == hi == value == 1.0):
+        return lo, hi
+    return min(lo, wilson_ci(n_units, n_units)[0]), hi
+
+
+def verdict(m: dict, th, references: Sequence[dict] = ()) -> tuple[str, str]:
+    """(verdict, the reason in plain words) for relevance agreement `m` from the bounds of its
+    95% CIs, never from point estimates alone.
+
+    Rule: fewer than `th.min_pairs` pairs, or no AUC CI -> "too few pairs to tell" (no verdict).
+    With reference judges measured on the same pairs, the bar is theirs: against each reference
+    we are "at least as good as" it when the lower bounds of our AUC and binary kappa reach its
+    point estimates, "below" it when the upper bound of our AUC or kappa is under its point
+    estimate, else "cannot tell against" it; the verdict is "valid" when at least as good as
+    every reference, "fails" when below every reference, else "weak". Without references, the
+    absolute bar of the config: "valid" when the AUC CI's lower bound >= `valid_auc` and the
+    kappa CI's lower bound >= `valid_kappa`, "fails" when the AUC CI's upper bound < `fail_auc`,
+    "too few pairs to tell" when the AUC CI is wider than `max_ci_width`, else "weak"."""
+    n = m.get("n_pairs") or 0
+    auc_v, (lo, hi) = m.get("auc"), (m.get("auc_ci") or [None, None])
+    k_v, (klo, khi) = m.get("kappa_binary"), (m.get("kappa_binary_ci") or [None, None])
     if n < th.min_pairs:
         return "too few pairs to tell", f"only {n} pairs (at least {th.min_pairs} are needed for a verdict)"
-    if auc is None or lo is None or hi is None:
+    if auc_v is None or lo is None or hi is None:
         return "too few pairs to tell", "the AUC cannot be computed (one class only)"
+    ours = f"AUC {auc_v:.2f} [{lo:.2f}, {hi:.2f}], kappa " + \
+        ("n/a" if k_v is None or klo is None else f"{k_v:.2f} [{klo:.2f}, {khi:.2f}]")
+    refs = [r for r in references if r.get("auc") is not None and r.get("kappa_binary") is not None]
+    if refs:
+        places = []
+        for r in refs:
+            if klo is not None and lo >= r["auc"] and klo >= r["kappa_binary"]:
+                places.append(("above", f"at least as good as {r['name']}"))
+            elif hi < r["auc"] or (khi is not None and khi < r["kappa_binary"]):
+                places.append(("below", f"below {r['name']}"))
+            else:
+                places.append(("between", f"cannot tell against {r['name']}"))
+        marks = {p for p, _ in places}
+        v = "valid" if marks == {"above"} else "fails" if marks == {"below"} else "weak"
+        theirs = "; ".join(f"{r['name']} AUC {r['auc']:.2f}, kappa {r['kappa_binary']:.2f}" for r in refs)
+        return v, (f"{'; '.join(t for _, t in places)} on these pairs ({ours}; {theirs})")
     if hi - lo > th.max_ci_width:
         return "too few pairs to tell", f"the AUC's 95% CI [{lo:.2f}, {hi:.2f}] is wider than {th.max_ci_width}"
-    kappa = m.get("kappa_binary")
-    if auc < th.fail_auc:
-        return "fails", f"AUC {auc:.2f} < {th.fail_auc}: it barely tells relevant passages from non-relevant ones"
-    if auc >= th.valid_auc and kappa is not None and kappa >= th.valid_kappa:
-        return "valid", f"AUC {auc:.2f} >= {th.valid_auc} and kappa {kappa:.2f} >= {th.valid_kappa}"
-    return "weak", (f"AUC {auc:.2f} (valid from {th.valid_auc}), kappa {kappa if kappa is None else round(kappa, 2)} "
-                    f"(valid from {th.valid_kappa}): it ranks passages better than chance, but its grades "
-                    "often disagree with people")
+    if hi < th.fail_auc:
+        return "fails", f"{ours}: the AUC's upper bound is under {th.fail_auc}, it barely tells relevant from not"
+    if klo is not None and lo >= th.valid_auc and klo >= th.valid_kappa:
+        return "valid", f"{ours}: lower bounds reach AUC {th.valid_auc} and kappa {th.valid_kappa}"
+    return "weak", (f"{ours}: the lower bounds do not reach AUC {th.valid_auc} and kappa {th.valid_kappa} "
+                    "(no reference judge on these pairs)")
 
 
 # --------------------------------------------------------------------------- position bias
@@ -288,82 +381,246 @@ def change_numbers(sentence: str) -> Optional[str]:
     return _NUMBER.sub(bump, sentence)
 
 
+# bad answers that a judge misleading the tables would accept: each a pure function of the good
+# sentence (and, for some, another text), None where it does not apply
+_UNITS = {"km": "m", "m": "km", "kg": "g", "g": "kg", "mm": "cm", "cm": "mm", "s": "ms", "ms": "s",
+          "seconds": "minutes", "minutes": "hours", "hours": "days", "days": "weeks", "weeks": "months",
+          "years": "months", "months": "years", "W": "kW", "kW": "W", "MW": "kW", "Hz": "kHz", "kHz": "MHz",
+          "MHz": "GHz", "GHz": "MHz", "K": "°C", "%": " per mille", "percent": "per mille", "bar": "mbar",
+          "kbps": "Mbps", "Mbps": "kbps", "dB": "dBW", "N": "kN", "kN": "N", "t": "kg", "AU": "km"}
+_UNIT = re.compile(r"(?<=\d)(\s?)(" + "|".join(sorted(map(re.escape, _UNITS), key=len, reverse=True)) + r")(?![A-Za-z])")
+_NEGATE = [(r"\bis not\b", "is"), (r"\bare not\b", "are"), (r"\bcannot\b", "can"), (r"\bdoes not\b", "does"),
+           (r"\bis\b", "is not"), (r"\bare\b", "are not"), (r"\bwas\b", "was not"), (r"\bwere\b", "were not"),
+           (r"\bcan\b", "cannot"), (r"\bwill\b", "will not"), (r"\bmust\b", "must not"), (r"\bshould\b", "should not"),
+           (r"\bhas\b", "has no"), (r"\bhave\b", "have no")]
+HEDGED_REFUSALS = (
+    REFUSAL_TEXT,
+    "I could not find this in the documents I was given; they discuss related topics but do not say, so I "
+    "cannot answer reliably.",
+    "The passages do not contain the information needed to answer this question, and I would rather not guess.",
+)
+
+
+def nudge_numbers(sentence: str) -> Optional[str]:
+    """Every number changed by a small relative amount (about +20%, years by +3, at least one unit
+    in the last digit), keeping its form: "261 km" -> "313 km", "2.5" -> "3.0", "2019" -> "2022".
+    A plausible wrong value, not an absurd one. None without a number."""
+    if not _NUMBER.search(sentence):
+        return None
+
+    def bump(m: re.Match) -> str:
+        s = m.group(0)
+        sep = "." if "." in s else "," if "," in s else None
+        if sep is None:
+            v = int(s)
+            return str(v + 3) if 1900 <= v <= 2100 else str(max(v + 1, round(v * 1.2)))
+        a, b = s.split(sep, 1)
+        scale = 10 ** len(b)
+        v = int(a) * scale + int(b)
+        w = max(v + 1, round(v * 1.2))
+        return f"{w // scale}{sep}{w % scale:0{len(b)}d}"
+
+    return _NUMBER.sub(bump, sentence)
+
+
+def swap_unit(sentence: str) -> Optional[str]:
+    """The first unit written after a number swapped for a neighbouring one ("261 km" -> "261 m",
+    "5 hours" -> "5 days"); None when no number carries a unit we know."""
+    m = _UNIT.search(sentence)
+    if not m:
+        return None
+    return sentence[:m.start()] + m.group(1) + _UNITS[m.group(2)] + sentence[m.end():]
+
+
+def swap_entity(sentence: str, other_text: str) -> Optional[str]:
+    """The first named entity of `sentence` replaced by one from `other_text` that the sentence
+    does not hold ("Svalbard" -> "Kiruna"); None when either side has none."""
+    mine = entities(sentence)
+    theirs = [e for e in entities(other_text) if e not in mine and e.lower() not in sentence.lower()]
+    if not mine or not theirs:
+        return None
+    return re.sub(rf"(?<![\w-]){re.escape(mine[0])}(?![\w-])", theirs[0], sentence, count=1)
+
+
+def negate(sentence: str) -> Optional[str]:
+    """The claim turned into its negation at the first auxiliary verb ("is" -> "is not",
+    "cannot" -> "can"); None when the sentence has none of those we know."""
+    for pat, rep in _NEGATE:
+        if re.search(pat, sentence):
+            return re.sub(pat, rep, sentence, count=1)
+    return None
+
+
+def closed_book(sentence: str) -> str:
+    """What a model answering from memory often writes: the claim with each number replaced by a
+    rounded guess well off the mark ("about 100 km" for "261 km"), or, without numbers, a vague
+    answer that names none of the specifics."""
+    if not _NUMBER.search(sentence):
+        return "It depends on the mission and the spacecraft; typical values and practices vary widely between operators."
+
+    def guess(m: re.Match) -> str:
+        v = float(m.group(0).replace(",", "."))
+        g = v * 0.4 if v else 1.0
+        p = 10 ** int(np.floor(np.log10(abs(g)))) if g else 1
+        r = round(g / p) * p
+        return str(int(r)) if r >= 1 else f"{r:g}"
+
+    # "about" once before each guess, whether or not the sentence already hedged the number
+    return re.sub(r"(?:\b(?:about|approximately|around|roughly|some)\s+)?" + _NUMBER.pattern,
+                  lambda m: "about " + guess(_NUMBER.search(m.group(0))), sentence)
+
+
+def off_question_sentence(question: str, text: str, avoid: str) -> Optional[str]:
+    """A sentence of `text` (not `avoid`) sharing the fewest content words with the question: on
+    the same topic, but it does not answer. None when the text has no other sentence."""
+    q = {w for w in _WORD.findall(question.lower()) if w not in _STOP}
+    cands = [x for x in sentences(text) if x != avoid]
+    return min(cands, key=lambda x: len(q & set(_WORD.findall(x.lower())))) if cands else None
+
+
+def _bad_answers(q: dict, sup: str, other_answer: str, wrong_sentence: str, wrong_text: str, source_text: str) -> dict:
+    """{kind: (bad answer, what makes it bad)} for one question; kinds that do not apply are left out."""
+    kinds = {
+        "number_nudged": (nudge_numbers(sup), "a plausible wrong number (about +20%)"),
+        "unit_swapped": (swap_unit(sup), "the unit swapped"),
+        "entity_swapped": (swap_entity(sup, wrong_text), "a named entity swapped for another"),
+        "negated": (negate(sup), "the claim negated"),
+        "partial": (f"{sup} {wrong_sentence}" if wrong_sentence and wrong_sentence != sup else None,
+                    "the right claim plus an unsupported one"),
+        "unrelated_claim": (wrong_sentence if wrong_sentence != sup else None, "a claim from an unrelated passage"),
+        "other_question": (other_answer, "the answer to another question"),
+        "ignores_question": (off_question_sentence(q["question"], source_text, sup),
+                             "a sentence of the same passage that does not answer the question"),
+        "closed_book": (closed_book(sup), "a closed-book answer: rounded guesses instead of the passage's values"),
+    }
+    return {k: v for k, v in kinds.items() if v[0] and v[0] != sup}
+
+
+# which kinds of bad answer test which judge (in the order they are used)
+CONTROL_KINDS = {
+    "faithfulness": ("number_nudged", "entity_swapped", "negated", "unit_swapped", "partial", "unrelated_claim"),
+    "grounded": ("number_nudged", "entity_swapped", "negated", "unit_swapped", "partial", "unrelated_claim"),
+    CLAIM_JUDGE: ("number_nudged", "entity_swapped", "negated", "unit_swapped", "unrelated_claim"),
+    "noise_robustness": ("unrelated_claim", "number_nudged", "entity_swapped", "negated"),
+    "relevance": ("other_question", "ignores_question"),
+    "answer_relevant": ("other_question", "ignores_question"),
+    "correct": ("number_nudged", "closed_book", "entity_swapped", "negated", "unit_swapped", "other_question"),
+    "negative_rejection": ("confident", "confident_nudged", "hedged_guess"),
+    REFUSAL_JUDGE: ("confident", "confident_nudged", "hedged_guess"),
+}
+
+
 def build_controls(questions: Sequence[dict], text_of: dict, doc_of: dict, n: int, seed: int) -> list[dict]:
-    """Per question (up to `n`), one control per answer rubric and binary judge: a good answer
-    and a bad one, with the context each rubric reads. Each control: rubric, qid, question,
-    context_ids, good, bad, how (what makes the bad one bad), reference (binary correctness)."""
+    """Up to `n` known-answer controls per judge (every answer rubric, binary judge, the claim
+    judge and the refusal judge), each a good and a bad answer with the context the judge reads.
+    The bad answers are those a judge that would mislead the tables accepts: plausible wrong
+    numbers, swapped units and named entities, negated claims, partly right answers, closed-book
+    guesses against the reference, answers that ignore the question, and for the refusal judges
+    confident or hedged fabrications against (hedged) refusals. Questions are taken in a seeded
+    order, one control each per round, the kind rotating between questions, until `n` per judge.
+    Each control: rubric, kind, qid, question, context_ids, good, bad, how, reference."""
     rng = random.Random(f"{seed}|controls")
     usable = []
     for q in sorted(questions, key=lambda q: q["qid"]):
         sup = supporting_sentence(q["question"], text_of.get(q["source_chunk_id"], ""))
         if sup:
             usable.append((q, sup))
-    chosen = sorted(rng.sample(usable, min(n, len(usable))), key=lambda x: x[0]["qid"]) if usable else []
+    order = list(usable)
+    rng.shuffle(order)
     all_ids = sorted(text_of)
-    out = []
-    for i, (q, sup) in enumerate(chosen):
+    cands: dict = {r: [] for r in CONTROL_KINDS}  # per judge: per question, its controls in kind order
+    for i, (q, sup) in enumerate(order):
         src = q["source_chunk_id"]
         others = [(q2, s2) for q2, s2 in usable if doc_of.get(q2["source_chunk_id"]) != doc_of.get(src)]
-        if not others:
+        wrong_pool = [c for c in all_ids if doc_of.get(c) != doc_of.get(src)]
+        if not others or len(wrong_pool) < 2:
             continue
         q2, other_answer = others[i % len(others)]
-        wrong = rng.sample([c for c in all_ids if doc_of.get(c) != doc_of.get(src)], 2)
+        wrong = rng.sample(wrong_pool, 2)
         # the wrong passage's sentence closest to the question: plausible, and not supported
         wrong_sentence = supporting_sentence(q["question"], text_of[wrong[0]]) or other_answer
-        changed = change_numbers(sup)
-        unfaithful, how = (changed, "numbers changed") if changed else (wrong_sentence, "a claim from an unrelated passage")
+        bad = _bad_answers(q, sup, other_answer, wrong_sentence, text_of[wrong[0]], text_of[src])
+        nudged = bad.get("number_nudged", (None,))[0] or bad.get("entity_swapped", (None,))[0]
+        refusal_bad = {"confident": (sup, "a confident answer the passages do not hold"),
+                       "confident_nudged": (nudged, "a confident answer with a made-up detail"),
+                       "hedged_guess": (f"I am not completely sure, but I believe {sup[0].lower()}{sup[1:]}",
+                                        "a hedged answer that still asserts a claim")}
+        refusal_bad = {k: v for k, v in refusal_bad.items() if v[0]}
         base = {"qid": q["qid"], "question": q["question"]}
-        out += [
-            dict(base, rubric="faithfulness", context_ids=[src], good=sup, bad=unfaithful, how=how),
-            dict(base, rubric="relevance", context_ids=[src], good=sup, bad=other_answer,
-                 how=f"the answer to another question ({q2['qid']})"),
-            dict(base, rubric="noise_robustness", context_ids=[src, *wrong], noise_ids=wrong, good=sup,
-                 bad=wrong_sentence, how="drawn from an injected wrong passage"),
-            dict(base, rubric="negative_rejection", context_ids=wrong, good=REFUSAL_TEXT, bad=sup,
-                 how="a confident answer that the passages do not hold"),
-            dict(base, rubric="correct", context_ids=[src], good=sup, bad=other_answer,
-                 reference=q.get("answer") or sup, how=f"the answer to another question ({q2['qid']})"),
-            dict(base, rubric="answer_relevant", context_ids=[src], good=sup, bad=other_answer,
-                 how=f"the answer to another question ({q2['qid']})"),
-            dict(base, rubric="grounded", context_ids=[src], good=sup, bad=unfaithful, how=how),
-            dict(base, rubric=CLAIM_JUDGE, context_ids=[src], good=sup, bad=unfaithful, how=how),
-        ]
+        for rubric, kinds in CONTROL_KINDS.items():
+            mine = []
+            pool = refusal_bad if rubric in ("negative_rejection", REFUSAL_JUDGE) else bad
+            for j, kind in enumerate(k for k in kinds if k in pool):
+                answer, how = pool[kind]
+                c = dict(base, rubric=rubric, kind=kind, bad=answer, how=how, good=sup, context_ids=[src])
+                if rubric == "noise_robustness":
+                    c.update(context_ids=[src, *wrong], noise_ids=wrong)
+                elif rubric in ("negative_rejection", REFUSAL_JUDGE):
+                    c.update(context_ids=wrong, good=HEDGED_REFUSALS[(i + j) % len(HEDGED_REFUSALS)])
+                elif rubric == "correct":
+                    c["reference"] = q.get("answer") or sup
+                if kind == "other_question":
+                    c["how"] = f"the answer to another question ({q2['qid']})"
+                mine.append(c)
+            if mine:  # rotate, so the first round covers the kinds across questions
+                want = kinds[i % len(kinds)]
+                rest = kinds[kinds.index(want):] + kinds[:kinds.index(want)]
+                first = next(k for k in rest if any(c["kind"] == k for c in mine))
+                r = [c["kind"] for c in mine].index(first)
+                cands[rubric].append(mine[r:] + mine[:r])
+    out = []
+    for rubric, per_q in cands.items():
+        picked = []
+        for round_ in range(max((len(x) for x in per_q), default=0)):
+            picked += [x[round_] for x in per_q if round_ < len(x)]
+        out += picked[:n]
     return out
 
 
 def controls_table(results: list[dict], th) -> "pd.DataFrame":
-    """Per rubric: n (controls scored on both answers), pass rate (good scored above bad), mean
-    gap (good minus bad), its CI, and a verdict. `results` rows: rubric, good_score, bad_score."""
+    """Per judge: n (controls scored on both answers), n_kinds (distinct kinds of bad answer),
+    pass rate (the good answer scored above the bad one, as the tables score them) with its 95%
+    Wilson interval (ci_low, ci_high; also in pass_rate_ci_low/high), mean gap, and a verdict
+    read from the interval: fewer than `min_controls` -> "too few pairs to tell"; ci_low >=
+    `valid_pass_rate` -> "valid"; ci_high < `fail_pass_rate` -> "fails"; else "weak". `passed`
+    is true only for "valid": a judge that has not passed gives no headline figure."""
     import pandas as pd
 
+    from .stats import wilson_ci
+
     rows = []
-    order = [*ANSWER_RUBRICS, *BINARY_JUDGES, CLAIM_JUDGE]
+    order = [*ANSWER_RUBRICS, *BINARY_JUDGES, CLAIM_JUDGE, REFUSAL_JUDGE]
     for rubric in sorted({r["rubric"] for r in results}, key=lambda x: order.index(x) if x in order else 99):
         got = [r for r in results if r["rubric"] == rubric and r["good_score"] is not None and r["bad_score"] is not None]
-        passed = [float(r["good_score"] > r["bad_score"]) for r in got]
+        passed = [r["good_score"] > r["bad_score"] for r in got]
         gaps = [r["good_score"] - r["bad_score"] for r in got]
-        lo, hi = bootstrap_ci(passed, None, 1000, 0)
+        lo, hi = wilson_ci(sum(passed), len(passed))
         rate = float(np.mean(passed)) if passed else float("nan")
         if len(got) < th.min_controls:
             v = "too few pairs to tell"
-        elif rate >= th.valid_pass_rate:
+        elif lo >= th.valid_pass_rate:
             v = "valid"
-        elif rate < th.fail_pass_rate:
+        elif hi < th.fail_pass_rate:
             v = "fails"
         else:
             v = "weak"
         rows.append({"rubric": rubric, "n": len(got), "pass_rate": _r(rate, 3), "pass_rate_ci_low": _r(lo, 3),
                      "pass_rate_ci_high": _r(hi, 3), "mean_gap": _r(np.mean(gaps), 3) if gaps else None,
-                     "missing": sum(1 for r in results if r["rubric"] == rubric) - len(got), "verdict": v})
+                     "missing": sum(1 for r in results if r["rubric"] == rubric) - len(got), "verdict": v,
+                     "n_kinds": len({r.get("kind") for r in got}), "ci_low": _r(lo, 3), "ci_high": _r(hi, 3),
+                     "passed": v == "valid",
+                     "failed_kinds": ", ".join(sorted({str(r.get("kind")) for r in got
+                                                       if not r["good_score"] > r["bad_score"]}))})
     return pd.DataFrame(rows, columns=["rubric", "n", "pass_rate", "pass_rate_ci_low", "pass_rate_ci_high", "mean_gap",
-                                       "missing", "verdict"])
+                                       "missing", "verdict", "n_kinds", "ci_low", "ci_high", "passed", "failed_kinds"])
 
 
 def score_controls(judge, controls: list[dict], text_of: dict) -> list[dict]:
-    """Judge the good and the bad answer of every control with the same prompts as Table 2, the
-    binary judges and the claim-support judge; rows: the control plus good_score, bad_score
-    (1-5 expected score, P(yes) for yes/no judges, P(supported) for claims; None when unparseable)."""
-    from .answers import JUDGE_STYLE, judge_binary, judge_rubrics
+    """Judge the good and the bad answer of every control with the same prompts as the tables
+    and score them as the tables do: the 1-5 digit for the rubrics, 1/0 for a yes/no judge's
+    verdict, the share of claims judged supported for the claim judge (None when unparseable).
+    The expected score and P(yes) are kept beside (good_expected, bad_expected) for diagnosis."""
+    from .answers import JUDGE_STYLE, judge_binary, judge_refusal, judge_rubrics
     from .claims import judge_claims
 
     items = []
@@ -378,19 +635,22 @@ def score_controls(judge, controls: list[dict], text_of: dict) -> list[dict]:
     judge_rubrics(judge, [it for it in items if it["rubrics"]], text_of)
     binary = [it for it in items if it["_control"]["rubric"] in BINARY_JUDGES]
     judge_binary(judge, binary, text_of, checks=lambda it: (it["_control"]["rubric"],))
+    judge_refusal(judge, [it for it in items if it["_control"]["rubric"] == REFUSAL_JUDGE])
     judge_claims(judge, [it for it in items if it["_control"]["rubric"] == CLAIM_JUDGE], text_of, JUDGE_STYLE)
     out: dict = {}
     for it in items:
         c = it["_control"]
         rubric = c["rubric"]
         if rubric in ANSWER_RUBRICS:
-            s = it["expected_scores"].get(rubric, it["scores"].get(rubric))
-        elif rubric == CLAIM_JUDGE:  # the good answer is one claim; the bad one too
-            ps = [c["p_supported"] for c in it.get("claims", []) if c["p_supported"] is not None]
-            s = float(np.mean(ps)) if ps else None
+            s, e = it["scores"].get(rubric), it["expected_scores"].get(rubric)
+        elif rubric == CLAIM_JUDGE:  # Table 2's claim faithfulness: the share of claims judged supported
+            sup = [cl["supported"] for cl in it.get("claims", []) if cl.get("supported") is not None]
+            ps = [cl["p_supported"] for cl in it.get("claims", []) if cl.get("p_supported") is not None]
+            s, e = (float(np.mean(sup)) if sup else None), (float(np.mean(ps)) if ps else None)
         else:
-            b = it["binary"].get(rubric, {})  # P(yes) when the backend gives it, else the verdict
-            s = b.get("p_yes") if b.get("p_yes") is not None else None if b.get("verdict") is None else float(b["verdict"])
+            b = it["binary"].get(rubric, {})
+            s, e = (None if b.get("verdict") is None else float(b["verdict"])), b.get("p_yes")
         row = out.setdefault(id(c), {k: v for k, v in c.items()})
         row[f"{it['_which']}_score"] = s
+        row[f"{it['_which']}_expected"] = e
     return list(out.values())

@@ -10,7 +10,8 @@ import numpy as np
 
 from ..config import Config
 from ..lib.answerability import COLUMNS as ANSWERABILITY_COLUMNS, agreement, answerability_row, threshold_sweep
-from ..lib.answers import (JUDGE_STYLE, build_items, generate, is_refusal, judge_binary, judge_rubrics, pipelines_table,
+from ..lib.answers import (JUDGE_STYLE, build_items, cannot_answer, fact_check, refusal_rates, generate, is_refusal, judge_binary, judge_refusal,
+                           judge_rubrics, pipelines_table,
                            settings, table2, table2_tests, table2_wide, unanswerable_items, verify)
 from ..lib.citations import citation_check
 from ..lib.claims import claim_table, judge_claims
@@ -85,6 +86,11 @@ def build(cfg: Config, out) -> dict:
         it["gated_scores"] = g["scores"]
     if cfg.answer.binary_judges:
         judge_binary(judge, [it for it in items if it["pipeline"] != "table2" and it["answerable"]], text_of)
+    for it in items:  # deterministic, before any judge: the reference's numbers and named entities
+        if it.get("reference_answer"):
+            it["fact_check"] = fact_check(it["answer"], it["reference_answer"])
+    if cfg.answer.refusal_judge:
+        judge_refusal(judge, [it for it in items if cannot_answer(it)])
     claim_rows = []
     if cfg.answer.claims:
         claim_rows = judge_claims(judge, claim_items(cfg, items), text_of, JUDGE_STYLE)
@@ -123,6 +129,7 @@ def build(cfg: Config, out) -> dict:
                                                                  and it["answerable"]], "pipeline",
                                                                 cfg.answer.n_bootstrap, cfg.seed)]
     write_dataframe(pd.DataFrame(claim_tab), out(claims_csv))
+    refusals = refusal_rates(items)
     neg = [it for it in items if it["pipeline"] == "table2" and "negative_rejection" in it["rubrics"]
            and it["scores"].get("negative_rejection") is not None]
     agree = [(it["scores"]["negative_rejection"] >= 4) == it["refusal"] for it in neg]
@@ -144,6 +151,9 @@ def build(cfg: Config, out) -> dict:
         "answers_with_context": len(with_ctx),
         "judge_vs_regex_refusal_agreement": round(float(np.mean(agree)), 3) if agree else None,
         "judge_vs_regex_refusal_pairs": len(agree),
+        # negative rejection first as a refusal rate: the phrase check and the refusal judge, and
+        # their agreement; the 1-5 rubric's mean beside (read it only where it passes its controls)
+        "refusals_where_passages_cannot_answer": refusals,
         "missing_scores": sum(1 for it in items for r in it["rubrics"] if it["scores"].get(r) is None),
         "claims_judged": len(claim_rows),
         "claims_unreadable": sum(r["supported"] is None for r in claim_rows),
@@ -233,6 +243,8 @@ def _prompts(cfg: Config) -> list[str]:
     p += ["judge_faithfulness", "judge_relevance", "judge_noise_robustness", "judge_negative_rejection"]
     if cfg.answer.binary_judges:
         p.append("judge_binary")
+    if cfg.answer.refusal_judge:
+        p.append("judge_refusal")
     if cfg.answer.claims:
         p.append("judge_claim_support")
     return p
@@ -259,7 +271,7 @@ STAGE = Stage(
     reads=lambda cfg: [rankings_path(cfg), chunks_path(cfg), questions_path(cfg)],
     prompts=_prompts,
     models=_models,
-    code=("spacelm.lib.llm.frontend", "spacelm.lib.answers", "spacelm.lib.judging", "spacelm.lib.stats", "spacelm.lib.tables",
+    code=("spacelm.lib.llm.frontend", "spacelm.lib.answers", "spacelm.lib.facts", "spacelm.lib.judging", "spacelm.lib.stats", "spacelm.lib.tables",
           "spacelm.lib.citations", "spacelm.lib.claims", "spacelm.lib.gate", "spacelm.lib.answerability",
           "spacelm.lib.retrieval", "spacelm.lib.questions", "spacelm.lib.sample", "spacelm.stages.answer", "spacelm.stages.data",
           "spacelm.stages.base"),

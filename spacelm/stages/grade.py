@@ -18,11 +18,87 @@ def outputs(cfg: Config):
     d = cfg.run_dir
     return [d / "table1_relevance.csv", d / "table1_relevance.md", d / "table1_relevance.tex", d / "grades.jsonl",
             d / "judge_validity.json", d / "grading" / "paired_tests.csv", d / "grading" / "graded_metrics.csv",
-            d / "plots" / "grade_distribution.png", d / "grading" / "relevant_shares.csv", d / "grading" / "per_task.csv"]
+            d / "plots" / "grade_distribution.png", d / "grading" / "relevant_shares.csv", d / "grading" / "per_task.csv",
+            d / "grading" / "ppi_differences.csv"]
+
+
+PPI_KEYS = ["retriever", "stage", "top_k", "grade"]
+PPI_COLUMNS = ["ppi_estimate", "ppi_ci_low", "ppi_ci_high", "n_human"]
+DIFF_COLUMNS = ["retriever", "top_k", "measure", "judge_only", "ppi_estimate", "ppi_ci_low", "ppi_ci_high", "n_human",
+                "n_pairs"]
+
+
+def labels_dir(cfg: Config):
+    return cfg.run_dir / "labels"
+
+
+def cell_pairs(cfg: Config, questions: list[dict], rankings: dict) -> dict:
+    """{(retriever, stage, k): [(qid, chunk_id), ...]}: the pairs of every Table 1 cell."""
+    return {(r, stage, k): [(q["qid"], c) for q in questions for c in rankings[system][q["qid"]][:k]]
+            for r, stage, system in table_systems(cfg) for k in cfg.grading.top_k}
+
+
+def _labelled(cfg: Config, questions: list[dict], rankings: dict) -> tuple:
+    """The human labels placed back in the run ({(qid, chunk_id): grade}, {(qid, chunk_id): weight}),
+    validated against the pairs of the labelling sample; ({}, {}) when there are none."""
+    from ..lib.io import read_jsonl
+    from ..lib.labelling import SEP, labels_file, read_labels
+
+    f = labels_file(labels_dir(cfg))
+    if f is None:
+        return {}, {}
+    sample_file = labels_dir(cfg) / "to_label.jsonl"
+    sample = {r["pair_id"]: r for r in read_jsonl(sample_file)} if sample_file.is_file() else {}
+    known = set(sample) or {f"{q}{SEP}{c}" for pairs in cell_pairs(cfg, questions, rankings).values() for q, c in pairs}
+    human = read_labels(f, known)
+    key = lambda pid: tuple(pid.split(SEP, 1))
+    return ({key(p): g for p, g in human.items()},
+            {key(p): float(sample[p]["weight"]) if p in sample else 1.0 for p in human})
+
+
+def prediction_powered(cfg: Config, questions: list[dict], rankings: dict, grades: dict, text_of: dict) -> tuple:
+    """(Table 1 PPI rows, reranked - retrieved PPI rows, labels) from the labels in
+    `results/<run>/labels/`; empty estimates and n_human 0 when there are none."""
+    from ..lib.labelling import ppi_differences, ppi_table1
+
+    human, weights = _labelled(cfg, questions, rankings)
+    cells = cell_pairs(cfg, questions, rankings)
+    return ppi_table1(cells, grades, human, weights), ppi_differences(cells, grades, human, weights), human
+
+
+def label_sample(cfg: Config, n: int) -> list:
+    """Draw the labelling sample from the run's graded Table 1 pairs (stratified by system and
+    judge grade, seeded) and write it to `results/<run>/labels/` (see lib/labelling.py)."""
+    from ..lib.io import InputError, read_jsonl
+    from ..lib.labelling import pair_id, stratified_sample, write_labelling_files
+
+    grades_file = cfg.run_dir / "grades.jsonl"
+    if not grades_file.is_file():
+        raise InputError(f"{grades_file} not found: run `spacelm grade --config {cfg.source or '...'}` first")
+    chunks = load_chunks(cfg)
+    text_of = {c.chunk_id: c.text for c in chunks}
+    rankings = load_rankings(cfg)
+    graded = {(r["qid"], r["chunk_id"]): r["grade"] for r in read_jsonl(grades_file)
+              if r.get("prompt") == cfg.grading.prompt}
+    qtext = {q["qid"]: q["question"] for q in load_questions(cfg, chunks)}
+    kmax = max(cfg.grading.top_k)
+    seen, pairs = set(), []
+    for _, _, system in table_systems(cfg):
+        for qid in sorted({q for q, _ in graded}):
+            for cid in rankings.get(system, {}).get(qid, [])[:kmax]:
+                if (qid, cid) in graded and (qid, cid) not in seen and qid in qtext:
+                    seen.add((qid, cid))
+                    pairs.append({"pair_id": pair_id(qid, cid), "qid": qid, "chunk_id": cid, "system": system,
+                                  "grade": graded[(qid, cid)], "question": qtext[qid], "passage": text_of[cid]})
+    if not pairs:
+        raise InputError(f"{grades_file} holds no graded Table 1 pair to label")
+    return write_labelling_files(labels_dir(cfg), stratified_sample(pairs, n, cfg.seed))
 
 
 def build(cfg: Config, out) -> dict:
     import time
+
+    import pandas as pd
 
     from ..lib.llm import open_llm
     from ..lib.plots import grade_distribution
@@ -53,12 +129,16 @@ def build(cfg: Config, out) -> dict:
     elif cfg.grading.consistency_check and judging.method == "prompt":
         swapped = grade_pairs(llm, [p for p in pairs if is_validity(p)], text_of, template=swapped_prompt)
     llm.release()
-    csv, md, tex, grades_file, validity_file, tests_file, metrics_file, plot, shares_file, per_task = outputs(cfg)
+    csv, md, tex, grades_file, validity_file, tests_file, metrics_file, plot, shares_file, per_task, ppi_diff_file = \
+        outputs(cfg)
     write_jsonl(out(grades_file), rows + (swapped_all or swapped or []))
     grades = {(r["qid"], r["chunk_id"]): r["grade"] for r in used}
     cells = grade_lists(cfg, questions, rankings, grades)
     long = table1(cfg, cells, cfg.grading.n_bootstrap, cfg.seed)
+    ppi_rows, diffs, human = prediction_powered(cfg, questions, rankings, grades, text_of)
+    long = long.merge(pd.DataFrame(ppi_rows, columns=PPI_KEYS + PPI_COLUMNS), on=PPI_KEYS, how="left")
     write_dataframe(long, out(csv))
+    write_dataframe(pd.DataFrame(diffs, columns=DIFF_COLUMNS), out(ppi_diff_file))
     run_scale = scale(len(questions))
     n = sample_size(questions)
     write_dataframe(grades_per_task(cells, questions), out(per_task))
@@ -126,11 +206,16 @@ STAGE = Stage(
     name="grade", doc="LLM relevance grades 0-3 of retrieved passages (Table 1)",
     home=lambda cfg: cfg.run_dir, outputs=outputs, build=build, after=("retrieve",),
     sections=lambda cfg: ["grading", "seed", "models.judge", "judge_check.min_pairs"],
-    reads=lambda cfg: [rankings_path(cfg), chunks_path(cfg), questions_path(cfg), *calibration_files(cfg)],
+    # human labels placed in the run make the stage stale; re-running it answers every grade from
+    # the call cache (no model loads) and adds the prediction-powered columns
+    reads=lambda cfg: [rankings_path(cfg), chunks_path(cfg), questions_path(cfg), labels_dir(cfg) / "human_labels.csv",
+                       labels_dir(cfg) / "human_labels.jsonl", labels_dir(cfg) / "to_label.jsonl",
+                       *calibration_files(cfg)],
     prompts=_prompts,
     models=lambda cfg: {"judge": cfg.models.judge.model},
     code=("spacelm.lib.llm.frontend", "spacelm.lib.relevance", "spacelm.lib.judging", "spacelm.lib.judge_check", "spacelm.lib.stats", "spacelm.lib.tables",
-          "spacelm.lib.sample", "spacelm.stages.grade", "spacelm.stages.data"),
+          "spacelm.lib.sample", "spacelm.lib.ppi", "spacelm.lib.labelling", "spacelm.stages.grade",
+          "spacelm.stages.data"),
 )
 
 

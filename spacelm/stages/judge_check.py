@@ -37,12 +37,13 @@ def _source_files(cfg: Config) -> list[Path]:
     for src in cfg.judge_check.sources:
         d = cfg.path(src.path)
         files += [d / "corpus.jsonl", d / "queries.jsonl", qrels_file(d, src.split)] if d.is_dir() else [d]
+        files += sorted(reference_folder(cfg, src).glob("*.qrels.txt"))
     return files
 
 
 def _not_run(name: str, path: str, why: str) -> dict:
     return {"source": name, "path": path, "run": False, "why": why, "verdict": "not run",
-            **{k: None for k in RELEVANCE_KEYS}}
+            **{k: None for k in RELEVANCE_KEYS}, "reference_judges": []}
 
 
 def bias_sample(pairs: list[dict], n_queries) -> list[dict]:
@@ -53,9 +54,17 @@ def bias_sample(pairs: list[dict], n_queries) -> list[dict]:
     return [p for p in pairs if p["qid"] in keep]
 
 
-def _check(cfg: Config, judge, name: str, pairs: list[dict], passages: dict, graded: bool, plots: Path) -> tuple:
-    """Grade `pairs` (both orders when asked), measure agreement, give the verdict."""
-    from ..lib.judge_check import agreement, mean_of_orders, position_bias, verdict
+def reference_folder(cfg: Config, src) -> Path:
+    """Where a source's reference-judge labels are: its `reference_judges` field, else
+    `<source path>/reference_judges`."""
+    return cfg.path(src.reference_judges) if src.reference_judges else cfg.path(src.path) / "reference_judges"
+
+
+def _check(cfg: Config, judge, name: str, pairs: list[dict], passages: dict, graded: bool, plots: Path,
+           references: dict = None) -> tuple:
+    """Grade `pairs` (both orders when asked), measure agreement, put the reference judges'
+    agreement on the same pairs beside it, give the verdict."""
+    from ..lib.judge_check import agreement, mean_of_orders, position_bias, reference_agreement, verdict
     from ..lib.plots import judge_confusion
     from ..lib.relevance import grade_pairs
 
@@ -73,7 +82,18 @@ def _check(cfg: Config, judge, name: str, pairs: list[dict], passages: dict, gra
     single_sub = single if len(rows_sub) == len(rows) else agreement(rows_sub, jc.n_bootstrap, cfg.seed, graded)
     debiased = agreement(mean_of_orders(rows_sub, swapped), jc.n_bootstrap, cfg.seed, graded) if swapped else None
     m = dict(debiased if debias else single)  # the figures of the grades Table 1 uses
-    m["verdict"], m["verdict_reason"] = verdict(m, jc)
+    used = mean_of_orders(rows_sub, swapped) if debias and swapped else rows
+    m["reference_judges"] = reference_agreement(used, references or {}, jc.n_bootstrap, cfg.seed, graded)
+    # a verdict compares like with like: where a reference did not label every pair (e.g. the
+    # random unjudged negatives), ours is measured again on the pairs every reference labelled
+    ours = m
+    if references:
+        common = [r for r in used if all((str(r["qid"]), str(r["chunk_id"])) in lab for lab in references.values())]
+        if len(common) < len([r for r in used if r.get("grade") is not None]):
+            ours = agreement(common, jc.n_bootstrap, cfg.seed, graded)
+            m["ours_on_reference_pairs"] = {k: ours.get(k) for k in ("n_pairs", "kappa_binary", "kappa_binary_ci",
+                                                                      "kappa_weighted", "auc", "auc_ci")}
+    m["verdict"], m["verdict_reason"] = verdict(ours, jc, m["reference_judges"])
     m.update(source=name, run=True, grading_mode="mean of both orders" if debias else "question first (as Table 1)")
     if swapped:
         pb = position_bias(rows, swapped)
@@ -90,8 +110,8 @@ def _check(cfg: Config, judge, name: str, pairs: list[dict], passages: dict, gra
 def build(cfg: Config, out) -> dict:
     from ..lib.beir import load_beir
     from ..lib.golden import load_golden, locate_samples
-    from ..lib.judge_check import build_controls, controls_table, golden_check_pairs, is_graded, sample_check_pairs, \
-        score_controls
+    from ..lib.judge_check import build_controls, controls_table, golden_check_pairs, is_graded, \
+        read_reference_judges, sample_check_pairs, score_controls
     from ..lib.llm import open_llm
 
     jc = cfg.judge_check
@@ -117,10 +137,12 @@ def build(cfg: Config, out) -> dict:
             ids, texts = data.passages()
             need = {p["chunk_id"] for p in pairs}
             passages = {i: t for i, t in zip(ids, texts) if i in need}
-            m, rows = _check(cfg, judge, src.name, pairs, passages, is_graded(data.qrels), plots)
+            refs = read_reference_judges(reference_folder(cfg, src))
+            m, rows = _check(cfg, judge, src.name, pairs, passages, is_graded(data.qrels), plots, refs)
             m.update(path=src.path, split=src.split, sample=f"{src.n_queries} queries (seed {cfg.seed})",
                      held_out_queries=f"{len(fitted)} queries the calibration was fitted on are left out" if fitted
                      else "no query of this source was used to fit the judge")
+            m["reference_judges_from"] = str(reference_folder(cfg, src)) if refs else None
             results.append(m)
             graded_rows += rows
         chunks = load_chunks(cfg) if jc.in_domain or jc.controls else []
@@ -149,10 +171,17 @@ def build(cfg: Config, out) -> dict:
     write_jsonl(out(pairs_file), graded_rows)
     write_dataframe(table, out(controls_csv))
     write_jsonl(out(controls_file), control_rows)
-    return {"sources": {m["source"]: m["verdict"] for m in results}, "pairs_graded": len(graded_rows),
+    return {"sources": {m["source"]: m["verdict"] for m in results},
+            # ours beside each reference judge on the same pairs: (kappa at grade >= 2, AUC)
+            "beside_reference_judges": {m["source"]: {"ours": [m.get("kappa_binary"), m.get("auc")],
+                                                      **{r["name"]: [r["kappa_binary"], r["auc"]]
+                                                         for r in m["reference_judges"]}}
+                                        for m in results if m.get("reference_judges")},
+            "pairs_graded": len(graded_rows),
             "labelled_pairs": sum(m.get("n_pairs") or 0 for m in results if m.get("run")),
             "control_pairs": len(control_rows),
             "controls": {r["rubric"]: r["verdict"] for r in table.to_dict("records")},
+            "controls_passed": {r["rubric"]: bool(r["passed"]) for r in table.to_dict("records")},
             "llm": judge.stats.to_dict(), "model_identity": ident}
 
 
@@ -174,7 +203,7 @@ def _prompts(cfg: Config) -> list[str]:
     p = relevance_prompts(cfg, jc.position_bias or cfg.grading.debias == "both_orders")
     if jc.controls:
         p += ["judge_faithfulness", "judge_relevance", "judge_noise_robustness", "judge_negative_rejection",
-              "judge_binary", "judge_claim_support"]
+              "judge_binary", "judge_claim_support", "judge_refusal"]
     return p
 
 

@@ -105,12 +105,62 @@ def judge_banner(cfg, table: str, rubrics=None) -> str:
     lines.insert(0, f"**Judge verdict** (`{judge}` on known-answer controls: a good answer must score above a bad "
                     "one): " + "; ".join(parts) + ".")
     fails = [r["rubric"] for r in ctl if r["verdict"] == "fails"]
+    not_passed = [r["rubric"] for r in ctl if r["verdict"] not in ("fails", "valid")]
     if fails:
         lines.append(f"> ⚠ **The judge fails its controls for {', '.join(fails)}**: those rows of the table do not "
-                     "measure what their names say.")
+                     "measure what their names say; they give no headline figure.")
+    if not_passed and not all(r["verdict"] == "too few pairs to tell" for r in ctl):
+        lines.append(f"> ⚠ **Not passed** (the pass rate's lower bound does not clear the bar): "
+                     f"{', '.join(not_passed)}: no headline figure rests on them.")
     elif all(r["verdict"] == "too few pairs to tell" for r in ctl):
         lines.append("> ⚠ Too few controls in this run to tell whether the rubric scores can be trusted.")
     return "\n\n".join(lines)
+
+
+def ppi_lines(cfg) -> list[str]:
+    """Table 1's prediction-powered estimates (judge grades on every pair + a person's grades on
+    a sample), or the statement that there are no human labels."""
+    import pandas as pd
+
+    run = cfg.run_dir
+    t = run / "table1_relevance.csv"
+    if not t.is_file():
+        return []
+    df = pd.read_csv(t)
+    if "n_human" not in df.columns or not (df["n_human"].fillna(0) > 0).any():
+        return ["Prediction-powered estimates: **no human labels** in this run (`spacelm label --n N` draws a sample "
+                "to grade; see docs/judges.md).", ""]
+    cols = ["retriever", "stage", "top_k", "grade", "percent", "ppi_estimate", "ppi_ci_low", "ppi_ci_high", "n_human"]
+    return ["### Prediction-powered Table 1", "",
+            "The judge's share (percent) beside the prediction-powered estimate from the judge's grades on every pair "
+            "and a person's grades on a stratified sample (classic PPI, 95% CLT interval, pairs as units):", "",
+            _csv_md(t, cols), "", "Reranked − retrieved, share graded 2–3 (pp):", "",
+            _csv_md(run / "grading" / "ppi_differences.csv"), ""]
+
+
+def refusal_lines(cfg) -> list[str]:
+    """Negative rejection measured first as a refusal rate where the passages cannot answer: the
+    phrase check and the refusal judge with their agreement, the 1-5 rubric beside, marked when
+    the judge behind it has not passed its controls."""
+    run = cfg.run_dir
+    f = run / "answer_checks.json"
+    rows = json.loads(f.read_text()).get("refusals_where_passages_cannot_answer") if f.is_file() else None
+    if not rows:
+        return []
+    _, ctl = read_judge_check(cfg)
+    passed = {r["rubric"]: (bool(r.get("passed")) if "passed" in r else r.get("verdict") == "valid") for r in ctl or []}
+    mark = lambda j: "" if passed.get(j) else (" ⚠ not passed its controls" if j in passed else " ⚠ unchecked")
+    out = ["### Negative rejection as a refusal rate", "",
+           "Where the passages cannot answer (wrong passages only; unanswerable questions), the share of answers that "
+           "decline, by the phrase check and by the yes/no refusal judge (95% Wilson intervals), their agreement, and "
+           "the paper's 1–5 rubric beside it.", "",
+           f"| setting | n | refusal rate (phrase) | refusal rate (judge{mark('refusal')}) | agreement | κ | "
+           f"rubric mean (1–5{mark('negative_rejection')}) | rubric 4–5 |", "|---|---:|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r['setting']} | {r['n']} | {_fmt(r['refusal_rate_phrase'], (r['phrase_ci_low'], r['phrase_ci_high']))} | "
+                   f"{_fmt(r['refusal_rate_judge'], (r['judge_ci_low'], r['judge_ci_high']))} | {_fmt(r['agreement'])} | "
+                   f"{_fmt(r['kappa'])} | {_fmt(r['rubric_mean'])} | {_fmt(r['rubric_declines_rate'])} |")
+    return out + [""]
 
 
 def judge_check_section(cfg) -> list[str]:
@@ -119,7 +169,9 @@ def judge_check_section(cfg) -> list[str]:
     if rel is None:
         return out + ["_(not produced in this run: run `spacelm judge-check`)_", ""]
     out += ["Relevance judge against human labels (same prompt, backend and settings as Table 1; 95% bootstrap CIs "
-            "over queries). Verdict thresholds: `judge_check` in the config.", "",
+            "over queries). Where a source has reference judges (automatic judges' labels on the same pairs, "
+            "rows marked ↳), the verdict compares our CI bounds with their figures; elsewhere with the absolute "
+            "thresholds of `judge_check` in the config. A verdict needs the CI's lower bound to clear the bar.", "",
             "| source | labels | pairs | AUC | κ (grade ≥ 2) | weighted κ | accuracy | verdict | why |",
             "|---|---|---:|---|---|---|---|---|---|"]
     for m in rel:
@@ -130,6 +182,15 @@ def judge_check_section(cfg) -> list[str]:
                    f"{_fmt(m['kappa_binary'], m['kappa_binary_ci'])} | "
                    f"{_fmt(m.get('kappa_weighted'), m.get('kappa_weighted_ci'))} | "
                    f"{_fmt(m['accuracy'], m.get('accuracy_ci'))} | **{m['verdict']}** | {md_cell(m.get('verdict_reason', ''))} |")
+        o = m.get("ours_on_reference_pairs")
+        if o:  # the references did not label every pair: ours again on the pairs they all labelled
+            out.append(f"| ↳ ours on the references' pairs | {m.get('labels')} | {o['n_pairs']} | "
+                       f"{_fmt(o.get('auc'), o.get('auc_ci'))} | {_fmt(o.get('kappa_binary'), o.get('kappa_binary_ci'))} | "
+                       f"{_fmt(o.get('kappa_weighted'))} | – | – | the figures the verdict compares |")
+        for r in m.get("reference_judges") or []:  # other judges on exactly these pairs, same CIs
+            out.append(f"| ↳ reference: {r['name']} | {r.get('labels', '')} | {r['n_pairs']} | "
+                       f"{_fmt(r.get('auc'), r.get('auc_ci'))} | {_fmt(r.get('kappa_binary'), r.get('kappa_binary_ci'))} | "
+                       f"{_fmt(r.get('kappa_weighted'))} | – | – | same pairs as the row above |")
     out.append("")
     for m in rel:
         pb = m.get("position_bias")
@@ -360,6 +421,7 @@ def build_report(cfg) -> Path:
               "and mde, the smallest difference this n could detect (80% power, α = 0.05); shares in percentage "
               "points:", "", _csv_md(run / "grading" / "paired_tests.csv"), "", "Judge-graded metrics beside source-chunk metrics:", "",
               _csv_md(run / "grading" / "graded_metrics.csv"), ""]
+    lines += ppi_lines(cfg)
     if (run / "judge_validity.json").is_file():
         v = json.loads((run / "judge_validity.json").read_text())
         lines += ["### Judge validity", "", f"**{v['verdict']}**", "",
@@ -371,6 +433,7 @@ def build_report(cfg) -> Path:
               "Paired tests over questions, each setting against the standard one (Holm-adjusted over this table's "
               "family; mde as above):", "", _csv_md(run / "table2_tests.csv"), "",
               _img(run, "answer_scores.png", "answer scores"), _img(run, "noise_curve.png", "noise curve"), ""]
+    lines += refusal_lines(cfg)
     if (run / "answer_checks.json").is_file():
         c = json.loads((run / "answer_checks.json").read_text())
         lines += [f"Refusal rate by setting: {c['refusal_rate_by_setting']}; citation accuracy by setting: "
@@ -379,7 +442,11 @@ def build_report(cfg) -> Path:
     lines += ["## Pipelines A / B / C", "", "A = closed book, B = retrieve + generate, C = B + verify and rewrite; "
               "overall pass = answer relevant ∧ grounded ∧ passages relevant (binary judges).", "",
               judge_banner(cfg, "table2", ["correct", "answer_relevant", "grounded", "claim_support"]), "",
-              _csv_md(run / "pipelines.csv", ["pipeline", "n", "correctness", "n_correctness", "faithfulness",
+              "Correctness is checked first without a judge: `facts_present` is the share of answers holding every "
+              "number (with its unit) and named entity of the reference answer (where it has any); "
+              "`correct_after_facts` keeps the judge's \"correct\" only where that check found nothing missing.", "",
+              _csv_md(run / "pipelines.csv", ["pipeline", "n", "facts_present", "n_facts_present", "correctness",
+                                              "n_correctness", "correct_after_facts", "faithfulness",
                                               "answers_with_valid_citation", "citation_accuracy", "refusal_rate",
                                               "claim_faithfulness", "citation_precision", "citation_recall",
                                               "overall_pass", "n_overall_pass", "latency_p50_s"]), ""]

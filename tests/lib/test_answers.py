@@ -124,3 +124,32 @@ def test_table2_tests_pair_questions_and_adjust_the_family():
     assert f["p_value"] == pytest.approx(p, abs=1e-4) and f["p_holm"] == pytest.approx(p, abs=1e-4)  # one test ran
     r = df.loc["relevance"]
     assert r["n_questions"] == 5 and r["diff"] == 0 and pd.isna(r["p_value"]) and pd.isna(r["mde"])
+
+
+def test_fact_check_catches_a_vague_answer_against_the_reference():
+    from spacelm.lib.answers import fact_check, quantities
+
+    assert quantities("about 100 km in 2 hours, 10,000 kg and 1.5 %") == [(100.0, "km"), (2.0, "hours"),
+                                                                         (10000.0, "kg"), (1.5, "%")]
+    bad = fact_check("The orbit is about 100 km high.", "The perigee is 261 km.")
+    assert bad["verdict"] is False and bad["missing_numbers"] == ["261 km"] and bad["contradicted"] == ["261 km"]
+    ok = fact_check("ESA measured a perigee of 261 km.", "ESA gives a perigee of 261 km.")
+    assert ok["verdict"] is True and ok["numbers"] == 1 and ok["entities"] == 1
+    assert fact_check("It was Kourou.", "It launched from Baikonur.")["missing_entities"] == ["Baikonur"]
+    assert fact_check("Yes, it does.", "it is a good idea.")["verdict"] is None  # nothing to check
+
+
+def test_refusal_rates_phrase_and_judge_side_by_side():
+    """4 answers where the passages cannot answer: phrase check refusals 1,1,0,0; the judge says
+    yes on 1,0,0,0 -> rates 0.5 and 0.25, agreement 3/4; rubric 5,5,1,3 -> mean 3.5, 4-5 share 0.5."""
+    from spacelm.lib.answers import refusal_rates
+
+    items = []
+    for refused, judged, score in [(True, True, 5), (True, False, 5), (False, False, 1), (False, False, 3)]:
+        items.append({"setting": "5_wrong", "rubrics": ["negative_rejection"], "refusal": refused,
+                      "binary": {"refusal": {"verdict": judged}}, "scores": {"negative_rejection": score}})
+    items.append({"setting": "standard", "rubrics": ["faithfulness"], "refusal": False, "binary": {}, "scores": {}})
+    (r,) = refusal_rates(items)
+    assert r["setting"] == "5_wrong" and r["n"] == 4 and r["refusal_rate_phrase"] == 0.5 and r["refusal_rate_judge"] == 0.25
+    assert r["agreement"] == 0.75 and r["rubric_mean"] == 3.5 and r["rubric_declines_rate"] == 0.5
+    assert 0 < r["judge_ci_low"] < 0.25 < r["judge_ci_high"] < 1

@@ -27,6 +27,21 @@ def test_judge_check_stage_writes_the_contract_and_reports_absent_sources(tiny_c
     cfg = tiny_config
     cfg.judge_check.sources.append(CheckSource("absent", str(tiny_corpus / "nowhere")))
     cfg.judge_check.min_pairs = 2
+    # reference judges beside the tiny source: one agrees with the labels everywhere
+    from spacelm.lib.beir import load_beir
+
+    src = cfg.judge_check.sources[0]
+    refs = src.path + "/reference_judges"
+    import pathlib
+
+    pathlib.Path(refs).mkdir()
+    data = load_beir(pathlib.Path(src.path))
+    ids, _ = data.passages()
+    (pathlib.Path(refs) / "perfect.qrels.txt").write_text("".join(
+        f"{q} Q0 {d} {rel.get(d, 0)}\n" for q, rel in data.qrels.items() for d in ids))
+    # another that labelled only the pairs people judged (not the random negatives)
+    (pathlib.Path(refs) / "partial.qrels.txt").write_text("".join(
+        f"{q} Q0 {d} {g}\n" for q, rel in data.qrels.items() for d, g in rel.items()))
     monkeypatch.setattr(llm_pkg, "open_llm", lambda c, d=None: LLM(c, backend=ScriptedJudge()))
     ingest.run(cfg)
     chunk.run(cfg)
@@ -40,6 +55,16 @@ def test_judge_check_stage_writes_the_contract_and_reports_absent_sources(tiny_c
     tiny, absent, golden_m = rel
     assert tiny["n_pairs"] == 6 and tiny["verdict"] in J.VERDICTS and tiny["position_bias"]["n_pairs"] == 6
     assert absent["verdict"] == "not run" and "not found" in absent["why"] and absent["auc"] is None
+    assert absent["reference_judges"] == [] and golden_m["reference_judges"] == []
+    partial, ref = tiny["reference_judges"]
+    assert ref["name"] == "perfect" and ref["n_pairs"] == tiny["n_pairs"]
+    # the verdict compares like with like: ours again on the pairs every reference labelled
+    assert partial["n_pairs"] == tiny["ours_on_reference_pairs"]["n_pairs"] < tiny["n_pairs"]
+    assert set(ref) >= {"name", "n_pairs", "kappa_binary", "kappa_binary_ci", "kappa_weighted", "auc", "auc_ci"}
+    # those are the relevant passages only here: one class, so no verdict
+    assert tiny["verdict"] == "too few pairs to tell" and "one class" in tiny["verdict_reason"]
+    assert {"ours", "perfect", "partial"} == set(res["beside_reference_judges"]["tiny"])
+    assert {"n_kinds", "ci_low", "ci_high"} <= set(pd.read_csv(out / "controls.csv").columns)
     assert golden_m["n_pairs"] >= 2
     controls = pd.read_csv(out / "controls.csv")
     assert list(controls.columns[:3]) == ["rubric", "n", "pass_rate"] and "verdict" in controls.columns

@@ -71,3 +71,32 @@ def test_banners_say_in_plain_words_when_a_judge_fails_or_was_never_checked(tiny
     assert "⚠" not in judge_banner(tiny_config, "table1") and "⚠" not in judge_banner(tiny_config, "table2")
     tiny_config.models.judge.model = "embedded:qwen2.5-coder-0.5b"  # a table from a judge the checks did not measure
     assert "not this table's judge" in judge_banner(tiny_config, "table1")
+
+
+def test_report_prints_reference_judges_refusal_rates_and_ppi_status(tiny_config):
+    import pandas as pd
+
+    from spacelm.stages.report import judge_banner, judge_check_section, ppi_lines, refusal_lines
+
+    _write_checks(tiny_config, {"trec": "weak"}, {"negative_rejection": "weak", "refusal": "valid"})
+    d = tiny_config.run_dir / "judge_check"
+    rel = json.loads((d / "relevance.json").read_text())
+    rel[0].update(labels="graded 0-3", kappa_weighted=0.3, accuracy=0.7, verdict_reason="cannot tell against gpt",
+                  reference_judges=[{"name": "gpt", "labels": "graded 0-3", "n_pairs": 90, "auc": 0.75,
+                                     "auc_ci": [0.7, 0.8], "kappa_binary": 0.35, "kappa_binary_ci": [0.2, 0.5],
+                                     "kappa_weighted": 0.6}])
+    (d / "relevance.json").write_text(json.dumps(rel))
+    section = "\n".join(judge_check_section(tiny_config))
+    assert "| ↳ reference: gpt | graded 0-3 | 90 | 0.75 [0.70, 0.80] | 0.35 [0.20, 0.50] | 0.60 |" in section
+    assert "Not passed" in judge_banner(tiny_config, "table2") and "negative_rejection" in judge_banner(tiny_config, "table2")
+    (tiny_config.run_dir / "answer_checks.json").write_text(json.dumps({"refusals_where_passages_cannot_answer": [
+        {"setting": "5_wrong", "n": 4, "refusal_rate_phrase": 0.5, "phrase_ci_low": 0.15, "phrase_ci_high": 0.85,
+         "refusal_rate_judge": 0.25, "judge_ci_low": 0.05, "judge_ci_high": 0.7, "n_judge": 4, "agreement": 0.75,
+         "kappa": 0.5, "rubric_mean": 3.5, "rubric_declines_rate": 0.5, "n_rubric": 4}]}))
+    lines = "\n".join(refusal_lines(tiny_config))
+    assert "rubric mean (1–5 ⚠ not passed its controls)" in lines and "refusal rate (judge)" in lines
+    assert "| 5_wrong | 4 | 0.50 [0.15, 0.85] | 0.25 [0.05, 0.70] | 0.75 | 0.50 | 3.50 | 0.50 |" in lines
+    pd.DataFrame([{"retriever": "bm25", "stage": "retrieved", "top_k": 3, "grade": 2, "percent": 50.0,
+                   "ppi_estimate": None, "ppi_ci_low": None, "ppi_ci_high": None, "n_human": 0}]).to_csv(
+        tiny_config.run_dir / "table1_relevance.csv", index=False)
+    assert "no human labels" in "\n".join(ppi_lines(tiny_config))
