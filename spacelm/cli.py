@@ -4,7 +4,7 @@
     spacelm status   --config configs/quick.yaml [--set KEY=VALUE]
     spacelm plan     --config configs/paper.yaml [--json] [--use-outputs] [--tokenizer PATH]
     spacelm ingest | chunk | synth | retrieve | judge-check | grade | answer  --config ... [--force]
-    spacelm report   --config ...
+    spacelm report   --config ... [--recompute]
     spacelm models   list | path NAME | verify [NAME] | export-hf NAME
     spacelm cache    stats | clear [--model NAME]
     spacelm corpus   verify DIR [--list NAME] | fetch NAME --to DIR | attribution NAME
@@ -94,7 +94,20 @@ def cmd_plan(args) -> int:
 def cmd_report(args) -> int:
     from .stages.report import build_report
 
-    print(build_report(_cfg(args)))
+    cfg = _cfg(args)
+    if args.recompute:
+        from .stages import answer, grade
+
+        run = cfg.run_dir
+        if not (run / "grades.jsonl").is_file() and not (run / "answers.jsonl").is_file():
+            print(f"spacelm report --recompute: {run} holds neither grades.jsonl nor answers.jsonl: run the grade "
+                  "or answer stage first", file=sys.stderr)
+            return EXIT_INPUT
+        if (run / "grades.jsonl").is_file():
+            grade.recompute(cfg)
+        if (run / "answers.jsonl").is_file():
+            answer.recompute(cfg)
+    print(build_report(cfg))
     return 0
 
 
@@ -234,6 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=_stage_cmd(stage.name))
     p = sub.add_parser("report", help="(re)write results/<run>/report.md from the run folder")
     _add_common(p, force=False)
+    p.add_argument("--recompute", action="store_true",
+                   help="first recompute Table 1, Table 2 and their tests, CIs and plots from the stored grades.jsonl "
+                        "and answers.jsonl (no model is loaded)")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("models", help="list, locate or verify the embedded models; export-hf writes a GGUF model as "
                                       "a safetensors folder for vLLM")
