@@ -216,7 +216,7 @@ def unanswerable_items(cfg, questions: list[dict], rankings: Optional[dict]) -> 
 # --------------------------------------------------------------------------- tables
 def table2(items: list[dict], setting_names: list[str], n_boot: int = None, seed: int = None):
     """Long form: metric, setting, mean, std (the SD of the scores), n, n_source_chunks, ci_low,
-    ci_high (95% cluster-robust t interval over source chunks), missing. `n_boot`, `seed`:
+    ci_high (95% cluster-robust t interval over source chunks, bounded by the 1-5 scale), missing. `n_boot`, `seed`:
     unused (the interval is analytic)."""
     import pandas as pd
 
@@ -231,6 +231,8 @@ def table2(items: list[dict], setting_names: list[str], n_boot: int = None, seed
             got = [(it["scores"].get(metric), it.get("source_chunk_id")) for it in its]
             got = [(v, c) for v, c in got if v is not None]
             c = cluster_t([v for v, _ in got], [c for _, c in got])
+            # a t interval can pass the ends of the 1-5 scale: the scale bounds it
+            c["ci_low"], c["ci_high"] = (float(np.clip(x, 1, 5)) if x == x else x for x in (c["ci_low"], c["ci_high"]))
             r3 = lambda x: None if x is None or np.isnan(x) else round(float(x), 3)
             rows.append({"metric": metric, "setting": s, "mean": r3(c["mean"]) if got else None,
                          "std": round(float(np.std([v for v, _ in got], ddof=1)), 3) if len(got) > 1 else None,

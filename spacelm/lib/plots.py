@@ -358,6 +358,7 @@ def per_task_panels(per_task, value: str, ylabel: str, path: Optional[Path] = No
                 ax.plot(g["top_k"], g[value], marker="o" if st == "retrieved" else "s",
                         linestyle="-" if st == "retrieved" else "--", label=f"{r} {st}")
             n = int(sub["questions"].max())
+            ax.set_xticks(sorted(set(sub["top_k"])))
             ax.set_xlabel("top-k")
         ax.set_title(f"{task} (n={n})", fontsize=9)
         ax.grid(alpha=0.3)

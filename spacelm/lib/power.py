@@ -57,10 +57,13 @@ def spread(row: Optional[dict], key: str) -> tuple[float, float, float, str]:
     return DEFAULT_SD[key], 1.0, 1.0, "default"
 
 
+MAX_N = 100_000  # questions: beyond this the table says "≥ 100,000"
+
+
 def _need(effect, sd, deff, alpha=ALPHA, power=POWER) -> Optional[int]:
     from .stats import questions_needed
 
-    return questions_needed(effect, sd, alpha, power, deff)
+    return questions_needed(effect, sd, alpha, power, deff, MAX_N)
 
 
 def _cells(last: list[dict], comparison: str, measure: str, retrievers, ks) -> list[tuple]:
@@ -153,6 +156,13 @@ def format_power(rows: list[dict]) -> str:
 
     if not rows:
         return ""
-    df = pd.DataFrame(rows, columns=COLUMNS).fillna("–")
+    def cell(v):
+        if v is None or (isinstance(v, float) and v != v):
+            return "–"
+        if isinstance(v, (int, float)):
+            return f"≥ {MAX_N:,}" if v >= MAX_N else f"{int(v):,}"
+        return str(v)
+
+    df = pd.DataFrame([{k: cell(r.get(k)) for k in COLUMNS} for r in rows], columns=COLUMNS)
     return ("Power: questions needed to detect the paper's effect with 80% power under each verdict's rule "
             "(spacelm/lib/findings.py), beside what this config plans\n" + df.to_string(index=False))

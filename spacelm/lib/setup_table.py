@@ -34,21 +34,21 @@ def _has(text: str, *needles: str) -> bool:
     return all(n.lower().replace("-", "").replace(" ", "") in t for n in needles)
 
 
-def setup_rows(cfg, stages: Optional[dict] = None) -> list[dict]:
+def setup_rows(cfg, stages: Optional[dict] = None, sizes: Optional[dict] = None) -> list[dict]:
     """[{component, paper, this_run, match}] for `cfg` (a Config) and, when given, the run's
-    manifest stages (question counts, the resolved reranker pool)."""
+    manifest stages (question counts, the resolved reranker pool) and `sizes` {"grade" |
+    "answer": (questions, source chunks)} read from the run's tables, which take precedence."""
     stages = stages or {}
+    sizes = sizes or {}
     r, m = cfg.retrieval, cfg.models
     ing, syn = stages.get("ingest", {}), stages.get("synth", {})
-    grade, answer = stages.get("grade", {}), stages.get("answer", {})
     pool = stages.get("retrieve", {}).get("rerank_pool", r.pool)
     pool_text = f"top-{pool}" if isinstance(pool, int) or float(pool) >= 1 else f"top {float(pool):.0%} of the chunks"
 
-    def n_of(stage: dict) -> str:
-        s = stage.get("sample") or {}
-        if "questions" not in stage:
-            return "–"
-        return f"{stage['questions']} questions / {s.get('source_chunks', '?')} source chunks"
+    def n_of(name: str) -> str:
+        stage = stages.get(name, {})
+        q, c = sizes.get(name) or (stage.get("questions"), (stage.get("sample") or {}).get("source_chunks"))
+        return "–" if q is None else f"{q} questions / {'?' if c is None else c} source chunks"
 
     rows = [
         ("corpus", f"{ing.get('documents', '?')} documents from {cfg.corpus.raw_dir}", "no"),
@@ -66,15 +66,18 @@ def setup_rows(cfg, stages: Optional[dict] = None) -> list[dict]:
         ("questions", f"{syn.get('kept', '?')} kept of {syn.get('generated', '?')} written", "no"),
         ("question filter", f"source chunk in the {cfg.synth.filter_retriever} top-{cfg.synth.filter_top_n}",
          "yes" if cfg.synth.filter_top_n == 50 else "no"),
-        ("Table 1 questions", n_of(grade), "no"),
-        ("Table 2 questions", n_of(answer), "no"),
+        ("Table 1 questions", n_of("grade"), "no"),
+        ("Table 2 questions", n_of("answer"), "no"),
         ("prompts", f"spacelm's own wording of the paper's scales ({cfg.grading.prompt}; judge_* rubrics)", "no"),
     ]
-    return [{"component": c, "paper": PAPER[c], "this_run": ours, "match": match} for c, ours, match in rows]
+    short = {"chunking": f"chunks of {cfg.chunking.max_tokens} vs 2,000 tokens",
+             "judge": f"judge {m.judge.model} vs Llama 3.3 70B"}
+    return [{"component": c, "paper": PAPER[c], "this_run": ours, "match": match,
+             "differs": short.get(c, f"{c}: {ours} vs {PAPER[c]}")} for c, ours, match in rows]
 
 
 def comparability(rows: list[dict], components=LEVEL_COMPONENTS) -> str:
     """"yes" when every one of `components` matches the paper's, else "no: " and what differs."""
-    differ = [f"{r['component']} {r['this_run']} vs {r['paper']}" for r in rows
+    differ = [r.get("differs") or f"{r['component']}: {r['this_run']} vs {r['paper']}" for r in rows
               if r["component"] in components and r["match"] != "yes"]
     return "yes" if not differ else "no: " + "; ".join(differ)

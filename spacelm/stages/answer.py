@@ -194,8 +194,9 @@ def recompute(cfg: Config) -> dict:
     ids = json.loads((d / "manifest.json").read_text()).get("models", {}) if (d / "manifest.json").is_file() else {}
     name = lambda role: (ids.get("answer", {}).get(role) or ids.get(role) or {}).get("name") or \
         getattr(cfg.models, role).model
-    return write_tables(cfg, items, claim_rows, list(seen.values()), len(known) or len(seen), name("generator"),
-                        name("judge"), lambda p: p)
+    n_available = sum(1 for q in known.values() if q.get("kept") and q.get("answerable", True)) or len(seen)
+    return write_tables(cfg, items, claim_rows, list(seen.values()), n_available, name("generator"), name("judge"),
+                        lambda p: p)
 
 
 def claim_items(cfg: Config, items: list[dict]) -> list[dict]:

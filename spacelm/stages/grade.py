@@ -118,9 +118,10 @@ def recompute(cfg: Config) -> dict:
     if questions_path(cfg).is_file():
         known = {q["qid"]: q for q in read_jsonl(questions_path(cfg))}
     questions = [known.get(q) or {"qid": q, "source_chunk_id": c} for q, c in sorted(source.items())]
-    n_available = len(known) or len(questions)
-    judge = json.loads((d / "manifest.json").read_text()).get("models", {}).get("judge", {}).get("name") \
-        if (d / "manifest.json").is_file() else cfg.models.judge.model
+    manifest = json.loads((d / "manifest.json").read_text()) if (d / "manifest.json").is_file() else {}
+    n_available = (manifest.get("stages", {}).get("grade", {}).get("questions_available")
+                   or sum(1 for q in known.values() if q.get("kept") and q.get("answerable", True)) or len(questions))
+    judge = manifest.get("models", {}).get("judge", {}).get("name")
     return write_tables(cfg, questions, n_available, load_rankings(cfg), used, swapped, judge or cfg.models.judge.model,
                         lambda p: p)
 

@@ -194,13 +194,26 @@ def interval_methods() -> dict:
     return out
 
 
+def table_sizes(run: Path) -> dict:
+    """{"grade" | "answer": (questions, source chunks)} from the paired-test tables' largest cell."""
+    import pandas as pd
+
+    out = {}
+    for stage, p in (("grade", run / "grading" / "paired_tests.csv"), ("answer", run / "table2_tests.csv")):
+        if p.is_file():
+            t = pd.read_csv(p)
+            if len(t) and "n_source_chunks" in t:
+                out[stage] = (int(t["n_questions"].max()), int(t["n_source_chunks"].max()))
+    return out
+
+
 def setup_section(cfg, stages: dict) -> list[str]:
     """The paper's setup beside this run's, component by component (also setup_vs_paper.csv)."""
     import pandas as pd
 
     from ..lib.setup_table import COLUMNS, comparability, setup_rows
 
-    rows = setup_rows(cfg, stages)
+    rows = setup_rows(cfg, stages, table_sizes(cfg.run_dir))
     write_dataframe(pd.DataFrame(rows, columns=COLUMNS), cfg.run_dir / "setup_vs_paper.csv")
     comp = comparability(rows)
     return ["## This run's setup beside the paper's", "",
@@ -226,7 +239,7 @@ def paper_rows(cfg) -> list[dict]:
     if (run / "table2_tests.csv").is_file():
         rows += table2_findings(read(run / "table2_answer_quality.csv"), read(run / "table2_tests.csv"))
     rel, ctl = read_judge_check(cfg)
-    return paper_vs_run(rows, judge_verdicts(rel, ctl), comparability(setup_rows(cfg, _stages(cfg))))
+    return paper_vs_run(rows, judge_verdicts(rel, ctl), comparability(setup_rows(cfg, _stages(cfg), table_sizes(run))))
 
 
 def paper_section(cfg, rows: list[dict]) -> list[str]:
