@@ -152,9 +152,10 @@ def score_distributions(table2_long, path: Optional[Path] = None):
         sub = df[df.setting == st].set_index("metric")
         xs = [i + (j - (len(setting_names) - 1) / 2) * 0.18 for i, m in enumerate(metrics) if m in sub.index]
         ms = [m for m in metrics if m in sub.index]
-        ys = np.array([float(sub.loc[m, "mean"]) for m in ms])
-        lo = np.array([float(sub.loc[m, "ci_low"]) for m in ms])
-        hi = np.array([float(sub.loc[m, "ci_high"]) for m in ms])
+        num = lambda v: float("nan") if v is None else float(v)  # no interval below two source chunks
+        ys = np.array([num(sub.loc[m, "mean"]) for m in ms])
+        lo = np.array([num(sub.loc[m, "ci_low"]) for m in ms])
+        hi = np.array([num(sub.loc[m, "ci_high"]) for m in ms])
         ax.errorbar(xs, ys, yerr=_yerr(ys, lo, hi), fmt="o", capsize=3,
                     label=f"{st} (n={int(sub['n'].max()) if len(sub) else 0})")
     ax.set_xticks(range(len(metrics)))
