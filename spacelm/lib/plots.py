@@ -55,8 +55,9 @@ def chunk_length_histogram(chunks, max_tokens: int, path: Optional[Path] = None)
 def recall_curve(per_query, k_values, path: Optional[Path] = None, metric: str = "recall", n_boot: int = 1000,
                  seed: int = 0):
     """Recall@k (or another @k metric) against k, one line per system, each point with its 95%
-    bootstrap CI over queries; the legend sits outside the axes."""
-    from .stats import bootstrap_ci
+    cluster-robust t interval (queries clustered by `source_chunk_id` when the table has it,
+    bounded to [0, 1]); the legend sits outside the axes. `n_boot`, `seed`: unused."""
+    from .stats import cluster_t
 
     fig, ax = _figure(7.4, 3.6)
     ks = sorted(k_values)
@@ -64,8 +65,10 @@ def recall_curve(per_query, k_values, path: Optional[Path] = None, metric: str =
     for j, name in enumerate(systems):
         sub = per_query[per_query["system"] == name]
         means = [float(sub[f"{metric}@{k}"].mean()) for k in ks]
-        cis = [bootstrap_ci(sub[f"{metric}@{k}"].tolist(), None, n_boot, seed) for k in ks]
-        err = _yerr(means, [lo for lo, _ in cis], [hi for _, hi in cis])
+        clusters = sub["source_chunk_id"].tolist() if "source_chunk_id" in sub else None
+        cis = [cluster_t(sub[f"{metric}@{k}"].tolist(), clusters) for k in ks]
+        bound = lambda x: x if x != x else min(1.0, max(0.0, x))  # NaN (one cluster) stays NaN: no bar
+        err = _yerr(means, [bound(c["ci_low"]) for c in cis], [bound(c["ci_high"]) for c in cis])
         x = [k + (j - (len(systems) - 1) / 2) * 0.08 for k in ks]  # dodge so the bars do not hide each other
         ax.errorbar(x, means, yerr=err, marker="o", capsize=3, label=name)
     ax.set_xlabel("k")
@@ -249,7 +252,9 @@ def refusal_sweep(sweep: list[dict], points: dict, n_answerable: int, n_unanswer
     """Refusal recall (unanswerable questions declined) against the false-refusal rate
     (answerable ones declined) as the gate's threshold moves from 0 to 1, each point with its
     95% Wilson intervals on both rates; `points` marks named operating points {label:
-    (false_refusal_rate, refusal_recall)} such as gate off / on. Legend outside the axes."""
+    (false_refusal_rate, refusal_recall[, (x low, x high), (y low, y high)])} such as gate off /
+    on, drawn with the intervals given (answerability.csv's: Wilson at the effective n of the
+    source-chunk clusters) or else Wilson at n. Legend outside the axes."""
     from .stats import wilson_ci
 
     fig, ax = _figure(6.6, 4.2)
@@ -269,9 +274,13 @@ def refusal_sweep(sweep: list[dict], points: dict, n_answerable: int, n_unanswer
         ye = [err(y, n_unanswerable) for y in ys]
         ax.errorbar(xs, ys, xerr=[[a for a, _ in xe], [b for _, b in xe]], yerr=[[a for a, _ in ye], [b for _, b in ye]],
                     marker=".", color="#4477aa", ecolor="#bbccee", elinewidth=0.8, label="gate threshold 0 → 1")
-    for (label, (x, y)), colour in zip(points.items(), ("#cc3311", "#228833", "#aa3377")):
+    for (label, point), colour in zip(points.items(), ("#cc3311", "#228833", "#aa3377")):
+        x, y = point[:2]
         if x is not None and y is not None:
             xe, ye = err(x, n_answerable), err(y, n_unanswerable)
+            if len(point) == 4 and None not in (*point[2], *point[3]):  # the table's own intervals
+                (xe,), (ye,) = (tuple(zip(*_yerr([x], [point[2][0]], [point[2][1]]))),
+                                tuple(zip(*_yerr([y], [point[3][0]], [point[3][1]]))))
             ax.errorbar([x], [y], xerr=[[xe[0]], [xe[1]]], yerr=[[ye[0]], [ye[1]]], fmt="o", markersize=7, capsize=3,
                         color=colour, zorder=3, label=label)
     ax.plot([0, 1], [0, 1], color="#bbbbbb", linestyle=":", linewidth=1)

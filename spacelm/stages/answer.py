@@ -133,7 +133,9 @@ def write_tables(cfg: Config, items: list[dict], claim_rows: list[dict], questio
     write_dataframe(pd.DataFrame(ans_rows).reindex(columns=list(dict.fromkeys(ANSWERABILITY_COLUMNS + list(ans_rows[0])))),
                     out(ans_csv))
     write_dataframe(pd.DataFrame(sweep), out(sweep_csv))
-    points = {f"gate {r['gate']}": (r["false_refusal_rate"], r["refusal_recall"]) for r in ans_rows}
+    points = {f"gate {r['gate']}": (r["false_refusal_rate"], r["refusal_recall"],
+                                    (r["false_refusal_rate_ci_low"], r["false_refusal_rate_ci_high"]),
+                                    (r["refusal_recall_ci_low"], r["refusal_recall_ci_high"])) for r in ans_rows}
     refusal_sweep(sweep, points, sum(it["answerable"] for it in b_items), sum(not it["answerable"] for it in b_items),
                   out(sweep_plot))
     write_jsonl(out(claims_file), claim_rows)

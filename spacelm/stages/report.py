@@ -178,6 +178,8 @@ INTERVAL_METHODS = {  # file -> how its intervals (and tests) are computed; reco
     "pipelines.csv": "proportion",
     "answerability.csv": "proportion",
     "claims.csv": "pooled share",
+    "plots/recall_at_k.png": "mean",
+    "plots/refusal_sweep.png": "proportion",
 }
 
 
@@ -191,6 +193,9 @@ def interval_methods() -> dict:
         out[f] += "; test: cluster-robust t, Holm within each `family`"
     out["answerability.csv"] += "; refusal_f1: " + INTERVALS["pooled share"]
     out["judge_check/controls.csv"] = "Wilson score interval (each control its own pair)"
+    out["plots/noise_curve.png"] = f"faithfulness: {INTERVALS['mean']}; refusal share: {INTERVALS['proportion']}"
+    out["judge_check/relevance.json"] = "percentile bootstrap over queries (the pairs of one query move together)"
+    out["retrieval/significance.csv"] = "ranx paired Student t over queries, not clustered by source chunk"
     return out
 
 
