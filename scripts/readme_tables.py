@@ -38,8 +38,7 @@ def block(run_dir: Path) -> str:
     lines += _md_table([
         {"table": "synthetic questions", "questions": f"{z.get('synthetic_questions_kept')} kept of "
                                                       f"{z.get('synthetic_questions_written')} written",
-         "what": f"+ {z.get('unanswerable_kept')} unanswerable kept of "  # manifests before the key: synth's own
-                 f"{z.get('unanswerable_written', m['stages'].get('synth', {}).get('unanswerable_generated'))}"},
+         "what": unanswerable_text(run_dir, z, m)},
         {"table": "Table 1 (relevance grades)", "questions": z.get("table1_questions"),
          "what": f"{z.get('table1_pairs_graded')} distinct pairs graded, 4 systems, top-3/5/7/10"},
         {"table": "Table 2 (answers under noise)", "questions": f"{z.get('table2_questions_per_setting')} per setting",
@@ -53,18 +52,131 @@ def block(run_dir: Path) -> str:
     lines += _md_table([{"stage": u["stage"], "unit": u["unit"], "n": u["n"], "seconds per unit":
                          f"{u['seconds_per_unit']:.2f}", "calls per unit": f"{u['calls_per_unit']:.2f}"}
                         for u in mt.get("per_unit", [])], ["stage", "unit", "n", "seconds per unit", "calls per unit"])
+    setup = run_dir / "setup_vs_paper.csv"
+    if setup.is_file():
+        lines += ["", "**This run's setup beside the paper's** (from `setup_vs_paper.csv`):", ""]
+        lines += _md_table(pd.read_csv(setup).fillna("–").to_dict("records"), ["component", "paper", "this_run", "match"])
     pv = run_dir / "paper_vs_run.csv"
     if pv.is_file():
-        lines += ["", "**The paper and this run** (verdicts from Holm-adjusted paired tests; the judge's own verdict "
-                  "beside each):", ""]
-        lines += _md_table(pd.read_csv(pv).fillna("–").to_dict("records"),
-                           ["finding", "paper", "this_run", "ci", "verdict", "judge_verdict"])
+        found = pd.read_csv(pv).fillna("–")
+        cols = [c for c in ["finding", "paper", "this_run", "ci", "verdict", "comparable", "judge_verdict", "n",
+                            "mde_rule"] if c in found.columns]
+        lines += ["", "**The paper and this run** (from `paper_vs_run.csv`; the rules: `spacelm/lib/findings.py`):", ""]
+        lines += _md_table(found.to_dict("records"), cols)
+    lines += judge_lines(run_dir)
     for title, name in (("Table 1, relevance grades (%)", "table1_relevance.md"),
                         ("Table 2, answer quality (1-5)", "table2_answer_quality.md")):
         p = run_dir / name
         if p.is_file():
             lines += ["", f"**{title}** (from `{run_dir.name}/{name}`):", "", p.read_text().strip()]
     return "\n".join(lines + ["", END])
+
+
+def unanswerable_text(run_dir: Path, z: dict, m: dict) -> str:
+    """The unanswerable set as the run kept it: synthetic kept of written, and the human-labelled
+    (golden) ones kept as labelled, counted from answers.jsonl when it names their kind."""
+    import json as _json
+
+    written = z.get("unanswerable_written", m["stages"].get("synth", {}).get("unanswerable_generated"))
+    kept = z.get("unanswerable_kept")
+    ans = run_dir / "answers.jsonl"
+    kinds = []
+    if ans.is_file():
+        kinds = [r.get("unanswerable_kind") for r in map(_json.loads, ans.read_text().splitlines())
+                 if r.get("answerable") is False]
+    golden = sum(k == "golden" for k in kinds)
+    if kinds and kept is not None and golden:
+        return (f"+ {kept} unanswerable: {kept - golden} synthetic kept of {written} written, and {golden} "
+                "human-labelled (golden) kept as labelled")
+    return f"+ {kept} unanswerable kept of {written}"
+
+
+def judge_lines(run_dir: Path) -> list[str]:
+    """The run's judge verdicts (judge_check/relevance.json and controls.csv) as a table."""
+    import json as _json
+
+    import pandas as pd
+
+    d = run_dir / "judge_check"
+    rows = []
+    if (d / "relevance.json").is_file():
+        for r in _json.loads((d / "relevance.json").read_text()):
+            if r.get("run"):
+                rows.append({"judge": f"relevance grader on {r['source']}", "n": f"{r['n_pairs']} pairs",
+                             "figure": f"AUC {r['auc']:.2f}, κ (grade ≥ 2) {r['kappa_binary']:.2f}",
+                             "verdict": r["verdict"]})
+    if (d / "controls.csv").is_file():
+        for r in pd.read_csv(d / "controls.csv").to_dict("records"):
+            rows.append({"judge": r["rubric"].replace("_", " "), "n": f"{r['n']} controls",
+                         "figure": f"pass rate {r['pass_rate']:.2f} [{r['pass_rate_ci_low']:.2f}, "
+                                   f"{r['pass_rate_ci_high']:.2f}]", "verdict": r["verdict"]})
+    if not rows:
+        return []
+    return ["", f"**The judges of this run** (from `{run_dir.name}/judge_check/`):", ""] + \
+        _md_table(rows, ["judge", "n", "figure", "verdict"])
+
+
+# Figures the README quotes outside the generated block: (what, README text that must be present,
+# a function of the repository root giving the figure's text from its run file). `--check` fails
+# when a quoted figure is no longer what the run file says.
+def _control(run: str, rubric: str, fmt: str):
+    def read(root: Path) -> str:
+        import pandas as pd
+
+        r = pd.read_csv(root / "results" / run / "judge_check" / "controls.csv").set_index("rubric").loc[rubric]
+        return fmt.format(**r.to_dict())
+    return read
+
+
+def _relevance(run: str, source: str, fmt: str):
+    def read(root: Path) -> str:
+        import json as _json
+
+        r = next(m for m in _json.loads((root / "results" / run / "judge_check" / "relevance.json").read_text())
+                 if m["source"] == source)
+        return fmt.format(**{k: v for k, v in r.items() if not isinstance(v, (list, dict))},
+                          auc_lo=r["auc_ci"][0], auc_hi=r["auc_ci"][1])
+    return read
+
+
+QUOTED = [
+    *[(f"judge-controls {rubric}", f"| {label} | {{}} |", _control("judge-controls", rubric,
+                                                                     "{pass_rate:.2f} [{pass_rate_ci_low:.2f}, "
+                                                                     "{pass_rate_ci_high:.2f}]"))
+      for rubric, label in (("faithfulness", "faithfulness (1–5)"), ("relevance", "relevance (1–5)"),
+                            ("noise_robustness", "noise robustness (1–5)"),
+                            ("negative_rejection", "negative rejection (1–5)"), ("correct", "correct (yes/no)"),
+                            ("answer_relevant", "answer relevant (yes/no)"), ("grounded", "grounded (yes/no)"),
+                            ("claim_support", "claim support (yes/no, P(yes))"))],
+    *[(f"standard controls {rubric}", f"{label} {{}}", _control("standard", rubric, "{pass_rate:.2f}"))
+      for rubric, label in (("correct", "correct"), ("grounded", "grounded"), ("claim_support", "claim support"),
+                            ("relevance", "relevance"), ("answer_relevant", "answer relevant"),
+                            ("negative_rejection", "negative rejection"))],
+    ("standard trec-dl-2020 grader", "on TREC DL 2020 ({}",
+     _relevance("standard", "trec-dl-2020", "{n_pairs} pairs, AUC {auc:.2f} [{auc_lo:.2f}, {auc_hi:.2f}]")),
+    ("standard golden grader", "valid in domain ({}",
+     _relevance("standard", "golden (in-domain)", "{n_pairs} pairs, AUC {auc:.2f} [{auc_lo:.2f}, {auc_hi:.2f}]")),
+    *[(f"judge-reference {source}", f"| {label} | {{}} |",
+       _relevance("judge-reference", source, "{n_pairs} | {auc:.2f} [{auc_lo:.2f}, {auc_hi:.2f}]"))
+      for source, label in (("scifact", "SciFact test (binary)"), ("trec-dl-2020", "TREC DL 2020 (graded 0–3)"),
+                            ("golden (in-domain)", "golden samples (in domain)"))],
+]
+
+
+def quoted_mismatches(readme: str, root: Path = ROOT) -> list[str]:
+    """The README's quoted figures (`QUOTED`) that differ from their run files (line breaks in
+    the README's prose count as spaces)."""
+    readme = " ".join(readme.split())
+    bad = []
+    for what, template, read in QUOTED:
+        try:
+            figure = read(root)
+        except (OSError, KeyError, StopIteration) as e:
+            bad.append(f"{what}: its run file cannot be read ({e})")
+            continue
+        if template.format(figure) not in readme:
+            bad.append(f"{what}: the run file says {template.format(figure)!r}, not found in README.md")
+    return bad
 
 
 def replace_block(readme: str, new: str) -> str:
@@ -84,10 +196,13 @@ def main(argv=None) -> int:
     text = readme.read_text()
     new = replace_block(text, block(ROOT / "results" / args.run))
     if args.check:
+        bad = quoted_mismatches(text)
+        for b in bad:
+            print(b)
         if new != text:
             print("README.md's headline tables differ from results/%s: run python scripts/readme_tables.py" % args.run)
             return 1
-        return 0
+        return 1 if bad else 0
     readme.write_text(new)
     return 0
 

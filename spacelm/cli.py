@@ -4,7 +4,7 @@
     spacelm status   --config configs/quick.yaml [--set KEY=VALUE]
     spacelm plan     --config configs/paper.yaml [--json] [--use-outputs] [--tokenizer PATH]
     spacelm ingest | chunk | synth | retrieve | judge-check | grade | answer  --config ... [--force]
-    spacelm report   --config ...
+    spacelm report   --config ... [--recompute] [--wait]
     spacelm label    --config ... [--run NAME] --n N | --check
     spacelm models   list | path NAME | verify [NAME] | export-hf NAME
     spacelm cache    stats | clear [--model NAME]
@@ -128,6 +128,18 @@ def cmd_report(args) -> int:
     with folder_locks(write_folders(cfg), wait=args.wait):
         if not manifest.is_file():
             raise never
+        if args.recompute:
+            from .stages import answer, grade
+
+            run = cfg.run_dir
+            if not (run / "grades.jsonl").is_file() and not (run / "answers.jsonl").is_file():
+                print(f"spacelm report --recompute: {run} holds neither grades.jsonl nor answers.jsonl: run the grade "
+                      "or answer stage first", file=sys.stderr)
+                return EXIT_INPUT
+            if (run / "grades.jsonl").is_file():
+                grade.recompute(cfg)
+            if (run / "answers.jsonl").is_file():
+                answer.recompute(cfg)
         print(build_report(cfg))
     return 0
 
@@ -309,6 +321,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="(re)write results/<run>/report.md from the run folder")
     _add_common(p, force=False)
     p.add_argument("--wait", action="store_true", help="if another run holds the folders, wait for it")
+    p.add_argument("--recompute", action="store_true",
+                   help="first recompute Table 1, Table 2 and their tests, CIs and plots from the stored grades.jsonl "
+                        "and answers.jsonl (no model is loaded)")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("label", help="draw a stratified sample of a run's graded pairs for a person to grade 0-3 "
                                      "(question and passage only), or --check the labels placed back")

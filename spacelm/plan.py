@@ -31,6 +31,7 @@ from typing import Optional
 from .config import Config, ConfigError, LLMConfig
 from .lib.plan import (CLAIM_TOKENS, PhaseCount, PlanLLM, StandInRetriever, TokenCounter, claim_answer, spread,
                        stand_in_ranking, stand_in_rankings, typical_order, weakest)
+from .lib.power import power_table
 from .pipeline import status
 from .stages.data import (chunks_path, documents_path, golden_path, load_chunks, load_documents, load_questions,
                           load_rankings, questions_path, rankings_path)
@@ -613,7 +614,8 @@ def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: Optional[str] = 
         "phases": [x.to_dict() for x in p.phases], "stages": stage_rows, "models": models,
         "total": _sum(p.phases), "total_to_recompute": _sum(todo),
         "load_order": p.loads, "other_models": p.other_models, "tokenizers": p.tokenizers.labels,
-        "notes": p.notes, "warnings": p.warnings, "seconds": round(time.perf_counter() - t0, 2),
+        "notes": p.notes, "warnings": p.warnings, "power": power_table(cfg),
+        "seconds": round(time.perf_counter() - t0, 2),
     }
 
 

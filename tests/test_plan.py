@@ -206,7 +206,9 @@ def test_cli_plan_prints_json_and_the_table_reads_it(cfg, monkeypatch, capsys, t
     assert {"phases", "stages", "total", "load_order", "tokenizers"} <= set(data)
     text = format_plan(data)
     for needle in ("stage total", "engines in load order", "prompt tokens", "completion tokens (max)", "basis",
-                   "1. synth        question_writer"):
+                   "1. synth        question_writer", "finding", "paper_effect", "questions_needed",
+                   "questions_planned", "source_chunks_needed"):
         assert needle in text
+    assert {r["finding"] for r in data["power"]} >= {"Reranking raises the share of grade 3 (BM25, top-3)"}
     assert cli.main(["plan", "--config", str(path), "--tokenizer", str(tmp_path / "nothing.json")]) == 2
     assert "--tokenizer" in capsys.readouterr().err

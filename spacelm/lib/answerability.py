@@ -9,7 +9,9 @@ A refusal of an unanswerable question is a true positive. Per condition (gate of
 - refusal_f1 = their harmonic mean;
 - false_refusal_rate = refused answerable / answerable.
 
-Bootstrap CIs resample questions. The threshold sweep applies one threshold t to every
+Intervals: the four rates are proportions of questions: Wilson intervals at the effective n of
+the source-chunk clusters (the same method as the sweep plot's); F1 is not a proportion: a
+two-stage cluster bootstrap. The threshold sweep applies one threshold t to every
 question's gate score: refused = the generator refused, or score < t.
 """
 from __future__ import annotations
@@ -18,7 +20,6 @@ from typing import Sequence
 
 import numpy as np
 
-from .stats import bootstrap_cis
 
 COLUMNS = ["gate", "n_answerable", "n_unanswerable", "answer_rate", "refusal_precision", "refusal_recall", "refusal_f1",
            "false_refusal_rate"]
@@ -38,17 +39,37 @@ def refusal_metrics(rows: Sequence[dict]) -> dict:
             "refusal_f1": f1, "false_refusal_rate": div(sum(r["refused"] for r in ans), len(ans))}
 
 
+PROPORTIONS = {  # metric: (which questions form its denominator, which of them count)
+    "answer_rate": (lambda r: True, lambda r: not r["refused"]),
+    "refusal_precision": (lambda r: r["refused"], lambda r: not r["answerable"]),
+    "refusal_recall": (lambda r: not r["answerable"], lambda r: r["refused"]),
+    "false_refusal_rate": (lambda r: r["answerable"], lambda r: r["refused"]),
+}
+
+
 def answerability_row(name: str, rows: Sequence[dict], n_boot: int, seed: int) -> dict:
-    """One line of answerability.csv: counts, the metrics and their 95% bootstrap CIs."""
+    """One line of answerability.csv: counts, the metrics and their 95% CIs (Wilson at the
+    effective n for the rates, cluster bootstrap for F1; `source_chunk_id` of each row, when
+    given, is its cluster)."""
+    from .stats import cluster_bootstrap_ci, share_ci
+
+    rows = list(rows)
     m = refusal_metrics(rows)
-    ci = bootstrap_cis(list(rows), refusal_metrics, n_boot, seed)
     out = {"gate": name, "n_answerable": sum(r["answerable"] for r in rows),
            "n_unanswerable": sum(not r["answerable"] for r in rows)}
     r3 = lambda x: None if x is None or np.isnan(x) else round(float(x), 3)
     for k in METRICS:
         out[k] = r3(m[k])
     for k in METRICS:
-        out[f"{k}_ci_low"], out[f"{k}_ci_high"] = r3(ci[k][0]), r3(ci[k][1])
+        if k in PROPORTIONS:
+            within, counts = PROPORTIONS[k]
+            sub = [r for r in rows if within(r)]
+            ci = share_ci([bool(counts(r)) for r in sub], [r.get("source_chunk_id") for r in sub])
+            lo, hi = ci["ci_low"], ci["ci_high"]
+        else:
+            lo, hi = cluster_bootstrap_ci(rows, [r.get("source_chunk_id") for r in rows],
+                                          lambda rs: refusal_metrics(rs)[k], n_boot, seed)
+        out[f"{k}_ci_low"], out[f"{k}_ci_high"] = r3(lo), r3(hi)
     return out
 
 

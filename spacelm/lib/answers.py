@@ -24,7 +24,6 @@ from .citations import format_context
 from .facts import fact_check, quantities  # noqa: F401 (the deterministic correctness check, re-exported)
 from .judging import p_yes
 from .names import RUBRICS
-from .stats import bootstrap_ci
 
 REFUSAL = re.compile(
     r"cannot be found|can ?not be (?:answered|determined)|not (?:contain|include|mention|provide)[a-z]* (?:the |any |enough )?"
@@ -230,9 +229,13 @@ def unanswerable_items(cfg, questions: list[dict], rankings: Optional[dict]) -> 
 
 
 # --------------------------------------------------------------------------- tables
-def table2(items: list[dict], setting_names: list[str], n_boot: int, seed: int):
-    """Long form: metric, setting, mean, std, n, ci_low, ci_high, missing."""
+def table2(items: list[dict], setting_names: list[str], n_boot: int = None, seed: int = None):
+    """Long form: metric, setting, mean, std (the SD of the scores), n, n_source_chunks, ci_low,
+    ci_high (95% cluster-robust t interval over source chunks, bounded by the 1-5 scale), missing. `n_boot`, `seed`:
+    unused (the interval is analytic)."""
     import pandas as pd
+
+    from .stats import cluster_t
 
     rows = []
     for metric in RUBRICS:
@@ -240,20 +243,25 @@ def table2(items: list[dict], setting_names: list[str], n_boot: int, seed: int):
             its = [it for it in items if it["pipeline"] == "table2" and it["setting"] == s and metric in it["rubrics"]]
             if not its:
                 continue
-            vals = [it["scores"].get(metric) for it in its]
-            got = [v for v in vals if v is not None]
-            lo, hi = bootstrap_ci(got, None, n_boot, seed)
-            rows.append({"metric": metric, "setting": s, "mean": round(float(np.mean(got)), 3) if got else None,
-                         "std": round(float(np.std(got, ddof=1)), 3) if len(got) > 1 else None, "n": len(got),
-                         "ci_low": round(lo, 3), "ci_high": round(hi, 3), "missing": len(vals) - len(got)})
+            got = [(it["scores"].get(metric), it.get("source_chunk_id")) for it in its]
+            got = [(v, c) for v, c in got if v is not None]
+            c = cluster_t([v for v, _ in got], [c for _, c in got])
+            # a t interval can pass the ends of the 1-5 scale: the scale bounds it
+            c["ci_low"], c["ci_high"] = (float(np.clip(x, 1, 5)) if x == x else x for x in (c["ci_low"], c["ci_high"]))
+            r3 = lambda x: None if x is None or np.isnan(x) else round(float(x), 3)
+            rows.append({"metric": metric, "setting": s, "mean": r3(c["mean"]) if got else None,
+                         "std": round(float(np.std([v for v, _ in got], ddof=1)), 3) if len(got) > 1 else None,
+                         "n": len(got), "n_source_chunks": c["n_clusters"], "ci_low": r3(c["ci_low"]),
+                         "ci_high": r3(c["ci_high"]), "missing": len(its) - len(got)})
     return pd.DataFrame(rows)
 
 
-def table2_tests(items: list[dict], setting_names: list[str], n_boot: int, seed: int):
-    """Table 2's family of paired tests: every other setting minus the first (standard) on each
-    rubric scored in both, paired over questions; the difference with its 95% bootstrap CI, the
-    Wilcoxon p-value, the Holm-adjusted p-value over the family, and the smallest difference this
-    n could detect (80% power, α = 0.05)."""
+def table2_tests(items: list[dict], setting_names: list[str], n_boot: int = None, seed: int = None):
+    """Table 2's paired tests: every other setting minus the first (standard) on each rubric
+    scored in both, paired over questions and clustered by source chunk: the difference with its
+    95% cluster-robust t interval, the cluster-robust t test's p-value, its standard error and
+    degrees of freedom, `mde_cell` (detectable at α = 0.05, 80% power) and `p_holm`, Holm-adjusted
+    within the row's `family` (one rubric across the settings)."""
     import pandas as pd
 
     from .stats import holm, paired_difference
@@ -262,6 +270,7 @@ def table2_tests(items: list[dict], setting_names: list[str], n_boot: int, seed:
         return {it["qid"]: it["scores"].get(metric) for it in items if it["pipeline"] == "table2"
                 and it["setting"] == setting and metric in it["rubrics"] and it["scores"].get(metric) is not None}
 
+    source = {it["qid"]: it.get("source_chunk_id") or it["qid"] for it in items}
     rows = []
     base = setting_names[0] if setting_names else None
     for s in setting_names[1:]:
@@ -270,15 +279,18 @@ def table2_tests(items: list[dict], setting_names: list[str], n_boot: int, seed:
             qids = sorted(set(a) & set(b))
             if not qids:
                 continue
-            r = paired_difference([a[q] for q in qids], [b[q] for q in qids], n_boot, seed)
-            rows.append({"metric": metric, "setting_a": base, "setting_b": s, "n_questions": r["n"],
+            r = paired_difference([a[q] for q in qids], [b[q] for q in qids], [source[q] for q in qids])
+            rows.append({"metric": metric, "family": f"{metric} / settings - {base}", "setting_a": base,
+                         "setting_b": s, "n_questions": r["n"], "n_source_chunks": r["n_clusters"],
                          "mean_a": float(np.mean([a[q] for q in qids])), "mean_b": float(np.mean([b[q] for q in qids])),
                          "diff": r["diff"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "p_value": r["p_value"],
-                         "mde": r["mde"]})
-    for row, adj in zip(rows, holm([r["p_value"] for r in rows])):
-        row["p_holm"] = adj
-    cols = ["metric", "setting_a", "setting_b", "n_questions", "mean_a", "mean_b", "diff", "ci_low", "ci_high",
-            "p_value", "p_holm", "mde"]
+                         "se": r["se"], "df": r["df"], "sd": r["sd"], "deff": r["deff"], "mde_cell": r["mde"]})
+    for fam in dict.fromkeys(r["family"] for r in rows):
+        members = [r for r in rows if r["family"] == fam]
+        for row, adj in zip(members, holm([r["p_value"] for r in members])):
+            row["p_holm"] = adj
+    cols = ["metric", "family", "setting_a", "setting_b", "n_questions", "n_source_chunks", "mean_a", "mean_b", "diff",
+            "ci_low", "ci_high", "p_value", "p_holm", "se", "df", "sd", "deff", "mde_cell"]
     return pd.DataFrame(rows, columns=cols).round(4)
 
 
@@ -346,19 +358,22 @@ def overall_pass(it: dict) -> Optional[bool]:
     return None if any(x is None for x in v) else all(v)
 
 
-def _share(values: list, n_boot: int, seed: int) -> tuple:
-    """(mean, ci_low, ci_high, n) of a list of booleans/numbers with None left out."""
-    got = [float(v) for v in values if v is not None]
-    if not got:
+def _share(values: list, clusters: list = None) -> tuple:
+    """(share, ci_low, ci_high, n) of a list of booleans with None left out: the Wilson interval
+    at the effective n of the source-chunk clusters (:func:`~spacelm.lib.stats.share_ci`)."""
+    from .stats import share_ci
+
+    r = share_ci(values, clusters)
+    if not r["n"]:
         return None, None, None, 0
-    lo, hi = bootstrap_ci(got, None, n_boot, seed)
-    r = lambda x: None if np.isnan(x) else round(float(x), 3)
-    return round(float(np.mean(got)), 3), r(lo), r(hi), len(got)
+    r3 = lambda x: None if x is None or np.isnan(x) else round(float(x), 3)
+    return r3(r["share"]), r3(r["ci_low"]), r3(r["ci_high"]), r["n"]
 
 
 def pipelines_table(items: list[dict], n_boot: int = 1000, seed: int = 0):
     """Per pipeline (answerable questions only): correctness, faithfulness, citations, refusals,
-    latency, claim-level support and overall pass, each share with its n and 95% bootstrap CI."""
+    latency, claim-level support and overall pass, each share of questions with its n and 95% Wilson
+    interval at the effective n of the source-chunk clusters."""
     import pandas as pd
 
     from .claims import claim_summary
@@ -380,7 +395,7 @@ def pipelines_table(items: list[dict], n_boot: int = 1000, seed: int = 0):
                                                     for f, it in zip(facts, its)]),
                            ("answer_relevant", [it["binary"].get("answer_relevant", {}).get("verdict") for it in its]),
                            ("overall_pass", [overall_pass(it) for it in its])):
-            m, lo, hi, n = _share(vals, n_boot, seed)
+            m, lo, hi, n = _share(vals, [it.get("source_chunk_id") for it in its])
             row.update({name: m, f"{name}_ci_low": lo, f"{name}_ci_high": hi, f"n_{name}": n})
         row.update({"faithfulness": round(float(np.mean(faith)), 3) if faith else None, "n_faithfulness": len(faith),
                     "citation_accuracy": round(float(np.mean(acc)), 3) if acc else None,

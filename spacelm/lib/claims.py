@@ -8,7 +8,7 @@ kept. One call per (claim, cited passage), so that each citation is judged on it
 - citation precision = citations that support the sentence they are attached to / citations;
 - citation recall = claims with at least one supporting citation / claims.
 
-Pooled over the answers of a setting or pipeline, with a bootstrap CI over answers.
+Pooled over the answers of a setting or pipeline, with a cluster-bootstrap CI (source chunks, then answers).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import numpy as np
 from .citations import MARKER, cited_markers, format_context, strip_markers
 from .gate import split_sentences
 from .judging import p_yes
-from .stats import bootstrap_cis
+from .stats import cluster_bootstrap_cis
 
 MIN_CLAIM_WORDS = 3
 # a sentence that only declines to answer makes no claim
@@ -121,11 +121,13 @@ def claim_metrics(counts: Sequence[dict]) -> dict:
 
 
 def claim_summary(items: Sequence[dict], n_boot: int, seed: int) -> dict:
-    """The three metrics over the answers that were split into claims, each with its 95% bootstrap
-    CI over answers (None where undefined), and the numbers of claims and citations."""
-    counts = [answer_counts(it) for it in items if "claims" in it]
+    """The three metrics over the answers that were split into claims, each with its 95% CI from a
+    two-stage cluster bootstrap (source chunks, then answers; None where undefined), and the
+    numbers of claims and citations."""
+    with_claims = [it for it in items if "claims" in it]
+    counts = [answer_counts(it) for it in with_claims]
     m = claim_metrics(counts)
-    ci = bootstrap_cis(counts, claim_metrics, n_boot, seed)
+    ci = cluster_bootstrap_cis(counts, [it.get("source_chunk_id") for it in with_claims], claim_metrics, n_boot, seed)
     r = lambda x: None if np.isnan(x) else round(x, 3)
     row = {"n_claims": sum(c["claims"] for c in counts), "n_citations": sum(c["citations"] for c in counts)}
     for k, v in m.items():

@@ -25,7 +25,7 @@ import numpy as np
 
 from .facts import entities
 from .gate import REFUSAL_TEXT
-from .stats import bootstrap_ci, bootstrap_cis
+from .stats import bootstrap_ci, bootstrap_cis, wilson_ci
 
 VERDICTS = ("valid", "weak", "fails", "too few pairs to tell")
 ANSWER_RUBRICS = ("faithfulness", "relevance", "noise_robustness", "negative_rejection")
@@ -594,7 +594,7 @@ def controls_table(results: list[dict], th) -> "pd.DataFrame":
         got = [r for r in results if r["rubric"] == rubric and r["good_score"] is not None and r["bad_score"] is not None]
         passed = [r["good_score"] > r["bad_score"] for r in got]
         gaps = [r["good_score"] - r["bad_score"] for r in got]
-        lo, hi = wilson_ci(sum(passed), len(passed))
+        lo, hi = wilson_ci(sum(passed), len(passed))  # a proportion: Wilson, as every proportion
         rate = float(np.mean(passed)) if passed else float("nan")
         if len(got) < th.min_controls:
             v = "too few pairs to tell"

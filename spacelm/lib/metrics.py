@@ -95,7 +95,7 @@ def compare(qrels: Qrels, systems: Mapping[str, Mapping[str, Ranking]], metrics:
                 sd = float(np.std(diffs, ddof=1)) if len(diffs) > 1 else float("nan")
                 rows.append({"system_a": a, "system_b": b, "metric": m, "mean_a": d[a]["scores"][m],
                              "mean_b": d[b]["scores"][m], "p_value": d[a]["comparisons"][b][m],
-                             "mde": min_detectable_difference(sd, len(diffs)),
+                             "mde": min_detectable_difference(sd / np.sqrt(max(1, len(diffs))), len(diffs) - 1),
                              "wins_a": wtl["W"], "ties": wtl["T"], "wins_b": wtl["L"], "test": stat_test})
     for row, adj in zip(rows, holm([r["p_value"] for r in rows])):
         row["p_holm"] = adj

@@ -24,8 +24,9 @@ def reranked(system: str) -> str:
 
 def scale(n_questions: int, min_questions: int = FINDINGS_MIN_QUESTIONS) -> str:
     """'smoke-scale run' when a table rests on too few questions to support a conclusion,
-    else 'full run'. The one place this is decided."""
-    return "full run" if n_questions >= min_questions else "smoke-scale run"
+    else 'findings scale' (enough questions for a verdict to be attempted; not the whole question
+    set). The one place this is decided."""
+    return "findings scale" if n_questions >= min_questions else "smoke-scale run"
 
 # a ranked list of (chunk_id, score), best first: what every retriever returns per query
 Ranking = list[tuple[str, float]]

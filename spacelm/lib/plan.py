@@ -410,6 +410,10 @@ def format_plan(plan: dict) -> str:
         lines.append(f"note: {n}")
     for w in plan["warnings"]:
         lines.append(f"WARNING: {w}")
+    if plan.get("power"):
+        from .power import format_power
+
+        lines += ["", format_power(plan["power"])]
     return "\n".join(lines)
 
 

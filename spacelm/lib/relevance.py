@@ -17,7 +17,6 @@ from typing import Optional
 import numpy as np
 
 from .names import reranked
-from .stats import bootstrap_ci
 
 GRADES = (0, 1, 2, 3)
 
@@ -119,35 +118,49 @@ def _percent(lists: list[list], grade: int) -> tuple[float, int]:
     return (100.0 * sum(g == grade for g in flat) / len(flat) if flat else float("nan")), len(flat)
 
 
-def table1(cfg, cells: dict, n_boot: int, seed: int):
+def table1(cfg, cells: dict, n_boot: int, seed: int, cluster_of: Optional[dict] = None):
     """Long-form Table 1: retriever, stage, top_k, grade, percent, n, ci_low, ci_high, missing.
-    CIs resample questions (the unit of the study), pooling their passages."""
+    CIs: two-stage cluster bootstrap (source chunks `cluster_of[qid]`, then questions within
+    them), pooling each drawn question's passages; questions are their own cluster without
+    `cluster_of`."""
     import pandas as pd
+
+    from .stats import cluster_bootstrap_cis
 
     rows = []
     for (retriever, stage, k), per_q in cells.items():
-        lists = [per_q[q] for q in sorted(per_q)]
+        qids = sorted(per_q)
+        lists = [per_q[q] for q in qids]
+        clusters = [(cluster_of or {}).get(q, q) for q in qids]
         missing = sum(g is None for lst in lists for g in lst)
+        cis = cluster_bootstrap_cis(lists, clusters, lambda ls: {g: _percent(ls, g)[0] for g in GRADES}, n_boot, seed)
         for grade in GRADES:
             pct, n = _percent(lists, grade)
-            lo, hi = bootstrap_ci(lists, lambda ls, g=grade: _percent(ls, g)[0], n_boot, seed)
+            lo, hi = cis[grade]
             rows.append({"retriever": retriever, "stage": stage, "top_k": k, "grade": grade, "percent": round(pct, 2),
-                         "n": n, "ci_low": round(lo, 2), "ci_high": round(hi, 2), "missing": missing})
+                         "n": n, "n_questions": len(qids), "n_source_chunks": len(set(clusters)),
+                         "ci_low": round(lo, 2), "ci_high": round(hi, 2), "missing": missing})
     return pd.DataFrame(rows)
 
 
-def relevant_shares(cells: dict, n_boot: int, seed: int):
+def relevant_shares(cells: dict, n_boot: int, seed: int, cluster_of: Optional[dict] = None):
     """Per Table 1 cell (retriever, stage, top-k): the share of graded passages the judge grades
-    2 or 3, in %, with a 95% bootstrap CI over questions (the paper: above 90% in most cells)."""
+    2 or 3, in %, with a 95% two-stage cluster-bootstrap CI (source chunks, then questions; the
+    paper: above 90% in most cells)."""
     import pandas as pd
+
+    from .stats import cluster_bootstrap_ci
 
     rows = []
     for (retriever, stage, k), per_q in cells.items():
-        lists = [per_q[q] for q in sorted(per_q)]
+        qids = sorted(per_q)
+        lists = [per_q[q] for q in qids]
+        clusters = [(cluster_of or {}).get(q, q) for q in qids]
         share = lambda ls: 100.0 - _percent(ls, 0)[0] - _percent(ls, 1)[0]
-        lo, hi = bootstrap_ci(lists, share, n_boot, seed)
+        lo, hi = cluster_bootstrap_ci(lists, clusters, share, n_boot, seed)
         rows.append({"retriever": retriever, "stage": stage, "top_k": k, "n_questions": len(lists),
-                     "percent_2_3": round(share(lists), 2), "ci_low": round(lo, 2), "ci_high": round(hi, 2)})
+                     "n_source_chunks": len(set(clusters)), "percent_2_3": round(share(lists), 2),
+                     "ci_low": round(lo, 2), "ci_high": round(hi, 2)})
     return pd.DataFrame(rows)
 
 
@@ -163,17 +176,20 @@ def _per_question(per_q: dict, qids: list, measure: str) -> list[float]:
     return [MEASURES[measure]([g for g in per_q[q] if g is not None]) for q in qids]
 
 
-def paired_tests(cells: dict, cfg):
-    """Table 1's family of paired tests over questions: per retriever and top-k, reranked minus
-    retrieved on the mean grade and the shares (percentage points) of grades 0-1, 2 and 3; per
-    top-k, dense minus BM25 on the mean grade. Each row: both values, the difference with its 95%
-    bootstrap CI, the Wilcoxon p-value, the Holm-adjusted p-value over the whole family, and the
-    smallest difference this n could detect (80% power, α = 0.05)."""
+def paired_tests(cells: dict, cfg, cluster_of: Optional[dict] = None):
+    """Table 1's paired tests over questions: per retriever and top-k, reranked minus retrieved
+    on the mean grade and the shares (percentage points) of grades 0-1, 2 and 3; per top-k,
+    dense minus BM25 on the mean grade. Each row: both values, the difference with its 95%
+    cluster-robust t interval over source chunks (`cluster_of[qid]`), the cluster-robust t
+    test's p-value, its standard error and degrees of freedom (what the findings' rules need
+    to state the detectable difference at their own level), `mde_cell` (detectable at α = 0.05,
+    80% power, one cell alone), and `p_holm`, Holm-adjusted within the row's `family`: one
+    comparison on one measure across its cells. The four measures are not pooled into one
+    family: the three shares sum to 100% and the mean grade is a linear function of them."""
     import pandas as pd
 
     from .stats import holm, paired_difference
 
-    n_boot, seed = cfg.grading.n_bootstrap, cfg.seed
     plans = []
     for retriever in cfg.grading.retrievers:
         for k in cfg.grading.top_k:
@@ -188,16 +204,25 @@ def paired_tests(cells: dict, cfg):
     for comparison, retriever, k, measure, a, b in plans:
         qids = [q for q in sorted(a) if any(g is not None for g in a[q]) and any(g is not None for g in b.get(q, []))]
         va, vb = _per_question(a, qids, measure), _per_question(b, qids, measure)
-        r = paired_difference(va, vb, n_boot, seed)
-        rows.append({"comparison": comparison, "retriever": retriever, "top_k": k, "measure": measure,
-                     "n_questions": r["n"], "value_a": float(np.mean(va)) if va else None,
-                     "value_b": float(np.mean(vb)) if vb else None, "diff": r["diff"], "ci_low": r["ci_low"],
-                     "ci_high": r["ci_high"], "p_value": r["p_value"], "mde": r["mde"]})
-    for row, adj in zip(rows, holm([r["p_value"] for r in rows])):
-        row["p_holm"] = adj
-    cols = ["comparison", "retriever", "top_k", "measure", "n_questions", "value_a", "value_b", "diff", "ci_low",
-            "ci_high", "p_value", "p_holm", "mde"]
+        r = paired_difference(va, vb, [(cluster_of or {}).get(q, q) for q in qids])
+        rows.append({"comparison": comparison, "family": f"{comparison} / {measure}", "retriever": retriever,
+                     "top_k": k, "measure": measure, "n_questions": r["n"], "n_source_chunks": r["n_clusters"],
+                     "value_a": float(np.mean(va)) if va else None, "value_b": float(np.mean(vb)) if vb else None,
+                     "diff": r["diff"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "p_value": r["p_value"],
+                     "se": r["se"], "df": r["df"], "sd": r["sd"], "deff": r["deff"], "mde_cell": r["mde"]})
+    for fam in dict.fromkeys(r["family"] for r in rows):
+        members = [r for r in rows if r["family"] == fam]
+        for row, adj in zip(members, holm([r["p_value"] for r in members])):
+            row["p_holm"] = adj
+    cols = ["comparison", "family", "retriever", "top_k", "measure", "n_questions", "n_source_chunks", "value_a",
+            "value_b", "diff", "ci_low", "ci_high", "p_value", "p_holm", "se", "df", "sd", "deff", "mde_cell"]
     return pd.DataFrame(rows, columns=cols).round(4)
+
+
+def clusters_from_grades(rows: list[dict]) -> dict:
+    """{qid: source chunk id} from grades.jsonl rows: the pair graded for judge validity as the
+    question's source (every graded question has one)."""
+    return {r["qid"]: r["chunk_id"] for r in rows if "validity_source" in (r.get("purpose") or [])}
 
 
 def table1_wide(long_df, fmt: str = "md") -> str:

@@ -1,8 +1,22 @@
-"""Uncertainty, defined once: percentile-bootstrap confidence intervals over resampled units
-(questions, answers, pairs)."""
+"""Uncertainty, defined once. One interval method per kind of quantity (`INTERVALS` names them for
+the run's manifest):
+
+- a mean of per-question values, or a paired mean difference: a cluster-robust t interval
+  (:func:`cluster_t`): questions written from the same source chunk share their passage, so the
+  standard error is computed from cluster totals with G − 1 degrees of freedom (G clusters);
+  with one question per cluster it is Student's t interval;
+- a proportion of questions (refusal rates, pass rates): the Wilson score interval at the
+  effective n (n divided by the clustering's design effect, :func:`share_ci`), which stays
+  inside [0, 1] and is not degenerate at 0/n or n/n;
+- a pooled ratio (Table 1's shares of graded passages, F1): a two-stage cluster bootstrap
+  (:func:`cluster_bootstrap_cis`): source chunks resampled, then questions within each.
+
+Tests: the cluster-robust t test of a mean difference (:func:`paired_difference`), its
+detectable difference at the level the verdict applies (:func:`min_detectable_difference`), and
+the questions a future run needs (:func:`questions_needed`)."""
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -59,41 +73,196 @@ def holm(p_values: Sequence) -> list:
     return out
 
 
-def min_detectable_difference(sd: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
-    """The smallest true mean difference a two-sided paired test on `n` units detects with
-    probability `power` at level `alpha`, given the SD of the per-unit differences (the paired
-    t-test's power, solved for the effect: (t_{1-α/2} + t_{power}) · sd / √n with n-1 degrees of
-    freedom). NaN below two units or when the differences do not vary."""
+INTERVALS = {
+    "mean": "cluster-robust t interval over source chunks (CR1 standard error, G - 1 degrees of freedom)",
+    "proportion": "Wilson score interval at the effective n (n / design effect of the source-chunk clusters)",
+    "pooled share": "two-stage cluster bootstrap (source chunks, then questions within them), percentile",
+}
+
+
+def _clusters(n: int, clusters: Optional[Sequence]) -> list:
+    """Cluster labels, one per unit; each unit its own cluster when none are given."""
+    if clusters is None:
+        return list(range(n))
+    clusters = list(clusters)
+    if len(clusters) != n:
+        raise ValueError(f"{len(clusters)} cluster labels for {n} units")
+    return [i if c is None else c for i, c in enumerate(clusters)]
+
+
+def cluster_t(values: Sequence, clusters: Optional[Sequence] = None, level: float = 0.95) -> dict:
+    """Mean of `values` with its cluster-robust standard error and t interval.
+
+    The CR1 sandwich estimator: se² = G/(G−1) · Σ_g (Σ_{i∈g} (x_i − x̄))² / n², with G − 1
+    degrees of freedom. With one unit per cluster this is s²/n, Student's t interval. NaN
+    interval below two clusters. {mean, se, ci_low, ci_high, n, n_clusters, df}."""
     from scipy.stats import t
 
-    if n < 2 or not np.isfinite(sd) or sd <= 0:
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    labels = _clusters(n, clusters)
+    groups: dict = {}
+    for v, c in zip(x, labels):
+        groups.setdefault(c, []).append(v)
+    g = len(groups)
+    out = {"mean": float(x.mean()) if n else float("nan"), "se": float("nan"), "ci_low": float("nan"),
+           "ci_high": float("nan"), "n": n, "n_clusters": g, "df": g - 1}
+    if g < 2:
+        return out
+    resid = [sum(v - out["mean"] for v in vs) for vs in groups.values()]
+    se = float(np.sqrt(g / (g - 1) * sum(r * r for r in resid) / n ** 2))
+    half = float(t.ppf(1 - (1 - level) / 2, g - 1)) * se
+    out.update(se=se, ci_low=out["mean"] - half, ci_high=out["mean"] + half)
+    return out
+
+
+def design_effect(values: Sequence, clusters: Optional[Sequence]) -> float:
+    """Variance of the mean under clustering over its variance with independent units
+    (cluster-robust se² over s²/n), at least 1; 1 when either is not defined."""
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2:
+        return 1.0
+    c = cluster_t(x, clusters)
+    naive = float(np.var(x, ddof=1)) / len(x)
+    if not np.isfinite(c["se"]) or naive <= 0:
+        return 1.0
+    return max(1.0, c["se"] ** 2 / naive)
+
+
+def cluster_bootstrap_cis(units: Sequence, clusters: Optional[Sequence], statistics: Callable[[list], dict],
+                          n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+    """Percentile CIs of several statistics from a two-stage cluster bootstrap: draw G clusters
+    with replacement, then within each drawn cluster draw its units with replacement;
+    `statistics(resampled units)` returns {name: value}. Without clusters it is the ordinary
+    bootstrap over units. {name: (low, high)}, NaN below two clusters."""
+    units = list(units)
+    labels = _clusters(len(units), clusters)
+    groups: dict = {}
+    for u, c in zip(units, labels):
+        groups.setdefault(c, []).append(u)
+    members = list(groups.values())
+    if len(members) < 2 or n_boot < 1:
+        return {k: (float("nan"), float("nan")) for k in statistics(units)}
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(n_boot):
+        sample = []
+        for gi in rng.integers(0, len(members), size=len(members)):
+            m = members[gi]
+            sample.extend(m[j] for j in rng.integers(0, len(m), size=len(m)))
+        draws.append(statistics(sample))
+    alpha = (1 - level) / 2
+    out = {}
+    for k in draws[0]:
+        v = np.array([d[k] for d in draws], dtype=float)
+        out[k] = ((float("nan"), float("nan")) if np.all(np.isnan(v)) else
+                  tuple(float(x) for x in np.nanpercentile(v, [100 * alpha, 100 * (1 - alpha)])))
+    return out
+
+
+def cluster_bootstrap_ci(units: Sequence, clusters: Optional[Sequence], statistic: Callable[[list], float],
+                         n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """:func:`cluster_bootstrap_cis` of one statistic."""
+    return cluster_bootstrap_cis(units, clusters, lambda u: {"v": statistic(u)}, n_boot, seed, level)["v"]
+
+
+def min_detectable_difference(se: float, df: int, alpha: float = 0.05, power: float = 0.8) -> float:
+    """The smallest true difference a two-sided t test at level `alpha` detects with probability
+    `power`, given the standard error of the estimate and its degrees of freedom:
+    (t_{1−α/2, df} + t_{power, df}) · se. `alpha` is the level the verdict's rule applies to the
+    test (0.05 per cell under an intersection-union rule; 0.05 / m at the first step of Holm over
+    m cells). NaN without a standard error or below one degree of freedom."""
+    from scipy.stats import t
+
+    if df < 1 or not np.isfinite(se) or se <= 0:
         return float("nan")
-    df = n - 1
-    return float((t.ppf(1 - alpha / 2, df) + t.ppf(power, df)) * sd / np.sqrt(n))
+    return float((t.ppf(1 - alpha / 2, df) + t.ppf(power, df)) * se)
 
 
-def paired_difference(a: Sequence, b: Sequence, n_boot: int = 1000, seed: int = 0) -> dict:
-    """b − a over paired units (e.g. questions): the mean difference, its 95% bootstrap CI, the
-    Wilcoxon signed-rank p-value (NaN when every difference is 0 or there are fewer than two
-    units), and the smallest difference this n could detect (80% power, α = 0.05)."""
-    from scipy.stats import wilcoxon
+def min_equivalence_margin(se: float, df: int, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Two one-sided tests (TOST) at level `alpha`: the narrowest margin ±δ inside which a true
+    difference of 0 is shown with probability `power`: (t_{1−α, df} + t_{1−(1−power)/2, df}) · se."""
+    from scipy.stats import t
+
+    if df < 1 or not np.isfinite(se) or se <= 0:
+        return float("nan")
+    return float((t.ppf(1 - alpha, df) + t.ppf(1 - (1 - power) / 2, df)) * se)
+
+
+def questions_needed(effect: float, sd: float, alpha: float = 0.05, power: float = 0.8, deff: float = 1.0,
+                     max_n: int = 100_000) -> int:
+    """Questions a paired two-sided t test needs to detect `effect` with probability `power` at
+    level `alpha`, from the SD of the per-question differences and the design effect of the
+    source-chunk clusters: the smallest effective n with (t_{1−α/2, n−1} + t_{power, n−1}) · sd /
+    √n ≤ |effect|, times the design effect. None when the effect is 0 or the SD unknown; `max_n`
+    when even that many do not suffice."""
+    from math import ceil
+
+    from scipy.stats import t
+
+    if not effect or not np.isfinite(sd) or sd <= 0:
+        return None
+    need = lambda n: (t.ppf(1 - alpha / 2, n - 1) + t.ppf(power, n - 1)) * sd / np.sqrt(n) <= abs(effect)
+    lo, hi = 2, 2
+    while not need(hi):
+        if hi >= max_n:
+            return max_n
+        lo, hi = hi, min(max_n, hi * 2)
+    while lo < hi:  # the smallest n that suffices (the left side falls with n)
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if need(mid) else (mid + 1, hi)
+    return int(ceil(hi * max(1.0, deff)))
+
+
+def paired_difference(a: Sequence, b: Sequence, clusters: Optional[Sequence] = None, alpha: float = 0.05,
+                      level: float = 0.95, n_boot: int = None, seed: int = None) -> dict:
+    """b − a over paired questions, clustered by source chunk: the mean difference, its
+    cluster-robust t interval, the two-sided cluster-robust t test's p-value (NaN when every
+    difference is 0 or below two clusters), the SD of the differences, the design effect, and
+    the smallest difference detectable at level `alpha` (80% power; see
+    :func:`min_detectable_difference`). `n_boot` and `seed` are accepted and unused (the interval
+    is analytic)."""
+    from scipy.stats import t
 
     d = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
     n = len(d)
-    lo, hi = bootstrap_ci(d, n_boot=n_boot, seed=seed)
+    c = cluster_t(d, clusters, level)
     p = float("nan")
-    if n >= 2 and np.any(d != 0):
-        p = float(wilcoxon(d, zero_method="zsplit").pvalue)
+    if c["n_clusters"] >= 2 and np.any(d != 0):
+        if c["se"] > 0:
+            p = float(2 * t.sf(abs(c["mean"]) / c["se"], c["df"]))
+        else:  # every cluster moved by the same amount: no spread to test against
+            p = 0.0
     sd = float(np.std(d, ddof=1)) if n >= 2 else float("nan")
-    return {"n": n, "diff": float(d.mean()) if n else float("nan"), "ci_low": lo, "ci_high": hi, "p_value": p,
-            "mde": min_detectable_difference(sd, n)}
+    return {"n": n, "n_clusters": c["n_clusters"], "diff": c["mean"], "ci_low": c["ci_low"],
+            "ci_high": c["ci_high"], "p_value": p, "se": c["se"], "df": c["df"], "sd": sd,
+            "deff": design_effect(d, clusters), "mde": min_detectable_difference(c["se"], c["df"], alpha)}
 
 
-def wilson_ci(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a proportion (scipy's binomtest); NaN without trials."""
-    from scipy.stats import binomtest
+def wilson_ci(successes: float, n: float, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a proportion: the p with |p̂ − p| ≤ z·√(p(1 − p)/n). `n` may be
+    an effective (non-integer) sample size. NaN without trials."""
+    from scipy.stats import norm
 
-    if n < 1:
+    if n <= 0:
         return float("nan"), float("nan")
-    ci = binomtest(int(successes), int(n)).proportion_ci(confidence_level=level, method="wilson")
-    return float(ci.low), float(ci.high)
+    z = float(norm.ppf(1 - (1 - level) / 2))
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return float(max(0.0, centre - half)), float(min(1.0, centre + half))
+
+
+def share_ci(values: Sequence, clusters: Optional[Sequence] = None, level: float = 0.95) -> dict:
+    """A proportion of yes/no values (None left out) with its Wilson interval at the effective
+    n = n / design effect of the clusters. {share, ci_low, ci_high, n, n_clusters, n_effective}."""
+    pairs = [(float(v), c) for v, c in zip(values, _clusters(len(list(values)), clusters)) if v is not None]
+    n = len(pairs)
+    if not n:
+        return {"share": None, "ci_low": None, "ci_high": None, "n": 0, "n_clusters": 0, "n_effective": 0}
+    x = [v for v, _ in pairs]
+    cl = [c for _, c in pairs]
+    n_eff = n / design_effect(x, cl)
+    lo, hi = wilson_ci(sum(x) / n * n_eff, n_eff, level)
+    return {"share": sum(x) / n, "ci_low": lo, "ci_high": hi, "n": n, "n_clusters": len(set(cl)),
+            "n_effective": n_eff}

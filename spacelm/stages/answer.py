@@ -34,10 +34,7 @@ def outputs(cfg: Config):
 
 
 def build(cfg: Config, out) -> dict:
-    import pandas as pd
-
     from ..lib.llm import open_llm
-    from ..lib.plots import noise_curve, refusal_sweep, score_distributions
     from ..lib.retrieval import Encoder
 
     t0 = time.perf_counter()
@@ -95,6 +92,24 @@ def build(cfg: Config, out) -> dict:
     if cfg.answer.claims:
         claim_rows = judge_claims(judge, claim_items(cfg, items), text_of, JUDGE_STYLE)
     judge.release()
+    summary = write_tables(cfg, items, claim_rows, questions, len(all_q), gen.identity.get("name"),
+                           judge.identity.get("name"), out)
+    return {**summary, "unanswerable_questions": len(una), "answers": len(items),
+            "reference_answers_written": n_refs, "llm_writer": turns.stats.get("question_writer"),
+            "llm_generator": gen.stats.to_dict(), "llm_judge": judge.stats.to_dict(),
+            "model_identity": {"generator": gen.identity, "judge": judge.identity},
+            "wall_seconds_answer": round(time.perf_counter() - t0, 2)}
+
+
+def write_tables(cfg: Config, items: list[dict], claim_rows: list[dict], questions: list[dict], n_available: int,
+                 generator_name: str, judge_name: str, out) -> dict:
+    """Every table, check and plot of the stage from the scored answers (no model): Table 2 and
+    its tests, per-task means, pipelines, answerability and its sweep, claims. Called by the stage
+    and by `spacelm report --recompute`."""
+    import pandas as pd
+
+    from ..lib.plots import noise_curve, per_task_panels, refusal_sweep, score_distributions
+
     names = [s["name"] for s in settings(cfg)]
     long = table2(items, names, cfg.answer.n_bootstrap, cfg.seed)
     (csv, md, tex, answers_file, pipelines_file, checks_file, scores_plot, noise_plot, ans_csv, sweep_csv, claims_file,
@@ -104,12 +119,17 @@ def build(cfg: Config, out) -> dict:
     score_rows = [{"setting": it["setting"], "task": it["task"], **it["scores"]} for it in items
                   if it["pipeline"] == "table2"]
     rubrics = sorted({r for it in items for r in it["scores"]})
-    write_dataframe(per_task_means(score_rows, ["setting"], rubrics), out(per_task_csv))
+    per_task = per_task_means(score_rows, ["setting"], rubrics)
+    write_dataframe(per_task, out(per_task_csv))
+    if len(per_task) and "faithfulness" in per_task:
+        per_task_panels(per_task, "faithfulness", "mean faithfulness (1-5)", out(cfg.run_dir / "plots" /
+                                                                                "table2_per_task.png"), group="setting")
     write_dataframe(table2_tests(items, names, cfg.answer.n_bootstrap, cfg.seed), out(tests_csv))
     run_scale = scale(len(questions))
     write_text(out(md), table2_wide(long, names, "md") +
-               f"\n{n.text()}; {len(questions)} of {len(all_q)} questions ({run_scale}); generator {gen.identity.get('name')}, "
-               f"judge {judge.identity.get('name')}; 95% bootstrap CIs in table2_answer_quality.csv.\n")
+               f"\n{n.text()}; {len(questions)} of {n_available} questions ({run_scale}); generator {generator_name}, "
+               f"judge {judge_name}; mean ± SD (n); 95% CIs (cluster-robust t over source chunks) in "
+               "table2_answer_quality.csv.\n")
     write_text(out(tex), table2_wide(long, names, "tex"))
     write_jsonl(out(answers_file), items)
     write_dataframe(pipelines_table(items, cfg.answer.n_bootstrap, cfg.seed), out(pipelines_file))
@@ -119,7 +139,9 @@ def build(cfg: Config, out) -> dict:
     write_dataframe(pd.DataFrame(ans_rows).reindex(columns=list(dict.fromkeys(ANSWERABILITY_COLUMNS + list(ans_rows[0])))),
                     out(ans_csv))
     write_dataframe(pd.DataFrame(sweep), out(sweep_csv))
-    points = {f"gate {r['gate']}": (r["false_refusal_rate"], r["refusal_recall"]) for r in ans_rows}
+    points = {f"gate {r['gate']}": (r["false_refusal_rate"], r["refusal_recall"],
+                                    (r["false_refusal_rate_ci_low"], r["false_refusal_rate_ci_high"]),
+                                    (r["refusal_recall_ci_low"], r["refusal_recall_ci_high"])) for r in ans_rows}
     refusal_sweep(sweep, points, sum(it["answerable"] for it in b_items), sum(not it["answerable"] for it in b_items),
                   out(sweep_plot))
     write_jsonl(out(claims_file), claim_rows)
@@ -161,13 +183,32 @@ def build(cfg: Config, out) -> dict:
     write_json(out(checks_file), checks)
     score_distributions(long, out(scores_plot))
     noise_curve(items, settings(cfg), out(noise_plot), cfg.answer.n_bootstrap, cfg.seed)
-    return {"questions": len(questions), "sample": n.to_dict(), "unanswerable_questions": len(una), "answers": len(items), "scale": run_scale,
-            **checks, "answerability": {r["gate"]: {k: r[k] for k in ("refusal_recall", "false_refusal_rate")}
-                                        for r in ans_rows},
-            "reference_answers_written": n_refs, "llm_writer": turns.stats.get("question_writer"),
-            "llm_generator": gen.stats.to_dict(), "llm_judge": judge.stats.to_dict(),
-            "model_identity": {"generator": gen.identity, "judge": judge.identity},
-            "wall_seconds_answer": round(time.perf_counter() - t0, 2)}
+    return {"questions": len(questions), "sample": n.to_dict(), "scale": run_scale, **checks,
+            "answerability": {r["gate"]: {k: r[k] for k in ("refusal_recall", "false_refusal_rate")} for r in ans_rows}}
+
+
+def recompute(cfg: Config) -> dict:
+    """`write_tables` from the run's stored answers.jsonl and claims.jsonl (no model); the
+    questions are those the answers name (from questions.jsonl when it is there)."""
+    import json
+
+    from ..lib.io import read_jsonl
+
+    d = cfg.run_dir
+    items = read_jsonl(d / "answers.jsonl")
+    claim_rows = read_jsonl(d / "claims.jsonl") if (d / "claims.jsonl").is_file() else []
+    known = {q["qid"]: q for q in read_jsonl(questions_path(cfg))} if questions_path(cfg).is_file() else {}
+    seen = {}
+    for it in items:
+        if it["pipeline"] == "table2" and it["answerable"]:
+            seen.setdefault(it["qid"], known.get(it["qid"]) or {"qid": it["qid"], "task": it["task"],
+                                                                 "source_chunk_id": it.get("source_chunk_id")})
+    ids = json.loads((d / "manifest.json").read_text()).get("models", {}) if (d / "manifest.json").is_file() else {}
+    name = lambda role: (ids.get("answer", {}).get(role) or ids.get(role) or {}).get("name") or \
+        getattr(cfg.models, role).model
+    n_available = sum(1 for q in known.values() if q.get("kept") and q.get("answerable", True)) or len(seen)
+    return write_tables(cfg, items, claim_rows, list(seen.values()), n_available, name("generator"), name("judge"),
+                        lambda p: p)
 
 
 def claim_items(cfg: Config, items: list[dict]) -> list[dict]:
@@ -214,8 +255,8 @@ def answerability(cfg: Config, b_items: list[dict]) -> tuple[list[dict], list[di
                            lambda it: it.get("gated_scores", it["scores"]).get("negative_rejection")))
     rows = []
     for name, key, judged in conditions:
-        row = answerability_row(name, [{"answerable": it["answerable"], "refused": it[key]} for it in b_items],
-                                n_boot, seed)
+        row = answerability_row(name, [{"answerable": it["answerable"], "refused": it[key],
+                                         "source_chunk_id": it.get("source_chunk_id")} for it in b_items], n_boot, seed)
         scores = [judged(it) for it in una]
         ag = agreement([None if s is None else s >= 4 for s in scores], [it[key] for it in una])
         got = [s for s in scores if s is not None]

@@ -3,6 +3,8 @@ lists 0–3; the stage writes Table 1, its CIs and paired tests, graded metrics 
 validity check."""
 from __future__ import annotations
 
+import json
+
 from ..config import Config
 from ..lib.io import write_dataframe, write_json, write_jsonl, write_text
 from ..lib.judge_check import mean_of_orders
@@ -56,7 +58,7 @@ def _labelled(cfg: Config, questions: list[dict], rankings: dict) -> tuple:
             {key(p): float(sample[p]["weight"]) if p in sample else 1.0 for p in human})
 
 
-def prediction_powered(cfg: Config, questions: list[dict], rankings: dict, grades: dict, text_of: dict) -> tuple:
+def prediction_powered(cfg: Config, questions: list[dict], rankings: dict, grades: dict) -> tuple:
     """(Table 1 PPI rows, reranked - retrieved PPI rows, labels) from the labels in
     `results/<run>/labels/`; empty estimates and n_human 0 when there are none."""
     from ..lib.labelling import ppi_differences, ppi_table1
@@ -79,7 +81,7 @@ def label_sample(cfg: Config, n: int) -> list:
     text_of = {c.chunk_id: c.text for c in chunks}
     rankings = load_rankings(cfg)
     graded = {(r["qid"], r["chunk_id"]): r["grade"] for r in read_jsonl(grades_file)
-              if r.get("prompt") == cfg.grading.prompt}
+              if r.get("prompt") == grade_label(cfg)}
     qtext = {q["qid"]: q["question"] for q in load_questions(cfg, chunks)}
     kmax = max(cfg.grading.top_k)
     seen, pairs = set(), []
@@ -101,7 +103,6 @@ def build(cfg: Config, out) -> dict:
     import pandas as pd
 
     from ..lib.llm import open_llm
-    from ..lib.plots import grade_distribution
 
     t0 = time.perf_counter()
     chunks = load_chunks(cfg)
@@ -129,36 +130,82 @@ def build(cfg: Config, out) -> dict:
     elif cfg.grading.consistency_check and judging.method == "prompt":
         swapped = grade_pairs(llm, [p for p in pairs if is_validity(p)], text_of, template=swapped_prompt)
     llm.release()
-    csv, md, tex, grades_file, validity_file, tests_file, metrics_file, plot, shares_file, per_task, ppi_diff_file = \
-        outputs(cfg)
-    write_jsonl(out(grades_file), rows + (swapped_all or swapped or []))
+    write_jsonl(out(outputs(cfg)[3]), rows + (swapped_all or swapped or []))
+    summary = write_tables(cfg, questions, len(all_q), rankings, used, swapped, llm.identity.get("name"), out)
+    return {**summary, "questions_available": len(all_q), "pairs_graded": len(rows),
+            "missing_grades": sum(r["grade"] is None for r in rows), "debias": cfg.grading.debias,
+            "llm": llm.stats.to_dict(), "model_identity": llm.identity,
+            "wall_seconds_grading": round(time.perf_counter() - t0, 2)}
+
+
+def write_tables(cfg: Config, questions: list[dict], n_available: int, rankings: dict, used: list[dict],
+                 swapped, judge_name: str, out) -> dict:
+    """Every table, test and plot of the stage from the grades (no model): Table 1 with its
+    cluster-bootstrap CIs, the paired tests, relevant shares, graded metrics, per-task shares,
+    judge validity. Called by the stage and by `spacelm report --recompute`."""
+    from ..lib.plots import grade_distribution, per_task_panels
+
+    import pandas as pd
+
+    csv, md, tex, _, validity_file, tests_file, metrics_file, plot, shares_file, per_task, ppi_diff_file = outputs(cfg)
+    cluster_of = {q["qid"]: q.get("source_chunk_id") or q["qid"] for q in questions}
     grades = {(r["qid"], r["chunk_id"]): r["grade"] for r in used}
     cells = grade_lists(cfg, questions, rankings, grades)
-    long = table1(cfg, cells, cfg.grading.n_bootstrap, cfg.seed)
-    ppi_rows, diffs, human = prediction_powered(cfg, questions, rankings, grades, text_of)
+    long = table1(cfg, cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of)
+    ppi_rows, diffs, _ = prediction_powered(cfg, questions, rankings, grades)
     long = long.merge(pd.DataFrame(ppi_rows, columns=PPI_KEYS + PPI_COLUMNS), on=PPI_KEYS, how="left")
     write_dataframe(long, out(csv))
     write_dataframe(pd.DataFrame(diffs, columns=DIFF_COLUMNS), out(ppi_diff_file))
     run_scale = scale(len(questions))
     n = sample_size(questions)
-    write_dataframe(grades_per_task(cells, questions), out(per_task))
-    note = (f"\n{n.text()}; {len(questions)} of {len(all_q)} questions ({run_scale}); judge {llm.identity.get('name')}; "
-            f"grades as % of graded passages; 95% bootstrap CIs in table1_relevance.csv.\n")
+    if any(q.get("task") for q in questions):
+        tasks = grades_per_task(cells, questions)
+        write_dataframe(tasks, out(per_task))
+        per_task_panels(tasks, "pct_grade_3", "% of graded passages at grade 3", out(cfg.run_dir / "plots" /
+                                                                                   "table1_per_task.png"))
+    note = (f"\n{n.text()}; {len(questions)} of {n_available} questions ({run_scale}); judge {judge_name}; "
+            "grades as % of graded passages; 95% CIs (two-stage cluster bootstrap: source chunks, then questions) "
+            "in table1_relevance.csv.\n")
     write_text(out(md), table1_wide(long, "md") + note)
     write_text(out(tex), table1_wide(long, "tex"))
     validity = judge_validity(used, swapped, cfg.grading.auc_warning, cfg.models.judge.temperature,
                               cfg.judge_check.min_pairs)
     write_json(out(validity_file), validity)
-    write_dataframe(paired_tests(cells, cfg), out(tests_file))
-    write_dataframe(relevant_shares(cells, cfg.grading.n_bootstrap, cfg.seed), out(shares_file))
+    write_dataframe(paired_tests(cells, cfg, cluster_of), out(tests_file))
+    write_dataframe(relevant_shares(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), out(shares_file))
     write_dataframe(graded_metrics(cfg, questions, rankings, grades), out(metrics_file))
     grade_distribution(long, out(plot))
-    return {"questions": len(questions), "sample": n.to_dict(), "questions_available": len(all_q), "pairs_graded": len(rows),
-            "validity_auc": validity["auc"], "judge_verdict": validity["verdict"],
-            "missing_grades": sum(r["grade"] is None for r in rows), "scale": run_scale,
-            "debias": cfg.grading.debias,
-            "llm": llm.stats.to_dict(), "model_identity": llm.identity,
-            "wall_seconds_grading": round(time.perf_counter() - t0, 2)}
+    return {"questions": len(questions), "sample": n.to_dict(), "validity_auc": validity["auc"],
+            "judge_verdict": validity["verdict"], "scale": run_scale}
+
+
+def recompute(cfg: Config) -> dict:
+    """`write_tables` from the run's stored grades.jsonl and rankings (no model): the questions
+    from questions.jsonl when it is there, else each graded question with the source chunk its
+    validity pair names (no task breakdown then)."""
+    from ..lib.io import read_jsonl
+    from ..lib.relevance import clusters_from_grades
+
+    d = cfg.run_dir
+    rows = read_jsonl(d / "grades.jsonl")
+    first = [r for r in rows if r.get("prompt") == grade_label(cfg)]
+    second = [r for r in rows if r.get("prompt") == cfg.grading.prompt + "_swapped"]
+    used, swapped = first, (second or None)
+    if cfg.grading.debias == "both_orders" and second:
+        used = mean_of_orders(first, second)
+        swapped = [r for r in second if any(x.startswith("validity") for x in r["purpose"])] \
+            if cfg.grading.consistency_check else None
+    source = clusters_from_grades(first)
+    known = {}
+    if questions_path(cfg).is_file():
+        known = {q["qid"]: q for q in read_jsonl(questions_path(cfg))}
+    questions = [known.get(q) or {"qid": q, "source_chunk_id": c} for q, c in sorted(source.items())]
+    manifest = json.loads((d / "manifest.json").read_text()) if (d / "manifest.json").is_file() else {}
+    n_available = (manifest.get("stages", {}).get("grade", {}).get("questions_available")
+                   or sum(1 for q in known.values() if q.get("kept") and q.get("answerable", True)) or len(questions))
+    judge = manifest.get("models", {}).get("judge", {}).get("name")
+    return write_tables(cfg, questions, n_available, load_rankings(cfg), used, swapped, judge or cfg.models.judge.model,
+                        lambda p: p)
 
 
 def grades_per_task(cells: dict, questions: list[dict]):
@@ -182,6 +229,15 @@ def grades_per_task(cells: dict, questions: list[dict]):
 
 def _prompts(cfg: Config) -> list[str]:
     return relevance_prompts(cfg, cfg.grading.consistency_check or cfg.grading.debias == "both_orders")
+
+
+def grade_label(cfg: Config) -> str:
+    """The `prompt` field of the grade rows Table 1 reads: the template, or `calibrated:<name>`."""
+    if cfg.grading.method == "calibrated":
+        from ..lib.relevance_calibrated import load_calibration
+
+        return f"calibrated:{load_calibration(cfg.grading.judging(cfg.root).calibration).name}"
+    return cfg.grading.prompt
 
 
 def calibration_files(cfg: Config) -> list:

@@ -206,7 +206,9 @@ def judge_check_section(cfg) -> list[str]:
             out.append(f"- {m['source']}: " + ", ".join(f"AUC relevant vs {k[len('auc_relevant_vs_'):].replace('_', ' ')} "
                                                        f"{_fmt(v)}" for k, v in hard.items()) + ".")
     plots = sorted((cfg.run_dir / "judge_check" / "plots").glob("confusion_*.png"))
-    out += ["", " ".join(f"![{p.stem}](judge_check/plots/{p.name})" for p in plots), ""]
+    out += ["", " ".join(f"![{p.stem}](judge_check/plots/{p.name})" for p in plots), "",
+            "Calibration: the judge's grade distribution for each human label (the same pairs):", "",
+            _img(cfg.run_dir, "judge_calibration.png", "judge calibration"), ""]
     out += ["Known-answer controls for the answer rubrics and binary judges (pass = the good answer scored above "
             "the bad one):", ""]
     out.append(_csv_md(cfg.run_dir / "judge_check" / "controls.csv"))
@@ -224,11 +226,76 @@ def pool_text(r, stages: dict) -> str:
                "of the questions"))
 
 
+def _stages(cfg) -> dict:
+    m = cfg.run_dir / "manifest.json"
+    return json.loads(m.read_text()).get("stages", {}) if m.is_file() else {}
+
+
+INTERVAL_METHODS = {  # file -> how its intervals (and tests) are computed; recorded in the manifest
+    "table1_relevance.csv": "pooled share",
+    "grading/relevant_shares.csv": "pooled share",
+    "grading/paired_tests.csv": "mean",
+    "table2_answer_quality.csv": "mean",
+    "table2_tests.csv": "mean",
+    "pipelines.csv": "proportion",
+    "answerability.csv": "proportion",
+    "claims.csv": "pooled share",
+    "plots/recall_at_k.png": "mean",
+    "plots/refusal_sweep.png": "proportion",
+}
+
+
+def interval_methods() -> dict:
+    """{run file: interval method in words} (spacelm.lib.stats.INTERVALS); F1 in
+    answerability.csv is a pooled ratio and uses the cluster bootstrap."""
+    from ..lib.stats import INTERVALS
+
+    out = {f: INTERVALS[k] for f, k in INTERVAL_METHODS.items()}
+    for f in ("grading/paired_tests.csv", "table2_tests.csv"):
+        out[f] += "; test: cluster-robust t, Holm within each `family`"
+    out["answerability.csv"] += "; refusal_f1: " + INTERVALS["pooled share"]
+    out["judge_check/controls.csv"] = "Wilson score interval (each control its own pair)"
+    out["plots/noise_curve.png"] = f"faithfulness: {INTERVALS['mean']}; refusal share: {INTERVALS['proportion']}"
+    out["judge_check/relevance.json"] = "percentile bootstrap over queries (the pairs of one query move together)"
+    out["retrieval/significance.csv"] = "ranx paired Student t over queries, not clustered by source chunk"
+    return out
+
+
+def table_sizes(run: Path) -> dict:
+    """{"grade" | "answer": (questions, source chunks)} from the paired-test tables' largest cell."""
+    import pandas as pd
+
+    out = {}
+    for stage, p in (("grade", run / "grading" / "paired_tests.csv"), ("answer", run / "table2_tests.csv")):
+        if p.is_file():
+            t = pd.read_csv(p)
+            if len(t) and "n_source_chunks" in t:
+                out[stage] = (int(t["n_questions"].max()), int(t["n_source_chunks"].max()))
+    return out
+
+
+def setup_section(cfg, stages: dict) -> list[str]:
+    """The paper's setup beside this run's, component by component (also setup_vs_paper.csv)."""
+    import pandas as pd
+
+    from ..lib.setup_table import COLUMNS, comparability, setup_rows
+
+    rows = setup_rows(cfg, stages, table_sizes(cfg.run_dir))
+    write_dataframe(pd.DataFrame(rows, columns=COLUMNS), cfg.run_dir / "setup_vs_paper.csv")
+    comp = comparability(rows)
+    return ["## This run's setup beside the paper's", "",
+            "Two different systems: a within-run comparison (reranked vs retrieved, dense vs BM25, standard vs 3 "
+            "wrong) can hold or be reversed *here*; an absolute level is compared with the paper's only when judge "
+            f"and chunk size match (here: {comp}). Same table: `setup_vs_paper.csv`.", "",
+            pd.DataFrame(rows, columns=COLUMNS).to_markdown(index=False), ""]
+
+
 def paper_rows(cfg) -> list[dict]:
     """The paper's findings beside this run's (see spacelm/lib/findings.py), from the run's files."""
     import pandas as pd
 
     from ..lib.findings import judge_verdicts, paper_vs_run, table1_findings, table2_findings
+    from ..lib.setup_table import comparability, setup_rows
 
     run = cfg.run_dir
     read = lambda p: pd.read_csv(p).to_dict("records") if p.is_file() else []
@@ -239,7 +306,7 @@ def paper_rows(cfg) -> list[dict]:
     if (run / "table2_tests.csv").is_file():
         rows += table2_findings(read(run / "table2_answer_quality.csv"), read(run / "table2_tests.csv"))
     rel, ctl = read_judge_check(cfg)
-    return paper_vs_run(rows, judge_verdicts(rel, ctl))
+    return paper_vs_run(rows, judge_verdicts(rel, ctl), comparability(setup_rows(cfg, _stages(cfg), table_sizes(run))))
 
 
 def paper_section(cfg, rows: list[dict]) -> list[str]:
@@ -250,16 +317,24 @@ def paper_section(cfg, rows: list[dict]) -> list[str]:
     out = ["## The paper and this run", ""]
     if not rows:
         return out + ["_(the grade and answer stages have not produced their tests yet)_", ""]
-    out += ["Each finding of the paper (Tables 1 and 2), this run's figure with its 95% CI, and a verdict the data can "
-            "carry: **agrees** or **contradicts** only when the paired test (Wilcoxon over questions, Holm-adjusted "
-            "over its table's family) or the CI says so, else **cannot tell at this n**. The last columns give the "
-            "verdict of the judge whose scores produced the figure: a finding resting on a judge that fails its check, "
-            "or was too little checked to tell, is not evidence either way. Rules: `spacelm/lib/findings.py`; the same "
-            "table is in `paper_vs_run.csv`.", "", pd.DataFrame(rows, columns=COLUMNS).to_markdown(index=False)]
-    weak = [r["finding"] for r in rows if any(w in str(r.get("judge_verdict")) for w in ("fails", "too few", "unchecked"))]
+    from ..lib.findings import VERDICTS
+
+    out += ["Each finding of the paper (Tables 1 and 2), this run's figure with its 95% CI, and a verdict from "
+            f"{', '.join(f'*{v}*' for v in VERDICTS)}. Within-run directional findings: *holds here* / *reversed "
+            "here* / *cannot tell*, from cluster-robust paired t tests over questions (source chunks as clusters): "
+            "an \"every cell\" finding holds only when every cell's own test does (intersection-union, no "
+            "multiplicity correction) and is reversed when any cell moves significantly the other way (Holm over "
+            "the finding's cells). Absolute levels are *not comparable* unless judge and chunk size match the "
+            "paper's. A finding whose judge fails its check or is unchecked is *no evidence*. `comparable` states "
+            "what differs from the paper's setup; `mde_rule` is the smallest difference the rule detects at this "
+            "n (80% power, at the level the rule applies); n is questions / source chunks. Rules: "
+            "`spacelm/lib/findings.py`; the same table is in `paper_vs_run.csv`.", "",
+            pd.DataFrame(rows, columns=COLUMNS).to_markdown(index=False), "",
+            _img(cfg.run_dir, "findings_forest.png", "forest plot of the findings' cells"), ""]
+    weak = [r["finding"] for r in rows if "weak" in str(r.get("judge_verdict")) and r["verdict"] != "no evidence"]
     if weak:
-        out += ["", f"> ⚠ {len(weak)} of {len(rows)} findings rest on a judge that fails its check or was checked on too "
-                "few items to tell: " + "; ".join(weak) + "."]
+        out += [f"> ⚠ {len(weak)} of {len(rows)} findings rest on a judge rated *weak* on at least one check: "
+                + "; ".join(weak) + "."]
     return out + [""]
 
 
@@ -373,13 +448,21 @@ def build_report(cfg) -> Path:
     lines = [f"# spacelm report — run `{cfg.run_name}`", ""] + scale_banner(stages)
     lines += [f"Config `{manifest.get('config_file')}`, git `{manifest.get('git_commit')}`, "
               f"started {manifest.get('started')}, finished {manifest.get('finished', '(running)')}.", ""]
+    lines += setup_section(cfg, stages)
+    if manifest:
+        manifest["intervals"] = interval_methods()
+        write_text(run / "manifest.json", json.dumps(manifest, indent=2, default=str) + "\n")
     findings = paper_rows(cfg)
     if findings:
         import pandas as pd
 
-        from ..lib.findings import COLUMNS
+        from ..lib.findings import COLUMNS, forest_rows
+        from ..lib.plots import forest_plot
 
         write_dataframe(pd.DataFrame(findings, columns=COLUMNS), run / "paper_vs_run.csv")
+        if (run / "grading" / "paired_tests.csv").is_file():
+            forest_plot(forest_rows(pd.read_csv(run / "grading" / "paired_tests.csv").to_dict("records")),
+                        run / "plots" / "findings_forest.png")
     lines += paper_section(cfg, findings)
     lines += chunk_size_lines(cfg, stages)
     lines += ["## Run time", "", "| stage | seconds this run | skipped (up to date) | seconds when computed |",
@@ -412,14 +495,23 @@ def build_report(cfg) -> Path:
     lines += ["## Retrieval (gold = source chunk)", "",
               _csv_md(run / "retrieval" / "summary.csv", ["system", "n_queries"] + [f"{m}@{k}" for k in ks for m in ("recall", "ndcg")]),
               "", _img(run, "recall_at_k.png", "recall at k"), ""]
+    rel, _ = read_judge_check(cfg)
+    if rel:
+        from ..lib.plots import judge_calibration
+
+        judge_calibration({m["source"]: m.get("confusion") or {} for m in rel if m.get("run")},
+                          run / "plots" / "judge_calibration.png")
     lines += judge_check_section(cfg)
     lines += ["## Table 1 — LLM relevance grades (%)", "", judge_banner(cfg, "table1"), "",
               _read(run / "table1_relevance.md"), "",
               _img(run, "grade_distribution.png", "grade distribution"), "",
+              _img(run, "table1_per_task.png", "grade 3 share per task"), "",
               "Paired tests over questions (reranked − retrieved per retriever and top-k; dense − bm25 before "
-              "reranking): difference with its 95% bootstrap CI, Wilcoxon p, p_holm adjusted over this table's family, "
-              "and mde, the smallest difference this n could detect (80% power, α = 0.05); shares in percentage "
-              "points:", "", _csv_md(run / "grading" / "paired_tests.csv"), "", "Judge-graded metrics beside source-chunk metrics:", "",
+              "reranking), source chunks as clusters: difference with its 95% cluster-robust t interval, the "
+              "cluster-robust t test's p, p_holm adjusted within its `family` (one comparison on one measure: the "
+              "shares and the mean grade are linearly dependent and are not pooled), and mde_cell, the smallest "
+              "difference one cell could detect alone (80% power, α = 0.05; the findings state it at their own "
+              "rule's level); shares in percentage points:", "", _csv_md(run / "grading" / "paired_tests.csv"), "", "Judge-graded metrics beside source-chunk metrics:", "",
               _csv_md(run / "grading" / "graded_metrics.csv"), ""]
     lines += ppi_lines(cfg)
     if (run / "judge_validity.json").is_file():
@@ -430,9 +522,11 @@ def build_report(cfg) -> Path:
                   f"order-swap agreement {v.get('order_swap_agreement')}.", ""]
     lines += ["## Table 2 — answer quality under noise (1–5)", "", judge_banner(cfg, "table2"), "",
               _read(run / "table2_answer_quality.md"), "",
-              "Paired tests over questions, each setting against the standard one (Holm-adjusted over this table's "
-              "family; mde as above):", "", _csv_md(run / "table2_tests.csv"), "",
-              _img(run, "answer_scores.png", "answer scores"), _img(run, "noise_curve.png", "noise curve"), ""]
+              "Paired tests over questions, each setting against the standard one, source chunks as clusters "
+              "(cluster-robust t; Holm within each rubric's family; mde_cell as above):", "",
+              _csv_md(run / "table2_tests.csv"), "",
+              _img(run, "answer_scores.png", "answer scores"), _img(run, "noise_curve.png", "noise curve"),
+              _img(run, "table2_per_task.png", "faithfulness per task"), ""]
     lines += refusal_lines(cfg)
     if (run / "answer_checks.json").is_file():
         c = json.loads((run / "answer_checks.json").read_text())
@@ -488,7 +582,8 @@ def answerability_section(cfg) -> list[str]:
     out += [f"Pipeline B on {int(a.n_answerable.iloc[0]) if len(a) else 0} answerable and {n_una} unanswerable "
             "questions, with the gate off (the generator decides) and on (below its threshold the canonical refusal "
             "is returned without calling the generator). A refusal is recognised by phrase; the judge's "
-            "negative-rejection score (≥ 4 = declines) is shown beside it. 95% bootstrap CIs over questions.", "",
+            "negative-rejection score (≥ 4 = declines) is shown beside it. 95% Wilson intervals at the effective n "
+            "(source chunks as clusters) for the rates, as in the sweep plot; cluster bootstrap for F1.", "",
             judge_banner(cfg, "table2", ["negative_rejection"]), ""]
     n_ans = int(a.n_answerable.iloc[0]) if len(a) else 0
     warn = _too_few(min(n_ans, n_una), f"{n_ans} answerable, {n_una} unanswerable")
@@ -513,7 +608,8 @@ def answerability_section(cfg) -> list[str]:
             "Each answer split into sentences; the judge decides (yes/no, P(yes) kept) whether each is supported by "
             "the passages it cites, or by the whole context when it cites none. Faithfulness = supported claims / "
             "claims; citation precision = supporting citations / citations; citation recall = claims with a "
-            "supporting citation / claims. Pooled over answers, 95% bootstrap CIs over answers.", "",
+            "supporting citation / claims. Pooled over answers, 95% CIs from a two-stage cluster bootstrap (source "
+            "chunks, then answers).", "",
             judge_banner(cfg, "table2", ["claim_support"]), ""]
     claims = run / "claims.csv"
     if claims.is_file():

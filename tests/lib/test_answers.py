@@ -106,7 +106,7 @@ def test_pipelines_table_latency_and_rates():
 
 
 def test_table2_tests_pair_questions_and_adjust_the_family():
-    from scipy.stats import wilcoxon
+    from scipy.stats import ttest_1samp
 
     def item(q, setting, rubric, score):
         return {"qid": q, "pipeline": "table2", "setting": setting, "rubrics": [rubric], "scores": {rubric: score}}
@@ -120,10 +120,13 @@ def test_table2_tests_pair_questions_and_adjust_the_family():
     df = answer.table2_tests(items, ["standard", "3_wrong"], 200, 0).set_index("metric")
     f = df.loc["faithfulness"]
     assert f["n_questions"] == 6 and f["diff"] == pytest.approx(-1.0)
-    p = wilcoxon([b - a for a, b in zip(std, wrong)], zero_method="zsplit").pvalue
-    assert f["p_value"] == pytest.approx(p, abs=1e-4) and f["p_holm"] == pytest.approx(p, abs=1e-4)  # one test ran
+    # every question its own source chunk: the cluster-robust t test is the one-sample t test of
+    # the differences (-1, 0, -2, -1, 0, -2: mean -1, sd √0.8, t = -2.739 on 5 df)
+    p = ttest_1samp([b - a for a, b in zip(std, wrong)], 0).pvalue
+    assert f["p_value"] == pytest.approx(p, abs=1e-4) and f["p_holm"] == pytest.approx(p, abs=1e-4)  # one test in its family
+    assert f["n_source_chunks"] == 6 and f["family"] == "faithfulness / settings - standard"
     r = df.loc["relevance"]
-    assert r["n_questions"] == 5 and r["diff"] == 0 and pd.isna(r["p_value"]) and pd.isna(r["mde"])
+    assert r["n_questions"] == 5 and r["diff"] == 0 and pd.isna(r["p_value"]) and pd.isna(r["mde_cell"])
 
 
 def test_fact_check_catches_a_vague_answer_against_the_reference():

@@ -77,7 +77,7 @@ def test_paired_comparison_table(fixture):
 
     assert row.p_holm == pytest.approx(row.p_value)
     sd = np.std(np.subtract(b, a), ddof=1)
-    assert row.mde == pytest.approx(min_detectable_difference(sd, len(a))) or (np.isnan(row.mde) and sd == 0)
+    assert row.mde == pytest.approx(min_detectable_difference(sd / np.sqrt(len(a)), len(a) - 1)) or (np.isnan(row.mde) and sd == 0)
 
 
 def test_source_diagnostics_strictness_levels():

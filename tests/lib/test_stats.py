@@ -34,13 +34,13 @@ def test_min_detectable_difference_against_the_t_power_function():
     from spacelm.lib.stats import min_detectable_difference
 
     sd, n = 1.2, 24
-    mde = min_detectable_difference(sd, n)
+    mde = min_detectable_difference(sd / n ** 0.5, n - 1)
     # the power of a paired t-test at that true difference is about 80% (exact: noncentral t)
     crit = t.ppf(0.975, n - 1)
     ncp = mde / (sd / n ** 0.5)
     power = 1 - nct.cdf(crit, n - 1, ncp) + nct.cdf(-crit, n - 1, ncp)
     assert 0.78 < power < 0.82
-    assert np.isnan(min_detectable_difference(0.0, 10)) and np.isnan(min_detectable_difference(1.0, 1))
+    assert np.isnan(min_detectable_difference(0.0, 10)) and np.isnan(min_detectable_difference(1.0, 0))
 
 
 def test_paired_difference_direction_and_ci():
@@ -51,3 +51,77 @@ def test_paired_difference_direction_and_ci():
     r = paired_difference(a, b, n_boot=500, seed=1)
     assert r["n"] == 10 and r["diff"] == pytest.approx(1.0, abs=0.05)
     assert r["ci_low"] <= r["diff"] <= r["ci_high"] and r["p_value"] < 0.01 and r["mde"] > 0
+
+
+def test_wilson_at_zero_and_all_of_ten():
+    # z = 1.95996, n = 10, p = 0: centre = (z²/20) / (1 + z²/10) = 0.13877 = half-width -> [0, 0.2775]
+    from spacelm.lib.stats import share_ci, wilson_ci
+
+    assert wilson_ci(0, 10) == (pytest.approx(0.0), pytest.approx(0.27753, abs=1e-4))
+    assert wilson_ci(10, 10) == (pytest.approx(0.72247, abs=1e-4), pytest.approx(1.0))
+    lo, hi = wilson_ci(7, 10)  # scipy's binomtest gives the same interval
+    from scipy.stats import binomtest
+
+    ci = binomtest(7, 10).proportion_ci(method="wilson")
+    assert (lo, hi) == (pytest.approx(ci.low), pytest.approx(ci.high))
+    assert all(np.isnan(wilson_ci(0, 0)))
+    # no clustering: the effective n is n; a constant share has design effect 1
+    r = share_ci([True] * 10)
+    assert r["n_effective"] == 10 and r["ci_low"] == pytest.approx(0.72247, abs=1e-4)
+
+
+def test_cluster_t_by_hand():
+    from spacelm.lib.stats import cluster_t
+
+    # one value per cluster: Student's t. mean 3, s = 1.5811, se = 0.7071, t_0.975,4 = 2.7764
+    c = cluster_t([1, 2, 3, 4, 5])
+    assert c["se"] == pytest.approx(0.70711, abs=1e-5) and c["ci_low"] == pytest.approx(3 - 2.7764 * 0.70711, abs=1e-3)
+    # two clusters {1, 1} and {3, 3}: residual sums -2 and +2; se² = 2/1 · (4 + 4) / 4² = 1; df 1
+    c = cluster_t([1, 1, 3, 3], ["a", "a", "b", "b"])
+    assert c["se"] == pytest.approx(1.0) and c["df"] == 1 and c["ci_high"] == pytest.approx(2 + 12.7062, abs=1e-3)
+    assert np.isnan(cluster_t([1, 2], ["a", "a"])["ci_low"])  # one cluster: no interval
+
+
+def test_cluster_bootstrap_is_wider_than_the_naive_one_when_questions_share_chunks():
+    from spacelm.lib.stats import cluster_bootstrap_ci, design_effect
+
+    # 8 source chunks, 5 questions each with the same value: 40 questions but 8 independent units
+    values = [float(c) for c in range(8) for _ in range(5)]
+    clusters = [c for c in range(8) for _ in range(5)]
+    mean = lambda xs: float(np.mean(xs))
+    naive = cluster_bootstrap_ci(values, None, mean, 2000, 3)
+    clustered = cluster_bootstrap_ci(values, clusters, mean, 2000, 3)
+    # the naive SE is sd/√40, the clustered one sd/√8: about √5 = 2.2 times wider
+    assert (clustered[1] - clustered[0]) > 1.8 * (naive[1] - naive[0])
+    assert design_effect(values, clusters) > 4
+    assert design_effect([1.0, 2.0, 3.0, 4.0], None) == pytest.approx(1.0)
+
+
+def test_paired_difference_is_clustered():
+    from spacelm.lib.stats import paired_difference
+
+    a = [0.0] * 8
+    b = [1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    flat = paired_difference(a, b)
+    chunks = paired_difference(a, b, ["x", "x", "x", "x", "y", "y", "y", "y"])
+    assert flat["diff"] == chunks["diff"] == 0.5 and chunks["n_clusters"] == 2 and flat["n_clusters"] == 8
+    assert chunks["p_value"] > flat["p_value"] and chunks["ci_high"] - chunks["ci_low"] > flat["ci_high"] - flat["ci_low"]
+    # two clusters at +1 and 0: se² = 2 · (2² + 2²) / 8² = 0.25, t = 0.5/0.5 = 1 on 1 df: p = 0.5
+    assert chunks["p_value"] == pytest.approx(0.5)
+
+
+def test_questions_needed_by_hand():
+    from spacelm.lib.stats import min_detectable_difference, questions_needed
+
+    # effect = 1 SD, α = 0.05, 80%: n = 10 ((2.262 + 0.883)/√10 = 0.995 ≤ 1; at 9: 3.195/3 = 1.065)
+    assert questions_needed(1.0, 1.0) == 10
+    assert questions_needed(-1.0, 1.0) == 10
+    assert questions_needed(1.0, 1.0, deff=2.0) == 20  # clusters double the questions
+    assert questions_needed(0.0, 1.0) is None and questions_needed(1.0, float("nan")) is None
+    # under Holm's first step over 35 tests the detectable difference grows: the paper's +5.1 pp at
+    # BM25 top-3 grade 3 needs more than at α = 0.05
+    se, df = 1.5, 29
+    assert min_detectable_difference(se, df, 0.05 / 35) > 1.5 * min_detectable_difference(se, df, 0.05)
+    # the n found is consistent with the detectable difference at that n
+    n = questions_needed(5.1, 10.0)
+    assert min_detectable_difference(10.0 / n ** 0.5, n - 1) <= 5.1 < min_detectable_difference(10 / (n - 1) ** 0.5, n - 2)

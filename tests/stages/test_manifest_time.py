@@ -43,7 +43,7 @@ def test_run_sizes_from_stage_summaries():
 def test_scale_banner_names_the_small_tables():
     from spacelm.stages.report import scale_banner
 
-    full, smoke = "full run", "smoke-scale run"
+    full, smoke = "findings scale", "smoke-scale run"
     assert scale_banner({"grade": {"scale": full, "questions": 30}, "answer": {"scale": full}}) == []
     both = scale_banner({"grade": {"scale": smoke, "questions": 3}, "answer": {"scale": smoke, "questions": 2}})
     assert "Smoke-scale run" in both[0]

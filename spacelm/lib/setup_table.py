@@ -1,0 +1,83 @@
+"""The paper's setup beside a run's, component by component, and whether they match: the table
+at the top of every report (`setup_vs_paper.csv`, companion of `paper_vs_run.csv`), and the
+`comparable` column of the findings (an absolute level is compared with the paper's only when
+judge and chunk size match).
+
+The paper's values are read from its text (Belo, Soares & Guimaraes, IAC-25: sections 3-6 and
+appendices B-C) and written here once."""
+from __future__ import annotations
+
+from typing import Optional
+
+COLUMNS = ["component", "paper", "this_run", "match"]
+# component -> the paper's value, in words
+PAPER = {
+    "corpus": "39 documents (ESA reports, peer-reviewed papers on space debris), text PDFs",
+    "chunking": "semchunk, at most 2,000 tokens",
+    "dense retriever": "Alibaba-NLP/gte-Qwen2-1.5B-instruct",
+    "reranker and its pool": "BAAI/bge-m3 over each retriever's top-100",
+    "judge": "Llama 3.3 70B",
+    "generator": "Llama 3 8B",
+    "question writer": "Llama 3.3 70B (8-bit), 5 few-shot golden samples per chunk and task",
+    "questions": "7,036 kept (1,506 written per task, 5 tasks)",
+    "question filter": "source chunk in the BGE-M3 top-50",
+    "Table 1 questions": "all kept questions (not stated otherwise)",
+    "Table 2 questions": "not stated",
+    "prompts": "Figs. A1-A5 (relevance 0-3; four rubrics 1-5)",
+}
+# what must match for an absolute level to be compared with the paper's
+LEVEL_COMPONENTS = ("judge", "chunking")
+
+
+def _has(text: str, *needles: str) -> bool:
+    t = str(text).lower().replace("-", "").replace("_", "").replace(" ", "")
+    return all(n.lower().replace("-", "").replace(" ", "") in t for n in needles)
+
+
+def setup_rows(cfg, stages: Optional[dict] = None, sizes: Optional[dict] = None) -> list[dict]:
+    """[{component, paper, this_run, match}] for `cfg` (a Config) and, when given, the run's
+    manifest stages (question counts, the resolved reranker pool) and `sizes` {"grade" |
+    "answer": (questions, source chunks)} read from the run's tables, which take precedence."""
+    stages = stages or {}
+    sizes = sizes or {}
+    r, m = cfg.retrieval, cfg.models
+    ing, syn = stages.get("ingest", {}), stages.get("synth", {})
+    pool = stages.get("retrieve", {}).get("rerank_pool", r.pool)
+    pool_text = f"top-{pool}" if isinstance(pool, int) or float(pool) >= 1 else f"top {float(pool):.0%} of the chunks"
+
+    def n_of(name: str) -> str:
+        stage = stages.get(name, {})
+        q, c = sizes.get(name) or (stage.get("questions"), (stage.get("sample") or {}).get("source_chunks"))
+        return "–" if q is None else f"{q} questions / {'?' if c is None else c} source chunks"
+
+    rows = [
+        ("corpus", f"{ing.get('documents', '?')} documents from {cfg.corpus.raw_dir}", "no"),
+        ("chunking", f"at most {cfg.chunking.max_tokens} tokens ({cfg.chunking.tokenizer})",
+         "yes" if cfg.chunking.max_tokens == 2000 else "no"),
+        ("dense retriever", r.dense.model, "yes" if _has(r.dense.model, "gte-Qwen2-1.5B") else "no"),
+        ("reranker and its pool", f"{r.reranker.kind} {r.reranker.model} over {pool_text}",
+         "yes" if _has(r.reranker.model, "bge-m3") and pool == 100 else "no"),
+        ("judge", m.judge.model, "yes" if _has(m.judge.model, "llama-3.3-70b") else "no"),
+        ("generator", m.generator.model, "yes" if _has(m.generator.model, "llama-3-8b") or
+         _has(m.generator.model, "llama-3.1-8b") else "no"),
+        ("question writer", f"{m.question_writer.model}, {cfg.synth.n_fewshot} few-shot "
+                            f"({cfg.synth.fewshot_sampling})",
+         "yes" if _has(m.question_writer.model, "llama-3.3-70b") and cfg.synth.n_fewshot == 5 else "no"),
+        ("questions", f"{syn.get('kept', '?')} kept of {syn.get('generated', '?')} written", "no"),
+        ("question filter", f"source chunk in the {cfg.synth.filter_retriever} top-{cfg.synth.filter_top_n}",
+         "yes" if cfg.synth.filter_top_n == 50 else "no"),
+        ("Table 1 questions", n_of("grade"), "no"),
+        ("Table 2 questions", n_of("answer"), "no"),
+        ("prompts", f"spacelm's own wording of the paper's scales ({cfg.grading.prompt}; judge_* rubrics)", "no"),
+    ]
+    short = {"chunking": f"chunks of {cfg.chunking.max_tokens} vs 2,000 tokens",
+             "judge": f"judge {m.judge.model} vs Llama 3.3 70B"}
+    return [{"component": c, "paper": PAPER[c], "this_run": ours, "match": match,
+             "differs": short.get(c, f"{c}: {ours} vs {PAPER[c]}")} for c, ours, match in rows]
+
+
+def comparability(rows: list[dict], components=LEVEL_COMPONENTS) -> str:
+    """"yes" when every one of `components` matches the paper's, else "no: " and what differs."""
+    differ = [r.get("differs") or f"{r['component']}: {r['this_run']} vs {r['paper']}" for r in rows
+              if r["component"] in components and r["match"] != "yes"]
+    return "yes" if not differ else "no: " + "; ".join(differ)
