@@ -86,10 +86,10 @@ def _num(x) -> Optional[float]:
 # --------------------------------------------------------------------------- the rules
 def judge_status(judge_verdict: Optional[str]) -> str:
     """"fails", "unchecked" or "checked" from a judge's verdict text: fails when any of its
-    checks says *fails*; checked when at least one says *valid* or *weak*; unchecked otherwise
+    checks says *fails* or its controls were *not passed*; checked when at least one says *valid* or *weak*; unchecked otherwise
     (never run, or too few pairs to tell)."""
     text = str(judge_verdict or "unchecked")
-    if "fails" in text:
+    if "fails" in text or "not passed" in text:
         return "fails"
     if "valid" in text or "weak" in text:
         return "checked"
@@ -381,7 +381,10 @@ def judge_verdicts(relevance: Optional[list], controls: Optional[list]) -> dict:
         ran = [m for m in relevance if m.get("run")]
         out["grader"] = "; ".join(f"{m['source']}: {m['verdict']}" for m in ran) or "unchecked"
     for r in controls or []:
-        out[r["rubric"]] = r["verdict"]
+        passed = str(r.get("passed", "")).strip().lower()
+        # a judge that has not shown it passes its known-answer controls (the lower bound of its
+        # pass rate under the bar) produces no headline figure, whatever the verdict's wording
+        out[r["rubric"]] = r["verdict"] + (" (controls not passed)" if passed in ("false", "0") else "")
     return out
 
 

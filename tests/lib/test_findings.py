@@ -67,6 +67,17 @@ def test_gate_no_evidence_and_not_comparable():
     assert F.gate(F.NOT_TESTED, "fails", level=True, comparable="no") == F.NOT_TESTED
 
 
+def test_a_judge_that_has_not_passed_its_controls_gives_no_evidence():
+    """A rubric whose controls' lower bound is under the bar ("weak", passed False) withholds its
+    findings; one that passed keeps them."""
+    v = F.judge_verdicts(None, [{"rubric": "negative_rejection", "verdict": "weak", "passed": False},
+                                {"rubric": "faithfulness", "verdict": "valid", "passed": True}])
+    assert v["negative_rejection"] == "weak (controls not passed)" and v["faithfulness"] == "valid"
+    assert F.judge_status(v["negative_rejection"]) == "fails"
+    assert F.gate(F.HOLDS, v["negative_rejection"], level=False, comparable="yes") == F.NO_EVIDENCE
+    assert F.gate(F.HOLDS, v["faithfulness"], level=False, comparable="yes") == F.HOLDS
+
+
 def test_table1_findings_rows_and_judge_verdicts():
     tests = [_t(r, k, "share_0_1", -5.0, 0.01) for r in ("bm25", "dense") for k in (3, 10)]
     tests += [_t(r, k, "share_3", 4.0, 0.3) for r in ("bm25", "dense") for k in (3, 10)]
