@@ -24,7 +24,7 @@ def test_grade_stage_ppi_columns_from_labels_placed_in_the_run(tiny_config):
 
     cfg = tiny_config
     questions, rankings, grades = _fake_run(cfg)
-    rows, diffs, human = grade.prediction_powered(cfg, questions, rankings, grades, {})
+    rows, diffs, human = grade.prediction_powered(cfg, questions, rankings, grades)
     assert human == {} and all(r["ppi_estimate"] is None and r["n_human"] == 0 for r in rows)
     d = grade.labels_dir(cfg)
     d.mkdir(parents=True)
@@ -32,7 +32,7 @@ def test_grade_stage_ppi_columns_from_labels_placed_in_the_run(tiny_config):
     # 2 on a and b only -> grade-2 share 50%; the judge says 25% (b only)
     labels = {("q1", "a"): 2, ("q1", "b"): 2, ("q2", "c"): 0, ("q2", "d"): 0, ("q1", "e"): 0, ("q2", "f"): 2}
     (d / "human_labels.csv").write_text("pair_id,grade\n" + "".join(f"{pair_id(*k)},{g}\n" for k, g in labels.items()))
-    rows, diffs, human = grade.prediction_powered(cfg, questions, rankings, grades, {})
+    rows, diffs, human = grade.prediction_powered(cfg, questions, rankings, grades)
     r2 = next(r for r in rows if r["stage"] == "retrieved" and r["grade"] == 2)
     assert r2["n_human"] == 4 and r2["ppi_estimate"] == pytest.approx(50.0)
     # reranked (b, e, c, f): people 2-3 on b, f = 50%; retrieved 50%: difference 0 pp; judge says
