@@ -380,14 +380,98 @@ def analyse(args) -> int:
         g = [lab[(r["qid"], r["chunk_id"])] for r in sub]
         ref_res[name] = metrics(sub, g, g)
     out["sources"]["trec-dl-2020"]["reference_judges"] = ref_res
+    if args.export:
+        out["exported"] = export(args, tables, out)
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out, indent=1)[:6000])
     return 0
 
 
+def cost(args) -> int:
+    """Seconds and prompt tokens per graded pair, today's digit prompt against a calibration,
+    on the same TREC DL pairs in one process (each method over all pairs in turn, twice, so
+    prefix reuse is as in a run), through the library code a run uses; also checks that the
+    library's features equal the study's."""
+    from spacelm.lib.llm import LLM
+    from spacelm.lib.relevance import RelevanceJudging, grade_pairs
+    from spacelm.lib.relevance_calibrated import load_calibration
+
+    pairs, passages, _ = source_pairs("trec-dl-2020", args.seed)
+    pairs = [p for p in pairs if p["kind"] != "random_negative"][: args.n]
+    cal_spec = args.calibration
+    llm = LLM(LLMConfig(model=args.model, n_ctx=4096, max_tokens=2, n_threads=args.threads))
+    methods = {"digit (today)": RelevanceJudging("prompt", "relevance"),
+               "calibrated": RelevanceJudging("calibrated", "relevance", cal_spec)}
+    llm.chat(render("relevance", question="warm up", passage="warm up"), choices=["0", "1"], max_tokens=2)
+    out = {}
+    for rep in range(2):
+        for name, judging in methods.items():
+            b = llm.backend
+            ev0, t0 = b.prompt_tokens_evaluated, time.perf_counter()
+            rows = grade_pairs(llm, pairs, passages, judging=judging)
+            dt = time.perf_counter() - t0
+            res = out.setdefault(name, {"seconds_per_pair": [], "tokens_evaluated_per_pair": []})
+            res["seconds_per_pair"].append(round(dt / len(pairs), 3))
+            res["tokens_evaluated_per_pair"].append(round((b.prompt_tokens_evaluated - ev0) / len(pairs), 1))
+            if name == "calibrated" and rep == 0:
+                study = load_rows()
+                diffs = [abs(r["features"][f] - study[("trec-dl-2020", r["qid"], r["chunk_id"], "fewshot")][f])
+                         for r in rows for f in ("fewshot_expected", "fewshot_yes") if f in r["features"]
+                         and ("trec-dl-2020", r["qid"], r["chunk_id"], "fewshot") in study]
+                res["max_feature_difference_vs_study"] = round(max(diffs), 4) if diffs else None
+    ratio = np.mean(out["calibrated"]["seconds_per_pair"]) / np.mean(out["digit (today)"]["seconds_per_pair"])
+    result = {"pairs": len(pairs), "model": args.model, "calibration": load_calibration(cal_spec).name,
+              "methods": out, "seconds_ratio_calibrated_to_today": round(float(ratio), 3)}
+    print(json.dumps(result, indent=1))
+    path = Path(args.out)
+    full = json.loads(path.read_text()) if path.is_file() else {}
+    full["cost"] = result
+    path.write_text(json.dumps(full, indent=1) + "\n")
+    return 0
+
+
+def export(args, tables: dict, out: dict) -> str:
+    """Fit the chosen combination on every training pair (TREC DL 2020's study queries and
+    SciFact train) with the library's `fit_calibration` and write it as a shipped calibration,
+    recording the queries it used (a run's judge check leaves them out)."""
+    from spacelm.lib.relevance_calibrated import calibration_path, fit_calibration
+    from spacelm.lib.models import model_identity
+
+    feats = COMBOS[args.combo]
+    train = [r for r in tables["trec-dl-2020"] if r["kind"].startswith("grade_") and has(r, feats)]
+    train += [r for r in tables["scifact-train"] if has(r, feats)]
+    raw = [dict(r, pmi=(r["ql"] - r["ql_empty"]) if r.get("ql") is not None else None) for r in train]
+    fitted_on: dict = {}
+    for r in train:
+        fitted_on.setdefault(r["source"], set()).add(r["qid"])
+    held = out["sources"]["trec-dl-2020"].get("combined_held_out", {}).get(args.combo, {})
+    sf = out["sources"]["scifact-test"].get("combined", {}).get(args.combo, {})
+    cal = fit_calibration(
+        raw, feats, args.export, args.model, judge_sha256=model_identity(args.model).get("sha256"),
+        fitted_on={k: sorted(v) for k, v in fitted_on.items()},
+        description=(f"logistic combination of {', '.join(feats)} of {args.model} (prompts relevance_fewshot / "
+                     "relevance_yesno / relevance) and the MiniLM cosine, cut into 0-3; fitted on "
+                     f"{len(train)} human-labelled pairs of TREC DL 2020 ({len(fitted_on.get('trec-dl-2020', []))} "
+                     f"queries) and SciFact train ({len(fitted_on.get('scifact-train', []))} queries) by "
+                     "bench/judge_formulations.py"),
+        measured={"trec-dl-2020 held out (5 query folds)": {k: held.get(k) for k in
+                                                            ("n_pairs", "auc", "auc_ci", "kappa_binary",
+                                                             "kappa_binary_ci", "kappa_weighted", "kappa_weighted_ci")},
+                  "scifact-test": {k: sf.get(k) for k in ("n_pairs", "auc", "auc_ci", "kappa_binary",
+                                                          "kappa_binary_ci")}})
+    path = calibration_path(args.export)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(cal.to_dict(), indent=1) + "\n")
+    return str(path.relative_to(ROOT))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["collect", "analyse"])
+    ap.add_argument("command", choices=["collect", "analyse", "cost"])
+    ap.add_argument("--n", type=int, default=24, help="cost: pairs to time")
+    ap.add_argument("--export", metavar="NAME", help="analyse: write the calibration of --combo as spacelm/data/judges/NAME.json")
+    ap.add_argument("--combo", default="fewshot + cosine", help="analyse --export: which combination")
+    ap.add_argument("--calibration", default="qwen2.5-coder-1.5b", help="cost: the calibration to time")
     ap.add_argument("--source", action="append", choices=sorted(SOURCES))
     ap.add_argument("--passes", nargs="+", default=list(PASSES), choices=PASSES)
     ap.add_argument("--model", default="embedded:qwen2.5-coder-1.5b")
@@ -399,7 +483,7 @@ def main(argv=None) -> int:
     if args.command == "collect":
         args.source = args.source or list(SOURCES)
         return collect(args)
-    return analyse(args)
+    return cost(args) if args.command == "cost" else analyse(args)
 
 
 if __name__ == "__main__":

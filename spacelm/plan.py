@@ -531,6 +531,16 @@ def _sum(phases: list[PhaseCount]) -> dict:
             "tokens_basis": weakest(*[x.tokens_basis for x in phases if x.calls])}
 
 
+def _corpus_size_warning(p: Planner, cfg: Config, n_chunks: int) -> None:
+    """The run's own corpus-size check (a k above the chunk count), as a plan warning."""
+    from .stages.preflight import check_corpus_size
+
+    try:
+        check_corpus_size(cfg, n_chunks)
+    except ConfigError as e:
+        p.warnings.append(f"{e} (a run stops here, after chunking)")
+
+
 def _context_warnings(p: Planner) -> None:
     """A prompt plus its completion longer than the engine's context fails at run time."""
     for role in ROLES:
@@ -583,6 +593,7 @@ def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: Optional[str] = 
         plan_grade(p, inp, cfg_q, rankings)
         plan_answer(p, inp, cfg_q, rankings)
     _context_warnings(p)
+    _corpus_size_warning(p, cfg, len(inp.chunks))
     cs = cfg.chunk_study
     if cs.sizes:
         per_q = 2 * len(cfg.grading.retrievers) * max(cs.grade_top_k) + 2

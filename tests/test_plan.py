@@ -212,3 +212,13 @@ def test_cli_plan_prints_json_and_the_table_reads_it(cfg, monkeypatch, capsys, t
     assert {r["finding"] for r in data["power"]} >= {"Reranking raises the share of grade 3 (BM25, top-3)"}
     assert cli.main(["plan", "--config", str(path), "--tokenizer", str(tmp_path / "nothing.json")]) == 2
     assert "--tokenizer" in capsys.readouterr().err
+
+
+def test_plan_warns_of_k_above_the_corpus(cfg, monkeypatch):
+    """Issue 26 #17: `spacelm plan` flags a retrieval.k_values above the chunk count (a run stops
+    there after chunking) instead of planning a run whose recall would read 1.0."""
+    import dataclasses
+
+    cfg = dataclasses.replace(cfg, retrieval=dataclasses.replace(cfg.retrieval, k_values=[3, 100000]))
+    plan = plan_run(cfg)
+    assert any("retrieval.k_values" in w and "100000" in w for w in plan["warnings"])
