@@ -204,6 +204,11 @@ SCORES = {
 }
 COMBOS = {
     "fewshot + cosine": ("fewshot_expected", "fewshot_yes", "cosine"),
+    "fewshot yes/no + cosine": ("fewshot_yes", "cosine"),
+    "digit + cosine": ("digit_expected", "cosine"),
+    "yesno + cosine": ("yesno_p", "cosine"),
+    "pmi + cosine": ("pmi", "cosine"),
+    "ql + pmi + cosine": ("ql", "pmi", "cosine"),
     "digit + yesno + cosine": ("digit_expected", "yesno_p", "cosine"),
     "fewshot + yesno + cosine": ("fewshot_expected", "fewshot_yes", "yesno_p", "cosine"),
     "all": ("digit_expected", "yesno_p", "fewshot_expected", "fewshot_yes", "pmi", "ql", "cosine"),
@@ -302,6 +307,8 @@ def reference_labels(folder: Path) -> dict:
         for line in f.read_text().splitlines():
             q, _, d, g = line.split()
             lab[(q, d)] = int(g)
+        if max(lab.values(), default=0) <= 1:  # a binary judge: its 1 reads as grade 2 (relevant)
+            lab = {k: 2 * v for k, v in lab.items()}
         refs[f.name.replace(".qrels.txt", "")] = lab
     return refs
 
@@ -387,7 +394,7 @@ def analyse(args) -> int:
     return 0
 
 
-def cost(args) -> int:
+def measure_cost(args) -> int:
     """Seconds and prompt tokens per graded pair, today's digit prompt against a calibration,
     on the same TREC DL pairs in one process (each method over all pairs in turn, twice, so
     prefix reuse is as in a run), through the library code a run uses; also checks that the
@@ -483,7 +490,7 @@ def main(argv=None) -> int:
     if args.command == "collect":
         args.source = args.source or list(SOURCES)
         return collect(args)
-    return cost(args) if args.command == "cost" else analyse(args)
+    return measure_cost(args) if args.command == "cost" else analyse(args)
 
 
 if __name__ == "__main__":
