@@ -38,8 +38,9 @@ VARIANTS = {"clean": PASSAGE, "injected": PASSAGE + NOTE, "injected (note before
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", default=str(ROOT / "configs" / "quick.yaml"))
+    ap.add_argument("--set", action="append", default=[], help="config overrides, as spacelm's --set")
     args = ap.parse_args()
-    cfg = load_config(args.config)
+    cfg = load_config(args.config, sets=args.set) if args.set else load_config(args.config)
     out = []
     with tempfile.TemporaryDirectory(prefix="spacelm-injection-") as tmp:
         llm = open_llm(cfg.models.judge, Path(tmp))
@@ -48,13 +49,15 @@ def main() -> int:
             saved = prompting.as_data
             prompting.as_data = as_data
             try:
-                rows = grade_pairs(llm, pairs if placing.startswith("now") else pairs[1:3], VARIANTS)
+                rows = grade_pairs(llm, pairs if placing.startswith("now") else pairs[1:3], VARIANTS,
+                                   judging=cfg.grading.judging(cfg.root))
             finally:
                 prompting.as_data = saved
-            out += [{"placing": placing, "passage": r["qid"], "grade": r["grade"], "expected_grade": r["expected_grade"]}
-                    for r in rows]
+            out += [{"placing": placing, "passage": r["qid"], "grade": r["grade"], "expected_grade": r["expected_grade"],
+                     "calibrated_score": r.get("score")} for r in rows]
         llm.release()
-    print(json.dumps({"judge": cfg.models.judge.model, "question": QUESTION, "rows": out}, indent=2))
+    print(json.dumps({"judge": cfg.models.judge.model, "method": cfg.grading.judging(cfg.root).describe(),
+                      "question": QUESTION, "rows": out}, indent=2))
     return 0
 
 

@@ -163,7 +163,8 @@ def write_tables(cfg: Config, questions: list[dict], n_available: int, rankings:
         write_dataframe(tasks, out(per_task))
         per_task_panels(tasks, "pct_grade_3", "% of graded passages at grade 3", out(cfg.run_dir / "plots" /
                                                                                    "table1_per_task.png"))
-    note = (f"\n{n.text()}; {len(questions)} of {n_available} questions ({run_scale}); judge {judge_name}; "
+    note = (f"\n{n.text()}; {len(questions)} of {n_available} questions ({run_scale}); judge {judge_name}, "
+            f"grades: {cfg.grading.judging(cfg.root).describe()}; "
             "grades as % of graded passages; 95% CIs (two-stage cluster bootstrap: source chunks, then questions) "
             "in table1_relevance.csv.\n")
     write_text(out(md), table1_wide(long, "md") + note)
@@ -176,6 +177,7 @@ def write_tables(cfg: Config, questions: list[dict], n_available: int, rankings:
     write_dataframe(graded_metrics(cfg, questions, rankings, grades), out(metrics_file))
     grade_distribution(long, out(plot))
     return {"questions": len(questions), "sample": n.to_dict(), "validity_auc": validity["auc"],
+            "grading_method": cfg.grading.judging(cfg.root).describe(),
             "judge_verdict": validity["verdict"], "scale": run_scale}
 
 

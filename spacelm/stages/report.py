@@ -86,6 +86,7 @@ def judge_banner(cfg, table: str, rubrics=None) -> str:
                  for m in ran]
         lines.insert(0, f"**Judge verdict** (`{judge}` against human relevance labels): " +
                      ("; ".join(parts) if parts else "no labelled source could be read") + ".")
+        lines.insert(1, f"Grades are the {cfg.grading.judging(cfg.root).describe()}.")
         fails = [m["source"] for m in ran if m["verdict"] == "fails"]
         if fails:
             lines.append(f"> ⚠ **This judge fails its check on {', '.join(fails)}**: it barely tells relevant passages "
