@@ -242,27 +242,10 @@ def fit_combo(train: list[dict], feats: tuple):
 
 
 def cut_points(score: np.ndarray, rows: list[dict]) -> list[float]:
-    """Cut points (c1 < c2 < c3) turning a score into 0-3: c2 maximises Cohen's kappa of
-    grade >= 2 against the human binary label; c1 and c3 then maximise quadratic-weighted kappa
-    on graded pairs (on binary labels they sit at fixed quantiles)."""
-    from sklearn.metrics import cohen_kappa_score
+    """The library's cut points (the same rule a shipped calibration uses)."""
+    from spacelm.lib.relevance_calibrated import cut_points as fit_cuts
 
-    y = np.array([relevant(r) for r in rows])
-    cands = np.unique(np.quantile(score, np.linspace(0.02, 0.98, 97)))
-    c2 = max(cands, key=lambda c: cohen_kappa_score(y, (score >= c).astype(int)))
-    graded = [i for i, r in enumerate(rows) if r["graded"]]
-    if len(graded) < 20:
-        lo, hi = np.quantile(score[score < c2], 0.5), np.quantile(score[score >= c2], 0.5)
-        return [float(lo), float(c2), float(hi)]
-    s, h = score[graded], np.array([rows[i]["label"] for i in graded])
-    best, c1, c3 = -2, c2 - 1, c2 + 1
-    for a in cands[cands < c2]:
-        for b in cands[cands > c2]:
-            g = np.digitize(s, [a, c2, b])
-            k = cohen_kappa_score(h, g, weights="quadratic")
-            if k > best:
-                best, c1, c3 = k, a, b
-    return [float(c1), float(c2), float(c3)]
+    return fit_cuts(score, np.array([r["label"] for r in rows]), np.array([r["graded"] for r in rows]))
 
 
 def metrics(rows: list[dict], score: list, grade: list | None, n_boot: int = 1000, seed: int = 0) -> dict:
@@ -345,7 +328,7 @@ def analyse(args) -> int:
     trec = [r for r in tables["trec-dl-2020"] if r["kind"].startswith("grade_")]
     refs = reference_labels(ROOT / SOURCES["trec-dl-2020"][0])
     for name, table in tables.items():
-        judged = [r for r in table if not r["kind"].startswith("random")] if name == "trec-dl-2020" else table
+        judged = [r for r in table if not r["kind"].startswith("random")]  # the LLM passes skip them
         res = {}
         for label, fn in SCORES.items():
             sub = [r for r in judged if fn(r) is not None]

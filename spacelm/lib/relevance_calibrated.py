@@ -174,16 +174,31 @@ def grade_pairs_calibrated(llm, pairs: list[dict], passages: dict, cal: Calibrat
 
 
 # --------------------------------------------------------------------------- fitting
+def kappa(a: np.ndarray, b: np.ndarray, n_classes: int, quadratic: bool = False) -> float:
+    """Cohen's kappa of two integer label arrays over classes 0..n_classes-1 (quadratic
+    weights when asked), from the confusion matrix: the same figure as scikit-learn's
+    `cohen_kappa_score`, fast enough to search cut points with."""
+    conf = np.zeros((n_classes, n_classes))
+    np.add.at(conf, (a, b), 1)
+    n = conf.sum()
+    if n == 0:
+        return float("nan")
+    i, j = np.indices(conf.shape)
+    w = ((i - j) ** 2) if quadratic else (i != j).astype(float)
+    expected = np.outer(conf.sum(axis=1), conf.sum(axis=0)) / n
+    denom = (w * expected).sum()
+    return float(1 - (w * conf).sum() / denom) if denom else 0.0
+
+
 def cut_points(score: np.ndarray, labels: np.ndarray, graded: np.ndarray) -> list[float]:
     """Cut points c1 < c2 < c3 for a score. c2 maximises Cohen's kappa of (score >= c2) against
     the human binary label (relevant = grade >= 2 on 0-3 labels, >= 1 on binary ones); c1 and
     c3 then maximise quadratic-weighted kappa on the graded pairs. Candidates are the score's
     quantiles, so cut points sit between observed scores."""
-    from sklearn.metrics import cohen_kappa_score
-
+    score, labels, graded = np.asarray(score, float), np.asarray(labels, int), np.asarray(graded, bool)
     y = np.where(graded, labels >= 2, labels >= 1).astype(int)
     cands = np.unique(np.quantile(score, np.linspace(0.02, 0.98, 49)))
-    c2 = float(max(cands, key=lambda c: cohen_kappa_score(y, (score >= c).astype(int))))
+    c2 = float(max(cands, key=lambda c: kappa(y, (score >= c).astype(int), 2)))
     s, h = score[graded], labels[graded]
     lo, hi = cands[cands < c2], cands[cands > c2]
     if len(s) < 20 or not len(lo) or not len(hi):
@@ -191,7 +206,7 @@ def cut_points(score: np.ndarray, labels: np.ndarray, graded: np.ndarray) -> lis
         return [float(np.median(below)) if len(below) else c2 - 1.0, c2,
                 float(np.median(above)) if len(above) else c2 + 1.0]
     best = max(((a, b) for a in lo for b in hi),
-               key=lambda ab: cohen_kappa_score(h, np.digitize(s, [ab[0], c2, ab[1]]), weights="quadratic"))
+               key=lambda ab: kappa(h, np.digitize(s, [ab[0], c2, ab[1]]), 4, quadratic=True))
     return [float(best[0]), c2, float(best[1])]
 
 

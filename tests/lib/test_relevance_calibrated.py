@@ -134,3 +134,27 @@ def test_check_pairs_leave_out_fitted_queries():
     data = BeirData(corpus, {q: f"question {q}" for q in qrels}, qrels)
     pairs = sample_check_pairs(data, 4, 0, "s", exclude_queries={"q1", "q2"})
     assert {p["qid"] for p in pairs} == {"q0", "q3"}
+
+
+def test_kappa_by_hand_matches_the_textbook_figure():
+    # 2x2: agree on 3 of 4; p_o = 0.75, marginals (2,2) and (1,3)... by hand: p_e = (2*1 + 2*3)/16 = 0.5
+    a, b = np.array([0, 0, 1, 1]), np.array([0, 1, 1, 1])
+    assert rc.kappa(a, b, 2) == pytest.approx((0.75 - 0.5) / (1 - 0.5))
+    # quadratic weights on 0-3 with perfect agreement is 1
+    assert rc.kappa(np.array([0, 1, 2, 3]), np.array([0, 1, 2, 3]), 4, quadratic=True) == pytest.approx(1.0)
+def test_shipped_calibration_loads_and_matches_its_model():
+    cal = rc.load_calibration("qwen2.5-coder-1.5b")
+    assert cal.judge_model == "embedded:qwen2.5-coder-1.5b"
+    assert len(cal.features) == len(cal.coef) == len(cal.mean) == len(cal.scale)
+    assert cal.cut_points == sorted(cal.cut_points) and cal.fitted_on
+
+
+def test_config_refuses_a_calibration_for_another_model():
+    with pytest.raises(ConfigError, match="grading.method"):
+        from_dict({"grading": {"method": "calibrated"}, "models": {"judge": {"model": "embedded:qwen2.5-coder-0.5b"}}})
+    with pytest.raises(ConfigError, match="grading.calibration"):
+        from_dict({"grading": {"method": "calibrated", "calibration": "nope"}})
+    with pytest.raises(ConfigError, match="grading.debias"):
+        from_dict({"grading": {"method": "calibrated", "debias": "both_orders"}})
+
+
