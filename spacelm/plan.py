@@ -362,7 +362,7 @@ def plan_judge_check(p: Planner, inp: Inputs, cfg_q: Config) -> None:
     cfg, jc = p.cfg, p.cfg.judge_check
     if not jc.enabled:
         return
-    two_orders = jc.position_bias or cfg.grading.debias == "both_orders"
+    two_orders = (jc.position_bias or cfg.grading.debias == "both_orders") and cfg.grading.method == "prompt"
     text_of = {c.chunk_id: c.text for c in inp.chunks}
     with p.engine("judge-check", "judge") as j:
         def check(name: str, pairs: list, passages: dict) -> None:
@@ -382,7 +382,10 @@ def plan_judge_check(p: Planner, inp: Inputs, cfg_q: Config) -> None:
                                "run, no call")
                 continue
             data = load_beir(d, src.split)
-            pairs = sample_check_pairs(data, src.n_queries, cfg.seed, src.name)
+            from .stages.judge_check import fitted_queries
+
+            pairs = sample_check_pairs(data, src.n_queries, cfg.seed, src.name,
+                                       exclude_queries=fitted_queries(cfg, src.name))
             need = {x["chunk_id"] for x in pairs}
             ids, texts = data.passages()
             check(src.name, pairs, {i: t for i, t in zip(ids, texts) if i in need})
@@ -431,7 +434,7 @@ def plan_grade(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
         if cfg.grading.debias == "both_orders":
             with j.phase("relevance grades, passage first", basis, pseudo_passages=not known):
                 grade_pairs(j.llm, pairs, text_of, template=swapped)
-        elif cfg.grading.consistency_check:
+        elif cfg.grading.consistency_check and cfg.grading.method == "prompt":
             validity = [x for x in pairs if any(t.startswith("validity") for t in x["purpose"])]
             with j.phase("validity pairs, passage first", basis, pseudo_passages=not known):
                 grade_pairs(j.llm, validity, text_of, template=swapped)
