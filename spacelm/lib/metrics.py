@@ -8,7 +8,7 @@ Also: source-chunk diagnostics (strict / same document / near page) and paired s
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -65,9 +65,12 @@ def evaluate(qrels: Qrels, rankings: Mapping[str, Ranking], metrics: Sequence[st
 
 
 def compare(qrels: Qrels, systems: Mapping[str, Mapping[str, Ranking]], metrics: Sequence[str],
-            stat_test: str = "student", seed: int = 42):
+            stat_test: str = "student", seed: int = 42, clusters: Optional[Mapping[str, str]] = None):
     """Paired significance tests between every two systems on the same queries (ranx.compare;
-    `stat_test` "student" = paired t-test, "fisher" = randomization test).
+    `stat_test` "student" = paired t-test, "fisher" = randomization test). With `clusters`
+    (query id -> its source chunk), the p-value and the detectable difference come instead from
+    the cluster-robust paired t test (`stats.paired_difference`), since questions written from
+    one chunk are not independent.
 
     Returns a DataFrame with one row per (system_a, system_b, metric): both means, the p-value,
     the Holm-adjusted p-value over the whole table (its family of tests), the smallest
@@ -76,7 +79,7 @@ def compare(qrels: Qrels, systems: Mapping[str, Mapping[str, Ranking]], metrics:
     import pandas as pd
     import ranx
 
-    from .stats import holm, min_detectable_difference
+    from .stats import holm, min_detectable_difference, paired_difference
 
     runs, rq = [], None
     for name, rankings in systems.items():
@@ -93,10 +96,16 @@ def compare(qrels: Qrels, systems: Mapping[str, Mapping[str, Ranking]], metrics:
                 qs = sorted(set(per_query[a][m]) & set(per_query[b][m]))
                 diffs = np.array([per_query[b][m][q] - per_query[a][m][q] for q in qs], dtype=float)
                 sd = float(np.std(diffs, ddof=1)) if len(diffs) > 1 else float("nan")
-                rows.append({"system_a": a, "system_b": b, "metric": m, "mean_a": d[a]["scores"][m],
-                             "mean_b": d[b]["scores"][m], "p_value": d[a]["comparisons"][b][m],
-                             "mde": min_detectable_difference(sd / np.sqrt(max(1, len(diffs))), len(diffs) - 1),
-                             "wins_a": wtl["W"], "ties": wtl["T"], "wins_b": wtl["L"], "test": stat_test})
+                row = {"system_a": a, "system_b": b, "metric": m, "mean_a": d[a]["scores"][m],
+                       "mean_b": d[b]["scores"][m], "p_value": d[a]["comparisons"][b][m],
+                       "mde": min_detectable_difference(sd / np.sqrt(max(1, len(diffs))), len(diffs) - 1),
+                       "wins_a": wtl["W"], "ties": wtl["T"], "wins_b": wtl["L"], "test": stat_test}
+                if clusters is not None:
+                    pd_ = paired_difference([per_query[a][m][q] for q in qs], [per_query[b][m][q] for q in qs],
+                                            [clusters.get(q, q) for q in qs])
+                    row.update(p_value=pd_["p_value"], mde=pd_["mde"],
+                               test=f"cluster-robust paired t ({pd_['n_clusters']} source chunks)")
+                rows.append(row)
     for row, adj in zip(rows, holm([r["p_value"] for r in rows])):
         row["p_holm"] = adj
     cols = ["system_a", "system_b", "metric", "mean_a", "mean_b", "p_value", "p_holm", "mde", "wins_a", "ties",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 from ..lib.io import write_dataframe, write_text
 from ..lib.names import FINDINGS_MIN_QUESTIONS
@@ -246,7 +247,7 @@ INTERVAL_METHODS = {  # file -> how its intervals (and tests) are computed; reco
 }
 
 
-def interval_methods() -> dict:
+def interval_methods(run: Optional[Path] = None) -> dict:
     """{run file: interval method in words} (spacelm.lib.stats.INTERVALS); F1 in
     answerability.csv is a pooled ratio and uses the cluster bootstrap."""
     from ..lib.stats import INTERVALS
@@ -258,7 +259,12 @@ def interval_methods() -> dict:
     out["judge_check/controls.csv"] = "Wilson score interval (each control its own pair)"
     out["plots/noise_curve.png"] = f"faithfulness: {INTERVALS['mean']}; refusal share: {INTERVALS['proportion']}"
     out["judge_check/relevance.json"] = "percentile bootstrap over queries (the pairs of one query move together)"
-    out["retrieval/significance.csv"] = "ranx paired Student t over queries, not clustered by source chunk"
+    sig = run / "retrieval" / "significance.csv" if run is not None else None
+    clustered = sig is None or not sig.is_file() or "cluster" in sig.read_text(encoding="utf-8")
+    out["retrieval/significance.csv"] = ("cluster-robust paired t over source chunks (p-value and mde; means and "
+                                         "wins from ranx)" if clustered else
+                                         "ranx paired Student t over queries, not clustered by source chunk (a run "
+                                         "made before the clustered test)")
     return out
 
 
@@ -451,7 +457,7 @@ def build_report(cfg) -> Path:
               f"started {manifest.get('started')}, finished {manifest.get('finished', '(running)')}.", ""]
     lines += setup_section(cfg, stages)
     if manifest:
-        manifest["intervals"] = interval_methods()
+        manifest["intervals"] = interval_methods(run)
         write_text(run / "manifest.json", json.dumps(manifest, indent=2, default=str) + "\n")
     findings = paper_rows(cfg)
     if findings:

@@ -124,8 +124,9 @@ def build(cfg: Config, out) -> dict:
     write_jsonl(out(per_query_path), res.per_query)
     write_jsonl(out(rankings_file), res.rankings_rows)
     k_main = 10 if 10 in rc.k_values else max(rc.k_values)
-    sig = compare(res.qrels, res.rankings, [f"ndcg@{k_main}", f"recall@{k_main}"], stat_test="student") \
-        if len(res.rankings) > 1 else pd.DataFrame()
+    clusters = {q["qid"]: q.get("source_chunk_id") or q["qid"] for q in questions}
+    sig = compare(res.qrels, res.rankings, [f"ndcg@{k_main}", f"recall@{k_main}"], stat_test="student",
+                  clusters=clusters) if len(res.rankings) > 1 else pd.DataFrame()
     write_dataframe(sig.round(4), out(sig_path))
     recall_curve(pd.DataFrame(res.per_query), rc.k_values, out(plot), seed=cfg.seed)
     best = summary.sort_values(f"ndcg@{k_main}", ascending=False).iloc[0]

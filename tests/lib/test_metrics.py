@@ -86,3 +86,26 @@ def test_source_diagnostics_strictness_levels():
     src = {"q": {"chunk_id": "d:0", "doc_id": "d", "page_start": 1, "page_end": 1}}
     diag = source_diagnostics({"q": [("e:0", 1.0), ("d:5", 0.9), ("d:9", 0.8)]}, src, meta, [1, 2], page_window=1)["q"]
     assert diag == {"strict@1": 0.0, "doc@1": 0.0, "near_page@1": 0.0, "strict@2": 0.0, "doc@2": 1.0, "near_page@2": 1.0}
+
+
+def test_paired_comparison_clustered_by_source_chunk(fixture):
+    """With clusters (issue 25), the p-value is the cluster-robust paired t test: with every
+    query its own cluster it equals Student's paired t; with all queries in two clusters the
+    test has 1 degree of freedom and says so."""
+    from scipy.stats import ttest_rel
+
+    from spacelm.lib.stats import paired_difference
+
+    qrels, rankings = fixture
+    worse = {q: list(reversed(r)) for q, r in rankings.items()}
+    own = compare(qrels, {"a": rankings, "b": worse}, ["ndcg@10"], clusters={q: q for q in qrels}).iloc[0]
+    per_a = evaluate(qrels, rankings, ["ndcg@10"], per_query=True)["per_query"]["ndcg@10"]
+    per_b = evaluate(qrels, worse, ["ndcg@10"], per_query=True)["per_query"]["ndcg@10"]
+    qs = sorted(qrels)
+    a, b = [per_a[q] for q in qs], [per_b[q] for q in qs]
+    assert own.p_value == pytest.approx(ttest_rel(a, b).pvalue, rel=1e-6)
+    assert own.test.startswith("cluster-robust paired t")
+    two = {q: ("c1" if i % 2 else "c2") for i, q in enumerate(qs)}
+    grouped = compare(qrels, {"a": rankings, "b": worse}, ["ndcg@10"], clusters=two).iloc[0]
+    expect = paired_difference(a, b, [two[q] for q in qs])
+    assert grouped.p_value == pytest.approx(expect["p_value"]) and "2 source chunks" in grouped.test
