@@ -84,6 +84,9 @@ def power_table(cfg, last_run: Optional[Path] = None) -> list[dict]:
 
     run = Path(last_run) if last_run else cfg.run_dir
     read = lambda p: pd.read_csv(p).to_dict("records") if p.is_file() else []
+    shown = run  # the run folder as the table names it: relative to the project, no machine path
+    if cfg.root and run.is_absolute() and run.is_relative_to(Path(cfg.root)):
+        shown = run.relative_to(Path(cfg.root))
     t1, t2 = read(run / "grading" / "paired_tests.csv"), read(run / "table2_tests.csv")
     ks, retrievers = cfg.grading.top_k, list(cfg.grading.retrievers)
     planned1 = cfg.grading.max_questions or cfg.synth.max_chunks or None
@@ -103,7 +106,7 @@ def power_table(cfg, last_run: Optional[Path] = None) -> list[dict]:
                      "questions_needed": need, "source_chunks_needed": None if need is None else ceil(need / per),
                      "questions_planned": planned, "source_chunks_planned":
                          None if planned is None else ceil(planned / per),
-                     "spread_from": ", ".join(sorted(bases)) + (f" ({run})" if any("last" in b for b in bases) else "")})
+                     "spread_from": ", ".join(sorted(bases)) + (f" ({shown})" if any("last" in b for b in bases) else "")})
 
     def effects(cells):
         vals = [e for e, _ in cells if e is not None]
@@ -136,7 +139,7 @@ def power_table(cfg, last_run: Optional[Path] = None) -> list[dict]:
                      "questions_needed": need, "source_chunks_needed": None if need is None else ceil(need / per),
                      "questions_planned": planned2,
                      "source_chunks_planned": None if planned2 is None else ceil(planned2 / per),
-                     "spread_from": basis + (f" ({run})" if "last" in basis else "")})
+                     "spread_from": basis + (f" ({shown})" if "last" in basis else "")})
     from .setup_table import comparability, setup_rows
 
     comparable = comparability(setup_rows(cfg))
