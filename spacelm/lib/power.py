@@ -20,20 +20,12 @@ from math import ceil
 from pathlib import Path
 from typing import Optional
 
-from .findings import ALPHA, LITTLE, PAPER_TABLE2, POWER, paper_effect
+from .findings import ALPHA, LITTLE, PAPER_TABLE2, POWER, _num, paper_effect
 
 COLUMNS = ["finding", "rule", "paper_effect", "questions_needed", "source_chunks_needed", "questions_planned",
            "source_chunks_planned", "spread_from"]
 # SD of per-question differences when no earlier run gives one (pp for shares, grade / rubric points)
 DEFAULT_SD = {"share_0_1": 20.0, "share_2": 25.0, "share_3": 10.0, "mean_grade": 0.35, "rubric": 0.9}
-
-
-def _num(x) -> Optional[float]:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return None if v != v else v
 
 
 def spread(row: Optional[dict], key: str) -> tuple[float, float, float, str]:
