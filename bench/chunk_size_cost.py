@@ -12,6 +12,7 @@ the grade itself is not the point, its cost is). The projection multiplies by th
 chunk count: the cost of indexing the corpus at that size, and of one graded pair. Encoders run
 without the embedding cache so every passage is really encoded.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,9 +62,17 @@ def main(argv=None) -> int:
         from spacelm.lib.llm import open_llm
 
         judge = open_llm(cfg.models.judge, None)  # no call cache: every pair is really graded
-    out = {"config": str(Path(args.config).name), "corpus_pages": sum(d.n_pages for d in docs),
-           "dense_model": dense, "reranker": cfg.retrieval.reranker.model, "judge": cfg.models.judge.model,
-           "tokenizer": tokenizer, "sample": args.sample, "pairs": args.pairs, "sizes": []}
+    out = {
+        "config": str(Path(args.config).name),
+        "corpus_pages": sum(d.n_pages for d in docs),
+        "dense_model": dense,
+        "reranker": cfg.retrieval.reranker.model,
+        "judge": cfg.models.judge.model,
+        "tokenizer": tokenizer,
+        "sample": args.sample,
+        "pairs": args.pairs,
+        "sizes": [],
+    }
     try:
         for size in cs.sizes:
             chunks = chunk_documents(docs, size, tokenizer, cfg.chunking.overlap)
@@ -71,8 +80,12 @@ def main(argv=None) -> int:
             sample = rng.sample(chunks, min(args.sample, len(chunks)))
             texts = [c.text for c in sample]
             tokens = sum(c.n_tokens for c in sample)
-            row = {"chunk_size": size, "chunks": len(chunks), "corpus_tokens": sum(c.n_tokens for c in chunks),
-                   "sample_tokens": tokens}
+            row = {
+                "chunk_size": size,
+                "chunks": len(chunks),
+                "corpus_tokens": sum(c.n_tokens for c in chunks),
+                "sample_tokens": tokens,
+            }
             for role, spec in (("dense", dense), ("reranker", cfg.retrieval.reranker.model)):
                 secs = time_encoder(spec, texts)
                 row[f"{role}_s_per_1k_tokens"] = round(1000 * secs / tokens, 3)
@@ -81,8 +94,10 @@ def main(argv=None) -> int:
             if judge is not None:
                 from spacelm.lib.relevance import grade_pairs
 
-                pairs = [{"qid": f"q{i}", "question": rng.choice(questions), "chunk_id": c.chunk_id, "purpose": ["cost"]}
-                         for i, c in enumerate(sample[:args.pairs])]
+                pairs = [
+                    {"qid": f"q{i}", "question": rng.choice(questions), "chunk_id": c.chunk_id, "purpose": ["cost"]}
+                    for i, c in enumerate(sample[: args.pairs])
+                ]
                 t0 = time.perf_counter()
                 rows = grade_pairs(judge, pairs, {c.chunk_id: c.text for c in sample}, template=cfg.grading.prompt)
                 secs = time.perf_counter() - t0

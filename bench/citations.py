@@ -12,6 +12,7 @@ answered from its source chunk plus `--wrong` chunks of other documents (shuffle
 seed), the Table 2 setting where citations can be checked. Model calls go through the suite's
 cache (`paths.cache_dir`), so a re-run costs nothing and an interrupted one resumes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,9 +28,9 @@ from spacelm.config import load_config  # noqa: E402
 from spacelm.lib.answers import generate  # noqa: E402
 from spacelm.lib.citations import citation_check  # noqa: E402
 from spacelm.lib.claims import split_claims  # noqa: E402
+from spacelm.lib.golden import load_golden, locate_samples  # noqa: E402
 from spacelm.lib.llm import open_llm  # noqa: E402
 from spacelm.lib.stats import bootstrap_ci  # noqa: E402
-from spacelm.lib.golden import load_golden, locate_samples  # noqa: E402
 from spacelm.stages.data import golden_path, load_chunks, load_questions  # noqa: E402
 
 
@@ -49,8 +50,11 @@ def golden_questions(cfg, chunks) -> list[dict]:
     samples = load_golden(golden_path(cfg))
     found, _ = locate_samples(samples, chunks, golden_path(cfg))
     doc_of = {c.chunk_id: c.doc_id for c in chunks}
-    return [{"qid": s.id, "question": s.question, "source_chunk_id": found[s.id], "doc_id": doc_of[found[s.id]]}
-            for s in samples if s.id in found]
+    return [
+        {"qid": s.id, "question": s.question, "source_chunk_id": found[s.id], "doc_id": doc_of[found[s.id]]}
+        for s in samples
+        if s.id in found
+    ]
 
 
 def summary(items: list[dict], n_boot: int, seed: int) -> dict:
@@ -62,13 +66,19 @@ def summary(items: list[dict], n_boot: int, seed: int) -> dict:
     alo, ahi = bootstrap_ci(acc, None, n_boot, seed)
     clo, chi = bootstrap_ci(claimed, None, n_boot, seed)
     r = lambda x: None if x != x else round(x, 3)
-    return {"n_answers": len(items), "answers_with_valid_citation": r(sum(valid) / len(valid)) if valid else None,
-            "ci": [r(lo), r(hi)], "answers_with_any_marker": r(sum(it["citation"]["n_cited"] > 0 for it in items) /
-                                                             len(items)) if items else None,
-            "answers_with_cited_claim": r(sum(claimed) / len(claimed)) if claimed else None,
-            "answers_with_cited_claim_ci": [r(clo), r(chi)],
-            "citation_accuracy": r(sum(acc) / len(acc)) if acc else None, "citation_accuracy_ci": [r(alo), r(ahi)],
-            "n_with_markers": len(acc)}
+    return {
+        "n_answers": len(items),
+        "answers_with_valid_citation": r(sum(valid) / len(valid)) if valid else None,
+        "ci": [r(lo), r(hi)],
+        "answers_with_any_marker": r(sum(it["citation"]["n_cited"] > 0 for it in items) / len(items))
+        if items
+        else None,
+        "answers_with_cited_claim": r(sum(claimed) / len(claimed)) if claimed else None,
+        "answers_with_cited_claim_ci": [r(clo), r(chi)],
+        "citation_accuracy": r(sum(acc) / len(acc)) if acc else None,
+        "citation_accuracy_ci": [r(alo), r(ahi)],
+        "n_with_markers": len(acc),
+    }
 
 
 def main() -> None:
@@ -76,8 +86,11 @@ def main() -> None:
     ap.add_argument("--config", default="configs/quick.yaml")
     ap.add_argument("--n", type=int, default=20, help="questions (seeded sample of the kept answerable ones)")
     ap.add_argument("--wrong", type=int, default=2, help="chunks of other documents added to each context")
-    ap.add_argument("--with-golden", action="store_true",
-                    help="add the answerable golden samples located in the chunks (more questions, tighter CIs)")
+    ap.add_argument(
+        "--with-golden",
+        action="store_true",
+        help="add the answerable golden samples located in the chunks (more questions, tighter CIs)",
+    )
     ap.add_argument("--out", default="results/citations_bench.json")
     a = ap.parse_args()
     cfg = load_config(a.config)
@@ -90,9 +103,14 @@ def main() -> None:
     known = set(text_of)
     gen = open_llm(cfg.models.generator, cfg.cache_dir)
     gen.stage = "bench-citations"
-    out = {"config": a.config, "command": "python bench/citations.py " + " ".join(sys.argv[1:]),
-           "generator": gen.identity.get("name"), "n_questions": len(questions),
-           "wrong_per_context": a.wrong, "styles": {}}
+    out = {
+        "config": a.config,
+        "command": "python bench/citations.py " + " ".join(sys.argv[1:]),
+        "generator": gen.identity.get("name"),
+        "n_questions": len(questions),
+        "wrong_per_context": a.wrong,
+        "styles": {},
+    }
     for style in ("ids", "numbered"):
         cfg.answer.citations = style
         items = contexts(questions, chunks, a.wrong, cfg.seed)
@@ -105,9 +123,11 @@ def main() -> None:
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=2) + "\n")
     for style, s in out["styles"].items():
-        print(f"{style:9s} answers with a valid citation {s['answers_with_valid_citation']} {s['ci']}, with a cited "
-              f"claim {s['answers_with_cited_claim']} {s['answers_with_cited_claim_ci']} (n={s['n_answers']}); "
-              f"citation accuracy {s['citation_accuracy']} (n={s['n_with_markers']})")
+        print(
+            f"{style:9s} answers with a valid citation {s['answers_with_valid_citation']} {s['ci']}, with a cited "
+            f"claim {s['answers_with_cited_claim']} {s['answers_with_cited_claim_ci']} (n={s['n_answers']}); "
+            f"citation accuracy {s['citation_accuracy']} (n={s['n_with_markers']})"
+        )
 
 
 if __name__ == "__main__":

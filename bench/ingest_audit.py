@@ -8,6 +8,7 @@ repairs and equation blocks; then, per reason, a sample of the removed spans wit
 document and page; then the files that could not be used. Reads the documents only: nothing
 is written to the project's data folders.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,26 +38,48 @@ def audit(folder: Path, rules, samples: int) -> tuple[str, dict]:
     seconds = time.perf_counter() - t0
     table = documents_table(res.documents)
     pages, words = int(table["pages"].sum()), int(table["words"].sum())
-    stats = {"documents": len(res.documents), "pages": pages, "words": words, "seconds": round(seconds, 2),
-             "pages_per_second": round(pages / seconds, 1) if seconds else None,
-             "dropped_chars": {r: int(table[f"dropped_{r}_chars"].sum()) for r in DROP_REASONS},
-             "skipped": len(res.skipped)}
-    cols = ["doc_id", "pages", "words"] + [f"dropped_{r}_chars" for r in DROP_REASONS] + \
-           ["empty_pages", "repaired", "equation_blocks"]
+    stats = {
+        "documents": len(res.documents),
+        "pages": pages,
+        "words": words,
+        "seconds": round(seconds, 2),
+        "pages_per_second": round(pages / seconds, 1) if seconds else None,
+        "dropped_chars": {r: int(table[f"dropped_{r}_chars"].sum()) for r in DROP_REASONS},
+        "skipped": len(res.skipped),
+    }
+    cols = (
+        ["doc_id", "pages", "words"]
+        + [f"dropped_{r}_chars" for r in DROP_REASONS]
+        + ["empty_pages", "repaired", "equation_blocks"]
+    )
     short = {f"dropped_{r}_chars": r.replace("_", " ") for r in DROP_REASONS}
-    lines = [f"# Ingest audit: `{folder}`", "",
-             f"{stats['documents']} documents, {pages} pages, {words:,} words kept; read in {seconds:.1f} s "
-             f"({stats['pages_per_second']} pages/s). Characters removed: "
-             + ", ".join(f"{r.replace('_', ' ')} {n:,}" for r, n in stats["dropped_chars"].items()) + ".", "",
-             "## Per document", "", table[cols].rename(columns=short).to_markdown(index=False), ""]
+    lines = [
+        f"# Ingest audit: `{folder}`",
+        "",
+        f"{stats['documents']} documents, {pages} pages, {words:,} words kept; read in {seconds:.1f} s "
+        f"({stats['pages_per_second']} pages/s). Characters removed: "
+        + ", ".join(f"{r.replace('_', ' ')} {n:,}" for r, n in stats["dropped_chars"].items())
+        + ".",
+        "",
+        "## Per document",
+        "",
+        table[cols].rename(columns=short).to_markdown(index=False),
+        "",
+    ]
     for reason in DROP_REASONS:
         rows = [d for d in res.dropped if d["reason"] == reason]
         if not rows:
             continue
         step = max(1, len(rows) // samples)
-        lines += [f"## Removed as {reason.replace('_', ' ')} ({len(rows)} spans, a sample)", "",
-                  "| document | page | chars | start of the span |", "|---|---:|---:|---|"]
-        lines += [f"| {d['doc_id']} | {d['page']} | {d['chars']} | {_cell(d['preview'])} |" for d in rows[::step][:samples]]
+        lines += [
+            f"## Removed as {reason.replace('_', ' ')} ({len(rows)} spans, a sample)",
+            "",
+            "| document | page | chars | start of the span |",
+            "|---|---:|---:|---|",
+        ]
+        lines += [
+            f"| {d['doc_id']} | {d['page']} | {d['chars']} | {_cell(d['preview'])} |" for d in rows[::step][:samples]
+        ]
         lines.append("")
     if res.skipped:
         lines += ["## Files not used", ""] + [f"- `{s.source}`: {s.reason}" for s in res.skipped] + [""]
@@ -77,8 +100,10 @@ def main(argv=None) -> int:
     text, stats = audit(args.folder, rules, args.samples)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text + "\n", encoding="utf-8")
-    print(f"{stats['documents']} documents, {stats['pages']} pages in {stats['seconds']} s: "
-          f"{stats['pages_per_second']} pages/s (goal >= 50); removed {stats['dropped_chars']}; audit: {args.out}")
+    print(
+        f"{stats['documents']} documents, {stats['pages']} pages in {stats['seconds']} s: "
+        f"{stats['pages_per_second']} pages/s (goal >= 50); removed {stats['dropped_chars']}; audit: {args.out}"
+    )
     return 0
 
 

@@ -23,6 +23,7 @@ is what a real run gets):
 2020 by query folds; SciFact train) and reports held-out agreement beside the reference judges
 (GPT-4o with UMBRELA, Rank1-7B, monoT5) on exactly the same TREC pairs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -93,10 +94,14 @@ def run_pass(backend, name: str, pair: dict, passage: str, empty_ql: dict) -> di
         p = choose(backend, render("relevance_yesno", question=q, passage=passage), ["yes", "no"])
         return {"yesno_p": p["yes"]}
     if name == "fewshot":
-        p = choose(backend, render("relevance_fewshot", question=q, passage=passage, instruction=FEWSHOT_DIGIT),
-                   ["0", "1", "2", "3"])
-        y = choose(backend, render("relevance_fewshot", question=q, passage=passage, instruction=FEWSHOT_YESNO),
-                   ["yes", "no"])
+        p = choose(
+            backend,
+            render("relevance_fewshot", question=q, passage=passage, instruction=FEWSHOT_DIGIT),
+            ["0", "1", "2", "3"],
+        )
+        y = choose(
+            backend, render("relevance_fewshot", question=q, passage=passage, instruction=FEWSHOT_YESNO), ["yes", "no"]
+        )
         return {"fewshot_probs": p, "fewshot_expected": expected(p), "fewshot_yes": y["yes"]}
     if name == "ql":
         if q not in empty_ql:
@@ -144,9 +149,17 @@ def collect(args) -> int:
                         continue
                     ev0, t0 = backend.prompt_tokens_evaluated, time.perf_counter()
                     feats = run_pass(backend, pass_name, p, passages[p["chunk_id"]], empty_ql)
-                    row = {"source": name, "qid": p["qid"], "chunk_id": p["chunk_id"], "pass": pass_name,
-                           "label": p["label"], "kind": p["kind"], "seconds": round(time.perf_counter() - t0, 4),
-                           "tokens_evaluated": backend.prompt_tokens_evaluated - ev0, **feats}
+                    row = {
+                        "source": name,
+                        "qid": p["qid"],
+                        "chunk_id": p["chunk_id"],
+                        "pass": pass_name,
+                        "label": p["label"],
+                        "kind": p["kind"],
+                        "seconds": round(time.perf_counter() - t0, 4),
+                        "tokens_evaluated": backend.prompt_tokens_evaluated - ev0,
+                        **feats,
+                    }
                     out.write(json.dumps(row) + "\n")
                     out.flush()
                     done[key] = row
@@ -180,13 +193,28 @@ def feature_table(name: str, seed: int, rows: dict) -> list[dict]:
     cos = cosines(pairs, passages)
     table = []
     for p in pairs:
-        rec = {"source": name, "qid": p["qid"], "chunk_id": p["chunk_id"], "label": p["label"], "kind": p["kind"],
-               "graded": graded, "cosine": cos[(p["qid"], p["chunk_id"])], "seconds": {}, "tokens": {}}
+        rec = {
+            "source": name,
+            "qid": p["qid"],
+            "chunk_id": p["chunk_id"],
+            "label": p["label"],
+            "kind": p["kind"],
+            "graded": graded,
+            "cosine": cos[(p["qid"], p["chunk_id"])],
+            "seconds": {},
+            "tokens": {},
+        }
         for pass_name in PASSES:
             r = rows.get((name, p["qid"], p["chunk_id"], pass_name))
             if r:
-                rec.update({k: v for k, v in r.items() if k not in {"source", "qid", "chunk_id", "pass", "label",
-                                                                    "kind", "seconds", "tokens_evaluated"}})
+                rec.update(
+                    {
+                        k: v
+                        for k, v in r.items()
+                        if k
+                        not in {"source", "qid", "chunk_id", "pass", "label", "kind", "seconds", "tokens_evaluated"}
+                    }
+                )
                 rec["seconds"][pass_name] = r["seconds"]
                 rec["tokens"][pass_name] = r["tokens_evaluated"]
         table.append(rec)
@@ -223,6 +251,7 @@ def design(rows: list[dict], feats: tuple) -> np.ndarray:
         if f in ("yesno_p", "fewshot_yes"):
             return logit(r[f])
         return r[f]
+
     return np.array([[val(r, f) for f in feats] for r in rows], dtype=float)
 
 
@@ -299,18 +328,32 @@ def reference_labels(folder: Path) -> dict:
 def cost(rows: list[dict], passes: tuple) -> dict:
     secs = [sum(r["seconds"].get(p, 0) for p in passes) for r in rows if all(p in r["seconds"] for p in passes)]
     toks = [sum(r["tokens"].get(p, 0) for p in passes) for r in rows if all(p in r["tokens"] for p in passes)]
-    return {"seconds_per_pair": round(float(np.mean(secs)), 3) if secs else None,
-            "tokens_evaluated_per_pair": round(float(np.mean(toks)), 1) if toks else None}
+    return {
+        "seconds_per_pair": round(float(np.mean(secs)), 3) if secs else None,
+        "tokens_evaluated_per_pair": round(float(np.mean(toks)), 1) if toks else None,
+    }
 
 
-PASSES_OF = {"digit (today: expected grade)": ("digit",), "yes/no P(yes)": ("yesno",),
-             "few-shot digit (expected grade)": ("fewshot",), "few-shot yes/no P(yes)": ("fewshot",),
-             "query likelihood": ("ql",), "query likelihood - empty passage (PMI)": ("ql",), "MiniLM cosine": ()}
+PASSES_OF = {
+    "digit (today: expected grade)": ("digit",),
+    "yes/no P(yes)": ("yesno",),
+    "few-shot digit (expected grade)": ("fewshot",),
+    "few-shot yes/no P(yes)": ("fewshot",),
+    "query likelihood": ("ql",),
+    "query likelihood - empty passage (PMI)": ("ql",),
+    "MiniLM cosine": (),
+}
 
 
 def combo_passes(feats: tuple) -> tuple:
-    p = {"digit_expected": "digit", "yesno_p": "yesno", "fewshot_expected": "fewshot", "fewshot_yes": "fewshot",
-         "pmi": "ql", "ql": "ql"}
+    p = {
+        "digit_expected": "digit",
+        "yesno_p": "yesno",
+        "fewshot_expected": "fewshot",
+        "fewshot_yes": "fewshot",
+        "pmi": "ql",
+        "ql": "ql",
+    }
     return tuple(sorted({p[f] for f in feats if f in p}))
 
 
@@ -358,11 +401,18 @@ def analyse(args) -> int:
         if len(sf_test) >= 20:
             s = model.decision_function(design(sf_test, feats))
             out["sources"]["scifact-test"].setdefault("combined", {})[combo] = {
-                **metrics(sf_test, list(s), list(np.digitize(s, cuts))), **cost(sf_test, combo_passes(feats))}
+                **metrics(sf_test, list(s), list(np.digitize(s, cuts))),
+                **cost(sf_test, combo_passes(feats)),
+            }
         lr = model[-1]
-        out.setdefault("fits", {})[combo] = {"features": list(feats), "scaler_mean": model[0].mean_.tolist(),
-                                            "scaler_scale": model[0].scale_.tolist(), "coef": lr.coef_[0].tolist(),
-                                            "intercept": float(lr.intercept_[0]), "cut_points": cuts}
+        out.setdefault("fits", {})[combo] = {
+            "features": list(feats),
+            "scaler_mean": model[0].mean_.tolist(),
+            "scaler_scale": model[0].scale_.tolist(),
+            "coef": lr.coef_[0].tolist(),
+            "intercept": float(lr.intercept_[0]),
+            "cut_points": cuts,
+        }
     # reference judges on exactly the judged TREC pairs
     ref_res = {}
     for name, lab in refs.items():
@@ -390,8 +440,10 @@ def measure_cost(args) -> int:
     pairs = [p for p in pairs if p["kind"] != "random_negative"][: args.n]
     cal_spec = args.calibration
     llm = LLM(LLMConfig(model=args.model, n_ctx=4096, max_tokens=2, n_threads=args.threads))
-    methods = {"digit (today)": RelevanceJudging("prompt", "relevance"),
-               "calibrated": RelevanceJudging("calibrated", "relevance", cal_spec)}
+    methods = {
+        "digit (today)": RelevanceJudging("prompt", "relevance"),
+        "calibrated": RelevanceJudging("calibrated", "relevance", cal_spec),
+    }
     llm.chat(render("relevance", question="warm up", passage="warm up"), choices=["0", "1"], max_tokens=2)
     out = {}
     for rep in range(2):
@@ -405,13 +457,21 @@ def measure_cost(args) -> int:
             res["tokens_evaluated_per_pair"].append(round((b.prompt_tokens_evaluated - ev0) / len(pairs), 1))
             if name == "calibrated" and rep == 0:
                 study = load_rows()
-                diffs = [abs(r["features"][f] - study[("trec-dl-2020", r["qid"], r["chunk_id"], "fewshot")][f])
-                         for r in rows for f in ("fewshot_expected", "fewshot_yes") if f in r["features"]
-                         and ("trec-dl-2020", r["qid"], r["chunk_id"], "fewshot") in study]
+                diffs = [
+                    abs(r["features"][f] - study[("trec-dl-2020", r["qid"], r["chunk_id"], "fewshot")][f])
+                    for r in rows
+                    for f in ("fewshot_expected", "fewshot_yes")
+                    if f in r["features"] and ("trec-dl-2020", r["qid"], r["chunk_id"], "fewshot") in study
+                ]
                 res["max_feature_difference_vs_study"] = round(max(diffs), 4) if diffs else None
     ratio = np.mean(out["calibrated"]["seconds_per_pair"]) / np.mean(out["digit (today)"]["seconds_per_pair"])
-    result = {"pairs": len(pairs), "model": args.model, "calibration": load_calibration(cal_spec).name,
-              "methods": out, "seconds_ratio_calibrated_to_today": round(float(ratio), 3)}
+    result = {
+        "pairs": len(pairs),
+        "model": args.model,
+        "calibration": load_calibration(cal_spec).name,
+        "methods": out,
+        "seconds_ratio_calibrated_to_today": round(float(ratio), 3),
+    }
     print(json.dumps(result, indent=1))
     path = Path(args.out)
     full = json.loads(path.read_text()) if path.is_file() else {}
@@ -424,8 +484,8 @@ def export(args, tables: dict, out: dict) -> str:
     """Fit the chosen combination on every training pair (TREC DL 2020's study queries and
     SciFact train) with the library's `fit_calibration` and write it as a shipped calibration,
     recording the queries it used (a run's judge check leaves them out)."""
-    from spacelm.lib.relevance_calibrated import calibration_path, fit_calibration
     from spacelm.lib.models import model_identity
+    from spacelm.lib.relevance_calibrated import calibration_path, fit_calibration
 
     feats = COMBOS[args.combo]
     train = [r for r in tables["trec-dl-2020"] if r["kind"].startswith("grade_") and has(r, feats)]
@@ -437,18 +497,35 @@ def export(args, tables: dict, out: dict) -> str:
     held = out["sources"]["trec-dl-2020"].get("combined_held_out", {}).get(args.combo, {})
     sf = out["sources"]["scifact-test"].get("combined", {}).get(args.combo, {})
     cal = fit_calibration(
-        raw, feats, args.export, args.model, judge_sha256=model_identity(args.model).get("sha256"),
+        raw,
+        feats,
+        args.export,
+        args.model,
+        judge_sha256=model_identity(args.model).get("sha256"),
         fitted_on={k: sorted(v) for k, v in fitted_on.items()},
-        description=(f"logistic combination of {', '.join(feats)} of {args.model} (prompts relevance_fewshot / "
-                     "relevance_yesno / relevance) and the MiniLM cosine, cut into 0-3; fitted on "
-                     f"{len(train)} human-labelled pairs of TREC DL 2020 ({len(fitted_on.get('trec-dl-2020', []))} "
-                     f"queries) and SciFact train ({len(fitted_on.get('scifact-train', []))} queries) by "
-                     "bench/judge_formulations.py"),
-        measured={"trec-dl-2020 held out (5 query folds)": {k: held.get(k) for k in
-                                                            ("n_pairs", "auc", "auc_ci", "kappa_binary",
-                                                             "kappa_binary_ci", "kappa_weighted", "kappa_weighted_ci")},
-                  "scifact-test": {k: sf.get(k) for k in ("n_pairs", "auc", "auc_ci", "kappa_binary",
-                                                          "kappa_binary_ci")}})
+        description=(
+            f"logistic combination of {', '.join(feats)} of {args.model} (prompts relevance_fewshot / "
+            "relevance_yesno / relevance) and the MiniLM cosine, cut into 0-3; fitted on "
+            f"{len(train)} human-labelled pairs of TREC DL 2020 ({len(fitted_on.get('trec-dl-2020', []))} "
+            f"queries) and SciFact train ({len(fitted_on.get('scifact-train', []))} queries) by "
+            "bench/judge_formulations.py"
+        ),
+        measured={
+            "trec-dl-2020 held out (5 query folds)": {
+                k: held.get(k)
+                for k in (
+                    "n_pairs",
+                    "auc",
+                    "auc_ci",
+                    "kappa_binary",
+                    "kappa_binary_ci",
+                    "kappa_weighted",
+                    "kappa_weighted_ci",
+                )
+            },
+            "scifact-test": {k: sf.get(k) for k in ("n_pairs", "auc", "auc_ci", "kappa_binary", "kappa_binary_ci")},
+        },
+    )
     path = calibration_path(args.export)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(cal.to_dict(), indent=1) + "\n")
@@ -459,7 +536,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("command", choices=["collect", "analyse", "cost"])
     ap.add_argument("--n", type=int, default=24, help="cost: pairs to time")
-    ap.add_argument("--export", metavar="NAME", help="analyse: write the calibration of --combo as spacelm/data/judges/NAME.json")
+    ap.add_argument(
+        "--export", metavar="NAME", help="analyse: write the calibration of --combo as spacelm/data/judges/NAME.json"
+    )
     ap.add_argument("--combo", default="fewshot + cosine", help="analyse --export: which combination")
     ap.add_argument("--calibration", default="qwen2.5-coder-1.5b", help="cost: the calibration to time")
     ap.add_argument("--source", action="append", choices=sorted(SOURCES))

@@ -16,6 +16,7 @@ after prefix reuse. Model calls go through a cache of their own
 (`.cache/spacelm/bench_judge.sqlite`), so an interrupted run resumes; cost figures come from
 the calls made, so clear that cache to re-measure cost.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,10 +54,15 @@ def grade(llm: LLM, pairs: list, passages: dict, template: str) -> tuple[list, d
     rows = grade_pairs(llm, pairs, passages, template=template)
     dt = time.perf_counter() - t0
     calls = llm.stats.calls - before[2]
-    cost = {"calls": calls, "seconds": round(dt, 1),
-            "seconds_per_pair": round(dt / calls, 2) if calls else None,
-            "prompt_tokens_evaluated_per_pair": round((b.prompt_tokens_evaluated - before[0]) / calls, 1) if calls else None,
-            "prompt_tokens_reused_per_pair": round((b.prefix_reused_tokens - before[1]) / calls, 1) if calls else None}
+    cost = {
+        "calls": calls,
+        "seconds": round(dt, 1),
+        "seconds_per_pair": round(dt / calls, 2) if calls else None,
+        "prompt_tokens_evaluated_per_pair": round((b.prompt_tokens_evaluated - before[0]) / calls, 1)
+        if calls
+        else None,
+        "prompt_tokens_reused_per_pair": round((b.prefix_reused_tokens - before[1]) / calls, 1) if calls else None,
+    }
     for r, p in zip(rows, pairs):
         r.update(label=p["label"], kind=p["kind"])
     return rows, cost
@@ -95,28 +101,43 @@ def main(argv=None) -> int:
         llm = LLM(LLMConfig(model=model, max_tokens=2, n_ctx=4096), cache)
         for name, pairs, passages, graded in sources:
             rows, cost = grade(llm, pairs, passages, prompt)
-            res = {"model": model, "prompt": prompt, "source": name, "cost": cost,
-                   "expected_grade": brief(agreement(rows, args.n_boot, args.seed, graded)),
-                   "argmax_grade": brief(agreement([dict(r, expected_grade=None) for r in rows], args.n_boot,
-                                                   args.seed, graded))}
+            res = {
+                "model": model,
+                "prompt": prompt,
+                "source": name,
+                "cost": cost,
+                "expected_grade": brief(agreement(rows, args.n_boot, args.seed, graded)),
+                "argmax_grade": brief(
+                    agreement([dict(r, expected_grade=None) for r in rows], args.n_boot, args.seed, graded)
+                ),
+            }
             if args.both_orders:
                 swapped, cost2 = grade(llm, pairs, passages, prompt + "_swapped")
                 res["both_orders"] = brief(agreement(mean_of_orders(rows, swapped), args.n_boot, args.seed, graded))
                 res["cost_swapped"] = cost2
             results.append(res)
             e = res["expected_grade"]
-            print(f"{model} {prompt} {name}: AUC {e['auc']} {e['auc_ci']} kappa {e['kappa_binary']} "
-                  f"(argmax AUC {res['argmax_grade']['auc']}) cost {cost}", flush=True)
+            print(
+                f"{model} {prompt} {name}: AUC {e['auc']} {e['auc_ci']} kappa {e['kappa_binary']} "
+                f"(argmax AUC {res['argmax_grade']['auc']}) cost {cost}",
+                flush=True,
+            )
             Path(args.out).parent.mkdir(parents=True, exist_ok=True)
             Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
         llm.release()
-    print("\n| model | prompt | source | pairs | AUC (expected) | AUC (argmax) | κ (grade ≥ 2) | s/pair | tokens evaluated/pair |")
+    print(
+        "\n| model | prompt | source | pairs | AUC (expected) | AUC (argmax) | κ (grade ≥ 2) | s/pair "
+        "| tokens evaluated/pair |"
+    )
     print("|---|---|---|---:|---|---:|---|---:|---:|")
     for r in results:
         e, a, c = r["expected_grade"], r["argmax_grade"], r["cost"]
-        print(f"| {r['model'].split(':')[-1]} | {r['prompt']} | {r['source']} | {e['n_pairs']} | {e['auc']} {e['auc_ci']} | "
-              f"{a['auc']} | {e['kappa_binary']} {e['kappa_binary_ci']} | {c['seconds_per_pair']} | "
-              f"{c['prompt_tokens_evaluated_per_pair']} |")
+        print(
+            f"| {r['model'].split(':')[-1]} | {r['prompt']} | {r['source']} | {e['n_pairs']} | "
+            f"{e['auc']} {e['auc_ci']} | "
+            f"{a['auc']} | {e['kappa_binary']} {e['kappa_binary_ci']} | {c['seconds_per_pair']} | "
+            f"{c['prompt_tokens_evaluated_per_pair']} |"
+        )
     return 0
 
 

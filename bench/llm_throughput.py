@@ -7,6 +7,7 @@ Prints prompt tokens/s, generated tokens/s, calls/s, the ratio ours/raw (goal >=
 ordered-vs-interleaved speed-up; writes the figures as JSON (--out). No cache is used.
 Run it on an otherwise idle machine: both cores are used by llama.cpp.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,8 @@ from spacelm.lib.prompting import relevance_messages  # noqa: E402
 
 def judge_prompts(cfg, n_q: int, n_p: int, seed: int = 0) -> list[tuple[int, list]]:
     """(question index, messages) for n_q golden questions × n_p random chunks, question-major."""
-    from spacelm.stages.data import load_chunks
     from spacelm.lib.golden import load_golden
+    from spacelm.stages.data import load_chunks
 
     rng = random.Random(seed)
     chunks = load_chunks(cfg)
@@ -56,8 +57,12 @@ def run_raw(model_path: str, prompts: list, threads: int) -> dict:
         gtoks += out["usage"]["completion_tokens"]
     dt = time.perf_counter() - t0
     del llm
-    return {"seconds": round(dt, 2), "calls_per_s": round(len(prompts) / dt, 3), "prompt_tokens": ptoks,
-            "prompt_tok_per_s": round(ptoks / dt, 1)}
+    return {
+        "seconds": round(dt, 2),
+        "calls_per_s": round(len(prompts) / dt, 3),
+        "prompt_tokens": ptoks,
+        "prompt_tok_per_s": round(ptoks / dt, 1),
+    }
 
 
 def run_ours(llm: LLM, prompts: list) -> dict:
@@ -69,13 +74,25 @@ def run_ours(llm: LLM, prompts: list) -> dict:
     ptoks = sum(c.prompt_tokens for c in comps)
     evaluated = llm.backend.prompt_tokens_evaluated - before[0]
     reused = llm.backend.prefix_reused_tokens - before[1]
-    return {"seconds": round(dt, 2), "calls_per_s": round(len(prompts) / dt, 3), "prompt_tokens": ptoks,
-            "prompt_tok_per_s": round(ptoks / dt, 1), "tokens_evaluated": evaluated, "tokens_reused": reused}
+    return {
+        "seconds": round(dt, 2),
+        "calls_per_s": round(len(prompts) / dt, 3),
+        "prompt_tokens": ptoks,
+        "prompt_tok_per_s": round(ptoks / dt, 1),
+        "tokens_evaluated": evaluated,
+        "tokens_reused": reused,
+    }
 
 
 def generation(llm: LLM, n: int = 3, max_tokens: int = 64) -> dict:
-    reqs = [Request(messages=[{"role": "user", "content": f"Write {n + i} sentences about orbital debris."}],
-                    max_tokens=max_tokens, seed=i) for i in range(n)]
+    reqs = [
+        Request(
+            messages=[{"role": "user", "content": f"Write {n + i} sentences about orbital debris."}],
+            max_tokens=max_tokens,
+            seed=i,
+        )
+        for i in range(n)
+    ]
     t0 = time.perf_counter()
     comps = llm.chat_many(reqs)
     dt = time.perf_counter() - t0
@@ -97,8 +114,11 @@ def main(argv=None) -> int:
     prompts = judge_prompts(cfg, args.questions, args.passages)
     interleaved = sorted(prompts, key=lambda p: (prompts.index(p) % args.passages, p[0]))
     path = resolve_model_path(args.model)
-    print(f"{args.model}: {len(prompts)} judge prompts ({args.questions} questions x {args.passages} passages), "
-          f"{args.threads} threads", flush=True)
+    print(
+        f"{args.model}: {len(prompts)} judge prompts ({args.questions} questions x {args.passages} passages), "
+        f"{args.threads} threads",
+        flush=True,
+    )
 
     raw = run_raw(path, prompts, args.threads)
     print("raw llama-cpp-python     ", raw, flush=True)
@@ -110,13 +130,20 @@ def main(argv=None) -> int:
     gen = generation(llm)
     print("spacelm, free generation ", gen, flush=True)
     result = {
-        "model": args.model, "threads": args.threads, "prompts": len(prompts), "raw": raw, "ours_ordered": ours,
-        "ours_interleaved": mixed, "generation": gen,
+        "model": args.model,
+        "threads": args.threads,
+        "prompts": len(prompts),
+        "raw": raw,
+        "ours_ordered": ours,
+        "ours_interleaved": mixed,
+        "generation": gen,
         "ratio_ours_over_raw_calls_per_s": round(ours["calls_per_s"] / raw["calls_per_s"], 3),
         "speedup_ordered_over_interleaved": round(mixed["seconds"] / ours["seconds"], 3),
     }
-    print(f"ours/raw = {result['ratio_ours_over_raw_calls_per_s']}   "
-          f"ordered vs interleaved speed-up = {result['speedup_ordered_over_interleaved']}x")
+    print(
+        f"ours/raw = {result['ratio_ours_over_raw_calls_per_s']}   "
+        f"ordered vs interleaved speed-up = {result['speedup_ordered_over_interleaved']}x"
+    )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     return 0

@@ -16,6 +16,7 @@ encoder all-MiniLM-L6-v2, on BEIR SciFact: retrieval quality and encoding cost.
    re-run costs only the queries.
 Threads: --threads (default 2) for both torch and llama.cpp.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,9 +41,12 @@ MINILM = "embedded:minilm"
 # Published SciFact (test) nDCG@10, for the printout.
 PUBLISHED = {
     MINILM: {"ndcg@10": 0.645, "source": "all-MiniLM-L6-v2 on MTEB SciFact (as in bench/beir_anchor.py)"},
-    NOMIC: {"ndcg@10": 0.70, "source": "nomic-embed-text-v1.5 on MTEB SciFact: about 0.70-0.71 (task brief); the exact "
-                                       "leaderboard number was not found in the searchable reference corpus, so no "
-                                       "within-0.02 verdict is drawn from it"},
+    NOMIC: {
+        "ndcg@10": 0.70,
+        "source": "nomic-embed-text-v1.5 on MTEB SciFact: about 0.70-0.71 (task brief); the exact "
+        "leaderboard number was not found in the searchable reference corpus, so no "
+        "within-0.02 verdict is drawn from it",
+    },
 }
 
 
@@ -69,7 +73,7 @@ def measure_cost(specs: list[str], texts: list[str], threads: int, repeats: int)
         e.encode_passages(texts[:4])
     rounds: dict = {s: [] for s in specs}
     for r in range(repeats):
-        for s in (specs if r % 2 == 0 else specs[::-1]):
+        for s in specs if r % 2 == 0 else specs[::-1]:
             t = time.perf_counter()
             encs[s].encode_passages(texts)
             rounds[s].append(time.perf_counter() - t)
@@ -78,11 +82,17 @@ def measure_cost(specs: list[str], texts: list[str], threads: int, repeats: int)
     for s in specs:
         best = min(rounds[s])
         ran, given = counts[s]
-        out[s] = {"passages": len(texts), "tokens_run": ran, "tokens_input": given,
-                  "seconds_best": round(best, 2), "seconds_rounds": [round(x, 2) for x in rounds[s]],
-                  "s_per_1k_tokens_run": round(best / ran * 1000, 4),
-                  "s_per_1k_tokens_input": round(best / given * 1000, 4),
-                  "tokens_run_per_s": round(ran / best, 1), "passages_per_s": round(len(texts) / best, 2)}
+        out[s] = {
+            "passages": len(texts),
+            "tokens_run": ran,
+            "tokens_input": given,
+            "seconds_best": round(best, 2),
+            "seconds_rounds": [round(x, 2) for x in rounds[s]],
+            "s_per_1k_tokens_run": round(best / ran * 1000, 4),
+            "s_per_1k_tokens_input": round(best / given * 1000, 4),
+            "tokens_run_per_s": round(ran / best, 1),
+            "passages_per_s": round(len(texts) / best, 2),
+        }
     del encs
     return out
 
@@ -95,16 +105,24 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default=f"{MINILM},{NOMIC}")
     ap.add_argument("--cache-dir", default=str(ROOT / ".cache" / "spacelm"))
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--cost-docs", type=int, default=200,
-                    help="passages in the cost sample (random, seed 0); 0 keeps the cost from the previous --out")
+    ap.add_argument(
+        "--cost-docs",
+        type=int,
+        default=200,
+        help="passages in the cost sample (random, seed 0); 0 keeps the cost from the previous --out",
+    )
     ap.add_argument("--cost-repeats", type=int, default=2)
     ap.add_argument("--no-eval", action="store_true", help="measure the cost only (and estimate the full run)")
-    ap.add_argument("--corpus-sample", type=int, default=1000,
-                    help="evaluate on a reduced corpus: every passage relevant to a test query plus seeded random "
-                         "others up to this many (default 1000, ~20 min for nomic on 2 cores; 0: the whole corpus, "
-                         "~95 min there). Both models see the same passages; the "
-                         "figures are higher than on the whole corpus and compare with each other, not with "
-                         "published ones")
+    ap.add_argument(
+        "--corpus-sample",
+        type=int,
+        default=1000,
+        help="evaluate on a reduced corpus: every passage relevant to a test query plus seeded random "
+        "others up to this many (default 1000, ~20 min for nomic on 2 cores; 0: the whole corpus, "
+        "~95 min there). Both models see the same passages; the "
+        "figures are higher than on the whole corpus and compare with each other, not with "
+        "published ones",
+    )
     args = ap.parse_args(argv)
 
     import torch
@@ -125,11 +143,20 @@ def main(argv=None) -> int:
         ids, texts = map(list, zip(*[(i, t) for i, t in zip(ids, texts) if i in keep]))
     print(f"{Path(args.beir_dir).name}: {len(ids)} passages, {len(qids)} queries; threads {args.threads}", flush=True)
 
-    out: dict = {"dataset": {"dir": os.path.relpath(args.beir_dir, ROOT), "split": args.split, "passages": len(ids), "queries": len(qids),
-                             "corpus": "whole" if len(ids) == full_size else
-                             f"reduced: every passage relevant to a test query + seeded random others, {len(ids)} of "
-                             f"{full_size} (figures compare between the models, not with published ones)"},
-                 "threads": args.threads, "cpu_count": os.cpu_count()}
+    out: dict = {
+        "dataset": {
+            "dir": os.path.relpath(args.beir_dir, ROOT),
+            "split": args.split,
+            "passages": len(ids),
+            "queries": len(qids),
+            "corpus": "whole"
+            if len(ids) == full_size
+            else f"reduced: every passage relevant to a test query + seeded random others, {len(ids)} of "
+            f"{full_size} (figures compare between the models, not with published ones)",
+        },
+        "threads": args.threads,
+        "cpu_count": os.cpu_count(),
+    }
     old = {}
     if Path(args.out).is_file():
         old = json.loads(Path(args.out).read_text())
@@ -141,11 +168,18 @@ def main(argv=None) -> int:
             c = cost[s]
             full_run = c["tokens_run"] / len(sample) * len(texts) * c["s_per_1k_tokens_run"] / 1000
             c["estimated_full_corpus_s"] = round(full_run)
-            print(f"{s:<32} {c['s_per_1k_tokens_run']:.3f} s / 1k tokens run ({c['tokens_run_per_s']:.0f} tok/s, "
-                  f"{c['passages_per_s']:.2f} passages/s); {c['s_per_1k_tokens_input']:.3f} s / 1k input tokens; "
-                  f"full corpus ~{full_run / 60:.0f} min", flush=True)
-        out["cost"] = {"sample_passages": len(sample), "sample_seed": 0, "per_model": cost,
-                       "load_average_1min_at_end": round(os.getloadavg()[0], 2)}
+            print(
+                f"{s:<32} {c['s_per_1k_tokens_run']:.3f} s / 1k tokens run ({c['tokens_run_per_s']:.0f} tok/s, "
+                f"{c['passages_per_s']:.2f} passages/s); {c['s_per_1k_tokens_input']:.3f} s / 1k input tokens; "
+                f"full corpus ~{full_run / 60:.0f} min",
+                flush=True,
+            )
+        out["cost"] = {
+            "sample_passages": len(sample),
+            "sample_seed": 0,
+            "per_model": cost,
+            "load_average_1min_at_end": round(os.getloadavg()[0], 2),
+        }
     else:
         out["cost"] = old.get("cost", {})  # --cost-docs 0: keep the previous run's cost measurement
     if args.no_eval:
@@ -161,9 +195,12 @@ def main(argv=None) -> int:
         t = time.perf_counter()
         r = DenseRetriever(make(s, args.threads, Path(args.cache_dir)))
         for i in range(0, len(texts), 256):  # fill the cache in slices: an interrupted run resumes
-            r.encoder.encode_passages(texts[i:i + 256])
-            print(f"  {s}: {min(i + 256, len(texts))}/{len(texts)} passages ({r.encoder.encoded} encoded now, "
-                  f"{time.perf_counter() - t:.0f} s)", flush=True)
+            r.encoder.encode_passages(texts[i : i + 256])
+            print(
+                f"  {s}: {min(i + 256, len(texts))}/{len(texts)} passages ({r.encoder.encoded} encoded now, "
+                f"{time.perf_counter() - t:.0f} s)",
+                flush=True,
+            )
         r.index(ids, texts, progress=None)  # every passage from the cache now
         t_index = time.perf_counter() - t
         t = time.perf_counter()
@@ -172,19 +209,29 @@ def main(argv=None) -> int:
         scores = evaluate(qrels, dict(zip(qids, rankings)), ["ndcg@10", "recall@100"])["mean"]
         pub = PUBLISHED.get(s, {}) if len(ids) == full_size else {}  # published figures are whole-corpus ones
         enc = r.encoder
-        row = {"ndcg@10": round(scores["ndcg@10"], 4), "recall@100": round(scores["recall@100"], 4),
-               "n_queries": len(qids), "passages_encoded_this_run": enc.encoded,
-               "index_s": round(t_index, 1), "queries_s": round(t_search, 2),
-               "query_prefix": enc.query_prefix, "passage_prefix": enc.passage_prefix,
-               "max_tokens": getattr(enc, "n_ctx", None) or enc.model.max_seq_length,
-               "published_ndcg@10": pub.get("ndcg@10"), "published_source": pub.get("source")}
+        row = {
+            "ndcg@10": round(scores["ndcg@10"], 4),
+            "recall@100": round(scores["recall@100"], 4),
+            "n_queries": len(qids),
+            "passages_encoded_this_run": enc.encoded,
+            "index_s": round(t_index, 1),
+            "queries_s": round(t_search, 2),
+            "query_prefix": enc.query_prefix,
+            "passage_prefix": enc.passage_prefix,
+            "max_tokens": getattr(enc, "n_ctx", None) or enc.model.max_seq_length,
+            "published_ndcg@10": pub.get("ndcg@10"),
+            "published_source": pub.get("source"),
+        }
         if isinstance(enc, GGUFEncoder):
             row["passages_truncated"] = enc.truncated
         if pub.get("ndcg@10") is not None:
             row["gap"] = round(row["ndcg@10"] - pub["ndcg@10"], 4)
         out["retrieval"][s] = row
-        print(f"{s:<32} nDCG@10 {row['ndcg@10']:.4f}  R@100 {row['recall@100']:.4f}  ({len(qids)} queries; "
-              f"index {t_index:.0f} s, {enc.encoded} passages encoded now; published {pub.get('ndcg@10')})", flush=True)
+        print(
+            f"{s:<32} nDCG@10 {row['ndcg@10']:.4f}  R@100 {row['recall@100']:.4f}  ({len(qids)} queries; "
+            f"index {t_index:.0f} s, {enc.encoded} passages encoded now; published {pub.get('ndcg@10')})",
+            flush=True,
+        )
         del r
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2) + "\n")

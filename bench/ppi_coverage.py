@@ -25,6 +25,7 @@ for reference, the n labels alone (Wilson).
 
 No model is called: cheap CPU (about a minute).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,14 +76,17 @@ def runs(qrels: dict, queries: dict, passages: dict, seed: int) -> dict:
         order += sorted(d for d in pool if d not in set(order))  # pool passages BM25 did not score
         ranked[q] = order
     rng = random.Random(seed)
-    out = {"bm25@10": [(q, d) for q in qids for d in ranked[q][:10]],
-           "bm25@50": [(q, d) for q in qids for d in ranked[q][:50]],
-           "random@20": [(q, d) for q in qids for d in rng.sample(sorted(qrels[q]), 20)]}
+    out = {
+        "bm25@10": [(q, d) for q in qids for d in ranked[q][:10]],
+        "bm25@50": [(q, d) for q in qids for d in ranked[q][:50]],
+        "random@20": [(q, d) for q in qids for d in rng.sample(sorted(qrels[q]), 20)],
+    }
     return out
 
 
-def coverage(pairs: list, human: dict, judge: dict, judge_graded: bool, n: int, draws: int, seed: int,
-             sampler: str) -> dict:
+def coverage(
+    pairs: list, human: dict, judge: dict, judge_graded: bool, n: int, draws: int, seed: int, sampler: str
+) -> dict:
     """Coverage of the 95% PPI intervals of the share graded >= 2 among `pairs` over `draws`."""
     y = np.array([float(human[p] >= 2) for p in pairs])
     f = np.array([float(judge[p] >= 2) if judge_graded else float(judge[p] >= 1) for p in pairs])
@@ -118,9 +122,17 @@ def coverage(pairs: list, human: dict, judge: dict, judge_graded: bool, n: int, 
             lo, hi = wilson_ci(int(y[idx].sum()), n)
             hits["labels_only"] += lo <= truth <= hi
             widths["labels_only"].append(hi - lo)
-    out = {"n_pairs": big_n, "n_human": n, "draws": draws, "sampler": sampler, "true_share": round(truth, 4),
-           "judge_only_share": round(float(f.mean()), 4), "judge_only_error": round(float(f.mean()) - truth, 4),
-           "ppi_mean_error": round(float(np.mean(errors)), 4), "ppi_rmse": round(float(np.sqrt(np.mean(np.square(errors)))), 4)}
+    out = {
+        "n_pairs": big_n,
+        "n_human": n,
+        "draws": draws,
+        "sampler": sampler,
+        "true_share": round(truth, 4),
+        "judge_only_share": round(float(f.mean()), 4),
+        "judge_only_error": round(float(f.mean()) - truth, 4),
+        "ppi_mean_error": round(float(np.mean(errors)), 4),
+        "ppi_rmse": round(float(np.sqrt(np.mean(np.square(errors)))), 4),
+    }
     for k in hits:
         if widths[k]:
             out[f"coverage_{k}"] = round(hits[k] / draws, 4)
@@ -155,17 +167,31 @@ def main(argv=None) -> int:
                 for sampler in ("uniform", "stratified"):
                     r = coverage(pairs, human, labels, graded, n, a.draws, a.seed, sampler)
                     rows.append({"judge": judge, "run": run, **r})
-                    print(f"{judge:15s} {run:10s} n={n:3d} {sampler:10s} truth {r['true_share']:.3f} judge-only "
-                          f"{r['judge_only_error']:+.3f}  coverage classic {r['coverage_classic']:.3f} "
-                          f"fpc {r['coverage_finite_population']:.3f}  width {r['mean_width_classic']:.3f}"
-                          + (f"  ppi++ cov {r['coverage_ppi_plus_plus']:.3f} width {r['mean_width_ppi_plus_plus']:.3f}"
-                             if "coverage_ppi_plus_plus" in r else "")
-                          + (f"  labels-only cov {r['coverage_labels_only']:.3f} width {r['mean_width_labels_only']:.3f}"
-                             if "coverage_labels_only" in r else ""), flush=True)
-    out = {"what": "coverage of 95% prediction-powered intervals of the share of NIST grade >= 2 in a run's top-k "
-                   "on TREC DL 2020; a reference judge's labels as the predictions, NIST grades as the human labels",
-           "command": "python bench/ppi_coverage.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-           "queries": len(queries), "seed": a.seed, "wall_seconds": round(time.perf_counter() - t0, 1), "rows": rows}
+                    print(
+                        f"{judge:15s} {run:10s} n={n:3d} {sampler:10s} truth {r['true_share']:.3f} judge-only "
+                        f"{r['judge_only_error']:+.3f}  coverage classic {r['coverage_classic']:.3f} "
+                        f"fpc {r['coverage_finite_population']:.3f}  width {r['mean_width_classic']:.3f}"
+                        + (
+                            f"  ppi++ cov {r['coverage_ppi_plus_plus']:.3f} width {r['mean_width_ppi_plus_plus']:.3f}"
+                            if "coverage_ppi_plus_plus" in r
+                            else ""
+                        )
+                        + (
+                            f"  labels-only cov {r['coverage_labels_only']:.3f} width {r['mean_width_labels_only']:.3f}"
+                            if "coverage_labels_only" in r
+                            else ""
+                        ),
+                        flush=True,
+                    )
+    out = {
+        "what": "coverage of 95% prediction-powered intervals of the share of NIST grade >= 2 in a run's top-k "
+        "on TREC DL 2020; a reference judge's labels as the predictions, NIST grades as the human labels",
+        "command": "python bench/ppi_coverage.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "queries": len(queries),
+        "seed": a.seed,
+        "wall_seconds": round(time.perf_counter() - t0, 1),
+        "rows": rows,
+    }
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {a.out} ({out['wall_seconds']} s)")

@@ -12,10 +12,10 @@ exit 3), except case 1, which copies the 0.5B GGUF into a temporary models folde
 the copy and checks that `models verify` and a run refuse it (skipped when the model is not
 assembled on this machine). Nothing outside the temporary folder is written.
 """
+
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import os
 import resource
@@ -27,16 +27,18 @@ import tempfile
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
-from typing import Callable, Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 DEAD = "http://127.0.0.1:9/v1"  # the discard port: nothing listens, a connection is refused at once
 SECRET_KEY = "sk-probe-0123456789abcdef"
-LOREM = ("Collision avoidance for satellites in low Earth orbit relies on conjunction data messages. Operators "
-         "compare the probability of collision with a threshold and plan a manoeuvre when the risk is too high. ")
+LOREM = (
+    "Collision avoidance for satellites in low Earth orbit relies on conjunction data messages. Operators "
+    "compare the probability of collision with a threshold and plan a manoeuvre when the risk is too high. "
+)
 
 
 @dataclass
@@ -44,13 +46,21 @@ class Result:
     case: str
     expected: str
     got: str
-    ok: Optional[bool]  # None: not run here (the reason is in `got`)
+    ok: bool | None  # None: not run here (the reason is in `got`)
 
 
 # --------------------------------------------------------------------------- the tiny project
 def dead_llm(**extra) -> dict:
-    return {"backend": "openai", "model": "probe", "base_url": DEAD, "max_retries": 0, "breaker_failures": 1,
-            "timeout_s": 5.0, "max_tokens": 16, **extra}
+    return {
+        "backend": "openai",
+        "model": "probe",
+        "base_url": DEAD,
+        "max_retries": 0,
+        "breaker_failures": 1,
+        "timeout_s": 5.0,
+        "max_tokens": 16,
+        **extra,
+    }
 
 
 def base_config() -> dict:
@@ -61,17 +71,28 @@ def base_config() -> dict:
         "models": {"question_writer": dead_llm(), "generator": dead_llm(), "judge": dead_llm(max_tokens=8)},
         "synth": {"tasks": ["direct_qa", "summarization"], "n_fewshot": 1, "max_chunks": 2, "filter_top_n": 5},
         "grading": {"retrievers": ["bm25"], "top_k": [1, 3], "max_questions": 1, "n_bootstrap": 50},
-        "answer": {"max_questions": 1, "n_wrong_values": [0, 1], "negative_n_wrong": 2, "retrieve_k": 2,
-                   "n_bootstrap": 50},
-        "judge_check": {"sources": [], "n_in_domain": 1, "controls": False, "position_bias": False,
-                        "n_bootstrap": 50},
+        "answer": {
+            "max_questions": 1,
+            "n_wrong_values": [0, 1],
+            "negative_n_wrong": 2,
+            "retrieve_k": 2,
+            "n_bootstrap": 50,
+        },
+        "judge_check": {"sources": [], "n_in_domain": 1, "controls": False, "position_bias": False, "n_bootstrap": 50},
     }
 
 
 def golden_rows() -> list[dict]:
-    return [{"id": f"{t}-{i}", "task": t, "passage": "Operators compare the probability of collision with a threshold.",
-             "question": f"What do operators compare in note {i}?" if t == "direct_qa" else f"Summarise note {i}."}
-            for t in ("direct_qa", "summarization") for i in range(2)]
+    return [
+        {
+            "id": f"{t}-{i}",
+            "task": t,
+            "passage": "Operators compare the probability of collision with a threshold.",
+            "question": f"What do operators compare in note {i}?" if t == "direct_qa" else f"Summarise note {i}.",
+        }
+        for t in ("direct_qa", "summarization")
+        for i in range(2)
+    ]
 
 
 def make_project(folder: Path) -> Path:
@@ -98,7 +119,7 @@ class Probe:
         self.models_dir = tmp / "models"  # an empty models folder: no case touches the user's models
         self.models_dir.mkdir()
 
-    def variant(self, name: str, text: Optional[str] = None, **changes) -> Path:
+    def variant(self, name: str, text: str | None = None, **changes) -> Path:
         """Another config in the project's configs/ (so relative paths still resolve)."""
         import yaml
 
@@ -111,8 +132,15 @@ class Probe:
         p.write_text(text, encoding="utf-8")
         return p
 
-    def run(self, *args, env: Optional[dict] = None, timeout: float = 180, limit_bytes: Optional[int] = None,
-            umask: Optional[int] = None, cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
+    def run(
+        self,
+        *args,
+        env: dict | None = None,
+        timeout: float = 180,
+        limit_bytes: int | None = None,
+        umask: int | None = None,
+        cwd: Path | None = None,
+    ) -> subprocess.CompletedProcess:
         def pre():
             if limit_bytes:
                 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past the limit a write fails with EFBIG
@@ -120,14 +148,25 @@ class Probe:
             if umask is not None:
                 os.umask(umask)
 
-        full_env = dict(os.environ, PYTHONPATH=str(ROOT), SPACELM_MODELS_DIR=str(self.models_dir),
-                        HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+        full_env = dict(
+            os.environ,
+            PYTHONPATH=str(ROOT),
+            SPACELM_MODELS_DIR=str(self.models_dir),
+            HF_HUB_OFFLINE="1",
+            TRANSFORMERS_OFFLINE="1",
+        )
         full_env.pop("SPACELM_CONFIG", None)
         full_env.update(env or {})
         try:
-            return subprocess.run([sys.executable, "-m", "spacelm.cli", *map(str, args)], capture_output=True,
-                                  text=True, cwd=cwd or self.project, env=full_env, timeout=timeout,
-                                  preexec_fn=pre)
+            return subprocess.run(
+                [sys.executable, "-m", "spacelm.cli", *map(str, args)],
+                capture_output=True,
+                text=True,
+                cwd=cwd or self.project,
+                env=full_env,
+                timeout=timeout,
+                preexec_fn=pre,
+            )
         except subprocess.TimeoutExpired as e:
             return subprocess.CompletedProcess(e.cmd, -9, e.stdout or "", f"timed out after {timeout:.0f} s")
 
@@ -146,23 +185,27 @@ def one_line(r: subprocess.CompletedProcess) -> str:
 def expect_exit(r, code: int, *needles: str) -> tuple[str, bool]:
     """`exit N: <message>` and whether the code matched and the one line holds every needle."""
     line = one_line(r)
-    ok = r.returncode == code and not line.startswith(("traceback", "0 error", "2 error")) and all(
-        n.lower() in line.lower() for n in needles)
+    ok = (
+        r.returncode == code
+        and not line.startswith(("traceback", "0 error", "2 error"))
+        and all(n.lower() in line.lower() for n in needles)
+    )
     return f"exit {r.returncode}: {line}", ok
 
 
 # --------------------------------------------------------------------------- the cases
-CASES: list[tuple[str, str, Callable[[Probe], tuple[str, Optional[bool]]]]] = []
+CASES: list[tuple[str, str, Callable[[Probe], tuple[str, bool | None]]]] = []
 
 
 def case(name: str, expected: str):
     def register(fn):
         CASES.append((name, expected, fn))
         return fn
+
     return register
 
 
-def _gguf_copy(p: Probe) -> Optional[Path]:
+def _gguf_copy(p: Probe) -> Path | None:
     """The 0.5B GGUF copied into the probe's models folder (None when not assembled here)."""
     from spacelm.lib.models import EMBEDDED
 
@@ -222,29 +265,43 @@ def c2_duplicate(p: Probe):
 @case("3 grade with retrieval.systems=[bm25] (contract, configs/quick.yaml)", "exit 2 before any model call")
 def c3_systems(p: Probe):
     quick = ROOT / "configs" / "quick.yaml"
-    redirect = [f"paths.processed_dir={p.tmp / 'q' / 'processed'}", f"paths.synthetic_dir={p.tmp / 'q' / 'synthetic'}",
-                f"paths.results_dir={p.tmp / 'q' / 'results'}", f"paths.cache_dir={p.tmp / 'q' / 'cache'}",
-                *(f"models.{role}.{k}={v}" for role in ("question_writer", "generator", "judge")
-                  for k, v in (("backend", "openai"), ("base_url", DEAD), ("max_retries", 0), ("breaker_failures", 1)))]
-    r = p.run("grade", "--config", quick, "--set", "retrieval.systems=[bm25]", *sum((["--set", s] for s in redirect), []),
-              cwd=ROOT)
+    redirect = [
+        f"paths.processed_dir={p.tmp / 'q' / 'processed'}",
+        f"paths.synthetic_dir={p.tmp / 'q' / 'synthetic'}",
+        f"paths.results_dir={p.tmp / 'q' / 'results'}",
+        f"paths.cache_dir={p.tmp / 'q' / 'cache'}",
+        *(
+            f"models.{role}.{k}={v}"
+            for role in ("question_writer", "generator", "judge")
+            for k, v in (("backend", "openai"), ("base_url", DEAD), ("max_retries", 0), ("breaker_failures", 1))
+        ),
+    ]
+    r = p.run(
+        "grade",
+        "--config",
+        quick,
+        "--set",
+        "retrieval.systems=[bm25]",
+        *sum((["--set", s] for s in redirect), []),
+        cwd=ROOT,
+    )
     return expect_exit(r, 2, "retrieval.systems")
 
 
 @case("3 unknown retrieval.bm25.stemmer", "exit 2 naming the key, before any model call")
 def c3_stemmer(p: Probe):
-    return expect_exit(p.run("synth", "--config", p.config, "--set", "retrieval.bm25.stemmer=klingon"), 2,
-                       "stemmer")
+    return expect_exit(p.run("synth", "--config", p.config, "--set", "retrieval.bm25.stemmer=klingon"), 2, "stemmer")
 
 
 @case("3 grading.retrievers=[]", "exit 2 naming the key")
 def c3_retrievers(p: Probe):
-    return expect_exit(p.run("grade", "--config", p.config, "--set", "grading.retrievers=[]"), 2,
-                       "grading.retrievers")
+    return expect_exit(p.run("grade", "--config", p.config, "--set", "grading.retrievers=[]"), 2, "grading.retrievers")
 
 
-@case("4 a passage closing its own delimiter (library check: the rendered judge prompt)",
-      "the passage cannot end its block")
+@case(
+    "4 a passage closing its own delimiter (library check: the rendered judge prompt)",
+    "the passage cannot end its block",
+)
 def c4_injection(p: Probe):
     """Render the grading prompt with the issue's injected passage and look at the messages:
     the passage's own `\"\"\"` must not close the block the prompt opened for it."""
@@ -262,7 +319,10 @@ def c4_injection(p: Probe):
     before = text[:at].rstrip("\n").splitlines()[-1:] or [""]
     opener = before[0].strip()
     closed = bool(opener) and opener in injected
-    return f"opening delimiter {opener!r}; {'closed by the passage' if closed else 'absent from the passage'}", not closed
+    return (
+        f"opening delimiter {opener!r}; {'closed by the passage' if closed else 'absent from the passage'}",
+        not closed,
+    )
 
 
 @case("5 damaged LLM cache: `cache clear` and `cache stats`", "exit 0, the damaged file moved aside and named")
@@ -303,21 +363,30 @@ def c6_html(p: Probe):
         from spacelm.notebooks import execute_notebook, write_resolved_config
         cfg = load_config({str(cfg)!r})
         resolved = write_resolved_config(cfg)
-        src = Path({str(ROOT / 'notebooks')!r}) / "01_ingest_and_chunk.ipynb"
-        out = execute_notebook(src, Path({str(p.tmp / 'nb01.ipynb')!r}), resolved, cwd=src.parent, timeout=600)
+        src = Path({str(ROOT / "notebooks")!r}) / "01_ingest_and_chunk.ipynb"
+        out = execute_notebook(src, Path({str(p.tmp / "nb01.ipynb")!r}), resolved, cwd=src.parent, timeout=600)
         print(out)
     """)
     env = dict(os.environ, PYTHONPATH=str(ROOT), SPACELM_MODELS_DIR=str(p.models_dir))
     try:
-        ex = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=proj, env=env, timeout=600)
+        ex = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, cwd=proj, env=env, timeout=600
+        )
     except subprocess.TimeoutExpired:
         return "notebook timed out", False
     if ex.returncode != 0:
-        return f"notebook failed: {ex.stderr.strip().splitlines()[-1][:150] if ex.stderr.strip() else ex.returncode}", False
+        return (
+            f"notebook failed: {ex.stderr.strip().splitlines()[-1][:150] if ex.stderr.strip() else ex.returncode}",
+            False,
+        )
     nb = json.loads((p.tmp / "nb01.ipynb").read_text())
-    html = "".join("".join(o.get("data", {}).get("text/html", "")) if isinstance(o.get("data", {}).get("text/html"), str)
-                   else "".join(o.get("data", {}).get("text/html", []))
-                   for c in nb["cells"] for o in c.get("outputs", []))
+    html = "".join(
+        "".join(o.get("data", {}).get("text/html", ""))
+        if isinstance(o.get("data", {}).get("text/html"), str)
+        else "".join(o.get("data", {}).get("text/html", []))
+        for c in nb["cells"]
+        for o in c.get("outputs", [])
+    )
     live = "<script>alert(" in html
     shown = live or "alert(" in html  # the header's text reached an HTML output at all (escaped or not)
     tcp = ex.stderr.count("without encryption")
@@ -336,8 +405,12 @@ def c7_readonly(p: Probe):
         ro.mkdir()
         ro.chmod(0o555)
         target = str(ro / "results")
-    return expect_exit(p.run("ingest", "--config", p.config, "--set", f"paths.results_dir={target}"), 2,
-                       "spacelm-probe" if os.geteuid() == 0 else "ro", "writable")
+    return expect_exit(
+        p.run("ingest", "--config", p.config, "--set", f"paths.results_dir={target}"),
+        2,
+        "spacelm-probe" if os.geteuid() == 0 else "ro",
+        "writable",
+    )
 
 
 @case("7 full disk (a file-size limit: EFBIG)", "exit 2, one line: free disk space, the command resumes")
@@ -377,8 +450,11 @@ def c9_set(p: Probe):
 def c10_latin1(p: Probe):
     g = p.project / "data" / "raw" / "golden_latin1.jsonl"
     g.write_bytes(json.dumps(golden_rows()[0]).encode()[:-2] + b' caf\xe9"}\n')
-    return expect_exit(p.run("synth", "--config", p.config, "--set", "corpus.golden_samples=data/raw/golden_latin1.jsonl"),
-                       2, "golden_latin1.jsonl")
+    return expect_exit(
+        p.run("synth", "--config", p.config, "--set", "corpus.golden_samples=data/raw/golden_latin1.jsonl"),
+        2,
+        "golden_latin1.jsonl",
+    )
 
 
 @case("10 golden sample whose passage is a number", "exit 2 naming the file and line")
@@ -387,8 +463,12 @@ def c10_passage(p: Probe):
     rows = golden_rows()
     rows[1]["passage"] = 42
     g.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return expect_exit(p.run("synth", "--config", p.config, "--set", "corpus.golden_samples=data/raw/golden_number.jsonl"),
-                       2, "golden_number.jsonl", "passage")
+    return expect_exit(
+        p.run("synth", "--config", p.config, "--set", "corpus.golden_samples=data/raw/golden_number.jsonl"),
+        2,
+        "golden_number.jsonl",
+        "passage",
+    )
 
 
 class _EchoServer(BaseHTTPRequestHandler):
@@ -406,8 +486,10 @@ class _EchoServer(BaseHTTPRequestHandler):
         pass
 
 
-@case("11 credentials: user:pass@ in base_url (manifest, error) and a body echoing the key",
-      "no password and no key in manifest.json or stderr; exit 3")
+@case(
+    "11 credentials: user:pass@ in base_url (manifest, error) and a body echoing the key",
+    "no password and no key in manifest.json or stderr; exit 3",
+)
 def c11_secrets(p: Probe):
     server = HTTPServer(("127.0.0.1", 0), _EchoServer)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -421,8 +503,10 @@ def c11_secrets(p: Probe):
     manifest = p.project / "results" / "probe" / "manifest.json"
     text = manifest.read_text() if manifest.is_file() else ""
     leaks = [s for s in ("pa55word", SECRET_KEY) if s in r.stderr + r.stdout + text]
-    return (f"exit {r.returncode}; leaked: {leaks or 'nothing'}; manifest {'written' if text else 'absent'}",
-            r.returncode == 3 and not leaks and bool(text))
+    return (
+        f"exit {r.returncode}; leaked: {leaks or 'nothing'}; manifest {'written' if text else 'absent'}",
+        r.returncode == 3 and not leaks and bool(text),
+    )
 
 
 @case("12 no machine paths in manifest.json", "no home, temp-project or models-folder path")
@@ -435,9 +519,17 @@ def c12_paths(p: Probe):
     text = manifest.read_text()
     found = [s for s in (str(Path.home()) + "/", str(p.project), str(p.models_dir), str(ROOT) + "/") if s in text]
     # and a model identity as a run records it (library call: no model is loaded)
-    ident = subprocess.run([sys.executable, "-c", "from spacelm.lib.models import model_identity as m;"
-                            "print(m('embedded:minilm')['path'])"], capture_output=True, text=True,
-                           env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120).stdout.strip()
+    ident = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from spacelm.lib.models import model_identity as m;print(m('embedded:minilm')['path'])",
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        timeout=120,
+    ).stdout.strip()
     ok = not found and not ident.startswith("/")
     return f"machine paths found: {found or 'none'}; minilm recorded as {ident[:60]!r}", ok
 
@@ -469,17 +561,22 @@ def c14_lock(p: Probe):
 @case("15 output files respect the umask (022)", "documents.jsonl and manifest.json 0644")
 def c15_umask(p: Probe):
     out = p.tmp / "umask"
-    r = p.run("ingest", "--config", p.config, "--set", f"paths.processed_dir={out}", "--set", "run_name=umask",
-              umask=0o022)
+    r = p.run(
+        "ingest", "--config", p.config, "--set", f"paths.processed_dir={out}", "--set", "run_name=umask", umask=0o022
+    )
     if r.returncode != 0:
         return f"ingest failed: exit {r.returncode}: {one_line(r)}", False
-    modes = {f.name: oct(f.stat().st_mode & 0o777) for f in (out / "documents.jsonl",
-                                                              p.project / "results" / "umask" / "manifest.json")}
+    modes = {
+        f.name: oct(f.stat().st_mode & 0o777)
+        for f in (out / "documents.jsonl", p.project / "results" / "umask" / "manifest.json")
+    }
     return f"{modes}", set(modes.values()) == {"0o644"}
 
 
-@case("16 file names without ASCII letters, a zero-byte .txt, HTML saved as .pdf",
-      "two documents with distinct ids; both others skipped with a reason that says why")
+@case(
+    "16 file names without ASCII letters, a zero-byte .txt, HTML saved as .pdf",
+    "two documents with distinct ids; both others skipped with a reason that says why",
+)
 def c16_names(p: Probe):
     proj = p.tmp / "names"
     cfg = make_project(proj)
@@ -492,8 +589,11 @@ def c16_names(p: Probe):
     (raw / "page.pdf").write_text("<!DOCTYPE html><html><body><p>" + LOREM + "</p></body></html>")
     r = p.run("ingest", "--config", cfg, cwd=proj)
     docs = proj / "data" / "processed" / "documents.jsonl"
-    ids = [json.loads(ln).get("doc_id") or json.loads(ln).get("id") for ln in docs.read_text().splitlines()] \
-        if docs.is_file() else []
+    ids = (
+        [json.loads(ln).get("doc_id") or json.loads(ln).get("id") for ln in docs.read_text().splitlines()]
+        if docs.is_file()
+        else []
+    )
     said = r.stderr.lower()
     ok = r.returncode == 0 and len(set(ids)) == 2 and "empty" in said and "html" in said
     return f"exit {r.returncode}; ids {ids}; empty named: {'empty' in said}; html named: {'html' in said}", ok
@@ -524,12 +624,14 @@ def c18_log(p: Probe):
     warned = [ln for ln in lines if "Warning:" in ln]
     tcp = getattr(p, "notebook_stderr", "").count("without encryption")
     ok = r.returncode == 0 and not source and not resource_w and tcp == 0
-    return (f"exit {r.returncode}; {len(warned)} warning line(s), {len(source)} source line(s), "
-            f"{len(resource_w)} ResourceWarning, {tcp} TCP warnings (case 6)"), ok
+    return (
+        f"exit {r.returncode}; {len(warned)} warning line(s), {len(source)} source line(s), "
+        f"{len(resource_w)} ResourceWarning, {tcp} TCP warnings (case 6)"
+    ), ok
 
 
 # --------------------------------------------------------------------------- the table
-def markdown(results: list[Result], seconds: float, tmp: Optional[Path] = None) -> str:
+def markdown(results: list[Result], seconds: float, tmp: Path | None = None) -> str:
     def cell(s: str) -> str:
         s = str(s).replace(str(tmp), "$TMP") if tmp else str(s)  # the temporary folder differs every time
         return s.replace("|", "\\|").replace("\n", " ")
@@ -538,14 +640,23 @@ def markdown(results: list[Result], seconds: float, tmp: Optional[Path] = None) 
     rows = ["| case | expected | got | ok |", "|---|---|---|---|"]
     rows += [f"| {cell(r.case)} | {cell(r.expected)} | {cell(r.got)} | {mark[r.ok]} |" for r in results]
     n_ok = sum(r.ok is True for r in results)
-    return "\n".join([
-        "# Probe of broken and hostile inputs (issue 26)", "",
-        "<!-- generated by bench/probe_inputs.py --write; do not edit -->", "",
-        "Each row runs one case of issue 26 against a tiny project built in a temporary folder (`spacelm` "
-        "called as a subprocess, without `--debug`; every LLM is a server on a closed port, so nothing loads a "
-        "language model except the damaged copy of the 0.5B GGUF that case 1 must refuse). "
-        f"Reproduce with `python bench/probe_inputs.py --write` ({seconds:.0f} s here).", "",
-        f"{n_ok} of {len(results)} cases behave as expected.", "", *rows, ""])
+    return "\n".join(
+        [
+            "# Probe of broken and hostile inputs (issue 26)",
+            "",
+            "<!-- generated by bench/probe_inputs.py --write; do not edit -->",
+            "",
+            "Each row runs one case of issue 26 against a tiny project built in a temporary folder (`spacelm` "
+            "called as a subprocess, without `--debug`; every LLM is a server on a closed port, so nothing loads a "
+            "language model except the damaged copy of the 0.5B GGUF that case 1 must refuse). "
+            f"Reproduce with `python bench/probe_inputs.py --write` ({seconds:.0f} s here).",
+            "",
+            f"{n_ok} of {len(results)} cases behave as expected.",
+            "",
+            *rows,
+            "",
+        ]
+    )
 
 
 def main(argv=None) -> int:
@@ -570,8 +681,11 @@ def main(argv=None) -> int:
             except Exception as e:  # a probe bug is a row, not the end of the table
                 got, ok = f"probe error: {type(e).__name__}: {str(e)[:120]}", False
             results.append(Result(name, expected, got, ok))
-            print(f"{'ok ' if ok else 'n/a' if ok is None else 'BAD'}  {name}\n     expected: {expected}\n     got:      {got}",
-                  flush=True)
+            print(
+                f"{'ok ' if ok else 'n/a' if ok is None else 'BAD'}  {name}\n"
+                f"     expected: {expected}\n     got:      {got}",
+                flush=True,
+            )
     finally:
         if args.keep:
             print(f"kept {tmp}")

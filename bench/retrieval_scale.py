@@ -9,6 +9,7 @@ plus small noise. Queries are sentences sampled from the chunks (synthetic queri
 paper-scale question set does not exist here); their embeddings are perturbed chunk
 embeddings, so query encoding is excluded as the goal says.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,9 +25,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from spacelm.stages.data import load_chunks  # noqa: E402
 from spacelm.config import BM25Config, DenseConfig, load_config  # noqa: E402
 from spacelm.lib.retrieval import BM25Retriever, DenseRetriever, Encoder  # noqa: E402
+from spacelm.stages.data import load_chunks  # noqa: E402
 
 
 class _Precomputed(Encoder):
@@ -86,11 +87,19 @@ def main(argv=None) -> int:
         t = time.perf_counter()
         dense.search(queries, args.k)
         dense_s = time.perf_counter() - t
-        row = {"chunks": n, "bm25_index_s": round(bm25_index, 2), "bm25_search_s": round(bm25_s, 2),
-               "dense_search_s": round(dense_s, 2), "both_s": round(bm25_s + dense_s, 2)}
+        row = {
+            "chunks": n,
+            "bm25_index_s": round(bm25_index, 2),
+            "bm25_search_s": round(bm25_s, 2),
+            "dense_search_s": round(dense_s, 2),
+            "both_s": round(bm25_s + dense_s, 2),
+        }
         results["scales"][f"{scale}x"] = row
-        print(f"{scale:>3}x  {n:>6} chunks  BM25 {bm25_s:6.1f}s  dense {dense_s:6.1f}s  "
-              f"both {bm25_s + dense_s:6.1f}s  (BM25 index {bm25_index:.1f}s)", flush=True)
+        print(
+            f"{scale:>3}x  {n:>6} chunks  BM25 {bm25_s:6.1f}s  dense {dense_s:6.1f}s  "
+            f"both {bm25_s + dense_s:6.1f}s  (BM25 index {bm25_index:.1f}s)",
+            flush=True,
+        )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
     return 0

@@ -9,6 +9,7 @@ token agrees, and the judge prompts whose chosen grade agrees:
     ~/.cache/spacelm/vllm-venv/bin/python bench/vllm_agreement.py run vllm --out /tmp/agree_vllm.json [--dtype float32]
     .venv/bin/python bench/vllm_agreement.py compare /tmp/agree_llamacpp.json /tmp/agree_vllm.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,10 @@ FREE = [
     "Give one reason to plan a collision avoidance manoeuvre.",
 ]
 JUDGE = [
-    ("What threshold triggers a collision avoidance manoeuvre?",
-     "Operators usually manoeuvre when the probability of collision exceeds 1e-4."),
+    (
+        "What threshold triggers a collision avoidance manoeuvre?",
+        "Operators usually manoeuvre when the probability of collision exceeds 1e-4.",
+    ),
     ("What threshold triggers a collision avoidance manoeuvre?", "The cafeteria opens at eight in the morning."),
     ("How are reaction wheels unloaded?", "Reaction wheels saturate and are unloaded with magnetorquers or thrusters."),
     ("How are reaction wheels unloaded?", "Solar arrays lose output each year from radiation damage to the cells."),
@@ -46,8 +49,10 @@ JUDGE = [
 
 def requests() -> list[Request]:
     reqs = [Request(messages=[{"role": "user", "content": p}], max_tokens=32, temperature=0.0) for p in FREE]
-    reqs += [Request(messages=relevance_messages(q, p), choices=score_choices(0, 3), max_tokens=2, temperature=0.0)
-             for q, p in JUDGE]
+    reqs += [
+        Request(messages=relevance_messages(q, p), choices=score_choices(0, 3), max_tokens=2, temperature=0.0)
+        for q, p in JUDGE
+    ]
     return reqs
 
 
@@ -62,8 +67,20 @@ def run(engine: str, model: str, dtype: str, out: Path) -> None:
     gen_s = time.perf_counter() - t0
     llm.release()
     rows = [{"text": c.text, "choice_probs": c.choice_probs, "completion_tokens": c.completion_tokens} for c in comps]
-    out.write_text(json.dumps({"engine": engine, "model": model, "dtype": dtype, "backend": type(backend).__name__,
-                               "load_s": round(load_s, 1), "generate_s": round(gen_s, 1), "rows": rows}, indent=1))
+    out.write_text(
+        json.dumps(
+            {
+                "engine": engine,
+                "model": model,
+                "dtype": dtype,
+                "backend": type(backend).__name__,
+                "load_s": round(load_s, 1),
+                "generate_s": round(gen_s, 1),
+                "rows": rows,
+            },
+            indent=1,
+        )
+    )
     print(f"{engine}: load {load_s:.1f} s, {len(rows)} prompts in {gen_s:.1f} s -> {out}")
 
 
@@ -72,10 +89,12 @@ def compare(a_file: Path, b_file: Path) -> dict:
     n_free = len(FREE)
     same = [x["text"].strip() == y["text"].strip() for x, y in zip(a["rows"], b["rows"])]
     first = [x["text"].split()[:1] == y["text"].split()[:1] for x, y in zip(a["rows"], b["rows"])]
-    res = {"pair": f"{a['engine']} vs {b['engine']} ({b['dtype']})",
-           "free_text_identical": f"{sum(same[:n_free])} of {n_free}",
-           "free_text_first_word_agrees": f"{sum(first[:n_free])} of {n_free}",
-           "judge_grade_agrees": f"{sum(same[n_free:])} of {len(JUDGE)}"}
+    res = {
+        "pair": f"{a['engine']} vs {b['engine']} ({b['dtype']})",
+        "free_text_identical": f"{sum(same[:n_free])} of {n_free}",
+        "free_text_first_word_agrees": f"{sum(first[:n_free])} of {n_free}",
+        "judge_grade_agrees": f"{sum(same[n_free:])} of {len(JUDGE)}",
+    }
     for i, (x, y, s) in enumerate(zip(a["rows"], b["rows"], same)):
         if not s:
             print(f"--- prompt {i} differs\n  {a['engine']}: {x['text']!r}\n  {b['engine']}: {y['text']!r}")

@@ -118,7 +118,7 @@ def block_html(block, first_after_title):
         items.append(" ".join(current))
         return "".join(f'<p class="item">{inline(i)}</p>' for i in items)
     cls = ' class="meta"' if first_after_title else ""
-    return f"<p{cls}>{inline(' '.join(l.strip() for l in block))}</p>"
+    return f"<p{cls}>{inline(' '.join(line.strip() for line in block))}</p>"
 
 
 def block_is_title(out):
@@ -159,8 +159,9 @@ def parse(path):
 
 def make_css(style):
     font, size, accent = STYLES.get(style, STYLES["agency"])
-    return CSS_TEMPLATE.format(font=font, size=size, accent=accent, h1=size + 8,
-                               h2=size + 2.5, h3=size + 1.5, h4=size + 1, small=size - 1)
+    return CSS_TEMPLATE.format(
+        font=font, size=size, accent=accent, h1=size + 8, h2=size + 2.5, h3=size + 1.5, h4=size + 1, small=size - 1
+    )
 
 
 def layout_pdf(options, header, body, cuts):
@@ -192,8 +193,10 @@ def layout_pdf(options, header, body, cuts):
             top = pymupdf.Rect(filled).y1 + 10
         if two_columns:
             width = (content.width - COLUMN_GAP) / 2
-            areas = [pymupdf.Rect(content.x0, top, content.x0 + width, content.y1),
-                     pymupdf.Rect(content.x1 - width, top, content.x1, content.y1)]
+            areas = [
+                pymupdf.Rect(content.x0, top, content.x0 + width, content.y1),
+                pymupdf.Rect(content.x1 - width, top, content.x1, content.y1),
+            ]
         else:
             areas = [pymupdf.Rect(content.x0, top, content.x1, content.y1)]
         for area in areas:  # column 1 first, then column 2: keeps reading order
@@ -218,8 +221,12 @@ def stranded_heading(raw, areas, body_size):
     """
     doc = pymupdf.open("pdf", raw)
     for k, (page_index, area) in enumerate(areas[:-1]):
-        lines = [line for block in doc[page_index].get_text("dict", clip=area)["blocks"]
-                 for line in block.get("lines", []) if line["spans"]]
+        lines = [
+            line
+            for block in doc[page_index].get_text("dict", clip=area)["blocks"]
+            for line in block.get("lines", [])
+            if line["spans"]
+        ]
         lines.sort(key=lambda line: line["bbox"][1])
         top = None
         while lines and max(span["size"] for span in lines[-1]["spans"]) > body_size + 0.5:
@@ -247,20 +254,28 @@ def finish_pdf(raw, title, footer):
     doc = pymupdf.open("pdf", raw)
     total = doc.page_count
     for page in doc:
-        page.draw_line((MARGIN_X, FOOTER_Y - 10), (PAGE.width - MARGIN_X, FOOTER_Y - 10),
-                       color=(0.5, 0.5, 0.5), width=0.5)
-        page.insert_text((MARGIN_X, FOOTER_Y), footer, fontname="helv", fontsize=7.5,
-                         color=(0.3, 0.3, 0.3))
+        page.draw_line(
+            (MARGIN_X, FOOTER_Y - 10), (PAGE.width - MARGIN_X, FOOTER_Y - 10), color=(0.5, 0.5, 0.5), width=0.5
+        )
+        page.insert_text((MARGIN_X, FOOTER_Y), footer, fontname="helv", fontsize=7.5, color=(0.3, 0.3, 0.3))
         label = f"Page {page.number + 1} of {total}"
         x = PAGE.width - MARGIN_X - pymupdf.get_text_length(label, "helv", 7.5)
         page.insert_text((x, FOOTER_Y), label, fontname="helv", fontsize=7.5, color=(0.3, 0.3, 0.3))
-    doc.set_metadata({
-        "title": title, "author": "spacelm sample corpus", "subject": "space operations",
-        "keywords": "space debris, space operations, sample document",
-        "creator": "scripts/build_corpus_pdfs.py", "producer": "PyMuPDF",
-        "creationDate": "", "modDate": "", "trapped": "", "format": "",
-        "encryption": None,
-    })
+    doc.set_metadata(
+        {
+            "title": title,
+            "author": "spacelm sample corpus",
+            "subject": "space operations",
+            "keywords": "space debris, space operations, sample document",
+            "creator": "scripts/build_corpus_pdfs.py",
+            "producer": "PyMuPDF",
+            "creationDate": "",
+            "modDate": "",
+            "trapped": "",
+            "format": "",
+            "encryption": None,
+        }
+    )
     doc.del_xml_metadata()
     out = doc.tobytes(garbage=4, deflate=True, no_new_id=True, reproducible=True)
     doc.close()

@@ -5,6 +5,7 @@ Table 1 and Table 2. The block sits between two marker lines in README.md.
     python scripts/readme_tables.py            # rewrite the block from results/standard
     python scripts/readme_tables.py --check    # exit 1 when the README's block is out of date
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,42 +31,82 @@ def block(run_dir: Path) -> str:
     m = json.loads((run_dir / "manifest.json").read_text())
     z = m.get("sizes", {})
     mt = m.get("model_time", {})
-    lines = [BEGIN.format(run=run_dir.name), "",
-             f"Run `{run_dir.name}` (`{m.get('config_file')}`, git `{m.get('git_commit')}`, {m.get('platform')}); "
-             f"wall time of the run that wrote it {m.get('total_seconds', 0) / 60:.1f} min (stages up to date were "
-             f"reused); the same results cold: about {mt.get('cold_seconds_estimate', 0) / 60:.0f} min "
-             f"({(mt.get('model_share_cold_estimate') or 0):.0%} of it in model calls).", ""]
-    lines += _md_table([
-        {"table": "synthetic questions", "questions": f"{z.get('synthetic_questions_kept')} kept of "
-                                                      f"{z.get('synthetic_questions_written')} written",
-         "what": unanswerable_text(run_dir, z, m)},
-        {"table": "Table 1 (relevance grades)", "questions": z.get("table1_questions"),
-         "what": f"{z.get('table1_pairs_graded')} distinct pairs graded, 4 systems, top-3/5/7/10"},
-        {"table": "Table 2 (answers under noise)", "questions": f"{z.get('table2_questions_per_setting')} per setting",
-         "what": f"{z.get('answers')} answers in all, with pipelines A/B/C and the refusal evaluation"},
-        {"table": "answerability", "questions": f"{z.get('answerability_answerable')} answerable + "
-                                                f"{z.get('answerability_unanswerable')} unanswerable",
-         "what": "pipeline B, gate off and on"},
-        {"table": "judge checks", "questions": f"{z.get('judge_check_labelled_pairs')} labelled pairs",
-         "what": f"+ {z.get('judge_check_control_pairs')} known-answer control pairs"}], ["table", "questions", "what"])
+    lines = [
+        BEGIN.format(run=run_dir.name),
+        "",
+        f"Run `{run_dir.name}` (`{m.get('config_file')}`, git `{m.get('git_commit')}`, {m.get('platform')}); "
+        f"wall time of the run that wrote it {m.get('total_seconds', 0) / 60:.1f} min (stages up to date were "
+        f"reused); the same results cold: about {mt.get('cold_seconds_estimate', 0) / 60:.0f} min "
+        f"({(mt.get('model_share_cold_estimate') or 0):.0%} of it in model calls).",
+        "",
+    ]
+    lines += _md_table(
+        [
+            {
+                "table": "synthetic questions",
+                "questions": f"{z.get('synthetic_questions_kept')} kept of "
+                f"{z.get('synthetic_questions_written')} written",
+                "what": unanswerable_text(run_dir, z, m),
+            },
+            {
+                "table": "Table 1 (relevance grades)",
+                "questions": z.get("table1_questions"),
+                "what": f"{z.get('table1_pairs_graded')} distinct pairs graded, 4 systems, top-3/5/7/10",
+            },
+            {
+                "table": "Table 2 (answers under noise)",
+                "questions": f"{z.get('table2_questions_per_setting')} per setting",
+                "what": f"{z.get('answers')} answers in all, with pipelines A/B/C and the refusal evaluation",
+            },
+            {
+                "table": "answerability",
+                "questions": f"{z.get('answerability_answerable')} answerable + "
+                f"{z.get('answerability_unanswerable')} unanswerable",
+                "what": "pipeline B, gate off and on",
+            },
+            {
+                "table": "judge checks",
+                "questions": f"{z.get('judge_check_labelled_pairs')} labelled pairs",
+                "what": f"+ {z.get('judge_check_control_pairs')} known-answer control pairs",
+            },
+        ],
+        ["table", "questions", "what"],
+    )
     lines += ["", "Model time per unit (as recorded when each call was made):", ""]
-    lines += _md_table([{"stage": u["stage"], "unit": u["unit"], "n": u["n"], "seconds per unit":
-                         f"{u['seconds_per_unit']:.2f}", "calls per unit": f"{u['calls_per_unit']:.2f}"}
-                        for u in mt.get("per_unit", [])], ["stage", "unit", "n", "seconds per unit", "calls per unit"])
+    lines += _md_table(
+        [
+            {
+                "stage": u["stage"],
+                "unit": u["unit"],
+                "n": u["n"],
+                "seconds per unit": f"{u['seconds_per_unit']:.2f}",
+                "calls per unit": f"{u['calls_per_unit']:.2f}",
+            }
+            for u in mt.get("per_unit", [])
+        ],
+        ["stage", "unit", "n", "seconds per unit", "calls per unit"],
+    )
     setup = run_dir / "setup_vs_paper.csv"
     if setup.is_file():
         lines += ["", "**This run's setup beside the paper's** (from `setup_vs_paper.csv`):", ""]
-        lines += _md_table(pd.read_csv(setup).fillna("–").to_dict("records"), ["component", "paper", "this_run", "match"])
+        lines += _md_table(
+            pd.read_csv(setup).fillna("–").to_dict("records"), ["component", "paper", "this_run", "match"]
+        )
     pv = run_dir / "paper_vs_run.csv"
     if pv.is_file():
         found = pd.read_csv(pv).fillna("–")
-        cols = [c for c in ["finding", "paper", "this_run", "ci", "verdict", "comparable", "judge_verdict", "n",
-                            "mde_rule"] if c in found.columns]
+        cols = [
+            c
+            for c in ["finding", "paper", "this_run", "ci", "verdict", "comparable", "judge_verdict", "n", "mde_rule"]
+            if c in found.columns
+        ]
         lines += ["", "**The paper and this run** (from `paper_vs_run.csv`; the rules: `spacelm/lib/findings.py`):", ""]
         lines += _md_table(found.to_dict("records"), cols)
     lines += judge_lines(run_dir)
-    for title, name in (("Table 1, relevance grades (%)", "table1_relevance.md"),
-                        ("Table 2, answer quality (1-5)", "table2_answer_quality.md")):
+    for title, name in (
+        ("Table 1, relevance grades (%)", "table1_relevance.md"),
+        ("Table 2, answer quality (1-5)", "table2_answer_quality.md"),
+    ):
         p = run_dir / name
         if p.is_file():
             lines += ["", f"**{title}** (from `{run_dir.name}/{name}`):", "", p.read_text().strip()]
@@ -82,12 +123,17 @@ def unanswerable_text(run_dir: Path, z: dict, m: dict) -> str:
     ans = run_dir / "answers.jsonl"
     kinds = []
     if ans.is_file():
-        kinds = [r.get("unanswerable_kind") for r in map(_json.loads, ans.read_text().splitlines())
-                 if r.get("answerable") is False]
+        kinds = [
+            r.get("unanswerable_kind")
+            for r in map(_json.loads, ans.read_text().splitlines())
+            if r.get("answerable") is False
+        ]
     golden = sum(k == "golden" for k in kinds)
     if kinds and kept is not None and golden:
-        return (f"+ {kept} unanswerable: {kept - golden} synthetic kept of {written} written, and {golden} "
-                "human-labelled (golden) kept as labelled")
+        return (
+            f"+ {kept} unanswerable: {kept - golden} synthetic kept of {written} written, and {golden} "
+            "human-labelled (golden) kept as labelled"
+        )
     return f"+ {kept} unanswerable kept of {written}"
 
 
@@ -102,18 +148,30 @@ def judge_lines(run_dir: Path) -> list[str]:
     if (d / "relevance.json").is_file():
         for r in _json.loads((d / "relevance.json").read_text()):
             if r.get("run"):
-                rows.append({"judge": f"relevance grader on {r['source']}", "n": f"{r['n_pairs']} pairs",
-                             "figure": f"AUC {r['auc']:.2f}, κ (grade ≥ 2) {r['kappa_binary']:.2f}",
-                             "verdict": r["verdict"]})
+                rows.append(
+                    {
+                        "judge": f"relevance grader on {r['source']}",
+                        "n": f"{r['n_pairs']} pairs",
+                        "figure": f"AUC {r['auc']:.2f}, κ (grade ≥ 2) {r['kappa_binary']:.2f}",
+                        "verdict": r["verdict"],
+                    }
+                )
     if (d / "controls.csv").is_file():
         for r in pd.read_csv(d / "controls.csv").to_dict("records"):
-            rows.append({"judge": r["rubric"].replace("_", " "), "n": f"{r['n']} controls",
-                         "figure": f"pass rate {r['pass_rate']:.2f} [{r['pass_rate_ci_low']:.2f}, "
-                                   f"{r['pass_rate_ci_high']:.2f}]", "verdict": r["verdict"]})
+            rows.append(
+                {
+                    "judge": r["rubric"].replace("_", " "),
+                    "n": f"{r['n']} controls",
+                    "figure": f"pass rate {r['pass_rate']:.2f} [{r['pass_rate_ci_low']:.2f}, "
+                    f"{r['pass_rate_ci_high']:.2f}]",
+                    "verdict": r["verdict"],
+                }
+            )
     if not rows:
         return []
-    return ["", f"**The judges of this run** (from `{run_dir.name}/judge_check/`):", ""] + \
-        _md_table(rows, ["judge", "n", "figure", "verdict"])
+    return ["", f"**The judges of this run** (from `{run_dir.name}/judge_check/`):", ""] + _md_table(
+        rows, ["judge", "n", "figure", "verdict"]
+    )
 
 
 # Figures the README quotes outside the generated block: (what, README text that must be present,
@@ -125,6 +183,7 @@ def _control(run: str, rubric: str, fmt: str):
 
         r = pd.read_csv(root / "results" / run / "judge_check" / "controls.csv").set_index("rubric").loc[rubric]
         return fmt.format(**r.to_dict())
+
     return read
 
 
@@ -132,34 +191,71 @@ def _relevance(run: str, source: str, fmt: str):
     def read(root: Path) -> str:
         import json as _json
 
-        r = next(m for m in _json.loads((root / "results" / run / "judge_check" / "relevance.json").read_text())
-                 if m["source"] == source)
-        return fmt.format(**{k: v for k, v in r.items() if not isinstance(v, (list, dict))},
-                          auc_lo=r["auc_ci"][0], auc_hi=r["auc_ci"][1])
+        r = next(
+            m
+            for m in _json.loads((root / "results" / run / "judge_check" / "relevance.json").read_text())
+            if m["source"] == source
+        )
+        return fmt.format(
+            **{k: v for k, v in r.items() if not isinstance(v, (list, dict))},
+            auc_lo=r["auc_ci"][0],
+            auc_hi=r["auc_ci"][1],
+        )
+
     return read
 
 
 QUOTED = [
-    *[(f"judge-controls {rubric}", f"| {label} | {{}} |", _control("judge-controls", rubric,
-                                                                     "{pass_rate:.2f} [{pass_rate_ci_low:.2f}, "
-                                                                     "{pass_rate_ci_high:.2f}]"))
-      for rubric, label in (("faithfulness", "faithfulness (1–5)"), ("relevance", "relevance (1–5)"),
-                            ("noise_robustness", "noise robustness (1–5)"),
-                            ("negative_rejection", "negative rejection (1–5)"), ("correct", "correct (yes/no)"),
-                            ("answer_relevant", "answer relevant (yes/no)"), ("grounded", "grounded (yes/no)"),
-                            ("claim_support", "claim support (yes/no, P(yes))"))],
-    *[(f"standard controls {rubric}", f"{label} {{}}", _control("standard", rubric, "{pass_rate:.2f}"))
-      for rubric, label in (("correct", "correct"), ("grounded", "grounded"), ("claim_support", "claim support"),
-                            ("relevance", "relevance"), ("answer_relevant", "answer relevant"),
-                            ("negative_rejection", "negative rejection"))],
-    ("standard trec-dl-2020 grader", "on TREC DL 2020 ({}",
-     _relevance("standard", "trec-dl-2020", "{n_pairs} pairs, AUC {auc:.2f} [{auc_lo:.2f}, {auc_hi:.2f}]")),
-    ("standard golden grader", "valid in domain ({}",
-     _relevance("standard", "golden (in-domain)", "{n_pairs} pairs, AUC {auc:.2f} [{auc_lo:.2f}, {auc_hi:.2f}]")),
-    *[(f"judge-reference {source}", f"| {label} | {{}} |",
-       _relevance("judge-reference", source, "{n_pairs} | {auc:.2f} [{auc_lo:.2f}, {auc_hi:.2f}]"))
-      for source, label in (("scifact", "SciFact test (binary)"), ("trec-dl-2020", "TREC DL 2020 (graded 0–3)"),
-                            ("golden (in-domain)", "golden samples (in domain)"))],
+    *[
+        (
+            f"judge-controls {rubric}",
+            f"| {label} | {{}} |",
+            _control("judge-controls", rubric, "{pass_rate:.2f} [{pass_rate_ci_low:.2f}, {pass_rate_ci_high:.2f}]"),
+        )
+        for rubric, label in (
+            ("faithfulness", "faithfulness (1–5)"),
+            ("relevance", "relevance (1–5)"),
+            ("noise_robustness", "noise robustness (1–5)"),
+            ("negative_rejection", "negative rejection (1–5)"),
+            ("correct", "correct (yes/no)"),
+            ("answer_relevant", "answer relevant (yes/no)"),
+            ("grounded", "grounded (yes/no)"),
+            ("claim_support", "claim support (yes/no, P(yes))"),
+        )
+    ],
+    *[
+        (f"standard controls {rubric}", f"{label} {{}}", _control("standard", rubric, "{pass_rate:.2f}"))
+        for rubric, label in (
+            ("correct", "correct"),
+            ("grounded", "grounded"),
+            ("claim_support", "claim support"),
+            ("relevance", "relevance"),
+            ("answer_relevant", "answer relevant"),
+            ("negative_rejection", "negative rejection"),
+        )
+    ],
+    (
+        "standard trec-dl-2020 grader",
+        "on TREC DL 2020 ({}",
+        _relevance("standard", "trec-dl-2020", "{n_pairs} pairs, AUC {auc:.2f} [{auc_lo:.2f}, {auc_hi:.2f}]"),
+    ),
+    (
+        "standard golden grader",
+        "valid in domain ({}",
+        _relevance("standard", "golden (in-domain)", "{n_pairs} pairs, AUC {auc:.2f} [{auc_lo:.2f}, {auc_hi:.2f}]"),
+    ),
+    *[
+        (
+            f"judge-reference {source}",
+            f"| {label} | {{}} |",
+            _relevance("judge-reference", source, "{n_pairs} | {auc:.2f} [{auc_lo:.2f}, {auc_hi:.2f}]"),
+        )
+        for source, label in (
+            ("scifact", "SciFact test (binary)"),
+            ("trec-dl-2020", "TREC DL 2020 (graded 0–3)"),
+            ("golden (in-domain)", "golden samples (in domain)"),
+        )
+    ],
 ]
 
 
@@ -184,7 +280,7 @@ def replace_block(readme: str, new: str) -> str:
     end = readme.find(END)
     if start < 0 or end < 0:
         raise SystemExit("README.md has no headline-table markers: add the two marker lines where the block goes")
-    return readme[:start] + new + readme[end + len(END):]
+    return readme[:start] + new + readme[end + len(END) :]
 
 
 def main(argv=None) -> int:
@@ -200,7 +296,7 @@ def main(argv=None) -> int:
         for b in bad:
             print(b)
         if new != text:
-            print("README.md's headline tables differ from results/%s: run python scripts/readme_tables.py" % args.run)
+            print(f"README.md's headline tables differ from results/{args.run}: run python scripts/readme_tables.py")
             return 1
         return 1 if bad else 0
     readme.write_text(new)

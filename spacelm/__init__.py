@@ -9,6 +9,7 @@ Three layers, each importing only the ones below it:
 - `spacelm.pipeline`, `spacelm.cli`, `spacelm.notebooks`: running the stages in order, the
   command line, and the notebooks' helpers.
 """
+
 from .config import Config, ConfigError, load_config
 from .lib.io import InputError
 

@@ -14,6 +14,7 @@ Exit codes: 0 done; 1 a check failed (models verify); 2 bad input or config; 3 a
 backend (or a package it needs) is unavailable; 4 another run holds the folder; 130
 interrupted. `--debug` shows the traceback of an error.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,12 @@ def _add_common(p: argparse.ArgumentParser, force: bool = True) -> None:
     if force:
         p.add_argument("--force", action="store_true", help="recompute even if outputs are up to date")
         p.add_argument("--wait", action="store_true", help="if another run holds the folders, wait for it")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="override a config value, e.g. --set chunking.max_tokens=512 (repeatable)")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a config value, e.g. --set chunking.max_tokens=512 (repeatable)",
+    )
 
 
 def _stage_cmd(name: str):
@@ -52,6 +57,7 @@ def _stage_cmd(name: str):
             res = run_stages(cfg, upto=name, force=args.force)
         print(json.dumps({k: v for k, v in res[name].items() if k != "inputs"}, indent=2, default=str))
         return 0
+
     return cmd
 
 
@@ -107,8 +113,10 @@ def _throughput(text: str) -> tuple:
     except ValueError:
         parts = []
     if len(parts) not in (1, 2) or min(parts) <= 0:
-        raise argparse.ArgumentTypeError(f"--throughput {text!r}: give prompt tokens per second, optionally "
-                                         "':' and generated tokens per second, e.g. 5000:400")
+        raise argparse.ArgumentTypeError(
+            f"--throughput {text!r}: give prompt tokens per second, optionally "
+            "':' and generated tokens per second, e.g. 5000:400"
+        )
     return parts[0], parts[1] if len(parts) == 2 else None
 
 
@@ -121,8 +129,10 @@ def cmd_report(args) -> int:
 
     cfg = _cfg(args)
     manifest = cfg.run_dir / "manifest.json"
-    never = InputError(f"run '{cfg.run_name}' has not run yet ({manifest} does not exist), so there is nothing to "
-                       f"report; run `spacelm run --config {args.config}` (or a stage command) first")
+    never = InputError(
+        f"run '{cfg.run_name}' has not run yet ({manifest} does not exist), so there is nothing to "
+        f"report; run `spacelm run --config {args.config}` (or a stage command) first"
+    )
     if not cfg.run_dir.is_dir():
         raise never  # checked before the lock, which would create the folder
     with folder_locks(write_folders(cfg), wait=args.wait):
@@ -133,8 +143,11 @@ def cmd_report(args) -> int:
 
             run = cfg.run_dir
             if not (run / "grades.jsonl").is_file() and not (run / "answers.jsonl").is_file():
-                print(f"spacelm report --recompute: {run} holds neither grades.jsonl nor answers.jsonl: run the grade "
-                      "or answer stage first", file=sys.stderr)
+                print(
+                    f"spacelm report --recompute: {run} holds neither grades.jsonl nor answers.jsonl: run the grade "
+                    "or answer stage first",
+                    file=sys.stderr,
+                )
                 return EXIT_INPUT
             if (run / "grades.jsonl").is_file():
                 grade.recompute(cfg)
@@ -147,14 +160,11 @@ def cmd_report(args) -> int:
 def cmd_label(args) -> int:
     """Draw the labelling sample of a run's graded pairs, or (--check) validate the labels placed
     back in the run and say what the next `spacelm grade` will do with them."""
-    from .lib.labelling import labels_file, read_labels
     from .lib.io import InputError, read_jsonl
+    from .lib.labelling import labels_file, read_labels
     from .stages.grade import label_sample, labels_dir
 
-    overrides: dict = {}
-    for o in (args.set or []) + ([f"run_name={args.run}"] if args.run else []):
-        overrides = merge(overrides, parse_override(o))
-    cfg = load_config(args.config, overrides or None)
+    cfg = load_config(args.config, sets=(args.set or []) + ([f"run_name={args.run}"] if args.run else []))
     folder = labels_dir(cfg)
     if args.check:
         f = labels_file(folder)
@@ -164,17 +174,32 @@ def cmd_label(args) -> int:
         if not sample.is_file():
             raise InputError(f"{sample} not found: the labels must come from `spacelm label --n N` on this run")
         got = read_labels(f, {r["pair_id"] for r in read_jsonl(sample)})
-        print(json.dumps({"labels": str(f), "labelled_pairs": len(got),
-                          "next": "spacelm grade adds ppi_estimate, ppi_ci_low, ppi_ci_high, n_human to "
-                                  "table1_relevance.csv (grades come from the call cache)"}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "labels": str(f),
+                    "labelled_pairs": len(got),
+                    "next": "spacelm grade adds ppi_estimate, ppi_ci_low, ppi_ci_high, n_human to "
+                    "table1_relevance.csv (grades come from the call cache)",
+                },
+                indent=2,
+            )
+        )
         return 0
     if args.n is None or args.n < 1:
         raise InputError("--n: give the number of pairs to label (e.g. --n 100)")
     files = label_sample(cfg, args.n)
-    print(json.dumps({"written": [str(p) for p in files],
-                      "next": f"grade the pairs (open {files[-1].name} in a browser, or fill in the grade column of "
-                              f"{files[1].name}) and save them as {folder / 'human_labels.csv'}; then run "
-                              "`spacelm grade`"}, indent=2))
+    print(
+        json.dumps(
+            {
+                "written": [str(p) for p in files],
+                "next": f"grade the pairs (open {files[-1].name} in a browser, or fill in the grade column of "
+                f"{files[1].name}) and save them as {folder / 'human_labels.csv'}; then run "
+                "`spacelm grade`",
+            },
+            indent=2,
+        )
+    )
     return 0
 
 
@@ -199,8 +224,10 @@ def cmd_models(args) -> int:
         from .lib.hf_export import export_hf
 
         if not args.name:
-            print("spacelm models export-hf: give a GGUF model name, e.g. qwen2.5-coder-0.5b (see `spacelm models list`)",
-                  file=sys.stderr)
+            print(
+                "spacelm models export-hf: give a GGUF model name, e.g. qwen2.5-coder-0.5b (see `spacelm models list`)",
+                file=sys.stderr,
+            )
             return EXIT_INPUT
         folder, written = export_hf(args.name)
         if not written:
@@ -215,8 +242,11 @@ def cmd_models(args) -> int:
             bad.append(row)
     for row in bad:
         if row.get("path"):  # assembled but damaged (a missing package has its own message above)
-            print(f"{row['name']}: {row['path']} does not match its recorded sha256; "
-                  f"{models.damaged_hint(row['name'], row['path'])}", file=sys.stderr)
+            print(
+                f"{row['name']}: {row['path']} does not match its recorded sha256; "
+                f"{models.damaged_hint(row['name'], row['path'])}",
+                file=sys.stderr,
+            )
     return 1 if bad else 0
 
 
@@ -264,12 +294,17 @@ def cmd_corpus(args) -> int:
         print(f"{r.status:<8} {r.file}" + (f"  ({r.detail})" if r.detail and r.status != "ok" else ""))
     ok = sum(r.status == "ok" for r in rows)
     extra = cl.unlisted_files(lst, folder) if folder.is_dir() else []
-    print(f"{ok} of {len(rows)} files ok against corpus list '{lst.name}' ({lst.path.name})"
-          + (f"; {len(extra)} file(s) in the folder are not listed: {', '.join(extra[:5])}" if extra else ""))
+    print(
+        f"{ok} of {len(rows)} files ok against corpus list '{lst.name}' ({lst.path.name})"
+        + (f"; {len(extra)} file(s) in the folder are not listed: {', '.join(extra[:5])}" if extra else "")
+    )
     if ok < len(rows):
-        hint = (f"`spacelm corpus fetch {lst.name} --to {folder}` downloads what is missing or damaged"
-                if args.action == "verify" else "the files above could not be fetched; download them by hand from "
-                                                 "the sources in the list and run `spacelm corpus verify`")
+        hint = (
+            f"`spacelm corpus fetch {lst.name} --to {folder}` downloads what is missing or damaged"
+            if args.action == "verify"
+            else "the files above could not be fetched; download them by hand from "
+            "the sources in the list and run `spacelm corpus verify`"
+        )
         print(hint, file=sys.stderr)
         return 1
     return 0
@@ -280,8 +315,9 @@ def _guess_list(folder) -> str:
     from .lib import corpus_list as cl
 
     names = {p.name for p in folder.iterdir()}
-    best = max(cl.available_lists(), default=None,
-               key=lambda n: len(names & {e.file for e in cl.load_corpus_list(n).entries}))
+    best = max(
+        cl.available_lists(), default=None, key=lambda n: len(names & {e.file for e in cl.load_corpus_list(n).entries})
+    )
     if best is None:
         raise cl.InputError("no corpus list is shipped; give one with --list PATH.tsv")
     return best
@@ -301,18 +337,29 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="per stage: up to date, stale (naming what changed) or never run")
     _add_common(p, force=False)
     p.set_defaults(func=cmd_status)
-    p = sub.add_parser("plan", help="per stage and model phase: model calls, prompt and completion tokens, engines in "
-                                    "load order; loads no model")
+    p = sub.add_parser(
+        "plan",
+        help="per stage and model phase: model calls, prompt and completion tokens, engines in "
+        "load order; loads no model",
+    )
     _add_common(p, force=False)
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--use-outputs", action="store_true",
-                   help="read earlier stages' outputs even where a run would recompute them")
-    p.add_argument("--tokenizer", metavar="PATH",
-                   help="a GGUF file, tokenizer.json or model folder to count tokens with, for models whose own "
-                        "tokenizer is not on this machine (e.g. a hub model not downloaded yet)")
-    p.add_argument("--throughput", metavar="P[:G]", type=_throughput,
-                   help="prompt tokens/s (and generated tokens/s) measured on your serving setup (all replicas "
-                        "together): prints an estimated time per model")
+    p.add_argument(
+        "--use-outputs", action="store_true", help="read earlier stages' outputs even where a run would recompute them"
+    )
+    p.add_argument(
+        "--tokenizer",
+        metavar="PATH",
+        help="a GGUF file, tokenizer.json or model folder to count tokens with, for models whose own "
+        "tokenizer is not on this machine (e.g. a hub model not downloaded yet)",
+    )
+    p.add_argument(
+        "--throughput",
+        metavar="P[:G]",
+        type=_throughput,
+        help="prompt tokens/s (and generated tokens/s) measured on your serving setup (all replicas "
+        "together): prints an estimated time per model",
+    )
     p.set_defaults(func=cmd_plan)
     for stage in STAGES + OPTIONAL:
         p = sub.add_parser(stage.name, help=stage.doc)
@@ -321,19 +368,28 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="(re)write results/<run>/report.md from the run folder")
     _add_common(p, force=False)
     p.add_argument("--wait", action="store_true", help="if another run holds the folders, wait for it")
-    p.add_argument("--recompute", action="store_true",
-                   help="first recompute Table 1, Table 2 and their tests, CIs and plots from the stored grades.jsonl "
-                        "and answers.jsonl (no model is loaded)")
+    p.add_argument(
+        "--recompute",
+        action="store_true",
+        help="first recompute Table 1, Table 2 and their tests, CIs and plots from the stored grades.jsonl "
+        "and answers.jsonl (no model is loaded)",
+    )
     p.set_defaults(func=cmd_report)
-    p = sub.add_parser("label", help="draw a stratified sample of a run's graded pairs for a person to grade 0-3 "
-                                     "(question and passage only), or --check the labels placed back")
+    p = sub.add_parser(
+        "label",
+        help="draw a stratified sample of a run's graded pairs for a person to grade 0-3 "
+        "(question and passage only), or --check the labels placed back",
+    )
     _add_common(p, force=False)
     p.add_argument("--run", metavar="NAME", help="the run folder results/NAME (default: the config's run_name)")
     p.add_argument("--n", type=int, help="how many pairs to draw")
     p.add_argument("--check", action="store_true", help="validate labels/human_labels.csv against the sample")
     p.set_defaults(func=cmd_label)
-    p = sub.add_parser("models", help="list, locate or verify the embedded models; export-hf writes a GGUF model as "
-                                      "a safetensors folder for vLLM")
+    p = sub.add_parser(
+        "models",
+        help="list, locate or verify the embedded models; export-hf writes a GGUF model as "
+        "a safetensors folder for vLLM",
+    )
     p.add_argument("action", choices=["list", "path", "verify", "export-hf"])
     p.add_argument("name", nargs="?")
     p.set_defaults(func=cmd_models)
@@ -342,13 +398,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", default=DEFAULT_CONFIG)
     p.add_argument("--model", help="with clear: only this model's entries")
     p.set_defaults(func=cmd_cache, set=None)
-    p = sub.add_parser("corpus", help="verify a corpus folder against its list (offline), fetch the listed files "
-                                      "from their public sources, or print the attribution list")
+    p = sub.add_parser(
+        "corpus",
+        help="verify a corpus folder against its list (offline), fetch the listed files "
+        "from their public sources, or print the attribution list",
+    )
     p.add_argument("action", choices=["verify", "fetch", "attribution"])
     p.add_argument("target", help="verify: the folder; fetch and attribution: the list's name (or a .tsv path)")
     p.add_argument("--to", metavar="DIR", help="fetch: the folder to download into")
-    p.add_argument("--list", metavar="NAME", help="verify: the list to check against (default: the shipped list "
-                                                  "naming most of the folder's files)")
+    p.add_argument(
+        "--list",
+        metavar="NAME",
+        help="verify: the list to check against (default: the shipped list naming most of the folder's files)",
+    )
     p.set_defaults(func=cmd_corpus)
     return ap
 
@@ -442,14 +504,18 @@ def main(argv=None) -> int:
     except sqlite3.Error as e:
         if args.debug:
             raise
-        _say(f"error: a cache database under paths.cache_dir cannot be used ({type(e).__name__}: {e}); "
-             "check that the folder is writable and not full, or run `spacelm cache clear`")
+        _say(
+            f"error: a cache database under paths.cache_dir cannot be used ({type(e).__name__}: {e}); "
+            "check that the folder is writable and not full, or run `spacelm cache clear`"
+        )
         return EXIT_INPUT
     except KeyboardInterrupt:
         if args.debug:
             raise
-        _say("interrupted; finished model calls are cached and the interrupted stage stays stale, "
-             "so the same command resumes")
+        _say(
+            "interrupted; finished model calls are cached and the interrupted stage stays stale, "
+            "so the same command resumes"
+        )
         return EXIT_INTERRUPTED
 
 

@@ -5,13 +5,13 @@
 every notebook with ``$SPACELM_CONFIG`` pointing at it and ``$SPACELM_REUSE_ONLY`` set, so a
 notebook shows exactly that run's results and never recomputes a stage with other settings.
 The committed notebooks stay without outputs."""
+
 from __future__ import annotations
 
 import json
 import logging
 import os
 from pathlib import Path
-from typing import Optional
 
 from .config import Config
 
@@ -42,14 +42,17 @@ def write_resolved_config(cfg: Config) -> Path:
     data = cfg.to_dict()
     if cfg.root:
         data = {"project_root": os.path.relpath(cfg.root, path.parent), **data}
-    header = (f"# The resolved config of run '{cfg.run_name}' (from {cfg.source}, overrides applied).\n"
-              "# `spacelm run --config` this file reproduces the run; its notebooks were executed against it.\n")
+    header = (
+        f"# The resolved config of run '{cfg.run_name}' (from {cfg.source}, overrides applied).\n"
+        "# `spacelm run --config` this file reproduces the run; its notebooks were executed against it.\n"
+    )
     write_text(path, header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     return path
 
 
-def execute_notebook(src: Path, dest: Path, config_file: Path, cwd: Path, timeout: int = 1800,
-                     reuse_only: bool = True) -> Path:
+def execute_notebook(
+    src: Path, dest: Path, config_file: Path, cwd: Path, timeout: int = 1800, reuse_only: bool = True
+) -> Path:
     """Run one notebook against `config_file` (by default in reuse-only mode: a stage that is
     not up to date is an error, never recomputed); write it to `dest`."""
     import nbformat
@@ -68,8 +71,13 @@ def execute_notebook(src: Path, dest: Path, config_file: Path, cwd: Path, timeou
     try:
         # the kernel's own log at ERROR: it otherwise warns on every start that its local TCP
         # socket (127.0.0.1, one kernel per notebook) is not encrypted
-        NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}},
-                       extra_arguments=["--log-level=ERROR"]).execute()
+        NotebookClient(
+            nb,
+            timeout=timeout,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(cwd)}},
+            extra_arguments=["--log-level=ERROR"],
+        ).execute()
     finally:
         for k, v in saved.items():
             if v is None:
@@ -110,7 +118,7 @@ def notebook_config(default: str = "configs/quick.yaml") -> Config:
     raise FileNotFoundError(f"no {default} found above {here}; set SPACELM_CONFIG to a config file")
 
 
-def describe_stage(cfg: Config, name: str, summary: Optional[dict] = None) -> str:
+def describe_stage(cfg: Config, name: str, summary: dict | None = None) -> str:
     """One line for a notebook: did this run compute the stage, or reuse earlier results?
     Read from the run's manifest (what `spacelm run` did), else from `summary`."""
     rec = None
@@ -123,7 +131,9 @@ def describe_stage(cfg: Config, name: str, summary: Optional[dict] = None) -> st
     calls = sum(x.get("calls", 0) for x in llm)
     hits = sum(x.get("cache_hits", 0) for x in llm)
     if rec.get("skipped"):
-        return (f"{name}: reused — its outputs were up to date, computed earlier in "
-                f"{rec.get('computed_seconds') or 0:.0f} s; this run made no model call for it")
+        return (
+            f"{name}: reused — its outputs were up to date, computed earlier in "
+            f"{rec.get('computed_seconds') or 0:.0f} s; this run made no model call for it"
+        )
     model = f"; {calls} model calls, {hits} answered from the cache" if llm else ""
     return f"{name}: computed in this run ({rec.get('seconds', 0):.0f} s{model})"

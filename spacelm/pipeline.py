@@ -4,11 +4,11 @@
 each in the run's manifest; `run_all` adds the notebooks and then builds the report last;
 `status` tells, per stage, whether it is up to date, stale (and which input changed) or never
 run, without loading a model."""
+
 from __future__ import annotations
 
 import logging
 import time
-from typing import Optional
 
 from .config import Config
 from .stages import BY_NAME, STAGES, stages_for
@@ -28,8 +28,7 @@ def write_folders(cfg: Config) -> list:
     return [cfg.processed_dir, cfg.synthetic_dir, cfg.run_dir]
 
 
-def run_stages(cfg: Config, upto: Optional[str] = None, force: bool = False,
-               manifest: Optional[Manifest] = None) -> dict:
+def run_stages(cfg: Config, upto: str | None = None, force: bool = False, manifest: Manifest | None = None) -> dict:
     """Run the stages in pipeline order, up to and including `upto` (default: all).
 
     Earlier stages run only if their outputs are stale; `force` recomputes the last stage run
@@ -41,7 +40,7 @@ def run_stages(cfg: Config, upto: Optional[str] = None, force: bool = False,
 
     names = [s.name for s in stages_for(cfg)]
     if upto is not None and upto in names:
-        names = names[:names.index(upto) + 1]
+        names = names[: names.index(upto) + 1]
     check_before_run(cfg, names)  # before the manifest is written and any model loads
     manifest = manifest or Manifest(cfg, command=upto or "run")
     results = {}
@@ -61,7 +60,9 @@ def run_stages(cfg: Config, upto: Optional[str] = None, force: bool = False,
         if stage.name == "chunk" and isinstance(summary.get("chunks"), int):
             check_corpus_size(cfg, summary["chunks"])  # before synth's model calls
         if summary.get("skipped"):
-            log.info("%s: up to date, reused (computed in %.1fs earlier)", stage.name, summary.get("computed_seconds") or 0)
+            log.info(
+                "%s: up to date, reused (computed in %.1fs earlier)", stage.name, summary.get("computed_seconds") or 0
+            )
         else:
             log.info("%s: done in %.1fs %s", stage.name, summary["wall_seconds"], _counts(summary))
         if stage.name == upto:
@@ -74,7 +75,9 @@ def _counts(summary: dict) -> str:
     parts = [f"{k}={summary[k]}" for k in keys if k in summary]
     llm = [v for k, v in summary.items() if k.startswith("llm") and isinstance(v, dict)]
     if llm:
-        parts.append(f"model calls={sum(x.get('calls', 0) for x in llm)} cache hits={sum(x.get('cache_hits', 0) for x in llm)}")
+        parts.append(
+            f"model calls={sum(x.get('calls', 0) for x in llm)} cache hits={sum(x.get('cache_hits', 0) for x in llm)}"
+        )
     return "(" + ", ".join(parts) + ")" if parts else ""
 
 
@@ -93,7 +96,9 @@ def run_all(cfg: Config, force: bool = False, notebooks: bool = True, wait: bool
         if notebooks:
             t0 = time.perf_counter()
             executed = execute_notebooks(cfg, resolved)
-            manifest.record_stage("notebooks", {"executed": executed, "wall_seconds": round(time.perf_counter() - t0, 3)})
+            manifest.record_stage(
+                "notebooks", {"executed": executed, "wall_seconds": round(time.perf_counter() - t0, 3)}
+            )
         manifest.finish()
         log.info("report: %s", build_report(cfg))
         log.info("run '%s' finished in %.1fs: %s", cfg.run_name, manifest.data["total_seconds"], manifest.path)
@@ -112,6 +117,7 @@ def status(cfg: Config) -> list[dict]:
             state, reasons = "stale", [f"upstream: {a} will be recomputed" for a in upstream]
         if state != "up to date":
             recompute.add(stage.name)
-        rows.append({"stage": stage.name, "state": state, "changed": reasons,
-                     "would_recompute": stage.name in recompute})
+        rows.append(
+            {"stage": stage.name, "state": state, "changed": reasons, "would_recompute": stage.name in recompute}
+        )
     return rows

@@ -18,6 +18,7 @@ plan of those stages when a run would recompute them:
 Each count says its basis: exact, upper bound (a count that depends on earlier model output, or
 on retrieval not run yet) or estimate (the claim-support judge, whose count depends on how the
 answers are written)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -26,21 +27,40 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
 
 from .config import Config, ConfigError, LLMConfig
-from .lib.plan import (CLAIM_TOKENS, PhaseCount, PlanLLM, StandInRetriever, TokenCounter, claim_answer, spread,
-                       stand_in_ranking, stand_in_rankings, typical_order, weakest)
+from .lib.plan import (
+    CLAIM_TOKENS,
+    PhaseCount,
+    PlanLLM,
+    StandInRetriever,
+    TokenCounter,
+    claim_answer,
+    spread,
+    stand_in_ranking,
+    stand_in_rankings,
+    typical_order,
+    weakest,
+)
 from .lib.power import power_table
 from .pipeline import status
-from .stages.data import (chunks_path, documents_path, golden_path, load_chunks, load_documents, load_questions,
-                          load_rankings, questions_path, rankings_path)
+from .stages.data import (
+    chunks_path,
+    documents_path,
+    golden_path,
+    load_chunks,
+    load_documents,
+    load_questions,
+    load_rankings,
+    questions_path,
+    rankings_path,
+)
 
 ROLES = ("question_writer", "generator", "judge")
 
 
 # --------------------------------------------------------------------------- tokenizers
-def _own_tokenizer(spec: str, backend: str) -> Optional[tuple[str, Path]]:
+def _own_tokenizer(spec: str, backend: str) -> tuple[str, Path] | None:
     """("gguf" | "hf", path) of a model's own tokenizer when it is on this machine (an embedded
     GGUF, a local file or folder, or a hub model already in the local hub cache), else None."""
     from .lib.models import EMBEDDED, ModelNotFound, model_path
@@ -78,15 +98,17 @@ def tokenizer_source(arg: str) -> tuple[str, Path]:
     embedded model."""
     found = _own_tokenizer(arg, "")
     if found is None:
-        raise ConfigError(f"--tokenizer {arg!r}: not a GGUF file, a tokenizer.json, a folder holding one, "
-                          "or an assembled embedded model")
+        raise ConfigError(
+            f"--tokenizer {arg!r}: not a GGUF file, a tokenizer.json, a folder holding one, "
+            "or an assembled embedded model"
+        )
     return found
 
 
 class Tokenizers:
     """One token counter per tokenizer, shared by the models that use it."""
 
-    def __init__(self, cfg: Config, override: Optional[str] = None):
+    def __init__(self, cfg: Config, override: str | None = None):
         self.cfg = cfg
         self.override = tokenizer_source(override) if override else None
         self._counters: dict = {}
@@ -123,8 +145,10 @@ class Tokenizers:
         else:
             kind, path, name = self._fallback()
             c = self._load(kind, path)
-            label = (f"APPROXIMATE: {llm.model}'s tokenizer is not on this machine; counted with {name}; give "
-                     "--tokenizer for exact counts")
+            label = (
+                f"APPROXIMATE: {llm.model}'s tokenizer is not on this machine; counted with {name}; give "
+                "--tokenizer for exact counts"
+            )
         self.labels[role] = label + (f" ({c.note})" if c.note else "")
         return c
 
@@ -133,7 +157,7 @@ class Tokenizers:
 class Engine:
     """One span between a stage opening a model and releasing it."""
 
-    def __init__(self, planner: "Planner", stage: str, role: str, llm: PlanLLM):
+    def __init__(self, planner: Planner, stage: str, role: str, llm: PlanLLM):
         self.planner, self.stage, self.role, self.llm = planner, stage, role, llm
         self.phases: list[PhaseCount] = []
 
@@ -141,8 +165,9 @@ class Engine:
     def phase(self, name: str, basis: str = "exact", pseudo_passages: bool = False, note: str = ""):
         """Requests made inside are counted as phase `name` (calls `basis`; `pseudo_passages`
         when stand-in passages are in the prompts)."""
-        ph = PhaseCount(self.stage, name, self.role, self.llm.cfg.model, self.llm.cfg.backend, basis,
-                        pseudo_passages, note)
+        ph = PhaseCount(
+            self.stage, name, self.role, self.llm.cfg.model, self.llm.cfg.backend, basis, pseudo_passages, note
+        )
         self.llm.current, self.llm.stage = ph, self.stage
         self.phases.append(ph)
         self.planner.phases.append(ph)
@@ -155,8 +180,9 @@ class Engine:
 def _settings(llm: LLMConfig) -> str:
     parts = []
     if llm.backend.startswith("vllm"):  # vllm, or a managed vllm server
-        parts += [f"tp {llm.tensor_parallel_size}"] + ([f"pp {llm.pipeline_parallel_size}"]
-                                                        if llm.pipeline_parallel_size > 1 else [])
+        parts += [f"tp {llm.tensor_parallel_size}"] + (
+            [f"pp {llm.pipeline_parallel_size}"] if llm.pipeline_parallel_size > 1 else []
+        )
         parts += [f"{llm.quantization}"] if llm.quantization else []
         parts += [f"max_model_len {llm.max_model_len}"] if llm.max_model_len else []
     elif llm.backend == "llamacpp":
@@ -171,7 +197,7 @@ def _settings(llm: LLMConfig) -> str:
 class Planner:
     """Collects the phases, engine loads, notes and warnings of a plan."""
 
-    def __init__(self, cfg: Config, tokenizer: Optional[str] = None):
+    def __init__(self, cfg: Config, tokenizer: str | None = None):
         self.cfg = cfg
         self.tokenizers = Tokenizers(cfg, tokenizer)
         self._llms: dict[str, PlanLLM] = {}
@@ -187,8 +213,9 @@ class Planner:
     def llm(self, role: str) -> PlanLLM:
         if role not in self._llms:
             llm_cfg = getattr(self.cfg.models, role)
-            self._llms[role] = PlanLLM(llm_cfg, role, self.tokenizers.counter(role, llm_cfg), self._answered,
-                                       self.serial)
+            self._llms[role] = PlanLLM(
+                llm_cfg, role, self.tokenizers.counter(role, llm_cfg), self._answered, self.serial
+            )
         return self._llms[role]
 
     @contextmanager
@@ -201,8 +228,14 @@ class Planner:
         if made:
             c = e.llm.cfg
             last = self.loads[-1] if self.loads else None
-            if last and stage in ("synth", "answer") and stage == last["stage"] and self._last_cfg == c.engine_key() \
-                    and role != "generator" and last["role"] != "generator":
+            if (
+                last
+                and stage in ("synth", "answer")
+                and stage == last["stage"]
+                and self._last_cfg == c.engine_key()
+                and role != "generator"
+                and last["role"] != "generator"
+            ):
                 # a stage's writer and judge share one engine when its settings are equal (stages/base.py ModelTurns)
                 last["phases"] += [p.phase for p in made]
                 last["calls"] += sum(p.calls for p in made)
@@ -211,10 +244,19 @@ class Planner:
                     last["role"] += f" + {role}"
                 return
             self._last_cfg = c.engine_key()
-            self.loads.append({"stage": stage, "role": role, "model": c.model, "backend": c.backend,
-                               "settings": _settings(c), "phases": [p.phase for p in made], "note": note,
-                               "calls": sum(p.calls for p in made),
-                               "calls_basis": weakest(*[p.calls_basis for p in made])})
+            self.loads.append(
+                {
+                    "stage": stage,
+                    "role": role,
+                    "model": c.model,
+                    "backend": c.backend,
+                    "settings": _settings(c),
+                    "phases": [p.phase for p in made],
+                    "note": note,
+                    "calls": sum(p.calls for p in made),
+                    "calls_basis": weakest(*[p.calls_basis for p in made]),
+                }
+            )
 
     def encoder(self, stage: str, role: str, model: str) -> None:
         self.other_models.append({"stage": stage, "role": role, "model": model})
@@ -225,8 +267,8 @@ class Planner:
 class Inputs:
     chunks: list
     golden: list
-    records: Optional[list]  # questions.jsonl rows when current, else None (the synth plan makes them)
-    rankings: Optional[dict]  # rankings.jsonl when current, else None (stand-ins are used)
+    records: list | None  # questions.jsonl rows when current, else None (the synth plan makes them)
+    rankings: dict | None  # rankings.jsonl when current, else None (stand-ins are used)
     notes: list
 
 
@@ -247,12 +289,20 @@ def read_inputs(cfg: Config, current: dict, use_outputs: bool) -> Inputs:
         if have("ingest", documents_path(cfg)):
             docs, where = load_documents(cfg), f"documents from {documents_path(cfg)}"
         else:
-            docs = ingest_corpus(cfg.path(cfg.corpus.raw_dir), cfg.corpus.extensions, cfg.corpus.exclude,
-                                 cfg.ingest.rules(), cfg.ingest.garbled_threshold, cfg.ingest.min_doc_chars).documents
+            docs = ingest_corpus(
+                cfg.path(cfg.corpus.raw_dir),
+                cfg.corpus.extensions,
+                cfg.corpus.exclude,
+                cfg.ingest.rules(),
+                cfg.ingest.garbled_threshold,
+                cfg.ingest.min_doc_chars,
+            ).documents
             where = f"corpus.raw_dir {cfg.corpus.raw_dir} ingested in memory"
         chunks = chunk_documents(docs, cfg.chunking.max_tokens, cfg.chunking.tokenizer, cfg.chunking.overlap)
-        notes.append(f"chunks: {len(chunks)} made in memory with this config's chunking ({where}; the chunk stage "
-                     "has not run with this config)")
+        notes.append(
+            f"chunks: {len(chunks)} made in memory with this config's chunking ({where}; the chunk stage "
+            "has not run with this config)"
+        )
     if not chunks:
         raise ConfigError(f"corpus.raw_dir {cfg.corpus.raw_dir!r}: no text to chunk, so no model call to plan")
     golden = load_golden(golden_path(cfg), min_per_task=cfg.synth.n_fewshot, tasks=tuple(cfg.synth.tasks))
@@ -261,16 +311,20 @@ def read_inputs(cfg: Config, current: dict, use_outputs: bool) -> Inputs:
         records = list(read_jsonl(questions_path(cfg)))
         notes.append(f"questions: {questions_path(cfg)} ({sum(r['kept'] for r in records)} kept)")
     else:
-        notes.append("questions: not written yet for this config; planned as the synth stage would write them, "
-                     "every question assumed kept (upper bound)")
+        notes.append(
+            "questions: not written yet for this config; planned as the synth stage would write them, "
+            "every question assumed kept (upper bound)"
+        )
     rankings = None
     if records is not None and have("retrieve", rankings_path(cfg)):
         rankings = load_rankings(cfg)
         notes.append(f"rankings: {rankings_path(cfg)}")
     else:
-        notes.append("rankings: not computed yet for this config; stand-in rankings with as little overlap between "
-                     "systems as the corpus allows (upper bound on graded pairs) and passages of average length "
-                     "(token estimate)")
+        notes.append(
+            "rankings: not computed yet for this config; stand-in rankings with as little overlap between "
+            "systems as the corpus allows (upper bound on graded pairs) and passages of average length "
+            "(token estimate)"
+        )
     return Inputs(chunks, golden, records, rankings, notes)
 
 
@@ -287,8 +341,11 @@ def plan_synth(p: Planner, inp: Inputs) -> list[dict]:
     with p.engine("synth", "question_writer") as w:
         with w.phase("questions"):
             planned = generate_questions(cfg, w.llm, plan_generation(cfg, inp.chunks, inp.golden))
-        answerable = [dict(r) for r in inp.records if r.get("answerable", True)
-                      and r.get("source_chunk_id") in chunks_by_id] if known else planned
+        answerable = (
+            [dict(r) for r in inp.records if r.get("answerable", True) and r.get("source_chunk_id") in chunks_by_id]
+            if known
+            else planned
+        )
         if sc.with_reference_answer:
             with w.phase("reference answers", "exact" if known else "upper bound"):
                 add_reference_answers(cfg, w.llm, [dict(r) for r in answerable] if known else answerable, chunks_by_id)
@@ -305,8 +362,9 @@ def plan_synth(p: Planner, inp: Inputs) -> list[dict]:
     return answerable + una_kept + gold_una
 
 
-def _synth_unanswerable(p: Planner, inp: Inputs, answerable: list, gold_una: list, chunks_by_id: dict,
-                        text_of: dict) -> list[dict]:
+def _synth_unanswerable(
+    p: Planner, inp: Inputs, answerable: list, gold_una: list, chunks_by_id: dict, text_of: dict
+) -> list[dict]:
     """The unanswerable rounds: from the file when current (the rounds that ran, the pairs the
     judge graded), else every round the config allows with every task (upper bound: a later
     round runs only for task types still without a kept question). Returns the planned kept
@@ -323,8 +381,11 @@ def _synth_unanswerable(p: Planner, inp: Inputs, answerable: list, gold_una: lis
     written: list = []
     kept: list = []
     for round_ in rounds:
-        tasks = list(cfg.synth.tasks) if round_ == 0 or not known else \
-            [t for t in cfg.synth.tasks if any(r["task"] == t and r.get("round", 0) == round_ for r in file_una)]
+        tasks = (
+            list(cfg.synth.tasks)
+            if round_ == 0 or not known
+            else [t for t in cfg.synth.tasks if any(r["task"] == t and r.get("round", 0) == round_ for r in file_una)]
+        )
         plan = plan_unanswerable(cfg, answerable, chunks_by_id, round_, tasks)
         if not plan:
             break
@@ -334,13 +395,18 @@ def _synth_unanswerable(p: Planner, inp: Inputs, answerable: list, gold_una: lis
                 new = generate_unanswerable(cfg, w.llm, plan, answerable + written)
         if known:
             checked = [r for r in file_una if r.get("round", 0) == round_] + (file_gold if round_ == 0 else [])
-            pairs = [{"qid": r["qid"], "question": r["question"], "chunk_id": cid, "purpose": ["unanswerable_check"]}
-                     for r in checked for cid in (r.get("check_grades") or {})]
+            pairs = [
+                {"qid": r["qid"], "question": r["question"], "chunk_id": cid, "purpose": ["unanswerable_check"]}
+                for r in checked
+                for cid in (r.get("check_grades") or {})
+            ]
         else:
             for r in new:  # upper bound: every candidate is well formed and goes to the check
                 r.update(drop_reason=None, round=round_)
-            systems = {name: StandInRetriever(stand_in_ranking(typical_order(inp.chunks), i, uc.check_k))
-                       for i, name in enumerate(["bm25", "dense"])}
+            systems = {
+                name: StandInRetriever(stand_in_ranking(typical_order(inp.chunks), i, uc.check_k))
+                for i, name in enumerate(["bm25", "dense"])
+            }
             pairs = unanswerable_check_pairs(systems, new + (gold_una if round_ == 0 else []), uc.check_k)
             if round_ == 0:
                 kept = [dict(r, kept=True) for r in new]
@@ -365,6 +431,7 @@ def plan_judge_check(p: Planner, inp: Inputs, cfg_q: Config) -> None:
     two_orders = (jc.position_bias or cfg.grading.debias == "both_orders") and cfg.grading.method == "prompt"
     text_of = {c.chunk_id: c.text for c in inp.chunks}
     with p.engine("judge-check", "judge") as j:
+
         def check(name: str, pairs: list, passages: dict) -> None:
             with j.phase(f"labelled pairs: {name}"):
                 grade_pairs(j.llm, pairs, passages, judging=cfg.grading.judging(cfg.root))
@@ -378,26 +445,30 @@ def plan_judge_check(p: Planner, inp: Inputs, cfg_q: Config) -> None:
         for src in jc.sources:
             d = cfg.path(src.path)
             if not d.is_dir():
-                p.notes.append(f"judge-check: source {src.name} ({src.path}) not found: the stage reports it as not "
-                               "run, no call")
+                p.notes.append(
+                    f"judge-check: source {src.name} ({src.path}) not found: the stage reports it as not run, no call"
+                )
                 continue
             data = load_beir(d, src.split)
             from .stages.judge_check import fitted_queries
 
-            pairs = sample_check_pairs(data, src.n_queries, cfg.seed, src.name,
-                                       exclude_queries=fitted_queries(cfg, src.name))
+            pairs = sample_check_pairs(
+                data, src.n_queries, cfg.seed, src.name, exclude_queries=fitted_queries(cfg, src.name)
+            )
             need = {x["chunk_id"] for x in pairs}
             ids, texts = data.passages()
             check(src.name, pairs, {i: t for i, t in zip(ids, texts) if i in need})
         if jc.in_domain:
             samples = load_golden(golden_path(cfg))
             found, _ = locate_samples(samples, inp.chunks, golden_path(cfg))
-            check("golden (in-domain)", golden_check_pairs(samples, found, inp.chunks, jc.n_in_domain, cfg.seed),
-                  text_of)
+            check(
+                "golden (in-domain)", golden_check_pairs(samples, found, inp.chunks, jc.n_in_domain, cfg.seed), text_of
+            )
         if jc.controls:
             questions = load_questions(cfg_q, inp.chunks)
-            controls = build_controls(questions, text_of, {c.chunk_id: c.doc_id for c in inp.chunks}, jc.n_controls,
-                                      cfg.seed)
+            controls = build_controls(
+                questions, text_of, {c.chunk_id: c.doc_id for c in inp.chunks}, jc.n_controls, cfg.seed
+            )
             with j.phase("known-answer controls", "exact" if inp.records is not None else "upper bound"):
                 score_controls(j.llm, controls, text_of)
 
@@ -419,8 +490,10 @@ def plan_grade(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
     chunks_by_id = {c.chunk_id: c for c in inp.chunks}
     need = {s for _, _, s in table_systems(cfg)}
     if not need <= set(rankings):
-        raise ConfigError(f"grading.retrievers: grading needs retrieval systems {sorted(need)}; add them to "
-                          f"retrieval.systems (have {sorted(rankings)})")
+        raise ConfigError(
+            f"grading.retrievers: grading needs retrieval systems {sorted(need)}; add them to "
+            f"retrieval.systems (have {sorted(rankings)})"
+        )
     all_q = [q for q in load_questions(cfg_q, inp.chunks) if q["qid"] in rankings[next(iter(need))]]
     questions = select_questions(all_q, cfg.grading.max_questions, cfg.seed)
     pairs = plan_pairs(cfg, questions, rankings, chunks_by_id)
@@ -452,14 +525,25 @@ def _claims_per_answer(cfg: Config) -> tuple[float, str]:
         if judged and checks:
             return checks / judged, f"{checks / judged:.2f} checks per answer, as in {claims}"
     n = max(1.0, cfg.models.generator.max_tokens / CLAIM_TOKENS)
-    return n, (f"{n:.1f} checks per answer: one claim per {CLAIM_TOKENS} tokens of the generator's max_tokens "
-               f"({cfg.models.generator.max_tokens}), each citing one passage")
+    return n, (
+        f"{n:.1f} checks per answer: one claim per {CLAIM_TOKENS} tokens of the generator's max_tokens "
+        f"({cfg.models.generator.max_tokens}), each citing one passage"
+    )
 
 
 def plan_answer(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
     """The answer stage's calls (see `stages/answer.py`): the generator's phase, then the judge's."""
-    from .lib.answers import (JUDGE_STYLE, build_items, cannot_answer, generate, judge_binary, judge_refusal,
-                              judge_rubrics, unanswerable_items, verify)
+    from .lib.answers import (
+        JUDGE_STYLE,
+        build_items,
+        cannot_answer,
+        generate,
+        judge_binary,
+        judge_refusal,
+        judge_rubrics,
+        unanswerable_items,
+        verify,
+    )
     from .lib.claims import judge_claims
     from .lib.gate import REFUSAL_TEXT
     from .lib.relevance import select_questions
@@ -504,8 +588,12 @@ def plan_answer(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
         una_items = [it for it in items if it["setting"] == "unanswerable"]
         if ac.gate.enabled and una_items:
             gated = [dict(it, answer=REFUSAL_TEXT, scores={}, expected_scores={}, raw_judge={}) for it in una_items]
-            with j.phase("rubric scores, gated refusals", "upper bound", pseudo_passages=pseudo,
-                         note="one per unanswerable question the gate stops (all, at most)"):
+            with j.phase(
+                "rubric scores, gated refusals",
+                "upper bound",
+                pseudo_passages=pseudo,
+                note="one per unanswerable question the gate stops (all, at most)",
+            ):
                 judge_rubrics(j.llm, gated, text_of)
         if ac.binary_judges:
             with j.phase("binary judges", basis, pseudo_passages=pseudo):
@@ -517,21 +605,27 @@ def plan_answer(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
             per_answer, how = _claims_per_answer(cfg)
 
             judged = claim_items(cfg, items)
-            fake = [dict(it, answer=claim_answer(n, it["passage_ids"], ac.citations, p.serial))
-                    for it, n in zip(judged, spread(per_answer, len(judged)))]
+            fake = [
+                dict(it, answer=claim_answer(n, it["passage_ids"], ac.citations, p.serial))
+                for it, n in zip(judged, spread(per_answer, len(judged)))
+            ]
             with j.phase("claim support", "estimate", pseudo_passages=pseudo, note=how):
                 judge_claims(j.llm, fake, text_of, JUDGE_STYLE)
-            p.notes.append(f"answer/claim support: an estimate, {how}; the real count depends on how the answers "
-                           "are written")
+            p.notes.append(
+                f"answer/claim support: an estimate, {how}; the real count depends on how the answers are written"
+            )
 
 
 # --------------------------------------------------------------------------- the whole plan
 def _sum(phases: list[PhaseCount]) -> dict:
-    return {"calls": sum(x.calls for x in phases), "prompt_tokens": sum(x.prompt_tokens for x in phases),
-            "completion_tokens_max": sum(x.completion_tokens_max for x in phases),
-            "max_prompt_tokens": max((x.max_prompt_tokens for x in phases), default=0),
-            "calls_basis": weakest(*[x.calls_basis for x in phases if x.calls]),
-            "tokens_basis": weakest(*[x.tokens_basis for x in phases if x.calls])}
+    return {
+        "calls": sum(x.calls for x in phases),
+        "prompt_tokens": sum(x.prompt_tokens for x in phases),
+        "completion_tokens_max": sum(x.completion_tokens_max for x in phases),
+        "max_prompt_tokens": max((x.max_prompt_tokens for x in phases), default=0),
+        "calls_basis": weakest(*[x.calls_basis for x in phases if x.calls]),
+        "tokens_basis": weakest(*[x.tokens_basis for x in phases if x.calls]),
+    }
 
 
 def _corpus_size_warning(p: Planner, cfg: Config, n_chunks: int) -> None:
@@ -551,26 +645,32 @@ def _context_warnings(p: Planner) -> None:
         if not phases:
             continue
         llm = getattr(p.cfg.models, role)
-        limit, key = (llm.n_ctx, "n_ctx") if llm.backend == "llamacpp" else \
-            (llm.max_model_len, "max_model_len") if llm.backend.startswith("vllm") else (None, None)
+        limit, key = (
+            (llm.n_ctx, "n_ctx")
+            if llm.backend == "llamacpp"
+            else (llm.max_model_len, "max_model_len")
+            if llm.backend.startswith("vllm")
+            else (None, None)
+        )
         if not limit:
             continue
         for x in phases:
             need = x.max_prompt_tokens + x.max_completion_tokens
             if need > limit:
-                p.warnings.append(f"{x.stage}/{x.phase}: the longest prompt is {x.max_prompt_tokens:,} tokens "
-                                  f"({x.tokens_basis}) + {x.max_completion_tokens} to generate > models.{role}.{key} "
-                                  f"= {limit:,} of {llm.model}: raise models.{role}.{key}, or shorten the context "
-                                  "(chunking.max_tokens, answer.negative_n_wrong, answer.n_wrong_values)")
+                p.warnings.append(
+                    f"{x.stage}/{x.phase}: the longest prompt is {x.max_prompt_tokens:,} tokens "
+                    f"({x.tokens_basis}) + {x.max_completion_tokens} to generate > models.{role}.{key} "
+                    f"= {limit:,} of {llm.model}: raise models.{role}.{key}, or shorten the context "
+                    "(chunking.max_tokens, answer.negative_n_wrong, answer.n_wrong_values)"
+                )
 
 
-def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: Optional[str] = None) -> dict:
+def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: str | None = None) -> dict:
     """The plan of `spacelm run` under `cfg`, as a dict (see :func:`~spacelm.lib.plan.format_plan`).
     Loads no model: only tokenizers. `use_outputs`: read earlier stages' outputs even when a run
     would recompute them (to price one stage with the data at hand)."""
-    from .lib.io import write_jsonl
-
     from .config.validate import check_stage_needs
+    from .lib.io import write_jsonl
     from .stages import stages_for
 
     check_stage_needs(cfg, [s.name for s in stages_for(cfg)])  # the run would refuse it too
@@ -600,35 +700,55 @@ def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: Optional[str] = 
     cs = cfg.chunk_study
     if cs.sizes:
         per_q = 2 * len(cfg.grading.retrievers) * max(cs.grade_top_k) + 2
-        p.notes.append(f"chunk-sizes: not counted above: {len(cs.sizes)} chunkings, each indexed by "
-                       f"{cs.dense_model or cfg.retrieval.dense.model}"
-                       + (f"; ≤{cs.grade_questions * per_q} judge calls per size ({cs.grade_questions} questions × "
-                          f"≤{per_q} distinct pairs), passages up to {max(cs.sizes)} tokens long"
-                          if cs.grade_questions else "; no grading") + " (bench/chunk_size_cost.py measures the cost)")
+        p.notes.append(
+            f"chunk-sizes: not counted above: {len(cs.sizes)} chunkings, each indexed by "
+            f"{cs.dense_model or cfg.retrieval.dense.model}"
+            + (
+                f"; ≤{cs.grade_questions * per_q} judge calls per size ({cs.grade_questions} questions × "
+                f"≤{per_q} distinct pairs), passages up to {max(cs.sizes)} tokens long"
+                if cs.grade_questions
+                else "; no grading"
+            )
+            + " (bench/chunk_size_cost.py measures the cost)"
+        )
     repeats = sum(x.repeats for x in p.phases)
     if repeats:
-        p.notes.append(f"{repeats} request(s) repeat an earlier one exactly and are served by the call cache: not "
-                       "counted as calls")
+        p.notes.append(
+            f"{repeats} request(s) repeat an earlier one exactly and are served by the call cache: not counted as calls"
+        )
     stage_rows = []
     for r in rows:
         phases = [x for x in p.phases if x.stage == r["stage"]]
         if not phases:
             continue
-        state = "would be recomputed by a run" if r["would_recompute"] else \
-            "up to date (a run reuses it and makes none of these calls)"
-        stage_rows.append({"stage": r["stage"], "state": state, "would_recompute": r["would_recompute"],
-                           **_sum(phases)})
+        state = (
+            "would be recomputed by a run"
+            if r["would_recompute"]
+            else "up to date (a run reuses it and makes none of these calls)"
+        )
+        stage_rows.append(
+            {"stage": r["stage"], "state": state, "would_recompute": r["would_recompute"], **_sum(phases)}
+        )
     models = []
     for key in dict.fromkeys((x.model, x.backend) for x in p.phases):
         phases = [x for x in p.phases if (x.model, x.backend) == key]
         models.append({"model": key[0], "backend": key[1], **_sum(phases)})
     todo = [x for x in p.phases if any(s["stage"] == x.stage and s["would_recompute"] for s in stage_rows)]
     return {
-        "run_name": cfg.run_name, "config": cfg.source, "inputs": inp.notes,
-        "phases": [x.to_dict() for x in p.phases], "stages": stage_rows, "models": models,
-        "total": _sum(p.phases), "total_to_recompute": _sum(todo),
-        "load_order": p.loads, "other_models": p.other_models, "tokenizers": p.tokenizers.labels,
-        "notes": p.notes, "warnings": p.warnings, "power": power_table(cfg),
+        "run_name": cfg.run_name,
+        "config": cfg.source,
+        "inputs": inp.notes,
+        "phases": [x.to_dict() for x in p.phases],
+        "stages": stage_rows,
+        "models": models,
+        "total": _sum(p.phases),
+        "total_to_recompute": _sum(todo),
+        "load_order": p.loads,
+        "other_models": p.other_models,
+        "tokenizers": p.tokenizers.labels,
+        "notes": p.notes,
+        "warnings": p.warnings,
+        "power": power_table(cfg),
         "seconds": round(time.perf_counter() - t0, 2),
     }
 

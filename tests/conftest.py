@@ -1,4 +1,5 @@
 """Shared fixtures: tiny corpora and PDFs built inside the tests with PyMuPDF."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -42,9 +43,12 @@ def tiny_corpus(tmp_path: Path) -> Path:
     """Three small documents: a multi-page PDF with references, a Markdown file, a text file."""
     raw = tmp_path / "raw"
     raw.mkdir()
-    body = [LOREM * 6 + "\n\nThe operators then re-\nviewed the orbit determination.", LOREM * 5,
-            LOREM * 3 + "\n\nReferences\n\n[1] IADC. Space Debris Mitigation Guidelines. 2020.\n"
-            "[2] ESA. Space Environment Report. 2024."]
+    body = [
+        LOREM * 6 + "\n\nThe operators then re-\nviewed the orbit determination.",
+        LOREM * 5,
+        LOREM * 3 + "\n\nReferences\n\n[1] IADC. Space Debris Mitigation Guidelines. 2020.\n"
+        "[2] ESA. Space Environment Report. 2024.",
+    ]
     make_pdf(raw / "ops-note.pdf", body)
     (raw / "guide.md").write_text("# Guide\n\n" + LOREM * 8 + "\n\n## Section 2\n\n" + LOREM * 4, encoding="utf-8")
     (raw / "notes.txt").write_text(LOREM * 10, encoding="utf-8")
@@ -57,12 +61,14 @@ def make_beir(folder: Path, graded: bool = False) -> Path:
     queries on orbital topics, each with passages people would call relevant or not."""
     import json
 
-    topics = [("collision probability threshold", "Operators manoeuvre when the collision probability exceeds 1e-4."),
-              ("ground station pass planning", "Ground station passes are planned from predicted visibility windows."),
-              ("solar array degradation", "Solar arrays lose output each year from radiation damage to the cells."),
-              ("reaction wheel saturation", "Reaction wheels saturate and are unloaded with magnetorquers or thrusters."),
-              ("debris re-entry timing", "Atmospheric drag decides when a debris object re-enters the atmosphere."),
-              ("telemetry limit checking", "Telemetry values are compared with soft and hard limits on the ground.")]
+    topics = [
+        ("collision probability threshold", "Operators manoeuvre when the collision probability exceeds 1e-4."),
+        ("ground station pass planning", "Ground station passes are planned from predicted visibility windows."),
+        ("solar array degradation", "Solar arrays lose output each year from radiation damage to the cells."),
+        ("reaction wheel saturation", "Reaction wheels saturate and are unloaded with magnetorquers or thrusters."),
+        ("debris re-entry timing", "Atmospheric drag decides when a debris object re-enters the atmosphere."),
+        ("telemetry limit checking", "Telemetry values are compared with soft and hard limits on the ground."),
+    ]
     corpus, queries, qrels = [], [], []
     for i, (topic, fact) in enumerate(topics):
         queries.append({"_id": f"q{i}", "text": f"What is known about {topic}?"})
@@ -86,15 +92,26 @@ def tiny_config(tmp_path: Path, tiny_corpus: Path):
     """A config whose every path lives in tmp_path (the judge check reads a made-up labelled folder)."""
     from spacelm.config import from_dict
 
-    return from_dict({
-        "run_name": "test",
-        "corpus": {"raw_dir": str(tiny_corpus), "golden_samples": str(tiny_corpus / "golden_samples.jsonl")},
-        "paths": {"processed_dir": str(tmp_path / "processed"), "synthetic_dir": str(tmp_path / "synthetic"),
-                  "results_dir": str(tmp_path / "results"), "cache_dir": str(tmp_path / "cache")},
-        "chunking": {"max_tokens": 64},
-        "judge_check": {"sources": [{"name": "tiny", "path": str(make_beir(tmp_path / "beir")), "n_queries": 2}],
-                        "n_in_domain": 2, "n_controls": 1},
-    }, source="<test>", root=str(ROOT))
+    return from_dict(
+        {
+            "run_name": "test",
+            "corpus": {"raw_dir": str(tiny_corpus), "golden_samples": str(tiny_corpus / "golden_samples.jsonl")},
+            "paths": {
+                "processed_dir": str(tmp_path / "processed"),
+                "synthetic_dir": str(tmp_path / "synthetic"),
+                "results_dir": str(tmp_path / "results"),
+                "cache_dir": str(tmp_path / "cache"),
+            },
+            "chunking": {"max_tokens": 64},
+            "judge_check": {
+                "sources": [{"name": "tiny", "path": str(make_beir(tmp_path / "beir")), "n_queries": 2}],
+                "n_in_domain": 2,
+                "n_controls": 1,
+            },
+        },
+        source="<test>",
+        root=str(ROOT),
+    )
 
 
 @pytest.fixture
@@ -107,31 +124,67 @@ def tiny_config_file(tmp_path, tiny_corpus):
     rows = []
     for t in ("direct_qa", "summarization"):
         for i in range(2):
-            rows.append({"id": f"{t}-{i}", "task": t,
-                         "question": f"What does note {i} say about collision probability thresholds?" if t == "direct_qa"
-                         else f"Summarise what note {i} says about planning manoeuvres.",
-                         "passage": "Operators compare the probability of collision with a threshold and plan a manoeuvre."})
+            rows.append(
+                {
+                    "id": f"{t}-{i}",
+                    "task": t,
+                    "question": f"What does note {i} say about collision probability thresholds?"
+                    if t == "direct_qa"
+                    else f"Summarise what note {i} says about planning manoeuvres.",
+                    "passage": "Operators compare the probability of collision with a threshold and plan a manoeuvre.",
+                }
+            )
     (tiny_corpus / "golden_samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     small = {"backend": "llamacpp", "model": "embedded:qwen2.5-coder-0.5b", "n_ctx": 2048, "max_tokens": 48}
     p = tmp_path / "test.yaml"
-    p.write_text(yaml.safe_dump({
-        "run_name": "nbtest",
-        "corpus": {"raw_dir": str(tiny_corpus), "golden_samples": str(tiny_corpus / "golden_samples.jsonl")},
-        "paths": {"processed_dir": str(tmp_path / "processed"), "results_dir": str(tmp_path / "results"),
-                  "synthetic_dir": str(tmp_path / "synthetic"), "cache_dir": str(tmp_path / "cache")},
-        "chunking": {"max_tokens": 64},
-        "retrieval": {"systems": ["bm25", "dense", "bm25+rerank", "hybrid"], "pool": 10,
-                      "reranker": {"kind": "biencoder", "model": "embedded:minilm"}},
-        "models": {"question_writer": small, "generator": small, "judge": dict(small, max_tokens=8)},
-        "synth": {"tasks": ["direct_qa", "summarization"], "n_fewshot": 2, "max_chunks": 2, "filter_top_n": 5,
-                  "sampling": "every_task"},
-        "grading": {"retrievers": ["bm25"], "top_k": [1, 3], "max_questions": 2, "n_bootstrap": 100},
-        "answer": {"max_questions": 1, "n_wrong_values": [0, 1], "negative_n_wrong": 2, "retrieve_k": 2,
-                   "n_bootstrap": 100},
-        "judge_check": {"sources": [{"name": "tiny-binary", "path": str(make_beir(tmp_path / "beir")), "n_queries": 2},
-                                    {"name": "tiny-graded", "path": str(make_beir(tmp_path / "graded", graded=True)),
-                                     "n_queries": 1},
-                                    {"name": "absent", "path": str(tmp_path / "no-such-folder")}],
-                        "n_in_domain": 1, "n_controls": 1, "n_bootstrap": 100},
-    }))
+    p.write_text(
+        yaml.safe_dump(
+            {
+                "run_name": "nbtest",
+                "corpus": {"raw_dir": str(tiny_corpus), "golden_samples": str(tiny_corpus / "golden_samples.jsonl")},
+                "paths": {
+                    "processed_dir": str(tmp_path / "processed"),
+                    "results_dir": str(tmp_path / "results"),
+                    "synthetic_dir": str(tmp_path / "synthetic"),
+                    "cache_dir": str(tmp_path / "cache"),
+                },
+                "chunking": {"max_tokens": 64},
+                "retrieval": {
+                    "systems": ["bm25", "dense", "bm25+rerank", "hybrid"],
+                    "pool": 10,
+                    "reranker": {"kind": "biencoder", "model": "embedded:minilm"},
+                },
+                "models": {"question_writer": small, "generator": small, "judge": dict(small, max_tokens=8)},
+                "synth": {
+                    "tasks": ["direct_qa", "summarization"],
+                    "n_fewshot": 2,
+                    "max_chunks": 2,
+                    "filter_top_n": 5,
+                    "sampling": "every_task",
+                },
+                "grading": {"retrievers": ["bm25"], "top_k": [1, 3], "max_questions": 2, "n_bootstrap": 100},
+                "answer": {
+                    "max_questions": 1,
+                    "n_wrong_values": [0, 1],
+                    "negative_n_wrong": 2,
+                    "retrieve_k": 2,
+                    "n_bootstrap": 100,
+                },
+                "judge_check": {
+                    "sources": [
+                        {"name": "tiny-binary", "path": str(make_beir(tmp_path / "beir")), "n_queries": 2},
+                        {
+                            "name": "tiny-graded",
+                            "path": str(make_beir(tmp_path / "graded", graded=True)),
+                            "n_queries": 1,
+                        },
+                        {"name": "absent", "path": str(tmp_path / "no-such-folder")},
+                    ],
+                    "n_in_domain": 1,
+                    "n_controls": 1,
+                    "n_bootstrap": 100,
+                },
+            }
+        )
+    )
     return p, tmp_path / "results" / "nbtest"

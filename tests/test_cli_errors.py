@@ -1,6 +1,7 @@
 """One error path (issue 26): file-system errors, a report of a run that never ran, and the
 log's warnings reach the user as one line with the documented exit code; `--debug` shows
 the traceback. Each test names the defect it covers."""
+
 from __future__ import annotations
 
 import errno
@@ -26,8 +27,15 @@ def _spacelm(*args, limit_bytes=None, cwd=ROOT):
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
 
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "spacelm.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, preexec_fn=limit if limit_bytes else None, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "spacelm.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        preexec_fn=limit if limit_bytes else None,
+        timeout=300,
+    )
 
 
 def _one_line(err: str) -> str:
@@ -103,7 +111,8 @@ def test_warnings_print_category_and_message_only(tmp_path):
     """Defect #18: Python warnings printed their source line after the message, and a file
     left open at exit printed a ResourceWarning."""
     script = tmp_path / "warn.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import sys, warnings
         sys.argv = ["spacelm"]
         from spacelm.cli import quiet_warnings, setup_logging
@@ -112,9 +121,15 @@ def test_warnings_print_category_and_message_only(tmp_path):
         leaked = open(__file__)
         doc, drops = warnings.warn("a PDF page has no text layer", UserWarning), 0
         del leaked
-    """))
-    r = subprocess.run([sys.executable, "-X", "dev", str(script)], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)
+    """)
+    )
+    r = subprocess.run(
+        [sys.executable, "-X", "dev", str(script)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stderr.strip() == "[py.warnings] UserWarning: a PDF page has no text layer", r.stderr
 
@@ -130,10 +145,17 @@ def test_notebook_kernels_do_not_warn_about_tcp(tmp_path):
     nbformat.write(nb, src)
     cfg = tmp_path / "c.yaml"
     cfg.write_text("run_name: t\n")
-    code = ("import sys; from pathlib import Path; from spacelm.notebooks import execute_notebook; "
-            f"execute_notebook(Path({str(src)!r}), Path({str(tmp_path / 'out.ipynb')!r}), Path({str(cfg)!r}), "
-            f"cwd=Path({str(tmp_path)!r}), timeout=120)")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    code = (
+        "import sys; from pathlib import Path; from spacelm.notebooks import execute_notebook; "
+        f"execute_notebook(Path({str(src)!r}), Path({str(tmp_path / 'out.ipynb')!r}), Path({str(cfg)!r}), "
+        f"cwd=Path({str(tmp_path)!r}), timeout=120)"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     assert r.returncode == 0, r.stderr
     assert "42" in (tmp_path / "out.ipynb").read_text() and "without encryption" not in r.stderr, r.stderr

@@ -2,6 +2,7 @@
 (after a closing triple quote, and without one) does not change the grade the default
 (calibrated) relevance judge gives. `bench/prompt_injection.py` prints the same comparison,
 with the paper's digit prompt beside it (which the 1.5B model does obey: see docs/judges.md)."""
+
 import pytest
 
 pytestmark = pytest.mark.slow

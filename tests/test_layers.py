@@ -1,5 +1,6 @@
 """The package's layers: config and lib (functions of data) below stages (the run folder)
 below pipeline, notebooks and the command line; and no import cycle anywhere."""
+
 from __future__ import annotations
 
 import ast
@@ -63,7 +64,7 @@ def test_no_import_cycles():
             if d.startswith(n + "."):
                 continue  # a package re-exporting its own submodules is not a cycle
             if state.get(d) == 1:
-                cycle = stack[stack.index(d):] + [d]
+                cycle = stack[stack.index(d) :] + [d]
                 raise AssertionError("import cycle: " + " -> ".join(cycle))
             if d not in state:
                 visit(d)
@@ -76,8 +77,12 @@ def test_no_import_cycles():
 
 
 def test_lower_layers_never_import_higher_ones():
-    bad = [(m, d) for m, deps in _imports().items() for d in deps
-           if _layer(d) > _layer(m) and not (m == "spacelm" or d.startswith(m + "."))]
+    bad = [
+        (m, d)
+        for m, deps in _imports().items()
+        for d in deps
+        if _layer(d) > _layer(m) and not (m == "spacelm" or d.startswith(m + "."))
+    ]
     assert not bad, f"imports against the layers: {bad}"
 
 

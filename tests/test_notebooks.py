@@ -1,5 +1,6 @@
 """Execute every notebook top to bottom (nbclient), in pipeline order, against a tiny corpus
 with the embedded models (the 0.5B LLM to keep it fast)."""
+
 import json
 import re
 import subprocess
@@ -26,8 +27,11 @@ def test_spacelm_run_end_to_end_with_set_keeps_its_results_through_the_notebooks
     cmd = [sys.executable, "-m", "spacelm.cli", "run", "--config", str(cfg_file), *over]
     r = subprocess.run(cmd + ["--no-notebooks"], capture_output=True, text=True, cwd=ROOT, timeout=1500)
     assert r.returncode == 0, r.stderr[-3000:]
-    outputs = {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.suffix in (".csv", ".jsonl", ".json")
-               and p.name != "manifest.json"}
+    outputs = {
+        p: p.read_bytes()
+        for p in run.rglob("*")
+        if p.is_file() and p.suffix in (".csv", ".jsonl", ".json") and p.name != "manifest.json"
+    }
     assert outputs
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=1500)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -56,8 +60,9 @@ def test_notebooks_run_top_to_bottom(tmp_path, tiny_config_file):
     cfg_file, run = tiny_config_file
     assert NOTEBOOKS, "no notebooks found"
     for src in NOTEBOOKS:
-        out = execute_notebook(src, tmp_path / "executed" / src.name, cfg_file, cwd=src.parent, timeout=900,
-                               reuse_only=False)
+        out = execute_notebook(
+            src, tmp_path / "executed" / src.name, cfg_file, cwd=src.parent, timeout=900, reuse_only=False
+        )
         nb = nbformat.read(out, as_version=4)
         errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
         assert not errors, f"{src.name}: {errors[0]['ename']}: {errors[0]['evalue']}"
@@ -78,13 +83,22 @@ def test_notebooks_run_top_to_bottom(tmp_path, tiny_config_file):
     assert len([a for a in answers if a["answerable"]]) == 6 and all(a["answer"] for a in answers)
     # the answerability contract: the refusal table, one row per claim, the new pipeline columns
     ans = pd.read_csv(run / "answerability.csv")
-    assert list(ans.columns[:8]) == ["gate", "n_answerable", "n_unanswerable", "answer_rate", "refusal_precision",
-                                     "refusal_recall", "refusal_f1", "false_refusal_rate"]
+    assert list(ans.columns[:8]) == [
+        "gate",
+        "n_answerable",
+        "n_unanswerable",
+        "answer_rate",
+        "refusal_precision",
+        "refusal_recall",
+        "refusal_f1",
+        "false_refusal_rate",
+    ]
     assert list(ans.gate) == ["off", "on"]
     claims = [json.loads(x) for x in (run / "claims.jsonl").read_text().splitlines()]
     assert all({"qid", "setting", "pipeline", "claim", "cited", "supported", "p_supported"} <= set(c) for c in claims)
-    assert {"claim_faithfulness", "citation_precision", "citation_recall", "overall_pass"} <= \
-        set(pd.read_csv(run / "pipelines.csv").columns)
+    assert {"claim_faithfulness", "citation_precision", "citation_recall", "overall_pass"} <= set(
+        pd.read_csv(run / "pipelines.csv").columns
+    )
     questions = [json.loads(x) for x in (tmp_path / "synthetic" / "questions.jsonl").read_text().splitlines()]
     assert all(isinstance(q["answerable"], bool) for q in questions)
 
@@ -92,5 +106,6 @@ def test_notebooks_run_top_to_bottom(tmp_path, tiny_config_file):
 def test_committed_notebooks_have_no_outputs():
     for p in NOTEBOOKS:
         nb = nbformat.read(p, as_version=4)
-        assert all(not c.get("outputs") and c.get("execution_count") is None
-                   for c in nb.cells if c.cell_type == "code"), p.name
+        assert all(
+            not c.get("outputs") and c.get("execution_count") is None for c in nb.cells if c.cell_type == "code"
+        ), p.name

@@ -25,8 +25,9 @@ def test_manifest_records_stages_and_config(tiny_config):
 def test_cli_chunk_and_bad_config(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("chunking:\n  size: 3\n")
-    r = subprocess.run([sys.executable, "-m", "spacelm.cli", "chunk", "--config", str(bad)],
-                       capture_output=True, text=True, cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, "-m", "spacelm.cli", "chunk", "--config", str(bad)], capture_output=True, text=True, cwd=ROOT
+    )
     assert r.returncode == 2 and "chunking.size" in r.stderr and str(bad) in r.stderr
 
 
@@ -42,10 +43,15 @@ def test_retrieval_stage_end_to_end_on_tiny_corpus(tiny_config, tiny_corpus):
 
     golden = [
         {"id": f"g{i}", "task": "direct_qa", "question": q, "passage": p}
-        for i, (q, p) in enumerate([
-            ("What do operators compare with a threshold?", "Operators compare the probability of collision with a threshold"),
-            ("What is reviewed after re-planning?", "The operators then reviewed the orbit determination."),
-        ])
+        for i, (q, p) in enumerate(
+            [
+                (
+                    "What do operators compare with a threshold?",
+                    "Operators compare the probability of collision with a threshold",
+                ),
+                ("What is reviewed after re-planning?", "The operators then reviewed the orbit determination."),
+            ]
+        )
     ]
     (tiny_corpus / "golden_samples.jsonl").write_text("".join(json.dumps(g) + "\n" for g in golden))
     tiny_config.retrieval.systems = ["bm25", "dense", "bm25+rerank", "hybrid"]
@@ -61,7 +67,9 @@ def test_retrieval_stage_end_to_end_on_tiny_corpus(tiny_config, tiny_corpus):
     out = tiny_config.run_dir / "retrieval"
     summary = pd.read_csv(out / "summary.csv")
     assert list(summary.system) == ["bm25", "dense", "bm25+rerank", "hybrid"]
-    assert {"recall@10", "mrr@10", "ndcg@10", "hit_rate@10", "strict@10", "doc@10", "near_page@10"} <= set(summary.columns)
+    assert {"recall@10", "mrr@10", "ndcg@10", "hit_rate@10", "strict@10", "doc@10", "near_page@10"} <= set(
+        summary.columns
+    )
     rows = [json.loads(x) for x in (out / "per_query.jsonl").read_text().splitlines()]
     assert len(rows) == 8 and all(r["top10"] for r in rows)
     assert (summary["doc@10"] >= summary["strict@10"]).all()

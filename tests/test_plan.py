@@ -1,6 +1,7 @@
 """`spacelm plan` on the tiny corpus: it loads no model, its counts follow from the config
 before anything has run, and after a run (stand-in models and encoder) its exact counts are the
 calls the stages made."""
+
 from __future__ import annotations
 
 import hashlib
@@ -13,24 +14,37 @@ import pytest
 from spacelm.lib.llm import LLM, Completion
 from spacelm.plan import plan_run
 
-
-TOPICS = ["conjunction screening", "collision probability", "manoeuvre planning", "orbit determination",
-          "debris tracking", "re-entry prediction", "solar activity", "ground station passes"]
+TOPICS = [
+    "conjunction screening",
+    "collision probability",
+    "manoeuvre planning",
+    "orbit determination",
+    "debris tracking",
+    "re-entry prediction",
+    "solar activity",
+    "ground station passes",
+]
 
 
 def _corpus(raw: Path) -> Path:
     """Three documents of distinct sentences (no two chunks alike), about 30 chunks of 64 tokens."""
     raw.mkdir(parents=True, exist_ok=True)
     for d, name in enumerate(("screening", "tracking", "weather")):
-        sentences = [f"In {name} report {d}, section {i} notes that {TOPICS[(i + d) % len(TOPICS)]} took {i * 7 + d} "
-                     f"hours on satellite {chr(65 + i % 26)}{i}, which the {name} team reviewed." for i in range(40)]
-        (raw / f"{name}.txt").write_text("\n\n".join(" ".join(sentences[j:j + 4]) for j in range(0, 40, 4)))
+        sentences = [
+            f"In {name} report {d}, section {i} notes that {TOPICS[(i + d) % len(TOPICS)]} took {i * 7 + d} "
+            f"hours on satellite {chr(65 + i % 26)}{i}, which the {name} team reviewed."
+            for i in range(40)
+        ]
+        (raw / f"{name}.txt").write_text("\n\n".join(" ".join(sentences[j : j + 4]) for j in range(0, 40, 4)))
     rows = []
-    for task, q in (("direct_qa", "How long did conjunction screening take on satellite B{i}?"),
-                    ("summarization", "Summarise what section {i} of the screening report says.")):
+    for task, q in (
+        ("direct_qa", "How long did conjunction screening take on satellite B{i}?"),
+        ("summarization", "Summarise what section {i} of the screening report says."),
+    ):
         for i in range(3):
-            rows.append({"id": f"{task}-{i}", "task": task, "question": q.format(i=i),
-                         "passage": f"section {i} notes that"})
+            rows.append(
+                {"id": f"{task}-{i}", "task": task, "question": q.format(i=i), "passage": f"section {i} notes that"}
+            )
     (raw / "golden_samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return raw
 
@@ -61,6 +75,7 @@ def _no_models(monkeypatch):
     monkeypatch.setattr(retrieval, "Encoder", refuse)
     try:
         import sentence_transformers
+
         monkeypatch.setattr(sentence_transformers, "SentenceTransformer", refuse)
     except ImportError:
         pass
@@ -108,8 +123,12 @@ def test_plan_before_any_stage_runs_follows_from_the_config_and_loads_no_model(c
     assert calls("answer", "binary judges") == 4 * 9
     assert ph[("answer", "claim support")]["calls_basis"] == "estimate"
     assert [(e["stage"], e["role"]) for e in plan["load_order"]] == [
-        ("synth", "question_writer + judge"), ("judge-check", "judge"),  # one engine: same settings
-        ("grade", "judge"), ("answer", "generator"), ("answer", "judge")]
+        ("synth", "question_writer + judge"),
+        ("judge-check", "judge"),  # one engine: same settings
+        ("grade", "judge"),
+        ("answer", "generator"),
+        ("answer", "judge"),
+    ]
     assert plan["total"]["calls"] == sum(p["calls"] for p in plan["phases"])
     assert all(s["would_recompute"] for s in plan["stages"])
     assert not (cfg.processed_dir / "chunks.jsonl").exists()  # planning writes nothing
@@ -130,9 +149,15 @@ class StandIn:
             if r.choices:
                 on_done(i, Completion(text=r.choices[h % len(r.choices)], prompt_tokens=1, completion_tokens=1))
             else:
-                on_done(i, Completion(text=f"Operators compare case {h % 10 ** 8} with a threshold [1]. "
-                                           f"They plan manoeuvre number {h % 997} when needed [2].",
-                                      prompt_tokens=1, completion_tokens=1))
+                on_done(
+                    i,
+                    Completion(
+                        text=f"Operators compare case {h % 10**8} with a threshold [1]. "
+                        f"They plan manoeuvre number {h % 997} when needed [2].",
+                        prompt_tokens=1,
+                        completion_tokens=1,
+                    ),
+                )
 
 
 class HashEncoder:
@@ -166,8 +191,9 @@ def test_after_a_run_the_exact_counts_are_the_calls_the_stages_made(cfg, monkeyp
     from spacelm.pipeline import run_stages
 
     monkeypatch.setattr(retrieval, "Encoder", HashEncoder)
-    monkeypatch.setattr(llm_pkg, "open_llm",
-                        lambda c, d=None: LLM(c, CallCache(Path(d) / "llm_calls.sqlite") if d else None, StandIn()))
+    monkeypatch.setattr(
+        llm_pkg, "open_llm", lambda c, d=None: LLM(c, CallCache(Path(d) / "llm_calls.sqlite") if d else None, StandIn())
+    )
     cfg.retrieval.systems = ["bm25", "dense", "bm25+rerank", "dense+rerank"]
     made = {}
     for stage in ("synth", "retrieve", "judge-check", "grade", "answer"):
@@ -205,9 +231,19 @@ def test_cli_plan_prints_json_and_the_table_reads_it(cfg, monkeypatch, capsys, t
     data = json.loads(capsys.readouterr().out)
     assert {"phases", "stages", "total", "load_order", "tokenizers"} <= set(data)
     text = format_plan(data)
-    for needle in ("stage total", "engines in load order", "prompt tokens", "completion tokens (max)", "basis",
-                   "1. synth        question_writer", "finding", "paper_effect", "questions_needed",
-                   "questions_planned", "source_chunks_needed"):
+    for needle in (
+        "stage total",
+        "engines in load order",
+        "prompt tokens",
+        "completion tokens (max)",
+        "basis",
+        "1. synth        question_writer",
+        "finding",
+        "paper_effect",
+        "questions_needed",
+        "questions_planned",
+        "source_chunks_needed",
+    ):
         assert needle in text
     assert {r["finding"] for r in data["power"]} >= {"Reranking raises the share of grade 3 (BM25, top-3)"}
     assert cli.main(["plan", "--config", str(path), "--tokenizer", str(tmp_path / "nothing.json")]) == 2

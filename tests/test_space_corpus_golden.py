@@ -1,5 +1,6 @@
 """The golden samples of the real corpus: the format, the spread the study needs, and every
 passage found verbatim in the cleaned text of its document (needs ../shared/space_corpus)."""
+
 from __future__ import annotations
 
 import json
@@ -48,10 +49,15 @@ def test_every_passage_is_verbatim_in_the_cleaned_corpus(tmp_path):
     from spacelm.stages import ingest
     from spacelm.stages.data import load_documents
 
-    cfg = load_config(ROOT / "configs" / "standard.yaml",
-                      {"paths": {"processed_dir": str(tmp_path / "p"), "results_dir": str(tmp_path / "r")}})
+    cfg = load_config(
+        ROOT / "configs" / "standard.yaml",
+        {"paths": {"processed_dir": str(tmp_path / "p"), "results_dir": str(tmp_path / "r")}},
+    )
     ingest.run(cfg)
     docs = {d.doc_id: d for d in load_documents(cfg)}
-    missing = [s.id for s in load_golden(GOLDEN) if s.answerable
-               and (s.doc_id not in docs or locate_passage(s.passage, docs[s.doc_id].text) is None)]
+    missing = [
+        s.id
+        for s in load_golden(GOLDEN)
+        if s.answerable and (s.doc_id not in docs or locate_passage(s.passage, docs[s.doc_id].text) is None)
+    ]
     assert missing == []

@@ -1,6 +1,7 @@
 """Loading a config from YAML: strict (an unknown key or a value of the wrong type is a
 :class:`ConfigError` naming the file and the dotted key, so a typo never silently falls back
 to a default), then checked by `validate.py`."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -8,8 +9,9 @@ import functools
 import re
 import types
 import typing
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, Optional, Sequence, Union
+from typing import Any, Literal, Union
 
 from .schema import Config, ConfigError
 from .validate import blame_set, validate
@@ -85,7 +87,7 @@ def _build(cls: type, data: dict, prefix: str, source: str) -> Any:
     return cls(**kwargs)
 
 
-def from_dict(data: dict, source: str = "<dict>", root: Optional[str] = None) -> Config:
+def from_dict(data: dict, source: str = "<dict>", root: str | None = None) -> Config:
     """Build a validated :class:`Config` from a plain mapping."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a mapping of sections")
@@ -96,7 +98,7 @@ def from_dict(data: dict, source: str = "<dict>", root: Optional[str] = None) ->
     return cfg
 
 
-def load_config(path: Union[str, Path], overrides: Optional[dict] = None, sets: Sequence[str] = ()) -> Config:
+def load_config(path: str | Path, overrides: dict | None = None, sets: Sequence[str] = ()) -> Config:
     """Load a YAML config file. Relative paths inside it resolve against the project root
     (the parent of the `configs/` folder holding the file, else the file's own folder).
     `sets` are `--set KEY=VALUE` arguments, applied after `overrides`; an error about a key
@@ -109,8 +111,10 @@ def load_config(path: Union[str, Path], overrides: Optional[dict] = None, sets: 
     try:
         data = yaml.load(p.read_text(encoding="utf-8"), Loader=_loader()) or {}
     except _DuplicateKey as e:
-        raise ConfigError(f"{p}:{e.line}: key '{e.key}' appears twice in one mapping (first on line {e.first}); "
-                          "the second would silently replace the first: merge them into one") from None
+        raise ConfigError(
+            f"{p}:{e.line}: key '{e.key}' appears twice in one mapping (first on line {e.first}); "
+            "the second would silently replace the first: merge them into one"
+        ) from None
     except UnicodeDecodeError as e:
         raise ConfigError(f"{p}: not UTF-8 text (byte {e.start}); save the file as UTF-8") from None
     except yaml.YAMLError as e:
@@ -141,7 +145,7 @@ class _DuplicateKey(Exception):
         self.key, self.line, self.first = key, line, first
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _loader():
     """A safe YAML loader that refuses a key repeated in one mapping (PyYAML keeps the last and
     drops the first without a word, which can drop a whole config section)."""
@@ -192,12 +196,13 @@ def parse_override(text: str) -> dict:
         raise ConfigError(f"--set {text}: key '{e.key}' appears twice in the value") from None
     except yaml.YAMLError as e:
         reason = " ".join(str(getattr(e, "problem", None) or e).split())
-        raise ConfigError(f"--set {text}: the value is not valid YAML ({reason}); write e.g. "
-                          f"--set 'retrieval.k_values=[3,5]' or quote a string") from None
+        raise ConfigError(
+            f"--set {text}: the value is not valid YAML ({reason}); write e.g. "
+            f"--set 'retrieval.k_values=[3,5]' or quote a string"
+        ) from None
     out: dict = {}
     cur = out
     for part in parts[:-1]:
         cur = cur.setdefault(part, {})
     cur[parts[-1]] = value
     return out
-

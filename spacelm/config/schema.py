@@ -1,6 +1,7 @@
 """The configuration schema: one typed dataclass per section, and :class:`Config`, the one
 object every stage receives. Defaults live here; loading is in `load.py`, value checks in
 `validate.py`."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -8,7 +9,10 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Optional, Union
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from ..lib.relevance import RelevanceJudging
 
 from ..lib.bibliography import BibliographyRules
 from ..lib.gate import CONFIRMATION_PATTERNS, STRONG_CLAIM_PATTERNS
@@ -26,10 +30,10 @@ class CorpusConfig:
     golden_samples: str = "data/raw/golden_samples.jsonl"
     # the corpus list the folder should match (a name under spacelm/data/corpora or a .tsv path):
     # its identity goes to the manifest and its attribution lines beside outputs quoting documents
-    file_list: Optional[str] = None
+    file_list: str | None = None
     # the corpus size (chunks) the config's sizes and budget were set for: a run on a much larger
     # corpus says in the log, before the stages that read every chunk, what they will cost
-    sized_for_chunks: Optional[int] = None
+    sized_for_chunks: int | None = None
     extensions: list[str] = field(default_factory=lambda: [".pdf", ".md", ".txt"])
     exclude: list[str] = field(default_factory=lambda: ["README.md"])
 
@@ -62,9 +66,16 @@ class IngestConfig:
         """The ingest rules as the library takes them."""
         from ..lib.documents import IngestRules
 
-        return IngestRules(self.reference_filter, self.noise_filter, self.layout, self.ocr, self.ocr_language,
-                           BibliographyRules(self.bibliography_min_score, self.bibliography_min_entries,
-                                             self.bibliography_max_stopwords))
+        return IngestRules(
+            self.reference_filter,
+            self.noise_filter,
+            self.layout,
+            self.ocr,
+            self.ocr_language,
+            BibliographyRules(
+                self.bibliography_min_score, self.bibliography_min_entries, self.bibliography_max_stopwords
+            ),
+        )
 
 
 @dataclass
@@ -79,8 +90,8 @@ class BM25Config:
     method: str = "lucene"
     k1: float = 1.2
     b: float = 0.75
-    stemmer: Optional[str] = "english"
-    stopwords: Optional[str] = "en"
+    stemmer: str | None = "english"
+    stopwords: str | None = "en"
 
 
 @dataclass
@@ -89,7 +100,7 @@ class DenseConfig:
     batch_size: int = 32
     query_prefix: str = ""
     passage_prefix: str = ""
-    max_seq_length: Optional[int] = None
+    max_seq_length: int | None = None
 
 
 @dataclass
@@ -114,10 +125,10 @@ class RetrievalConfig:
     # the reranker's pool: the first stage's top-`pool` passages are rescored. A number below 1 is a
     # share of the corpus (0.1: a tenth of the chunks), so the first stage still decides what the
     # reranker sees; never fewer than the largest k. Rankings are stored to this depth.
-    pool: Union[int, float] = 0.1
+    pool: int | float = 0.1
     # ... but never more than this many passages (null: no cap): a share of a large corpus would
     # make the reranker's cost per question grow with the corpus (10% of 1,575 chunks = 158)
-    pool_max: Optional[int] = 50
+    pool_max: int | None = 50
     near_page_window: int = 1
     bm25: BM25Config = field(default_factory=BM25Config)
     dense: DenseConfig = field(default_factory=DenseConfig)
@@ -134,13 +145,13 @@ class LLMConfig:
     backend: Literal["llamacpp", "vllm", "vllm-server", "openai"] = "llamacpp"
     model: str = "embedded:qwen2.5-coder-1.5b"
     n_ctx: int = 4096
-    n_threads: Optional[int] = None
+    n_threads: int | None = None
     temperature: float = 0.0
     top_p: float = 1.0
     max_tokens: int = 256
     seed: int = 0
     # openai backend
-    base_url: Optional[str] = None
+    base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     max_concurrency: int = 4
     timeout_s: float = 120.0
@@ -151,25 +162,25 @@ class LLMConfig:
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     # "ray" to spread tensor/pipeline parallel workers over the nodes of a running Ray cluster
-    distributed_executor_backend: Optional[Literal["mp", "ray", "uni", "external_launcher"]] = None
+    distributed_executor_backend: Literal["mp", "ray", "uni", "external_launcher"] | None = None
     gpu_memory_utilization: float = 0.9  # on a GPU: the share of its memory for weights + KV cache
     # KV-cache size in bytes; null: on a GPU what gpu_memory_utilization leaves, on a CPU 2 GiB
     # (there gpu_memory_utilization is a share of the machine's RAM)
-    kv_cache_bytes: Optional[int] = None
+    kv_cache_bytes: int | None = None
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
     # skip torch.compile / CUDA graphs; null: on a CPU yes (compiling costs minutes there), on a GPU no
-    enforce_eager: Optional[bool] = None
+    enforce_eager: bool | None = None
     # vLLM's CPU thread binding (VLLM_CPU_OMP_THREADS_BIND: "auto", "nobind" or cores like "0-31")
-    cpu_threads_bind: Optional[str] = None
-    max_model_len: Optional[int] = None
-    quantization: Optional[str] = None
+    cpu_threads_bind: str | None = None
+    max_model_len: int | None = None
+    quantization: str | None = None
     enable_prefix_caching: bool = True
     # requests handed to the engine at once; finished batches are cached before the next starts
     submit_batch: int = 256
     # vllm-server backend: the Python of the environment that has vLLM (null: this one; e.g.
     # ~/.cache/spacelm/vllm-venv/bin/python), how long to wait for the server's /health, and extra
     # `vllm serve` flags passed as they are
-    server_python: Optional[str] = None
+    server_python: str | None = None
     server_start_timeout_s: float = 900.0
     server_args: list[str] = field(default_factory=list)
 
@@ -199,8 +210,9 @@ class UnanswerableConfig:
     # out_of_corpus: same topic, another mission, figure, date or body; strong_claim: asks whether
     # the documents confirm a claim that goes beyond what the source passage says
     kinds: list[Literal["out_of_corpus", "strong_claim"]] = field(
-        default_factory=lambda: ["out_of_corpus", "strong_claim"])
-    per_task: Optional[int] = 2  # candidates per task type and kind (null: one per answerable question)
+        default_factory=lambda: ["out_of_corpus", "strong_claim"]
+    )
+    per_task: int | None = 2  # candidates per task type and kind (null: one per answerable question)
     # further rounds, one candidate per kind each, for task types still without a kept question
     max_rounds: int = 3
     check_k: int = 3
@@ -217,7 +229,7 @@ class SynthConfig:
     # design, every selected chunk x every task (questions = max_chunks x tasks)
     sampling: Literal["stratified", "every_task"] = "stratified"
     # source chunks to write from (null: every substantial chunk)
-    max_chunks: Optional[int] = None
+    max_chunks: int | None = None
     with_reference_answer: bool = False
     min_question_words: int = 4
     filter_top_n: int = 50
@@ -227,7 +239,7 @@ class SynthConfig:
 
 @dataclass
 class GradingConfig:
-    max_questions: Optional[int] = None
+    max_questions: int | None = None
     retrievers: list[str] = field(default_factory=lambda: ["bm25", "dense"])
     top_k: list[int] = field(default_factory=lambda: [3, 5, 7, 10])
     n_bootstrap: int = 1000
@@ -248,7 +260,7 @@ class GradingConfig:
     # a calibration name (spacelm/data/judges/<name>.json) or a path to one; fitted for one judge model
     calibration: str = "qwen2.5-coder-1.5b"
 
-    def judging(self, base: Optional[Path] = None) -> "RelevanceJudging":
+    def judging(self, base: Path | None = None) -> RelevanceJudging:
         """The library's description of how pairs are graded (a calibration path is resolved
         against `base`, the project folder)."""
         from ..lib.relevance import RelevanceJudging
@@ -285,14 +297,20 @@ class GateConfig:
     def rules(self):
         from ..lib.gate import GateRules
 
-        return GateRules(dataclasses.asdict(self.weights), self.threshold, dataclasses.asdict(self.strong_weights),
-                         self.strong_threshold, tuple(self.strong_patterns), tuple(self.confirmation_patterns),
-                         self.top_n)
+        return GateRules(
+            dataclasses.asdict(self.weights),
+            self.threshold,
+            dataclasses.asdict(self.strong_weights),
+            self.strong_threshold,
+            tuple(self.strong_patterns),
+            tuple(self.confirmation_patterns),
+            self.top_n,
+        )
 
 
 @dataclass
 class AnswerConfig:
-    max_questions: Optional[int] = None
+    max_questions: int | None = None
     # settings with the relevant passage plus N wrong ones ("standard" is N = 0) ...
     n_wrong_values: list[int] = field(default_factory=lambda: [0, 3])
     # ... and the negative setting: N wrong passages and no relevant one (0 to skip it)
@@ -314,7 +332,7 @@ class AnswerConfig:
     claims: bool = True
     claims_scope: Literal["all", "pipelines"] = "all"
     # unanswerable questions answered by pipeline B for the refusal evaluation (None: all kept)
-    max_unanswerable: Optional[int] = None
+    max_unanswerable: int | None = None
     # write a reference answer (question writer, from the source passage) for every question the
     # pipelines answer that has none from synth, so their correctness can be judged: only the
     # questions answered here pay for one (synth.with_reference_answer writes one for all)
@@ -333,7 +351,7 @@ class CheckSource:
     n_queries: int = 10
     # labels of other (automatic) judges on the same pairs, TREC qrels files `<name>.qrels.txt`
     # ("query-id Q0 passage-id label"); null: `<path>/reference_judges` when that folder exists
-    reference_judges: Optional[str] = None
+    reference_judges: str | None = None
 
 
 @dataclass
@@ -345,10 +363,10 @@ class ChunkStudyConfig:
     sizes: list[int] = field(default_factory=list)
     # tokens are counted with this tokenizer (null: chunking.tokenizer); it should be the one of
     # the dense retriever that reads the chunks
-    tokenizer: Optional[str] = None
+    tokenizer: str | None = None
     # the dense retriever at every size (null: retrieval.dense.model); it must read the largest size
     # (embedded:nomic-embed-text-v1.5 reads 2,048 tokens; all-MiniLM-L6-v2 only 256)
-    dense_model: Optional[str] = None
+    dense_model: str | None = None
     systems: list[str] = field(default_factory=lambda: ["bm25", "dense", "bm25+rerank", "dense+rerank"])
     # which questions: "run" (the run's evaluation questions), "golden" (the golden samples whose
     # passage is found verbatim: the most precise spans)
@@ -367,9 +385,12 @@ class JudgeCheckConfig:
     on the golden samples, known-answer controls for every answer rubric, position bias."""
 
     enabled: bool = True
-    sources: list[CheckSource] = field(default_factory=lambda: [
-        CheckSource("scifact", "../shared/beir/scifact", "test", 10),
-        CheckSource("trec-dl-2020", "../shared/judge/trec-dl-2020", "test", 6)])
+    sources: list[CheckSource] = field(
+        default_factory=lambda: [
+            CheckSource("scifact", "../shared/beir/scifact", "test", 10),
+            CheckSource("trec-dl-2020", "../shared/judge/trec-dl-2020", "test", 6),
+        ]
+    )
     in_domain: bool = True
     n_in_domain: int = 10  # golden samples, each with two hard negatives
     controls: bool = True
@@ -380,7 +401,7 @@ class JudgeCheckConfig:
     position_bias: bool = True  # grade the check pairs passage-first too
     # ... only those of the first N queries of each source (null: every pair); ignored when
     # grading.debias is both_orders, which needs every pair in both orders
-    position_bias_queries: Optional[int] = None
+    position_bias_queries: int | None = None
     n_bootstrap: int = 1000
     # verdicts from CI bounds (lib/judge_check.verdict): "too few pairs to tell" below min_pairs;
     # where a source has reference judges, relative to them (valid: our lower bounds reach every
@@ -416,8 +437,8 @@ class Config:
     judge_check: JudgeCheckConfig = field(default_factory=JudgeCheckConfig)
     chunk_study: ChunkStudyConfig = field(default_factory=ChunkStudyConfig)
     # where the YAML came from; relative paths in the config resolve against `root`
-    source: Optional[str] = field(default=None, metadata={"internal": True})
-    root: Optional[str] = field(default=None, metadata={"internal": True})
+    source: str | None = field(default=None, metadata={"internal": True})
+    root: str | None = field(default=None, metadata={"internal": True})
     # the `--set KEY=VALUE` arguments applied, as (argument, dotted key): errors name them
     sets: list = field(default_factory=list, metadata={"internal": True})
 

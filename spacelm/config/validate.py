@@ -1,11 +1,11 @@
 """Value checks that types alone cannot express: ranges, choices, cross-field rules, and model
 files that must exist. Each error names the key and the fix, and all of them run when the
 config is loaded, before any model is."""
+
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Optional
 
 from ..lib.names import FIRST_STAGE, PIPELINES, SYSTEMS, TASKS
 from .schema import Config, ConfigError, LLMConfig
@@ -29,25 +29,49 @@ def validate(cfg: Config, source: str) -> None:
         v = _get(cfg, key)
         if v is None and optional:
             return
-        need(v is not None and v >= lo, key, f"must be >= {lo}{' (or null for no limit)' if optional else ''}, "
-                                             f"got {v!r}")
+        need(
+            v is not None and v >= lo, key, f"must be >= {lo}{' (or null for no limit)' if optional else ''}, got {v!r}"
+        )
 
     def within(key: str, lo, hi, value=None) -> None:
         v = _get(cfg, key) if value is None else value
         need(lo <= v <= hi, key, f"must be between {lo} and {hi}, got {v!r}")
 
-    need(bool(re.fullmatch(r"[A-Za-z0-9._-]+", cfg.run_name)) and ".." not in cfg.run_name and cfg.run_name != ".",
-         "run_name", f"is {cfg.run_name!r}; it names the run's folder under paths.results_dir, so it may hold only "
-                     "letters, digits, '.', '_' and '-' (no '..', no '/')")
+    need(
+        bool(re.fullmatch(r"[A-Za-z0-9._-]+", cfg.run_name)) and ".." not in cfg.run_name and cfg.run_name != ".",
+        "run_name",
+        f"is {cfg.run_name!r}; it names the run's folder under paths.results_dir, so it may hold only "
+        "letters, digits, '.', '_' and '-' (no '..', no '/')",
+    )
     # counts and sizes
-    for key in ("chunking.max_tokens", "retrieval.hybrid.depth", "retrieval.dense.batch_size",
-                "retrieval.reranker.batch_size", "synth.filter_top_n", "synth.min_question_words",
-                "grading.n_bootstrap", "answer.n_bootstrap", "answer.retrieve_k"):
+    for key in (
+        "chunking.max_tokens",
+        "retrieval.hybrid.depth",
+        "retrieval.dense.batch_size",
+        "retrieval.reranker.batch_size",
+        "synth.filter_top_n",
+        "synth.min_question_words",
+        "grading.n_bootstrap",
+        "answer.n_bootstrap",
+        "answer.retrieve_k",
+    ):
         at_least(key, 1)
-    for key in ("seed", "ingest.min_doc_chars", "synth.n_fewshot", "retrieval.near_page_window",
-                "retrieval.hybrid.rrf_k", "retrieval.bm25.k1"):
+    for key in (
+        "seed",
+        "ingest.min_doc_chars",
+        "synth.n_fewshot",
+        "retrieval.near_page_window",
+        "retrieval.hybrid.rrf_k",
+        "retrieval.bm25.k1",
+    ):
         at_least(key, 0)
-    for key in ("judge_check.position_bias_queries", "synth.max_chunks", "grading.max_questions", "answer.max_questions", "retrieval.dense.max_seq_length"):
+    for key in (
+        "judge_check.position_bias_queries",
+        "synth.max_chunks",
+        "grading.max_questions",
+        "answer.max_questions",
+        "retrieval.dense.max_seq_length",
+    ):
         at_least(key, 1, optional=True)
     within("retrieval.bm25.b", 0, 1)
     within("ingest.garbled_threshold", 0, 1)
@@ -55,13 +79,19 @@ def validate(cfg: Config, source: str) -> None:
     within("ingest.bibliography_max_stopwords", 0, 1)
     at_least("ingest.bibliography_min_entries", 1)
     within("grading.auc_warning", 0.5, 1)
-    need(0 <= cfg.chunking.overlap < 1 or 1 <= cfg.chunking.overlap < cfg.chunking.max_tokens,
-         "chunking.overlap", "must be a ratio in [0, 1) or a token count below chunking.max_tokens")
+    need(
+        0 <= cfg.chunking.overlap < 1 or 1 <= cfg.chunking.overlap < cfg.chunking.max_tokens,
+        "chunking.overlap",
+        "must be a ratio in [0, 1) or a token count below chunking.max_tokens",
+    )
     # k values: positive, and within what the first stage returns
     pool = cfg.retrieval.pool
     if isinstance(pool, float):
-        need(0 < pool < 1, "retrieval.pool", f"must be a whole number of passages (>= 1) or a share of the corpus "
-                                             f"between 0 and 1, got {pool!r}")
+        need(
+            0 < pool < 1,
+            "retrieval.pool",
+            f"must be a whole number of passages (>= 1) or a share of the corpus between 0 and 1, got {pool!r}",
+        )
     else:
         need(pool >= 1, "retrieval.pool", f"must be >= 1 (or a share of the corpus below 1), got {pool!r}")
     limit = pool if isinstance(pool, int) else None  # a share is resolved against the corpus at retrieval
@@ -69,19 +99,34 @@ def validate(cfg: Config, source: str) -> None:
         ks = _get(cfg, key)
         need(len(ks) > 0, key, "must hold at least one k")
         for k in ks:
-            need(isinstance(k, int) and 1 <= k <= (limit or k), key,
-                 f"must hold integers from 1 to retrieval.pool ({pool}), got {k!r}")
-    need(cfg.answer.retrieve_k <= (limit or cfg.answer.retrieve_k), "answer.retrieve_k",
-         f"must be <= retrieval.pool ({pool})")
+            need(
+                isinstance(k, int) and 1 <= k <= (limit or k),
+                key,
+                f"must hold integers from 1 to retrieval.pool ({pool}), got {k!r}",
+            )
+    need(
+        cfg.answer.retrieve_k <= (limit or cfg.answer.retrieve_k),
+        "answer.retrieve_k",
+        f"must be <= retrieval.pool ({pool})",
+    )
     # names
     for s in cfg.retrieval.systems:
         need(s in SYSTEMS, "retrieval.systems", f"holds unknown system {s!r} (choose from {sorted(SYSTEMS)})")
-    need(len(cfg.grading.retrievers) > 0, "grading.retrievers",
-         f"must hold at least one first-stage retriever (from {list(FIRST_STAGE)})")
+    need(
+        len(cfg.grading.retrievers) > 0,
+        "grading.retrievers",
+        f"must hold at least one first-stage retriever (from {list(FIRST_STAGE)})",
+    )
     for s in cfg.grading.retrievers:
-        need(s in FIRST_STAGE, "grading.retrievers", f"holds {s!r}; choose first-stage retrievers from "
-                                                     f"{list(FIRST_STAGE)} (their reranked lists are graded too)")
-    need(cfg.answer.retriever in SYSTEMS, "answer.retriever", f"is {cfg.answer.retriever!r}; choose from {list(SYSTEMS)}")
+        need(
+            s in FIRST_STAGE,
+            "grading.retrievers",
+            f"holds {s!r}; choose first-stage retrievers from "
+            f"{list(FIRST_STAGE)} (their reranked lists are graded too)",
+        )
+    need(
+        cfg.answer.retriever in SYSTEMS, "answer.retriever", f"is {cfg.answer.retriever!r}; choose from {list(SYSTEMS)}"
+    )
     for t in cfg.synth.tasks:
         need(t in TASKS, "synth.tasks", f"holds unknown task {t!r} (choose from {sorted(TASKS)})")
     need(len(cfg.synth.tasks) > 0, "synth.tasks", "must hold at least one task")
@@ -115,13 +160,21 @@ def validate(cfg: Config, source: str) -> None:
     from ..lib.prompting import has_template
 
     for name in (cfg.grading.prompt, cfg.grading.prompt + "_swapped"):
-        need(has_template(name), "grading.prompt", f"needs spacelm/prompts/{name}.txt (the prompt and its passage-first "
-                                                   "twin, <name>_swapped.txt)")
+        need(
+            has_template(name),
+            "grading.prompt",
+            f"needs spacelm/prompts/{name}.txt (the prompt and its passage-first twin, <name>_swapped.txt)",
+        )
     if cfg.grading.method == "calibrated":
         _check_calibration(cfg, need)
     jc = cfg.judge_check
-    for key in ("judge_check.n_in_domain", "judge_check.n_controls", "judge_check.n_bootstrap",
-                "judge_check.min_pairs", "judge_check.min_controls"):
+    for key in (
+        "judge_check.n_in_domain",
+        "judge_check.n_controls",
+        "judge_check.n_bootstrap",
+        "judge_check.min_pairs",
+        "judge_check.min_controls",
+    ):
         at_least(key, 1)
     for key in ("judge_check.max_ci_width", "judge_check.valid_kappa"):
         within(key, 0, 1)
@@ -130,13 +183,18 @@ def validate(cfg: Config, source: str) -> None:
     need(jc.fail_auc <= jc.valid_auc, "judge_check.fail_auc", "must be <= judge_check.valid_auc")
     within("judge_check.fail_pass_rate", 0, 1)
     within("judge_check.valid_pass_rate", 0, 1)
-    need(jc.fail_pass_rate <= jc.valid_pass_rate, "judge_check.fail_pass_rate", "must be <= judge_check.valid_pass_rate")
+    need(
+        jc.fail_pass_rate <= jc.valid_pass_rate, "judge_check.fail_pass_rate", "must be <= judge_check.valid_pass_rate"
+    )
     names = [s.name for s in jc.sources]
     need(len(names) == len(set(names)), "judge_check.sources", f"names must be unique, got {names}")
     for i, src in enumerate(jc.sources):
         need(src.n_queries >= 1, f"judge_check.sources[{i}].n_queries", f"must be >= 1, got {src.n_queries!r}")
-        need(bool(re.fullmatch(r"[A-Za-z0-9_.-]+", src.name)), f"judge_check.sources[{i}].name",
-             "may hold only letters, digits, '.', '_' and '-' (it names output files)")
+        need(
+            bool(re.fullmatch(r"[A-Za-z0-9_.-]+", src.name)),
+            f"judge_check.sources[{i}].name",
+            "may hold only letters, digits, '.', '_' and '-' (it names output files)",
+        )
     for role in MODEL_ROLES:
         _validate_llm(getattr(cfg.models, role), f"models.{role}", need)
     for key in ("retrieval.dense.model", "retrieval.reranker.model", "chunking.tokenizer"):
@@ -151,7 +209,7 @@ def validate(cfg: Config, source: str) -> None:
     _validate_corpus_and_chunk_study(cfg, need, at_least)
 
 
-def _check_stemmer(stemmer: Optional[str], need) -> None:
+def _check_stemmer(stemmer: str | None, need) -> None:
     """The BM25 stemmer must be one PyStemmer knows (else BM25 fails mid-run, after synth's calls)."""
     if not stemmer:
         return
@@ -160,8 +218,11 @@ def _check_stemmer(stemmer: Optional[str], need) -> None:
     except ImportError:  # the retriever names the missing package when it runs
         return
     known = sorted(Stemmer.algorithms())
-    need(stemmer in known, "retrieval.bm25.stemmer", f"is {stemmer!r}, which PyStemmer does not know; choose from "
-                                                     f"{', '.join(known)} (or null for no stemming)")
+    need(
+        stemmer in known,
+        "retrieval.bm25.stemmer",
+        f"is {stemmer!r}, which PyStemmer does not know; choose from {', '.join(known)} (or null for no stemming)",
+    )
 
 
 def blame_set(err: ConfigError, source: str, sets: list) -> ConfigError:
@@ -175,11 +236,11 @@ def blame_set(err: ConfigError, source: str, sets: list) -> ConfigError:
     key = m.group(1)
     for text, set_key in reversed(sets):
         if key == set_key or key.startswith((set_key + ".", set_key + "[")) or set_key.startswith(key + "."):
-            return ConfigError(f"--set {text}: {msg[len(source) + 2:]}")
+            return ConfigError(f"--set {text}: {msg[len(source) + 2 :]}")
     return err
 
 
-def check_stage_needs(cfg: Config, stages: list[str], source: Optional[str] = None) -> None:
+def check_stage_needs(cfg: Config, stages: list[str], source: str | None = None) -> None:
     """What the stages about to run need from the rest of the config (checked before any of them
     runs, so a missing retrieval system never costs the model calls of the stages before): grading
     reads each of grading.retrievers' lists before and after reranking, the answer pipelines B and
@@ -198,14 +259,21 @@ def _stage_needs(cfg: Config, stages: list[str], source: str) -> None:
         need = [s for r in cfg.grading.retrievers for s in (r, reranked(r))]
         missing = [s for s in need if s not in have]
         if missing:
-            raise ConfigError(f"{source}: key 'retrieval.systems' lacks {', '.join(missing)}, which grading needs for "
-                              f"Table 1 (grading.retrievers {cfg.grading.retrievers}, before and after reranking); add "
-                              f"them to retrieval.systems or change grading.retrievers")
-    if "answer" in stages and cfg.answer.retriever not in have and (
-            any(p != "A" for p in cfg.answer.pipelines) or cfg.synth.unanswerable.enabled):
-        raise ConfigError(f"{source}: key 'retrieval.systems' lacks {cfg.answer.retriever!r}, which answer.retriever "
-                          f"names (pipelines B and C and the refusal evaluation read its ranking); add it to "
-                          f"retrieval.systems or change answer.retriever")
+            raise ConfigError(
+                f"{source}: key 'retrieval.systems' lacks {', '.join(missing)}, which grading needs for "
+                f"Table 1 (grading.retrievers {cfg.grading.retrievers}, before and after reranking); add "
+                f"them to retrieval.systems or change grading.retrievers"
+            )
+    if (
+        "answer" in stages
+        and cfg.answer.retriever not in have
+        and (any(p != "A" for p in cfg.answer.pipelines) or cfg.synth.unanswerable.enabled)
+    ):
+        raise ConfigError(
+            f"{source}: key 'retrieval.systems' lacks {cfg.answer.retriever!r}, which answer.retriever "
+            f"names (pipelines B and C and the refusal evaluation read its ranking); add it to "
+            f"retrieval.systems or change answer.retriever"
+        )
 
 
 # the most word pieces each embedded encoder reads (longer passages are cut)
@@ -217,9 +285,12 @@ def _validate_corpus_and_chunk_study(cfg: Config, need, at_least) -> None:
     if cfg.corpus.file_list:
         from ..lib.corpus_list import available_lists, list_path
 
-        need(list_path(str(cfg.corpus.file_list)).is_file(), "corpus.file_list",
-             f"names {cfg.corpus.file_list!r}, which is neither a shipped corpus list ({', '.join(available_lists())}) "
-             "nor a .tsv file; or remove it to ingest the folder unchecked")
+        need(
+            list_path(str(cfg.corpus.file_list)).is_file(),
+            "corpus.file_list",
+            f"names {cfg.corpus.file_list!r}, which is neither a shipped corpus list ({', '.join(available_lists())}) "
+            "nor a .tsv file; or remove it to ingest the folder unchecked",
+        )
     at_least("corpus.sized_for_chunks", 1, optional=True)
     at_least("retrieval.pool_max", 1, optional=True)
     cs = cfg.chunk_study
@@ -235,48 +306,82 @@ def _validate_corpus_and_chunk_study(cfg: Config, need, at_least) -> None:
     if cs.grade_questions:
         from ..lib.names import reranked
 
-        need(any(r in cs.systems and reranked(r) in cs.systems for r in cfg.grading.retrievers),
-             "chunk_study.systems", f"must hold a retriever of grading.retrievers {cfg.grading.retrievers} and its "
-                                    "reranked system to grade Table 1 at each size (or set chunk_study.grade_questions: 0)")
+        need(
+            any(r in cs.systems and reranked(r) in cs.systems for r in cfg.grading.retrievers),
+            "chunk_study.systems",
+            f"must hold a retriever of grading.retrievers {cfg.grading.retrievers} and its "
+            "reranked system to grade Table 1 at each size (or set chunk_study.grade_questions: 0)",
+        )
     dense = cs.dense_model or cfg.retrieval.dense.model
     window = ENCODER_WINDOW.get(dense)
-    need(window is None or max(cs.sizes) <= window, "chunk_study.dense_model",
-         f"is {dense!r}, which reads at most {window} word pieces: chunks of {max(cs.sizes)} tokens would be cut. "
-         "Use embedded:nomic-embed-text-v1.5 (2,048) or drop the larger sizes")
+    need(
+        window is None or max(cs.sizes) <= window,
+        "chunk_study.dense_model",
+        f"is {dense!r}, which reads at most {window} word pieces: chunks of {max(cs.sizes)} tokens would be cut. "
+        "Use embedded:nomic-embed-text-v1.5 (2,048) or drop the larger sizes",
+    )
     for key in ("chunk_study.dense_model", "chunk_study.tokenizer"):
         _check_model_spec(_get(cfg, key), key, cfg, need)
 
 
 def _validate_llm(llm: LLMConfig, key: str, need) -> None:
-    for name, lo in (("n_ctx", 64), ("max_tokens", 1), ("max_concurrency", 1), ("max_retries", 0),
-                     ("tensor_parallel_size", 1), ("pipeline_parallel_size", 1), ("breaker_failures", 1), ("submit_batch", 1)):
+    for name, lo in (
+        ("n_ctx", 64),
+        ("max_tokens", 1),
+        ("max_concurrency", 1),
+        ("max_retries", 0),
+        ("tensor_parallel_size", 1),
+        ("pipeline_parallel_size", 1),
+        ("breaker_failures", 1),
+        ("submit_batch", 1),
+    ):
         v = getattr(llm, name)
         need(v >= lo, f"{key}.{name}", f"must be >= {lo}, got {v!r}")
     need(llm.n_threads is None or llm.n_threads >= 1, f"{key}.n_threads", "must be >= 1 (or null for every core)")
     need(llm.temperature >= 0, f"{key}.temperature", f"must be >= 0, got {llm.temperature!r}")
     need(0 < llm.top_p <= 1, f"{key}.top_p", f"must be in (0, 1], got {llm.top_p!r}")
     need(llm.timeout_s > 0, f"{key}.timeout_s", f"must be > 0 seconds, got {llm.timeout_s!r}")
-    need(0 < llm.gpu_memory_utilization <= 1, f"{key}.gpu_memory_utilization",
-         f"must be a share in (0, 1], got {llm.gpu_memory_utilization!r}")
+    need(
+        0 < llm.gpu_memory_utilization <= 1,
+        f"{key}.gpu_memory_utilization",
+        f"must be a share in (0, 1], got {llm.gpu_memory_utilization!r}",
+    )
     need(llm.max_tokens < llm.n_ctx, f"{key}.max_tokens", f"must be below {key}.n_ctx ({llm.n_ctx})")
-    need(llm.backend != "openai" or bool(llm.base_url), f"{key}.base_url",
-         "is required by the openai backend (e.g. http://127.0.0.1:8000/v1)")
-    need(llm.kv_cache_bytes is None or llm.kv_cache_bytes >= 1 << 20, f"{key}.kv_cache_bytes",
-         f"is a size in bytes (e.g. 2147483648 for 2 GiB; null for the default), got {llm.kv_cache_bytes!r}")
-    need(llm.server_start_timeout_s > 0, f"{key}.server_start_timeout_s",
-         f"must be > 0 seconds, got {llm.server_start_timeout_s!r}")
-    need(llm.cpu_threads_bind is None or bool(re.fullmatch(r"auto|nobind|[0-9,\-|]+", llm.cpu_threads_bind)),
-         f"{key}.cpu_threads_bind", f"must be 'auto', 'nobind' or a core list such as '0-31', "
-                                    f"got {llm.cpu_threads_bind!r}")
+    need(
+        llm.backend != "openai" or bool(llm.base_url),
+        f"{key}.base_url",
+        "is required by the openai backend (e.g. http://127.0.0.1:8000/v1)",
+    )
+    need(
+        llm.kv_cache_bytes is None or llm.kv_cache_bytes >= 1 << 20,
+        f"{key}.kv_cache_bytes",
+        f"is a size in bytes (e.g. 2147483648 for 2 GiB; null for the default), got {llm.kv_cache_bytes!r}",
+    )
+    need(
+        llm.server_start_timeout_s > 0,
+        f"{key}.server_start_timeout_s",
+        f"must be > 0 seconds, got {llm.server_start_timeout_s!r}",
+    )
+    need(
+        llm.cpu_threads_bind is None or bool(re.fullmatch(r"auto|nobind|[0-9,\-|]+", llm.cpu_threads_bind)),
+        f"{key}.cpu_threads_bind",
+        f"must be 'auto', 'nobind' or a core list such as '0-31', got {llm.cpu_threads_bind!r}",
+    )
     for i, arg in enumerate(llm.server_args):
-        need(arg.split("=")[0] not in _MANAGED_SERVER_FLAGS, f"{key}.server_args[{i}]",
-             f"sets {arg.split('=')[0]}, which spacelm sets itself (the server listens on 127.0.0.1 at a free port); "
-             f"remove it")
+        need(
+            arg.split("=")[0] not in _MANAGED_SERVER_FLAGS,
+            f"{key}.server_args[{i}]",
+            f"sets {arg.split('=')[0]}, which spacelm sets itself (the server listens on 127.0.0.1 at a free port); "
+            f"remove it",
+        )
     if llm.backend == "vllm-server" and llm.server_python:
         exe = Path(llm.server_python).expanduser()
-        need(exe.is_file(), f"{key}.server_python",
-             f"points to {llm.server_python!r}, which is not a file; give the Python of an environment that has "
-             f"vLLM (e.g. ~/.cache/spacelm/vllm-venv/bin/python) or null to use this one")
+        need(
+            exe.is_file(),
+            f"{key}.server_python",
+            f"points to {llm.server_python!r}, which is not a file; give the Python of an environment that has "
+            f"vLLM (e.g. ~/.cache/spacelm/vllm-venv/bin/python) or null to use this one",
+        )
 
 
 _MANAGED_SERVER_FLAGS = ("--host", "--port", "--served-model-name", "--uds")
@@ -284,11 +389,14 @@ _MANAGED_SERVER_FLAGS = ("--host", "--port", "--served-model-name", "--uds")
 
 def _looks_like_path(spec: str) -> bool:
     """A local path, as opposed to a hub name ("org/name", optionally "org/name:file-glob")."""
-    return (spec.startswith(("/", "./", "../", "~")) or spec.count("/") > 1
-            or Path(spec).suffix.lower() in (".gguf", ".json", ".safetensors", ".bin"))
+    return (
+        spec.startswith(("/", "./", "../", "~"))
+        or spec.count("/") > 1
+        or Path(spec).suffix.lower() in (".gguf", ".json", ".safetensors", ".bin")
+    )
 
 
-def _check_model_spec(spec: Optional[str], key: str, cfg: Config, need) -> None:
+def _check_model_spec(spec: str | None, key: str, cfg: Config, need) -> None:
     """An `embedded:` name must be known; a path must exist (checked before any model loads)."""
     if not spec:
         return
@@ -296,31 +404,47 @@ def _check_model_spec(spec: Optional[str], key: str, cfg: Config, need) -> None:
         from ..lib.models import EMBEDDED
 
         name = spec.split(":", 1)[1]
-        need(name in EMBEDDED, key, f"names unknown embedded model {name!r}; known: {', '.join(EMBEDDED)} "
-                                    f"(`spacelm models list`)")
+        need(
+            name in EMBEDDED,
+            key,
+            f"names unknown embedded model {name!r}; known: {', '.join(EMBEDDED)} (`spacelm models list`)",
+        )
         return
     if _looks_like_path(spec):
         p = Path(spec).expanduser()
         if not p.is_absolute() and cfg.root:
             p = Path(cfg.root) / p
-        need(p.exists(), key, f"points to {spec!r}, which does not exist ({p}); give an existing file or folder, "
-                              f"or an embedded model such as 'embedded:qwen2.5-coder-1.5b'")
+        need(
+            p.exists(),
+            key,
+            f"points to {spec!r}, which does not exist ({p}); give an existing file or folder, "
+            f"or an embedded model such as 'embedded:qwen2.5-coder-1.5b'",
+        )
         return
     repo = spec.split(":", 1)[0]
-    need(bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?", repo)), key,
-         f"is {spec!r}: neither an embedded model, a path, nor a hub name such as 'org/name'")
+    need(
+        bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?", repo)),
+        key,
+        f"is {spec!r}: neither an embedded model, a path, nor a hub name such as 'org/name'",
+    )
     if hub_offline() and not hub_cached(repo):
-        need(False, key, f"names hub model {repo!r}, which is not in the local hub cache, and the hub is offline "
-                         f"(HF_HUB_OFFLINE); download it first, give a local path, or use an embedded model "
-                         f"(`spacelm models list`)")
+        need(
+            False,
+            key,
+            f"names hub model {repo!r}, which is not in the local hub cache, and the hub is offline "
+            f"(HF_HUB_OFFLINE); download it first, give a local path, or use an embedded model "
+            f"(`spacelm models list`)",
+        )
 
 
 def hub_offline() -> bool:
     """Whether the Hugging Face libraries are told not to use the network."""
     import os
 
-    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
-               for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    return any(
+        os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+        for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
 
 
 def hub_cached(repo: str) -> bool:
@@ -329,7 +453,8 @@ def hub_cached(repo: str) -> bool:
     import os
 
     cache = os.environ.get("HF_HUB_CACHE") or os.path.join(
-        os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface"), "hub")
+        os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface"), "hub"
+    )
     names = [repo] if "/" in repo else [repo, f"sentence-transformers/{repo}"]
     return any((Path(cache) / ("models--" + n.replace("/", "--")) / "snapshots").is_dir() for n in names)
 
@@ -342,12 +467,22 @@ def _check_calibration(cfg, need) -> None:
     try:
         cal = load_calibration(str(cfg.path(g.calibration)) if g.calibration.endswith(".json") else g.calibration)
     except (FileNotFoundError, TypeError, ValueError) as e:
-        need(False, "grading.calibration", f"{e}; use a name from spacelm/data/judges/ or a JSON file written by "
-                                           "bench/judge_formulations.py")
+        need(
+            False,
+            "grading.calibration",
+            f"{e}; use a name from spacelm/data/judges/ or a JSON file written by bench/judge_formulations.py",
+        )
         return
-    need(cal.judge_model == cfg.models.judge.model, "grading.method",
-         f"calibration {cal.name!r} was fitted on the signals of {cal.judge_model}, not models.judge.model="
-         f"{cfg.models.judge.model!r}; set grading.method: prompt for this judge, or fit a calibration for it "
-         "with bench/judge_formulations.py")
-    need(g.debias == "none", "grading.debias", "both_orders applies to the prompt method's digit; a calibrated "
-                                               "judge uses one order (set grading.debias: none)")
+    need(
+        cal.judge_model == cfg.models.judge.model,
+        "grading.method",
+        f"calibration {cal.name!r} was fitted on the signals of {cal.judge_model}, not models.judge.model="
+        f"{cfg.models.judge.model!r}; set grading.method: prompt for this judge, or fit a calibration for it "
+        "with bench/judge_formulations.py",
+    )
+    need(
+        g.debias == "none",
+        "grading.debias",
+        "both_orders applies to the prompt method's digit; a calibrated "
+        "judge uses one order (set grading.debias: none)",
+    )

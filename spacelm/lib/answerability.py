@@ -14,15 +14,23 @@ the source-chunk clusters (the same method as the sweep plot's); F1 is not a pro
 two-stage cluster bootstrap. The threshold sweep applies one threshold t to every
 question's gate score: refused = the generator refused, or score < t.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-
-COLUMNS = ["gate", "n_answerable", "n_unanswerable", "answer_rate", "refusal_precision", "refusal_recall", "refusal_f1",
-           "false_refusal_rate"]
+COLUMNS = [
+    "gate",
+    "n_answerable",
+    "n_unanswerable",
+    "answer_rate",
+    "refusal_precision",
+    "refusal_recall",
+    "refusal_f1",
+    "false_refusal_rate",
+]
 METRICS = COLUMNS[3:]
 
 
@@ -35,8 +43,13 @@ def refusal_metrics(rows: Sequence[dict]) -> dict:
     refused = sum(r["refused"] for r in rows)
     p, rec = div(tp, refused), div(tp, len(una))
     f1 = float("nan") if np.isnan(p) or np.isnan(rec) else (0.0 if p + rec == 0 else 2 * p * rec / (p + rec))
-    return {"answer_rate": div(len(rows) - refused, len(rows)), "refusal_precision": p, "refusal_recall": rec,
-            "refusal_f1": f1, "false_refusal_rate": div(sum(r["refused"] for r in ans), len(ans))}
+    return {
+        "answer_rate": div(len(rows) - refused, len(rows)),
+        "refusal_precision": p,
+        "refusal_recall": rec,
+        "refusal_f1": f1,
+        "false_refusal_rate": div(sum(r["refused"] for r in ans), len(ans)),
+    }
 
 
 PROPORTIONS = {  # metric: (which questions form its denominator, which of them count)
@@ -55,8 +68,11 @@ def answerability_row(name: str, rows: Sequence[dict], n_boot: int, seed: int) -
 
     rows = list(rows)
     m = refusal_metrics(rows)
-    out = {"gate": name, "n_answerable": sum(r["answerable"] for r in rows),
-           "n_unanswerable": sum(not r["answerable"] for r in rows)}
+    out = {
+        "gate": name,
+        "n_answerable": sum(r["answerable"] for r in rows),
+        "n_unanswerable": sum(not r["answerable"] for r in rows),
+    }
     r3 = lambda x: None if x is None or np.isnan(x) else round(float(x), 3)
     for k in METRICS:
         out[k] = r3(m[k])
@@ -67,8 +83,9 @@ def answerability_row(name: str, rows: Sequence[dict], n_boot: int, seed: int) -
             ci = share_ci([bool(counts(r)) for r in sub], [r.get("source_chunk_id") for r in sub])
             lo, hi = ci["ci_low"], ci["ci_high"]
         else:
-            lo, hi = cluster_bootstrap_ci(rows, [r.get("source_chunk_id") for r in rows],
-                                          lambda rs: refusal_metrics(rs)[k], n_boot, seed)
+            lo, hi = cluster_bootstrap_ci(
+                rows, [r.get("source_chunk_id") for r in rows], lambda rs, k=k: refusal_metrics(rs)[k], n_boot, seed
+            )
         out[f"{k}_ci_low"], out[f"{k}_ci_high"] = r3(lo), r3(hi)
     return out
 
@@ -78,8 +95,9 @@ def threshold_sweep(rows: Sequence[dict], thresholds: Sequence[float]) -> list[d
     generator_refused, score}."""
     out = []
     for t in thresholds:
-        m = refusal_metrics([{"answerable": r["answerable"], "refused": r["generator_refused"] or r["score"] < t}
-                             for r in rows])
+        m = refusal_metrics(
+            [{"answerable": r["answerable"], "refused": r["generator_refused"] or r["score"] < t} for r in rows]
+        )
         out.append({"threshold": round(float(t), 4), **{k: None if np.isnan(v) else round(v, 4) for k, v in m.items()}})
     return out
 

@@ -11,12 +11,11 @@ judge: deterministic citation and refusal checks, binary judges with one-line re
 agreement of the judge with the deterministic refusal check. Unanswerable questions are
 answered by pipeline B only (setting ``unanswerable``), for the refusal evaluation.
 """
+
 from __future__ import annotations
 
 import random
 import re
-import time
-from typing import Optional
 
 import numpy as np
 
@@ -26,9 +25,12 @@ from .judging import p_yes
 from .names import RUBRICS
 
 REFUSAL = re.compile(
-    r"cannot be found|can ?not be (?:answered|determined)|not (?:contain|include|mention|provide)[a-z]* (?:the |any |enough )?"
+    r"cannot be found|can ?not be (?:answered|determined)|not (?:contain|include|mention|provide)[a-z]* "
+    r"(?:the |any |enough )?"
     r"(?:information|details|answer)|no (?:relevant )?information|insufficient information|do(?:es)? not know|"
-    r"not (?:stated|specified|available) in the (?:provided )?(?:passages|documents|context)", re.I)
+    r"not (?:stated|specified|available) in the (?:provided )?(?:passages|documents|context)",
+    re.I,
+)
 # which rubric applies to which kind of setting (the paper's Table 2 layout)
 RUBRICS_WITH_RELEVANT = ("faithfulness", "relevance")
 RUBRIC_NOISE = "noise_robustness"
@@ -45,12 +47,19 @@ def is_refusal(text: str) -> bool:
 def settings(cfg) -> list[dict]:
     """[{name, n_wrong, keep_relevant}] from answer.n_wrong_values (with the relevant passage)
     and answer.negative_n_wrong (wrong passages only)."""
-    out = [{"name": "standard" if n == 0 else f"{n}_wrong", "n_wrong": n, "keep_relevant": True}
-           for n in cfg.answer.n_wrong_values]
+    out = [
+        {"name": "standard" if n == 0 else f"{n}_wrong", "n_wrong": n, "keep_relevant": True}
+        for n in cfg.answer.n_wrong_values
+    ]
     if cfg.answer.negative_n_wrong:
         n = cfg.answer.negative_n_wrong
-        out.append({"name": f"{n}_wrong" if f"{n}_wrong" not in {s["name"] for s in out} else f"{n}_wrong_only",
-                    "n_wrong": n, "keep_relevant": False})
+        out.append(
+            {
+                "name": f"{n}_wrong" if f"{n}_wrong" not in {s["name"] for s in out} else f"{n}_wrong_only",
+                "n_wrong": n,
+                "keep_relevant": False,
+            }
+        )
     return out
 
 
@@ -75,8 +84,12 @@ def judge_rubrics(judge, items: list[dict], text_of: dict) -> None:
     for it in items:
         for rubric in it["rubrics"]:
             ctx_ids = it["wrong_ids"] if rubric == RUBRIC_NOISE else it["passage_ids"]
-            msgs = render(f"judge_{rubric}", question=it["question"], context=format_context(ctx_ids, text_of, JUDGE_STYLE),
-                          answer=it["answer"])
+            msgs = render(
+                f"judge_{rubric}",
+                question=it["question"],
+                context=format_context(ctx_ids, text_of, JUDGE_STYLE),
+                answer=it["answer"],
+            )
             reqs.append(Request(messages=msgs, choices=score_choices(1, 5), max_tokens=2))
             where.append((it, rubric))
     for (it, rubric), comp in zip(where, judge.chat_many(reqs, progress="judging answers")):
@@ -87,7 +100,7 @@ def judge_rubrics(judge, items: list[dict], text_of: dict) -> None:
             it["expected_scores"][rubric] = round(j.expected, 4)
 
 
-def parse_binary(text: str) -> tuple[Optional[bool], str]:
+def parse_binary(text: str) -> tuple[bool | None, str]:
     m = re.match(r"\s*\**\s*(yes|no)\b\W*(.*)", text or "", re.I | re.S)
     if not m:
         return None, (text or "").strip()[:300]
@@ -110,24 +123,50 @@ def judge_binary(judge, items: list[dict], text_of: dict, checks=None) -> None:
         wanted = set(checks(it)) if checks else set(BINARY_JUDGES)
         todo = []
         if it.get("reference_answer") and "correct" in wanted:
-            todo.append(("correct", f"Reference answer: {it['reference_answer']}\n\nAssistant's answer: {it['answer']}",
-                         "Is the assistant's answer correct and consistent with the reference answer?"))
+            todo.append(
+                (
+                    "correct",
+                    f"Reference answer: {it['reference_answer']}\n\nAssistant's answer: {it['answer']}",
+                    "Is the assistant's answer correct and consistent with the reference answer?",
+                )
+            )
         if "answer_relevant" in wanted:
-            todo.append(("answer_relevant", f"Assistant's answer: {it['answer']}",
-                         "Does the assistant's answer address the question that was asked, with the information it asks for?"))
+            todo.append(
+                (
+                    "answer_relevant",
+                    f"Assistant's answer: {it['answer']}",
+                    "Does the assistant's answer address the question that was asked, "
+                    "with the information it asks for?",
+                )
+            )
         if it["passage_ids"]:
             ctx = format_context(it["passage_ids"], text_of, JUDGE_STYLE)
             if "grounded" in wanted:
-                todo.append(("grounded", f"Passages:\n{ctx}\n\nAssistant's answer: {it['answer']}",
-                             "Is every claim in the assistant's answer supported by the passages?"))
+                todo.append(
+                    (
+                        "grounded",
+                        f"Passages:\n{ctx}\n\nAssistant's answer: {it['answer']}",
+                        "Is every claim in the assistant's answer supported by the passages?",
+                    )
+                )
             if "context_relevant" in wanted:
-                todo.append(("context_relevant", f"Passages:\n{ctx}",
-                             "Do the passages contain the information needed to answer the question?"))
+                todo.append(
+                    (
+                        "context_relevant",
+                        f"Passages:\n{ctx}",
+                        "Do the passages contain the information needed to answer the question?",
+                    )
+                )
         for name, material, check in todo:
             # one constrained token: the verdict and P(yes) from a single forward pass, no reason
             # generated (a written reason cost ~4 s of decoding per call on the CPU default)
-            reqs.append(Request(messages=render("judge_binary", question=it["question"], material=material, check=check),
-                                choices=["yes", "no"], max_tokens=1))
+            reqs.append(
+                Request(
+                    messages=render("judge_binary", question=it["question"], material=material, check=check),
+                    choices=["yes", "no"],
+                    max_tokens=1,
+                )
+            )
             where.append((it, name))
     for (it, name), comp in zip(where, judge.chat_many(reqs, progress="binary judges")):
         verdict, _ = parse_binary(comp.text)
@@ -141,8 +180,14 @@ def judge_refusal(judge, items: list[dict]) -> None:
     from .llm.types import Request
     from .prompting import render
 
-    reqs = [Request(messages=render("judge_refusal", question=it["question"], answer=it["answer"]),
-                    choices=["yes", "no"], max_tokens=1) for it in items]
+    reqs = [
+        Request(
+            messages=render("judge_refusal", question=it["question"], answer=it["answer"]),
+            choices=["yes", "no"],
+            max_tokens=1,
+        )
+        for it in items
+    ]
     for it, comp in zip(items, judge.chat_many(reqs, progress="refusal judge")):
         verdict, _ = parse_binary(comp.text)
         it.setdefault("binary", {})["refusal"] = {"verdict": verdict, "p_yes": p_yes(comp), "raw": comp.text}
@@ -159,8 +204,11 @@ def generate(gen, items: list[dict], text_of: dict, cfg) -> None:
             msgs = render("answer_closed_book", question=it["question"])
         else:
             style = cfg.answer.citations
-            msgs = render("answer" if style == "numbered" else "answer_ids", question=it["question"],
-                          context=format_context(it["passage_ids"], text_of, style))
+            msgs = render(
+                "answer" if style == "numbered" else "answer_ids",
+                question=it["question"],
+                context=format_context(it["passage_ids"], text_of, style),
+            )
         reqs.append(Request(messages=msgs, max_tokens=cfg.models.generator.max_tokens))
     for it, comp in zip(items, gen.chat_many(reqs, progress="generating answers")):
         it["answer"] = comp.text.strip()
@@ -173,9 +221,18 @@ def verify(gen, items: list[dict], text_of: dict, cfg) -> None:
     from .llm.types import Request
     from .prompting import render
 
-    reqs = [Request(messages=render("verify_rewrite", question=it["question"], answer=it["draft_answer"],
-                                    context=format_context(it["passage_ids"], text_of, cfg.answer.citations)),
-                    max_tokens=cfg.models.generator.max_tokens) for it in items]
+    reqs = [
+        Request(
+            messages=render(
+                "verify_rewrite",
+                question=it["question"],
+                answer=it["draft_answer"],
+                context=format_context(it["passage_ids"], text_of, cfg.answer.citations),
+            ),
+            max_tokens=cfg.models.generator.max_tokens,
+        )
+        for it in items
+    ]
     for it, comp in zip(items, gen.chat_many(reqs, progress="verifying answers")):
         it["answer"] = comp.text.strip()
         it["latency_s"] = round(it["latency_s"] + comp.latency_s, 3)
@@ -184,20 +241,36 @@ def verify(gen, items: list[dict], text_of: dict, cfg) -> None:
 
 
 def _item(q: dict, setting: str, pipeline: str, passage_ids: list, wrong_ids: list, rubrics) -> dict:
-    return {"qid": q["qid"], "task": q["task"], "question": q["question"], "answerable": q.get("answerable", True),
-            "unanswerable_kind": q.get("unanswerable_kind"), "reference_answer": q.get("answer"),
-            "setting": setting, "pipeline": pipeline, "source_chunk_id": q["source_chunk_id"],
-            "passage_ids": passage_ids, "wrong_ids": wrong_ids, "rubrics": list(rubrics), "scores": {},
-            "expected_scores": {}, "raw_judge": {}, "binary": {}}
+    return {
+        "qid": q["qid"],
+        "task": q["task"],
+        "question": q["question"],
+        "answerable": q.get("answerable", True),
+        "unanswerable_kind": q.get("unanswerable_kind"),
+        "reference_answer": q.get("answer"),
+        "setting": setting,
+        "pipeline": pipeline,
+        "source_chunk_id": q["source_chunk_id"],
+        "passage_ids": passage_ids,
+        "wrong_ids": wrong_ids,
+        "rubrics": list(rubrics),
+        "scores": {},
+        "expected_scores": {},
+        "raw_judge": {},
+        "binary": {},
+    }
 
 
-def build_items(cfg, questions: list[dict], chunks: list, rankings: Optional[dict]) -> list[dict]:
+def build_items(cfg, questions: list[dict], chunks: list, rankings: dict | None) -> list[dict]:
     """Every (question, setting) for Table 2 and every (question, pipeline) for A/B/C."""
     from ..config import BM25Config
     from .retrieval import BM25Retriever
 
-    bm25 = BM25Retriever(BM25Config()).index([c.chunk_id for c in chunks], [c.text for c in chunks]) \
-        if cfg.answer.wrong_sampling == "hard" else None
+    bm25 = (
+        BM25Retriever(BM25Config()).index([c.chunk_id for c in chunks], [c.text for c in chunks])
+        if cfg.answer.wrong_sampling == "hard"
+        else None
+    )
     items = []
     for q in questions:
         for s in settings(cfg):
@@ -216,16 +289,21 @@ def build_items(cfg, questions: list[dict], chunks: list, rankings: Optional[dic
             else:
                 ranked = (rankings or {}).get(q["qid"], [])
                 ids = ranked[: cfg.answer.retrieve_k]
-            items.append(_item(q, "retrieved" if p != "A" else "closed_book", p, ids, [],
-                               () if p == "A" else ("faithfulness",)))
+            items.append(
+                _item(q, "retrieved" if p != "A" else "closed_book", p, ids, [], () if p == "A" else ("faithfulness",))
+            )
     return items
 
 
-def unanswerable_items(cfg, questions: list[dict], rankings: Optional[dict]) -> list[dict]:
+def unanswerable_items(cfg, questions: list[dict], rankings: dict | None) -> list[dict]:
     """Pipeline B on each unanswerable question: its top `retrieve_k` passages, judged on
     negative rejection (the passages cannot answer it, by construction and by the judge's check)."""
-    return [_item(q, "unanswerable", "B", (rankings or {}).get(q["qid"], [])[: cfg.answer.retrieve_k], [],
-                  (RUBRIC_NEGATIVE,)) for q in questions]
+    return [
+        _item(
+            q, "unanswerable", "B", (rankings or {}).get(q["qid"], [])[: cfg.answer.retrieve_k], [], (RUBRIC_NEGATIVE,)
+        )
+        for q in questions
+    ]
 
 
 # --------------------------------------------------------------------------- tables
@@ -249,10 +327,19 @@ def table2(items: list[dict], setting_names: list[str], n_boot: int = None, seed
             # a t interval can pass the ends of the 1-5 scale: the scale bounds it
             c["ci_low"], c["ci_high"] = (float(np.clip(x, 1, 5)) if x == x else x for x in (c["ci_low"], c["ci_high"]))
             r3 = lambda x: None if x is None or np.isnan(x) else round(float(x), 3)
-            rows.append({"metric": metric, "setting": s, "mean": r3(c["mean"]) if got else None,
-                         "std": round(float(np.std([v for v, _ in got], ddof=1)), 3) if len(got) > 1 else None,
-                         "n": len(got), "n_source_chunks": c["n_clusters"], "ci_low": r3(c["ci_low"]),
-                         "ci_high": r3(c["ci_high"]), "missing": len(its) - len(got)})
+            rows.append(
+                {
+                    "metric": metric,
+                    "setting": s,
+                    "mean": r3(c["mean"]) if got else None,
+                    "std": round(float(np.std([v for v, _ in got], ddof=1)), 3) if len(got) > 1 else None,
+                    "n": len(got),
+                    "n_source_chunks": c["n_clusters"],
+                    "ci_low": r3(c["ci_low"]),
+                    "ci_high": r3(c["ci_high"]),
+                    "missing": len(its) - len(got),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -267,8 +354,14 @@ def table2_tests(items: list[dict], setting_names: list[str], n_boot: int = None
     from .stats import holm, paired_difference
 
     def scores(setting: str, metric: str) -> dict:
-        return {it["qid"]: it["scores"].get(metric) for it in items if it["pipeline"] == "table2"
-                and it["setting"] == setting and metric in it["rubrics"] and it["scores"].get(metric) is not None}
+        return {
+            it["qid"]: it["scores"].get(metric)
+            for it in items
+            if it["pipeline"] == "table2"
+            and it["setting"] == setting
+            and metric in it["rubrics"]
+            and it["scores"].get(metric) is not None
+        }
 
     source = {it["qid"]: it.get("source_chunk_id") or it["qid"] for it in items}
     rows = []
@@ -280,17 +373,51 @@ def table2_tests(items: list[dict], setting_names: list[str], n_boot: int = None
             if not qids:
                 continue
             r = paired_difference([a[q] for q in qids], [b[q] for q in qids], [source[q] for q in qids])
-            rows.append({"metric": metric, "family": f"{metric} / settings - {base}", "setting_a": base,
-                         "setting_b": s, "n_questions": r["n"], "n_source_chunks": r["n_clusters"],
-                         "mean_a": float(np.mean([a[q] for q in qids])), "mean_b": float(np.mean([b[q] for q in qids])),
-                         "diff": r["diff"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "p_value": r["p_value"],
-                         "se": r["se"], "df": r["df"], "sd": r["sd"], "deff": r["deff"], "mde_cell": r["mde"]})
+            rows.append(
+                {
+                    "metric": metric,
+                    "family": f"{metric} / settings - {base}",
+                    "setting_a": base,
+                    "setting_b": s,
+                    "n_questions": r["n"],
+                    "n_source_chunks": r["n_clusters"],
+                    "mean_a": float(np.mean([a[q] for q in qids])),
+                    "mean_b": float(np.mean([b[q] for q in qids])),
+                    "diff": r["diff"],
+                    "ci_low": r["ci_low"],
+                    "ci_high": r["ci_high"],
+                    "p_value": r["p_value"],
+                    "se": r["se"],
+                    "df": r["df"],
+                    "sd": r["sd"],
+                    "deff": r["deff"],
+                    "mde_cell": r["mde"],
+                }
+            )
     for fam in dict.fromkeys(r["family"] for r in rows):
         members = [r for r in rows if r["family"] == fam]
         for row, adj in zip(members, holm([r["p_value"] for r in members])):
             row["p_holm"] = adj
-    cols = ["metric", "family", "setting_a", "setting_b", "n_questions", "n_source_chunks", "mean_a", "mean_b", "diff",
-            "ci_low", "ci_high", "p_value", "p_holm", "se", "df", "sd", "deff", "mde_cell"]
+    cols = [
+        "metric",
+        "family",
+        "setting_a",
+        "setting_b",
+        "n_questions",
+        "n_source_chunks",
+        "mean_a",
+        "mean_b",
+        "diff",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "p_holm",
+        "se",
+        "df",
+        "sd",
+        "deff",
+        "mde_cell",
+    ]
     return pd.DataFrame(rows, columns=cols).round(4)
 
 
@@ -340,18 +467,28 @@ def refusal_rates(items: list[dict]) -> list[dict]:
         p_lo, p_hi = wilson_ci(sum(phrase), len(phrase))
         j_lo, j_hi = wilson_ci(sum(got), len(got))
         ag = agreement(phrase, judged)
-        rows.append({"setting": setting, "n": len(its),
-                     "refusal_rate_phrase": r3(np.mean(phrase)) if phrase else None,
-                     "phrase_ci_low": r3(p_lo), "phrase_ci_high": r3(p_hi),
-                     "refusal_rate_judge": r3(np.mean(got)) if got else None, "judge_ci_low": r3(j_lo),
-                     "judge_ci_high": r3(j_hi), "n_judge": len(got),
-                     "agreement": ag["agreement"], "kappa": ag["kappa"],
-                     "rubric_mean": r3(np.mean(rub)) if rub else None,
-                     "rubric_declines_rate": r3(np.mean([x >= 4 for x in rub])) if rub else None, "n_rubric": len(rub)})
+        rows.append(
+            {
+                "setting": setting,
+                "n": len(its),
+                "refusal_rate_phrase": r3(np.mean(phrase)) if phrase else None,
+                "phrase_ci_low": r3(p_lo),
+                "phrase_ci_high": r3(p_hi),
+                "refusal_rate_judge": r3(np.mean(got)) if got else None,
+                "judge_ci_low": r3(j_lo),
+                "judge_ci_high": r3(j_hi),
+                "n_judge": len(got),
+                "agreement": ag["agreement"],
+                "kappa": ag["kappa"],
+                "rubric_mean": r3(np.mean(rub)) if rub else None,
+                "rubric_declines_rate": r3(np.mean([x >= 4 for x in rub])) if rub else None,
+                "n_rubric": len(rub),
+            }
+        )
     return rows
 
 
-def overall_pass(it: dict) -> Optional[bool]:
+def overall_pass(it: dict) -> bool | None:
     """The answer addresses the question, is grounded in its passages, and the passages hold what
     is needed (three binary judges); None when a verdict is missing or does not apply."""
     v = [it["binary"].get(k, {}).get("verdict") for k in ("answer_relevant", "grounded", "context_relevant")]
@@ -387,26 +524,40 @@ def pipelines_table(items: list[dict], n_boot: int = 1000, seed: int = 0):
         acc = [it["citation"]["citation_accuracy"] for it in its if it["citation"]["citation_accuracy"] is not None]
         row = {"pipeline": p, "n": len(its)}
         facts = [it.get("fact_check", {}).get("verdict") for it in its]
-        for name, vals in (("facts_present", facts),
-                           ("correctness", [it["binary"].get("correct", {}).get("verdict") for it in its]),
-                           # the judge's "correct" only where the deterministic check did not find a
-                           # reference number or entity missing
-                           ("correct_after_facts", [False if f is False else it["binary"].get("correct", {}).get("verdict")
-                                                    for f, it in zip(facts, its)]),
-                           ("answer_relevant", [it["binary"].get("answer_relevant", {}).get("verdict") for it in its]),
-                           ("overall_pass", [overall_pass(it) for it in its])):
+        for name, vals in (
+            ("facts_present", facts),
+            ("correctness", [it["binary"].get("correct", {}).get("verdict") for it in its]),
+            # the judge's "correct" only where the deterministic check did not find a
+            # reference number or entity missing
+            (
+                "correct_after_facts",
+                [False if f is False else it["binary"].get("correct", {}).get("verdict") for f, it in zip(facts, its)],
+            ),
+            ("answer_relevant", [it["binary"].get("answer_relevant", {}).get("verdict") for it in its]),
+            ("overall_pass", [overall_pass(it) for it in its]),
+        ):
             m, lo, hi, n = _share(vals, [it.get("source_chunk_id") for it in its])
             row.update({name: m, f"{name}_ci_low": lo, f"{name}_ci_high": hi, f"n_{name}": n})
-        row.update({"faithfulness": round(float(np.mean(faith)), 3) if faith else None, "n_faithfulness": len(faith),
-                    "citation_accuracy": round(float(np.mean(acc)), 3) if acc else None,
-                    "answers_with_citations": round(float(np.mean([it["citation"]["n_cited"] > 0 for it in its])), 3),
-                    "answers_with_valid_citation": round(float(np.mean([it["citation"].get("n_valid", 0) > 0
-                                                                        for it in its])), 3),
-                    "refusal_rate": round(float(np.mean([it["refusal"] for it in its])), 3)})
+        row.update(
+            {
+                "faithfulness": round(float(np.mean(faith)), 3) if faith else None,
+                "n_faithfulness": len(faith),
+                "citation_accuracy": round(float(np.mean(acc)), 3) if acc else None,
+                "answers_with_citations": round(float(np.mean([it["citation"]["n_cited"] > 0 for it in its])), 3),
+                "answers_with_valid_citation": round(
+                    float(np.mean([it["citation"].get("n_valid", 0) > 0 for it in its])), 3
+                ),
+                "refusal_rate": round(float(np.mean([it["refusal"] for it in its])), 3),
+            }
+        )
         claims = claim_summary(its, n_boot, seed)
         claims.pop("n_citations")
         row.update({k: v for k, v in claims.items() if k != "n_claims"}, n_claims=claims["n_claims"])
-        row.update({"latency_p50_s": round(float(np.percentile(lat, 50)), 2),
-                    "latency_p95_s": round(float(np.percentile(lat, 95)), 2)})
+        row.update(
+            {
+                "latency_p50_s": round(float(np.percentile(lat, 50)), 2),
+                "latency_p95_s": round(float(np.percentile(lat, 95)), 2),
+            }
+        )
         rows.append(row)
     return pd.DataFrame(rows)

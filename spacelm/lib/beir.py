@@ -1,4 +1,5 @@
 """BEIR-format folders: `corpus.jsonl`, `queries.jsonl`, `qrels/<split>.tsv` — read and write."""
+
 from __future__ import annotations
 
 import csv
@@ -33,8 +34,9 @@ def load_beir(folder: Path, split: str = "test") -> BeirData:
     qfile = qrels_file(folder, split)
     for path in (folder / "corpus.jsonl", folder / "queries.jsonl", qfile):
         if not path.is_file():
-            raise InputError(f"{path}: missing; a BEIR folder holds corpus.jsonl, queries.jsonl and "
-                             f"qrels/{split}.tsv (or qrels.tsv)")
+            raise InputError(
+                f"{path}: missing; a BEIR folder holds corpus.jsonl, queries.jsonl and qrels/{split}.tsv (or qrels.tsv)"
+            )
     corpus = {}
     for i, row in enumerate(read_jsonl(folder / "corpus.jsonl"), 1):
         if "_id" not in row:
@@ -51,7 +53,9 @@ def load_beir(folder: Path, split: str = "test") -> BeirData:
     queries = {str(r["_id"]): r["text"] for r in read_jsonl(folder / "queries.jsonl") if str(r["_id"]) in qrels}
     missing = set(qrels) - set(queries)
     if missing:
-        raise InputError(f"{folder}/queries.jsonl: {len(missing)} judged queries have no text (e.g. {sorted(missing)[:3]})")
+        raise InputError(
+            f"{folder}/queries.jsonl: {len(missing)} judged queries have no text (e.g. {sorted(missing)[:3]})"
+        )
     return BeirData(corpus, queries, qrels)
 
 
@@ -60,10 +64,14 @@ def write_beir(folder: Path, data: BeirData, split: str = "test", query_metadata
     into each query's `metadata` field."""
     folder = Path(folder)
     meta = query_metadata or {}
-    write_jsonl(folder / "corpus.jsonl", ({"_id": k, "title": v.get("title", ""), "text": v["text"]}
-                                          for k, v in data.corpus.items()))
-    write_jsonl(folder / "queries.jsonl", ({"_id": k, "text": v, **({"metadata": meta[k]} if k in meta else {})}
-                                           for k, v in data.queries.items()))
+    write_jsonl(
+        folder / "corpus.jsonl",
+        ({"_id": k, "title": v.get("title", ""), "text": v["text"]} for k, v in data.corpus.items()),
+    )
+    write_jsonl(
+        folder / "queries.jsonl",
+        ({"_id": k, "text": v, **({"metadata": meta[k]} if k in meta else {})} for k, v in data.queries.items()),
+    )
     with atomic_open(folder / "qrels" / f"{split}.tsv") as f:
         f.write("query-id\tcorpus-id\tscore\n")
         for q, docs in data.qrels.items():

@@ -11,15 +11,19 @@ merged into the first entry's block). Text after a list is kept: a newsletter's 
 its articles go, its articles stay. Bibliographies in the corpus match many queries lexically
 and answer none, which is why they are taken out of the chunks.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
-HEADING = re.compile(r"^\s*(?:#{1,6}\s*)?(?:\d+(?:\.\d+)*\.?\s+|[IVX]+\.\s+)?(?:\*\*)?"
-                     r"(references|bibliography|works cited|literature cited|reference list|literature)"
-                     r"(?:\*\*)?\s*:?", re.IGNORECASE)
+HEADING = re.compile(
+    r"^\s*(?:#{1,6}\s*)?(?:\d+(?:\.\d+)*\.?\s+|[IVX]+\.\s+)?(?:\*\*)?"
+    r"(references|bibliography|works cited|literature cited|reference list|literature)"
+    r"(?:\*\*)?\s*:?",
+    re.IGNORECASE,
+)
 _YEAR = re.compile(r"(?<![\d.])(?:1[89]\d\d|20\d\d)[a-z]?(?![\d])")
 _SIGNALS = {
     "author_initials": re.compile(r"\b[A-Z][a-zA-Z'\-]+,\s*(?:[A-Z]\.\s*-?){1,3}|(?:\b[A-Z]\.\s*){1,3}[A-Z][a-z]+"),
@@ -29,13 +33,17 @@ _SIGNALS = {
     "numbered": re.compile(r"^\s*(?:\[\d{1,3}\]|\d{1,3}\.\s+[A-Z])"),
     "year_in_brackets": re.compile(r"\((?:1[89]|20)\d\d[a-z]?\)\s*[.,:]"),
     "emphasised_title": re.compile(r"(?<!\*)\*[^*\n]{6,}\*(?!\*)|_[^_\n]{6,}_"),
-    "venue": re.compile(r"\b(?:Proc\.|Proceedings|Journal|J\.|Conf\.|Conference|Trans\.|Rev\.|Acta|Adv\.|Res\.|"
-                        r"Press|Publishing|Univ\.|University|Report|Tech\.|arXiv|ISBN|Springer|Elsevier)\b"),
+    "venue": re.compile(
+        r"\b(?:Proc\.|Proceedings|Journal|J\.|Conf\.|Conference|Trans\.|Rev\.|Acta|Adv\.|Res\.|"
+        r"Press|Publishing|Univ\.|University|Report|Tech\.|arXiv|ISBN|Springer|Elsevier)\b"
+    ),
 }
-_STOP = set("a an the of to in on at by for with from as is are was were be been it its this that these those and or "
-            "but not no can could may might will would should must has have had do does did than then there their "
-            "they we our you he she his her which who what when where how all any each more most other some such "
-            "only also into over under between after before during about up out so if".split())
+_STOP = set(
+    "a an the of to in on at by for with from as is are was were be been it its this that these those and or "
+    "but not no can could may might will would should must has have had do does did than then there their "
+    "they we our you he she his her which who what when where how all any each more most other some such "
+    "only also into over under between after before during about up out so if".split()
+)
 _ENTRY_SPLIT = re.compile(r"(?:^|\n|\s)(?=\[\d{1,3}\]\s)|\n(?=\s*\d{1,3}\.\s+[A-Z])")
 
 
@@ -86,7 +94,7 @@ def strip_heading(text: str) -> tuple[str, str]:
     m = HEADING.match(text)
     if not m:
         return "", text
-    rest = text[m.end():].lstrip()
+    rest = text[m.end() :].lstrip()
     if rest and not (rest[0] in "[(" or rest[0].isdigit() or rest[0].isupper()):
         return "", text  # "References to the manual are given below" is prose
     return text[: m.end()].strip(), rest

@@ -12,11 +12,12 @@ letter ("F ig ur e 3"), and running headers and footers (short lines at the top 
 page that recur on most pages, or on most odd or most even pages when they alternate).
 Equation-heavy blocks are counted, not removed.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
 
 
 @dataclass
@@ -31,7 +32,7 @@ class Block:
 
 
 # --------------------------------------------------------------------------- reading order
-def _side(b: Block, width: float) -> Optional[int]:
+def _side(b: Block, width: float) -> int | None:
     """0 for a block wholly in the left half, 1 wholly in the right half, None if it spans both."""
     mid, tol = width / 2, 0.02 * width
     if b.x1 <= mid + tol:
@@ -43,8 +44,14 @@ def _side(b: Block, width: float) -> Optional[int]:
 
 def _column_blocks(blocks: Sequence[Block], width: float) -> list[Block]:
     """Blocks of running text set in a column: narrow, several lines (not table cells)."""
-    return [b for b in blocks if not b.rotated and _side(b, width) is not None and b.text.count("\n") >= 2
-            and 0.2 * width <= b.x1 - b.x0 <= 0.55 * width]
+    return [
+        b
+        for b in blocks
+        if not b.rotated
+        and _side(b, width) is not None
+        and b.text.count("\n") >= 2
+        and 0.2 * width <= b.x1 - b.x0 <= 0.55 * width
+    ]
 
 
 def is_two_column(blocks: Sequence[Block], width: float) -> bool:
@@ -99,7 +106,8 @@ _SHORT_WORDS = set(
     "a i an as at be by do go he if in is it me my no of on or so to up us we am "
     "the and for are but not you all any can had her was one our out day get has him his how man new now "
     "old see two way who its let put say she too use via per may did yes off own far few low key top end set "
-    "km kg mm cm nm ms kw mw gb mb hz dB eg ie al vs etc fig tab sec eq".lower().split())
+    "km kg mm cm nm ms kw mw gb mb hz dB eg ie al vs etc fig tab sec eq".lower().split()
+)
 _MATH = set("=+*/^()[]−×÷∑∫√≤≥±_{}<>|∂∆∇∞≈≠∝·αβγδεθλμνπρστφχψωΩΣΔΓΛΦΨ")
 
 
@@ -113,8 +121,11 @@ def is_fragmented(text: str, min_tokens: int = 5, share: float = 0.45) -> bool:
     tokens = _TOKEN.findall(text)
     if len(tokens) < min_tokens:
         return False
-    frag = [t for t in tokens if len(t) <= 3 and not t.endswith(".") and t.lower() not in _SHORT_WORDS
-            and not (t.isupper() and len(t) >= 2)]
+    frag = [
+        t
+        for t in tokens
+        if len(t) <= 3 and not t.endswith(".") and t.lower() not in _SHORT_WORDS and not (t.isupper() and len(t) >= 2)
+    ]
     return len(frag) / len(tokens) >= share
 
 
@@ -126,7 +137,7 @@ def is_equation(text: str, share: float = 0.15) -> bool:
     return sum(c in _MATH for c in chars) / len(chars) >= share
 
 
-def noise_reason(b: Block) -> Optional[str]:
+def noise_reason(b: Block) -> str | None:
     """Why a block is not reading text, or None."""
     t = b.text.strip()
     if not t:
@@ -163,8 +174,11 @@ def running_lines(pages: Sequence[Sequence[Block]], min_share: float = 0.6, edge
     for key, where in seen.items():
         n_odd = sum(p % 2 for p in where)
         n_even = len(where) - n_odd
-        if (len(where) >= max(3, min_share * n) or (odd >= 2 and n_odd >= max(2, min_share * odd) and n_even == 0)
-                or (even >= 2 and n_even >= max(2, min_share * even) and n_odd == 0)):
+        if (
+            len(where) >= max(3, min_share * n)
+            or (odd >= 2 and n_odd >= max(2, min_share * odd) and n_even == 0)
+            or (even >= 2 and n_even >= max(2, min_share * even) and n_odd == 0)
+        ):
             out.add(key)
     return out
 
@@ -177,4 +191,3 @@ def strip_lines(b: Block, keys: set[str]) -> tuple[Block, list[str]]:
     if not gone:
         return b, []
     return Block(b.page, b.x0, b.y0, b.x1, b.y1, "\n".join(kept), b.rotated), gone
-

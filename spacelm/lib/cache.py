@@ -6,6 +6,7 @@ makes no model call and returns byte-identical results; an interrupted run resum
 stopped because every finished call is already stored. SQLite in WAL mode with a busy timeout
 lets several processes read and write the same file safely.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -17,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 
 def _retry_locked(fn, attempts: int = 50):
@@ -70,14 +71,20 @@ def move_aside(path: Path, error: BaseException) -> Path:
         side = path.with_name(path.name + extra)
         if side.exists():
             os.replace(side, aside.with_name(aside.name + extra))
-    log.warning("the cache %s is damaged (%s): moved it aside to %s and started an empty one; "
-                "the calls it held will be made again", path, error, aside.name)
+    log.warning(
+        "the cache %s is damaged (%s): moved it aside to %s and started an empty one; "
+        "the calls it held will be made again",
+        path,
+        error,
+        aside.name,
+    )
     return aside
 
 
 def open_checked(path: Path, create_sql: str) -> sqlite3.Connection:
     """Open (creating) a cache database and read its schema; a damaged file is moved aside
     and replaced by an empty one."""
+
     def attempt() -> sqlite3.Connection:
         conn = _connect(path)
         try:
@@ -109,7 +116,7 @@ class CacheStats:
     misses: int = 0
     by_stage: dict = field(default_factory=dict)
 
-    def count(self, stage: Optional[str], hit: bool) -> None:
+    def count(self, stage: str | None, hit: bool) -> None:
         if hit:
             self.hits += 1
         else:
@@ -162,25 +169,32 @@ class CallCache:
                     self._generation += 1
             return fn(self._conn())
 
-    def get(self, key: str) -> Optional[Any]:
+    def get(self, key: str) -> Any | None:
         row = self._guarded(lambda c: c.execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone())
         return json.loads(row[0]) if row else None
 
     def put(self, key: str, value: Any, model: str = "") -> None:
         row = (key, model, json.dumps(value, ensure_ascii=False), time.time())
-        self._guarded(lambda c: _retry_locked(lambda: c.execute(
-            "INSERT OR REPLACE INTO calls (key, model, value, created) VALUES (?, ?, ?, ?)", row)))
+        self._guarded(
+            lambda c: _retry_locked(
+                lambda: c.execute("INSERT OR REPLACE INTO calls (key, model, value, created) VALUES (?, ?, ?, ?)", row)
+            )
+        )
 
     def summary(self) -> dict:
         def read(c):
-            n, = c.execute("SELECT COUNT(*) FROM calls").fetchone()
+            (n,) = c.execute("SELECT COUNT(*) FROM calls").fetchone()
             return n, dict(c.execute("SELECT model, COUNT(*) FROM calls GROUP BY model").fetchall())
 
         n, per_model = self._guarded(read)
-        return {"path": str(self.path), "entries": n, "bytes": self.path.stat().st_size if self.path.exists() else 0,
-                "per_model": per_model}
+        return {
+            "path": str(self.path),
+            "entries": n,
+            "bytes": self.path.stat().st_size if self.path.exists() else 0,
+            "per_model": per_model,
+        }
 
-    def clear(self, model: Optional[str] = None) -> int:
+    def clear(self, model: str | None = None) -> int:
         def delete(c):
             cur = c.execute("DELETE FROM calls WHERE model = ?", (model,)) if model else c.execute("DELETE FROM calls")
             c.execute("VACUUM")
@@ -195,8 +209,11 @@ class EmbeddingCache:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = open_checked(self.path, "CREATE TABLE IF NOT EXISTS emb (model TEXT, text_sha TEXT, dim INTEGER, "
-                                                "vec BLOB, PRIMARY KEY (model, text_sha))")
+        self._conn = open_checked(
+            self.path,
+            "CREATE TABLE IF NOT EXISTS emb (model TEXT, text_sha TEXT, dim INTEGER, "
+            "vec BLOB, PRIMARY KEY (model, text_sha))",
+        )
 
     def get_many(self, model: str, shas: list) -> dict:
         import numpy as np
@@ -204,7 +221,7 @@ class EmbeddingCache:
         out = {}
         uniq = list(dict.fromkeys(shas))
         for i in range(0, len(uniq), 500):
-            part = uniq[i:i + 500]
+            part = uniq[i : i + 500]
             q = f"SELECT text_sha, vec FROM emb WHERE model = ? AND text_sha IN ({','.join('?' * len(part))})"
             for sha, blob in self._conn.execute(q, [model, *part]):
                 out[sha] = np.frombuffer(blob, dtype=np.float32)

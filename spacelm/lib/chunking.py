@@ -6,11 +6,12 @@ that works offline (by default the embedded bi-encoder's WordPiece tokenizer, wh
 dense retriever's, so the budget matches what that model sees). Same input and config give
 byte-identical output.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 from .documents import Document
 
@@ -42,7 +43,8 @@ def load_tokenizer(spec: str):
     if not path.is_file():
         raise FileNotFoundError(
             f"chunking.tokenizer {spec!r}: no tokenizer.json at {path}; give an embedded model "
-            "(embedded:minilm), a tokenizer.json path or a local model folder")
+            "(embedded:minilm), a tokenizer.json path or a local model folder"
+        )
     tok = Tokenizer.from_file(str(path))
     tok.no_truncation()
     tok.no_padding()
@@ -60,16 +62,24 @@ def chunk_document(doc: Document, chunker, counter: Callable[[str], int], overla
     texts, offsets = chunker(doc.text, offsets=True, overlap=overlap or None)
     chunks = []
     for n, (text, (a, b)) in enumerate(zip(texts, offsets)):
-        chunks.append(Chunk(
-            chunk_id=f"{doc.doc_id}:{n}", doc_id=doc.doc_id, text=text,
-            page_start=doc.page_of(a), page_end=doc.page_of(max(a, b - 1)),
-            char_start=a, char_end=b, n_tokens=counter(text),
-        ))
+        chunks.append(
+            Chunk(
+                chunk_id=f"{doc.doc_id}:{n}",
+                doc_id=doc.doc_id,
+                text=text,
+                page_start=doc.page_of(a),
+                page_end=doc.page_of(max(a, b - 1)),
+                char_start=a,
+                char_end=b,
+                n_tokens=counter(text),
+            )
+        )
     return chunks
 
 
-def chunk_documents(docs: Iterable[Document], max_tokens: int, tokenizer: str = "embedded:minilm",
-                    overlap: float = 0.0) -> list[Chunk]:
+def chunk_documents(
+    docs: Iterable[Document], max_tokens: int, tokenizer: str = "embedded:minilm", overlap: float = 0.0
+) -> list[Chunk]:
     """Chunk every document with one semchunk chunker (token budget `max_tokens`)."""
     import semchunk
 

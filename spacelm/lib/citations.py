@@ -6,16 +6,18 @@ Accepted forms: ``[1]``, ``[1, 2]``, ``[1][2]``, ``[1-3]``, ``[1 and 2]``, ``[Pa
 (``[conjunction-assessment:4]``, the ``ids`` style). A number outside 1..n is an invalid citation,
 kept as such (it counts against citation accuracy), never dropped in silence.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 STYLES = ("numbered", "ids")
 _LABEL = r"(?:passages?|sources?|docs?|documents?|context|ref)\s*"
 _NUM_LIST = r"\d+(?:\s*(?:,|;|-|–|and|&)\s*\d+)*"
-_NUMBERED = re.compile(r"\[\s*(?:" + _LABEL + r")?(" + _NUM_LIST + r")\s*\]|\(\s*" + _LABEL + r"(" + _NUM_LIST + r")\s*\)",
-                       re.I)
+_NUMBERED = re.compile(
+    r"\[\s*(?:" + _LABEL + r")?(" + _NUM_LIST + r")\s*\]|\(\s*" + _LABEL + r"(" + _NUM_LIST + r")\s*\)", re.I
+)
 _IDS = re.compile(r"\[([A-Za-z0-9_.\-]+:\d+)\]")
 # every citation marker, of either style, for removing them from a sentence
 MARKER = re.compile(_NUMBERED.pattern + r"|" + _IDS.pattern, re.I)
@@ -73,9 +75,14 @@ def citation_check(text: str, context_ids: Sequence[str], known_ids: set) -> dic
     no passage of the context), and `citation_accuracy` = valid / all markers (None without any)."""
     marks = cited_markers(text, list(context_ids))
     valid = [c for c in marks if not c.startswith("invalid:")]
-    invalid = [c[len("invalid:"):] for c in marks if c.startswith("invalid:")]
-    return {"cited": valid, "invalid": invalid, "n_cited": len(marks), "n_valid": len(valid),
-            # a number outside 1..n names nothing; an id outside the context may still be a real chunk
-            "citations_exist": all(not i.isdigit() and i in known_ids for i in invalid),
-            "citations_in_context": not invalid,
-            "citation_accuracy": (len(valid) / len(marks)) if marks else None}
+    invalid = [c[len("invalid:") :] for c in marks if c.startswith("invalid:")]
+    return {
+        "cited": valid,
+        "invalid": invalid,
+        "n_cited": len(marks),
+        "n_valid": len(valid),
+        # a number outside 1..n names nothing; an id outside the context may still be a real chunk
+        "citations_exist": all(not i.isdigit() and i in known_ids for i in invalid),
+        "citations_in_context": not invalid,
+        "citation_accuracy": (len(valid) / len(marks)) if marks else None,
+    }

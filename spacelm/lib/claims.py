@@ -10,10 +10,11 @@ kept. One call per (claim, cited passage), so that each citation is judged on it
 
 Pooled over the answers of a setting or pipeline, with a cluster-bootstrap CI (source chunks, then answers).
 """
+
 from __future__ import annotations
 
 import re
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -24,9 +25,11 @@ from .stats import cluster_bootstrap_cis
 
 MIN_CLAIM_WORDS = 3
 # a sentence that only declines to answer makes no claim
-_DECLINE = re.compile(r"cannot be (?:found|answered|determined)|not (?:contain|include|mention|provide)|"
-                      r"no (?:relevant )?information|insufficient information|do(?:es)? not know|not (?:stated|specified)",
-                      re.I)
+_DECLINE = re.compile(
+    r"cannot be (?:found|answered|determined)|not (?:contain|include|mention|provide)|"
+    r"no (?:relevant )?information|insufficient information|do(?:es)? not know|not (?:stated|specified)",
+    re.I,
+)
 
 
 def split_claims(answer: str, context_ids: Sequence[str]) -> list[dict]:
@@ -43,7 +46,7 @@ def split_claims(answer: str, context_ids: Sequence[str]) -> list[dict]:
         lead = lead_re.match(s)
         if lead and merged and not prefix_style:
             merged[-1] += " " + lead.group(0).strip()
-            s = s[lead.end():].strip()
+            s = s[lead.end() :].strip()
         if s:
             merged.append(s)
     out = []
@@ -77,8 +80,14 @@ def judge_claims(judge, items: Sequence[dict], text_of: dict, style: str = "numb
     from .prompting import render
 
     checks = plan_claim_checks(items)
-    reqs = [Request(messages=render("judge_claim_support", context=format_context(c["ids"], text_of, style),
-                                    claim=c["claim"]), choices=["yes", "no"], max_tokens=1) for c in checks]
+    reqs = [
+        Request(
+            messages=render("judge_claim_support", context=format_context(c["ids"], text_of, style), claim=c["claim"]),
+            choices=["yes", "no"],
+            max_tokens=1,
+        )
+        for c in checks
+    ]
     comps = judge.chat_many(reqs, progress="judging claims") if reqs else []
     per_claim: dict = {}
     for c, comp in zip(checks, comps):
@@ -95,8 +104,15 @@ def judge_claims(judge, items: Sequence[dict], text_of: dict, style: str = "numb
         row["p_supported"] = round(max(ps), 4) if ps else None
         row["supported"] = None if not ps else max(ps) >= 0.5
         it["claims"].append(row)
-        rows.append({"qid": it["qid"], "setting": it["setting"], "pipeline": it["pipeline"],
-                     "answerable": it.get("answerable", True), **row})
+        rows.append(
+            {
+                "qid": it["qid"],
+                "setting": it["setting"],
+                "pipeline": it["pipeline"],
+                "answerable": it.get("answerable", True),
+                **row,
+            }
+        )
     return rows
 
 
@@ -105,19 +121,27 @@ def answer_counts(item: dict) -> dict:
     with a supporting citation (claims the judge could not read are left out)."""
     cl = [c for c in item.get("claims", []) if c["supported"] is not None]
     cites = [(c, cid) for c in cl for cid in c["cited"] if c["support"].get(cid) is not None]
-    return {"claims": len(cl), "supported": sum(c["supported"] for c in cl),
-            "citations": len(cites), "supporting_citations": sum(c["support"][cid] >= 0.5 for c, cid in cites),
-            "claims_with_support": sum(any((c["support"].get(cid) or 0) >= 0.5 for cid in c["cited"]) for c in cl)}
+    return {
+        "claims": len(cl),
+        "supported": sum(c["supported"] for c in cl),
+        "citations": len(cites),
+        "supporting_citations": sum(c["support"][cid] >= 0.5 for c, cid in cites),
+        "claims_with_support": sum(any((c["support"].get(cid) or 0) >= 0.5 for cid in c["cited"]) for c in cl),
+    }
 
 
 def claim_metrics(counts: Sequence[dict]) -> dict:
     """Pooled ratios over answers' counts; NaN where the denominator is 0."""
-    tot = {k: sum(c[k] for c in counts) for k in ("claims", "supported", "citations", "supporting_citations",
-                                                   "claims_with_support")}
+    tot = {
+        k: sum(c[k] for c in counts)
+        for k in ("claims", "supported", "citations", "supporting_citations", "claims_with_support")
+    }
     div = lambda a, b: a / b if b else float("nan")
-    return {"claim_faithfulness": div(tot["supported"], tot["claims"]),
-            "citation_precision": div(tot["supporting_citations"], tot["citations"]),
-            "citation_recall": div(tot["claims_with_support"], tot["claims"])}
+    return {
+        "claim_faithfulness": div(tot["supported"], tot["claims"]),
+        "citation_precision": div(tot["supporting_citations"], tot["citations"]),
+        "citation_recall": div(tot["claims_with_support"], tot["claims"]),
+    }
 
 
 def claim_summary(items: Sequence[dict], n_boot: int, seed: int) -> dict:

@@ -13,6 +13,7 @@ and the attribution line that must accompany excerpts. From the list:
 Lists named by a bare name live in ``spacelm/data/corpora/<name>.tsv``; a path to a ``.tsv``
 file works too, so a team can ship its own.
 """
+
 from __future__ import annotations
 
 import csv
@@ -20,8 +21,9 @@ import hashlib
 import io
 import os
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, NamedTuple, Optional
+from typing import NamedTuple
 
 from .io import InputError, sha256_file
 
@@ -35,7 +37,7 @@ class CorpusEntry(NamedTuple):
     file: str
     sha256: str
     bytes: int
-    pages: Optional[int]
+    pages: int | None
     licence: str
     sources: tuple[str, ...]  # URLs; several are parts joined in order
     attribution: str
@@ -111,8 +113,13 @@ def load_corpus_list(name: str) -> CorpusList:
 
 def identity(cl: CorpusList) -> dict:
     """What a run records about the list it was checked against."""
-    return {"name": cl.name, "list_sha256": sha256_file(cl.path), "files": len(cl.entries),
-            "pages": sum(e.pages or 0 for e in cl.entries), "bytes": sum(e.bytes for e in cl.entries)}
+    return {
+        "name": cl.name,
+        "list_sha256": sha256_file(cl.path),
+        "files": len(cl.entries),
+        "pages": sum(e.pages or 0 for e in cl.entries),
+        "bytes": sum(e.bytes for e in cl.entries),
+    }
 
 
 def verify_folder(cl: CorpusList, folder: Path) -> list[FileStatus]:
@@ -127,16 +134,22 @@ def verify_folder(cl: CorpusList, folder: Path) -> list[FileStatus]:
             out.append(FileStatus(e.file, "mismatch", f"{p.stat().st_size} bytes, the list says {e.bytes}"))
         else:
             got = sha256_file(p)
-            out.append(FileStatus(e.file, "ok") if got == e.sha256 else
-                       FileStatus(e.file, "mismatch", f"sha256 {got[:12]}…, the list says {e.sha256[:12]}…"))
+            out.append(
+                FileStatus(e.file, "ok")
+                if got == e.sha256
+                else FileStatus(e.file, "mismatch", f"sha256 {got[:12]}…, the list says {e.sha256[:12]}…")
+            )
     return out
 
 
 def unlisted_files(cl: CorpusList, folder: Path, extensions=(".pdf", ".md", ".txt")) -> list[str]:
     """Files of the corpus folder that the list does not name (a run would ingest them too)."""
     listed = {e.file for e in cl.entries}
-    return sorted(p.name for p in Path(folder).iterdir()
-                  if p.is_file() and p.suffix.lower() in extensions and p.name not in listed and p.name != "README.md")
+    return sorted(
+        p.name
+        for p in Path(folder).iterdir()
+        if p.is_file() and p.suffix.lower() in extensions and p.name not in listed and p.name != "README.md"
+    )
 
 
 def _download(url: str, timeout: float = 60.0) -> bytes:
@@ -144,8 +157,12 @@ def _download(url: str, timeout: float = 60.0) -> bytes:
         return r.read()
 
 
-def fetch(cl: CorpusList, folder: Path, download: Callable[[str], bytes] = _download,
-          progress: Optional[Callable[[str], None]] = None) -> list[FileStatus]:
+def fetch(
+    cl: CorpusList,
+    folder: Path,
+    download: Callable[[str], bytes] = _download,
+    progress: Callable[[str], None] | None = None,
+) -> list[FileStatus]:
     """Download every listed file not already present and intact; each is checked against its
     sha256 before it is put in place (atomically), so a failed or wrong download leaves nothing
     behind. Returns one status per file: ok (present or fetched), mismatch or failed."""
@@ -167,8 +184,14 @@ def fetch(cl: CorpusList, folder: Path, download: Callable[[str], bytes] = _down
         got = hashlib.sha256(data).hexdigest()
         if got != e.sha256:
             parts = f" (joined from {len(e.sources)} parts)" if len(e.sources) > 1 else ""
-            out.append(FileStatus(e.file, "mismatch", f"downloaded {len(data)} bytes{parts} with sha256 {got[:12]}…, "
-                                                      f"the list says {e.sha256[:12]}…; not written"))
+            out.append(
+                FileStatus(
+                    e.file,
+                    "mismatch",
+                    f"downloaded {len(data)} bytes{parts} with sha256 {got[:12]}…, "
+                    f"the list says {e.sha256[:12]}…; not written",
+                )
+            )
             continue
         tmp = folder / f".{e.file}.partial"
         tmp.write_bytes(data)
@@ -179,8 +202,12 @@ def fetch(cl: CorpusList, folder: Path, download: Callable[[str], bytes] = _down
 
 def attribution_markdown(cl: CorpusList) -> str:
     """The attribution list for outputs quoting the corpus's documents (Markdown)."""
-    lines = [f"# Sources of the quoted documents (corpus list `{cl.name}`)", "",
-             "Excerpts of these documents (questions, passages, answers) are quoted under their licences; "
-             "each file's public source and sha256 are in the corpus list.", ""]
+    lines = [
+        f"# Sources of the quoted documents (corpus list `{cl.name}`)",
+        "",
+        "Excerpts of these documents (questions, passages, answers) are quoted under their licences; "
+        "each file's public source and sha256 are in the corpus list.",
+        "",
+    ]
     lines += [f"- `{e.file}` — {e.attribution}" for e in cl.entries]
     return "\n".join(lines) + "\n"

@@ -1,4 +1,5 @@
 """Optional dependencies, imported when first needed, with an error that says what to install."""
+
 from __future__ import annotations
 
 import importlib
@@ -14,4 +15,6 @@ def require(module: str, needed_for: str, install: str = 'pip install -e ".[dev]
     try:
         return importlib.import_module(module)
     except ImportError as e:
-        raise MissingDependency(f"{needed_for} needs the Python package '{module}' ({e}); install it with `{install}`") from None
+        raise MissingDependency(
+            f"{needed_for} needs the Python package '{module}' ({e}); install it with `{install}`"
+        ) from None

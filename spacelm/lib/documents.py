@@ -14,6 +14,7 @@ text, and whether the PDF had to be repaired.
 A file that cannot be used (empty, encrypted, corrupt, undecodable) is skipped with a warning
 that names it and the reason; the run fails only when no document is usable.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,7 +24,6 @@ import warnings
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from .bibliography import BibliographyRules, find_bibliography
 from .blocks import Block, is_equation, noise_reason, order_blocks, running_lines, strip_lines
@@ -131,8 +131,9 @@ def check_file_kind(path: Path) -> None:
         raise InputError(f"{path}: binary data (NUL bytes), not {fmt} text")
 
 
-def read_pdf_blocks(path: Path, ocr: bool = False,
-                    ocr_language: str = "eng") -> tuple[list[list[Block]], list[float], bool, list[int]]:
+def read_pdf_blocks(
+    path: Path, ocr: bool = False, ocr_language: str = "eng"
+) -> tuple[list[list[Block]], list[float], bool, list[int]]:
     """Text blocks of every page (PyMuPDF, content-stream order), page widths, whether PyMuPDF
     had to repair the file (a truncated download is repaired in silence, its lost pages coming
     back empty), and the pages read by OCR (with `ocr`, pages without a text layer are read
@@ -144,7 +145,9 @@ def read_pdf_blocks(path: Path, ocr: bool = False,
     try:
         doc = pymupdf.open(path)
     except Exception as e:  # PyMuPDF raises several types for damaged files
-        raise InputError(f"{path}: cannot open PDF ({type(e).__name__}: {e}); the file is corrupt or not a PDF") from None
+        raise InputError(
+            f"{path}: cannot open PDF ({type(e).__name__}: {e}); the file is corrupt or not a PDF"
+        ) from None
     with doc:
         if doc.needs_pass:
             raise InputError(f"{path}: PDF is encrypted (password protected); decrypt it or remove it from the corpus")
@@ -155,7 +158,9 @@ def read_pdf_blocks(path: Path, ocr: bool = False,
             for number, page in enumerate(doc, 1):
                 blocks = _page_blocks(page, number)
                 if ocr and not any(b.text.strip() for b in blocks):
-                    blocks = _page_blocks(page, number, page.get_textpage_ocr(language=ocr_language, dpi=200, full=True))
+                    blocks = _page_blocks(
+                        page, number, page.get_textpage_ocr(language=ocr_language, dpi=200, full=True)
+                    )
                     ocr_pages.append(number)
                 pages.append(blocks)
                 widths.append(float(page.rect.width))
@@ -183,7 +188,7 @@ def _page_blocks(page, number: int, textpage=None) -> list[Block]:
     return out
 
 
-def ocr_available() -> Optional[str]:
+def ocr_available() -> str | None:
     """None when PyMuPDF can OCR here (Tesseract and its language data found), else why not."""
     import shutil
 
@@ -220,11 +225,17 @@ def check_pdf_health(path: Path, pages: list[list[Block]], repaired: bool) -> li
     n = len(pages)
     if repaired:
         lost = f"; pages {_page_list(empty)} of {n} came back empty" if empty else ""
-        warnings.warn(f"{path}: the PDF is damaged and PyMuPDF repaired it{lost}. The file is probably truncated: "
-                      "download or export it again (documents.csv records the pages)", stacklevel=3)
+        warnings.warn(
+            f"{path}: the PDF is damaged and PyMuPDF repaired it{lost}. The file is probably truncated: "
+            "download or export it again (documents.csv records the pages)",
+            stacklevel=3,
+        )
     elif empty and len(empty) < n:
-        warnings.warn(f"{path}: pages {_page_list(empty)} of {n} have no extractable text (scanned images?); "
-                      "their content is not in the corpus unless ingest.ocr is true", stacklevel=3)
+        warnings.warn(
+            f"{path}: pages {_page_list(empty)} of {n} have no extractable text (scanned images?); "
+            "their content is not in the corpus unless ingest.ocr is true",
+            stacklevel=3,
+        )
     return empty
 
 
@@ -254,7 +265,7 @@ def _dehyphenate(m: re.Match, words: set[str], compounds: set[str]) -> str:
     return left + right  # "manoeu-vre" → "manoeuvre"
 
 
-def clean_text(text: str, vocab: Optional[tuple[set[str], set[str]]] = None) -> str:
+def clean_text(text: str, vocab: tuple[set[str], set[str]] | None = None) -> str:
     """Normalise one page: NFKC (ligatures, odd spaces), words hyphenated across line breaks
     joined (a compound seen elsewhere with its hyphen keeps it), single newlines inside a
     paragraph joined by spaces, blank-line paragraph breaks kept."""
@@ -288,10 +299,10 @@ _COMMON = set(
 )
 
 
-def _segments(token: str, vocab: set[str], max_len: int = 20) -> Optional[list[str]]:
+def _segments(token: str, vocab: set[str], max_len: int = 20) -> list[str] | None:
     """Fewest vocabulary words that concatenate to `token` (dynamic programming), or None."""
     n = len(token)
-    best: list[Optional[list[str]]] = [[]] + [None] * n
+    best: list[list[str] | None] = [[]] + [None] * n
     for i in range(1, n + 1):
         for j in range(max(0, i - max_len), i):
             prev = best[j]
@@ -343,8 +354,11 @@ def list_sources(raw_dir: Path, extensions: list[str], exclude: list[str]) -> li
         raise InputError(f"{raw_dir}: corpus folder not found (set corpus.raw_dir in the config)")
     exts = {e.lower() for e in extensions}
     skip = {e.lower() for e in exclude}
-    return sorted(p for p in raw_dir.rglob("*") if p.is_file() and p.suffix.lower() in exts
-                  and p.name.lower() not in skip and not p.name.startswith("."))
+    return sorted(
+        p
+        for p in raw_dir.rglob("*")
+        if p.is_file() and p.suffix.lower() in exts and p.name.lower() not in skip and not p.name.startswith(".")
+    )
 
 
 def _title_of(pages: list[str], fallback: str) -> str:
@@ -420,16 +434,31 @@ def ingest_file(path: Path, rules: IngestRules = IngestRules()) -> tuple[Documen
         pos += len(p) + len(PAGE_SEP)
     dropped = {r: sum(d["chars"] for d in drops if d["reason"] == r) for r in DROP_REASONS}
     doc = Document(
-        doc_id=doc_id, source=str(path), format=fmt, text=text, page_starts=starts, n_pages=len(texts),
-        references_dropped_chars=dropped["bibliography"], title=_title_of(texts, path.stem), repaired=repaired,
-        empty_pages=empty, dropped_chars=dropped, ocr_pages=ocr_pages,
+        doc_id=doc_id,
+        source=str(path),
+        format=fmt,
+        text=text,
+        page_starts=starts,
+        n_pages=len(texts),
+        references_dropped_chars=dropped["bibliography"],
+        title=_title_of(texts, path.stem),
+        repaired=repaired,
+        empty_pages=empty,
+        dropped_chars=dropped,
+        ocr_pages=ocr_pages,
         equation_blocks=sum(is_equation(b.text) for bs in pages for b in bs),
     )
     return doc, drops
 
 
-def ingest_corpus(raw_dir: Path, extensions: list[str], exclude: list[str], rules: IngestRules = IngestRules(),
-                  garbled_threshold: float = 0.02, min_doc_chars: int = 1) -> IngestResult:
+def ingest_corpus(
+    raw_dir: Path,
+    extensions: list[str],
+    exclude: list[str],
+    rules: IngestRules = IngestRules(),
+    garbled_threshold: float = 0.02,
+    min_doc_chars: int = 1,
+) -> IngestResult:
     """Ingest every usable file below `raw_dir`; unusable ones are skipped with a warning."""
     res = IngestResult()
     seen: dict[str, str] = {}
@@ -463,12 +492,26 @@ def documents_table(docs: list[Document]):
     """One row per document: pages, words, garbled score and flag, references dropped."""
     import pandas as pd
 
-    return pd.DataFrame([{
-        "doc_id": d.doc_id, "format": d.format, "pages": d.n_pages, "words": len(d.text.split()),
-        "chars": len(d.text), "garbled_score": d.garbled_score, "garbled_words": d.garbled_words,
-        "references_dropped_chars": d.references_dropped_chars,
-        **{f"dropped_{r}_chars": d.dropped_chars.get(r, 0) for r in DROP_REASONS},
-        "equation_blocks": d.equation_blocks, "ocr_pages": len(d.ocr_pages), "repaired": d.repaired,
-        "empty_pages": len(d.empty_pages), "empty_page_numbers": " ".join(map(str, d.empty_pages)),
-        "title": d.title, "source": d.source,
-    } for d in docs])
+    return pd.DataFrame(
+        [
+            {
+                "doc_id": d.doc_id,
+                "format": d.format,
+                "pages": d.n_pages,
+                "words": len(d.text.split()),
+                "chars": len(d.text),
+                "garbled_score": d.garbled_score,
+                "garbled_words": d.garbled_words,
+                "references_dropped_chars": d.references_dropped_chars,
+                **{f"dropped_{r}_chars": d.dropped_chars.get(r, 0) for r in DROP_REASONS},
+                "equation_blocks": d.equation_blocks,
+                "ocr_pages": len(d.ocr_pages),
+                "repaired": d.repaired,
+                "empty_pages": len(d.empty_pages),
+                "empty_page_numbers": " ".join(map(str, d.empty_pages)),
+                "title": d.title,
+                "source": d.source,
+            }
+            for d in docs
+        ]
+    )

@@ -1,10 +1,10 @@
 """Facts a reference answer states that can be checked without a judge: its numbers (with the
 unit written after each) and its named entities. Used by the deterministic correctness check
 (an answer must hold them) and by the known-answer controls (which alter them)."""
+
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 _ENTITY = re.compile(r"(?<![\w-])(?:[A-Z][a-z]+(?:[- ][A-Z][a-z]+)*|[A-Z]{2,}[A-Za-z0-9-]*)(?![\w-])")
 
@@ -14,7 +14,7 @@ def entities(text: str) -> list[str]:
     capitalised word that only opens a sentence. In order, without repeats."""
     out = []
     for m in _ENTITY.finditer(text):
-        before = text[:m.start()].rstrip()
+        before = text[: m.start()].rstrip()
         if (not before or before[-1] in ".!?:") and " " not in m.group(0) and not m.group(0).isupper():
             continue  # "The", "Operators" at the start of a sentence
         if m.group(0) not in out:
@@ -22,14 +22,25 @@ def entities(text: str) -> list[str]:
     return out
 
 
-_QUANTITY = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+(?![\d.])|\d+(?:[.,]\d+)?)(?:\s?(km|m|kg|g|mm|cm|ms|s|seconds?|minutes?|hours?|days?|weeks?|"
-                       r"months?|years?|kW|MW|W|GHz|MHz|kHz|Hz|K|°C|%|percent|bar|mbar|kbps|Mbps|dBW|dB|kN|N|t|AU)"
-                       r"(?![A-Za-z]))?")
-_UNIT_NAMES = {"second": "s", "seconds": "s", "minute": "minutes", "hour": "hours", "day": "days", "week": "weeks",
-               "month": "months", "year": "years", "percent": "%"}
+_QUANTITY = re.compile(
+    r"(?<![\w.])(\d{1,3}(?:,\d{3})+(?![\d.])|\d+(?:[.,]\d+)?)(?:\s?(km|m|kg|g|mm|cm|ms|s|seconds?|minutes?|hours?|days?|weeks?|"
+    r"months?|years?|kW|MW|W|GHz|MHz|kHz|Hz|K|°C|%|percent|bar|mbar|kbps|Mbps|dBW|dB|kN|N|t|AU)"
+    r"(?![A-Za-z]))?"
+)
+_UNIT_NAMES = {
+    "second": "s",
+    "seconds": "s",
+    "minute": "minutes",
+    "hour": "hours",
+    "day": "days",
+    "week": "weeks",
+    "month": "months",
+    "year": "years",
+    "percent": "%",
+}
 
 
-def quantities(text: str) -> list[tuple[float, Optional[str]]]:
+def quantities(text: str) -> list[tuple[float, str | None]]:
     """The numbers of a text with the unit written right after each (None when none), e.g.
     "about 100 km in 2 hours" -> [(100.0, "km"), (2.0, "hours")]."""
     out = []
@@ -63,8 +74,11 @@ def fact_check(answer: str, reference: str) -> dict:
     low = (answer or "").lower()
     missing_e = [e for e in ents if e.lower() not in low]
     checkable = bool(ref_q or ents)
-    return {"numbers": len(ref_q), "entities": len(ents), "missing_numbers": missing, "contradicted": contradicted,
-            "missing_entities": missing_e,
-            "verdict": None if not checkable else not (missing or missing_e)}
-
-
+    return {
+        "numbers": len(ref_q),
+        "entities": len(ents),
+        "missing_numbers": missing,
+        "contradicted": contradicted,
+        "missing_entities": missing_e,
+        "verdict": None if not checkable else not (missing or missing_e),
+    }

@@ -14,28 +14,79 @@ The confidence has three parts, each in [0, 1]:
 confidence = w_sim·similarity + w_kw·keywords + w_conf·confirmation, with separate weights and
 a higher threshold for strong-claim queries (configured in ``answer.gate``).
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Sequence
 
 # what the gated pipeline says instead of calling the generator (the refusal check recognises it)
 REFUSAL_TEXT = "The answer cannot be found in the provided passages."
 
 STRONG_CLAIM_PATTERNS = (
-    r"\bconfirm(?:s|ed|ation)?\b", r"\bdefinitive(?:ly)?\b", r"\bproo?f\b", r"\bprove[sdn]?\b", r"\bconclusive(?:ly)?\b",
-    r"\bverified\b", r"\bguarantee[sd]?\b", r"\bofficially\b",
-    r"\bdo(?:es)? the (?:corpus|collection|documents?|sources?) (?:contain|include|hold|say|state|mention)\b")
+    r"\bconfirm(?:s|ed|ation)?\b",
+    r"\bdefinitive(?:ly)?\b",
+    r"\bproo?f\b",
+    r"\bprove[sdn]?\b",
+    r"\bconclusive(?:ly)?\b",
+    r"\bverified\b",
+    r"\bguarantee[sd]?\b",
+    r"\bofficially\b",
+    r"\bdo(?:es)? the (?:corpus|collection|documents?|sources?) (?:contain|include|hold|say|state|mention)\b",
+)
 CONFIRMATION_PATTERNS = (
-    r"\bconfirm", r"\bdemonstrat", r"\bverif", r"\bprove[dn]?\b", r"\bproof\b", r"\bestablish", r"\bvalidat",
-    r"\bshow(?:s|ed|n)\b", r"\bmeasured\b", r"\bobserved\b")
+    r"\bconfirm",
+    r"\bdemonstrat",
+    r"\bverif",
+    r"\bprove[dn]?\b",
+    r"\bproof\b",
+    r"\bestablish",
+    r"\bvalidat",
+    r"\bshow(?:s|ed|n)\b",
+    r"\bmeasured\b",
+    r"\bobserved\b",
+)
 # words of a strong-claim query that are about the asking, not the claim
-_ASKING = {"confirm", "confirmed", "confirms", "confirmation", "definitive", "definitively", "proof", "prove", "proves",
-           "proved", "proven", "conclusive", "conclusively", "verified", "guarantee", "guaranteed", "officially",
-           "corpus", "collection", "document", "documents", "source", "sources", "contain", "contains", "include",
-           "hold", "say", "state", "mention", "evidence", "true", "really", "indeed", "exist", "exists"}
+_ASKING = {
+    "confirm",
+    "confirmed",
+    "confirms",
+    "confirmation",
+    "definitive",
+    "definitively",
+    "proof",
+    "prove",
+    "proves",
+    "proved",
+    "proven",
+    "conclusive",
+    "conclusively",
+    "verified",
+    "guarantee",
+    "guaranteed",
+    "officially",
+    "corpus",
+    "collection",
+    "document",
+    "documents",
+    "source",
+    "sources",
+    "contain",
+    "contains",
+    "include",
+    "hold",
+    "say",
+    "state",
+    "mention",
+    "evidence",
+    "true",
+    "really",
+    "indeed",
+    "exist",
+    "exists",
+}
 _WORD = re.compile(r"[a-z0-9]+(?:[-.][a-z0-9]+)*")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n{2,}")
 
@@ -57,8 +108,26 @@ class GateRules:
 def _stopwords() -> frozenset:
     from bm25s.stopwords import STOPWORDS_EN
 
-    return frozenset(STOPWORDS_EN) | {"what", "which", "who", "whom", "how", "why", "when", "where", "does", "did",
-                                      "can", "could", "would", "should", "may", "might", "must", "also"}
+    return frozenset(STOPWORDS_EN) | {
+        "what",
+        "which",
+        "who",
+        "whom",
+        "how",
+        "why",
+        "when",
+        "where",
+        "does",
+        "did",
+        "can",
+        "could",
+        "would",
+        "should",
+        "may",
+        "might",
+        "must",
+        "also",
+    }
 
 
 @lru_cache(maxsize=1)
@@ -97,8 +166,12 @@ def keyword_coverage(words: Sequence[str], text: str) -> float:
     return sum(w in have for w in words) / len(words)
 
 
-def confirmation_score(claim_words: Sequence[str], passages: Sequence[str], require_confirmation: bool,
-                       patterns: Sequence[str] = CONFIRMATION_PATTERNS) -> tuple[float, str]:
+def confirmation_score(
+    claim_words: Sequence[str],
+    passages: Sequence[str],
+    require_confirmation: bool,
+    patterns: Sequence[str] = CONFIRMATION_PATTERNS,
+) -> tuple[float, str]:
     """(score, sentence): the sentence of `passages` holding most of the claim's words, and that
     share. With `require_confirmation`, only sentences with confirmation language count."""
     best, best_s = 0.0, ""
@@ -129,8 +202,14 @@ def gate_score(question: str, passages: Sequence[str], similarities: Sequence[fl
     total_w = sum(w.values()) or 1.0
     score = sum(w.get(k, 0.0) * v for k, v in parts.items()) / total_w
     threshold = rules.strong_threshold if strong else rules.threshold
-    return {**{k: round(v, 4) for k, v in parts.items()}, "strong_claim": strong, "score": round(score, 4),
-            "threshold": threshold, "passed": score >= threshold, "evidence": evidence[:300]}
+    return {
+        **{k: round(v, 4) for k, v in parts.items()},
+        "strong_claim": strong,
+        "score": round(score, 4),
+        "threshold": threshold,
+        "passed": score >= threshold,
+        "evidence": evidence[:300],
+    }
 
 
 def gated_answer(answer: str, gate: dict) -> str:
@@ -149,6 +228,10 @@ def score_items(items: Sequence[dict], text_of: dict, encoder, rules: GateRules)
     ids = sorted({c for it in todo for c in it["passage_ids"]})
     pv = dict(zip(ids, encoder.encode_passages([text_of[c] for c in ids])))
     for it in todo:
-        ranked = sorted(((float(qv[it["question"]] @ pv[c]), c) for c in it["passage_ids"]), key=lambda x: (-x[0], x[1]))
-        it["gate"] = {**gate_score(it["question"], [text_of[c] for _, c in ranked], [s for s, _ in ranked], rules),
-                      "passages": [c for _, c in ranked[: rules.top_n]]}
+        ranked = sorted(
+            ((float(qv[it["question"]] @ pv[c]), c) for c in it["passage_ids"]), key=lambda x: (-x[0], x[1])
+        )
+        it["gate"] = {
+            **gate_score(it["question"], [text_of[c] for _, c in ranked], [s for s, _ in ranked], rules),
+            "passages": [c for _, c in ranked[: rules.top_n]],
+        }

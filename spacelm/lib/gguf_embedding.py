@@ -11,12 +11,13 @@ config leaves the prefixes empty.
 `retrieval.make_encoder` picks this encoder for ``embedded:<a gguf-embedding model>`` or a
 ``*.gguf`` path and the sentence-transformers `Encoder` otherwise.
 """
+
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 import numpy as np
 
@@ -43,7 +44,7 @@ def is_gguf_embedding(spec: str) -> bool:
     return spec.lower().endswith(".gguf")
 
 
-def is_nomic(spec: str, metadata: Optional[dict] = None) -> bool:
+def is_nomic(spec: str, metadata: dict | None = None) -> bool:
     """A nomic-embed model: by name, or by the GGUF's architecture (nomic-bert)."""
     return "nomic-embed" in spec.lower() or (metadata or {}).get("general.architecture") == "nomic-bert"
 
@@ -72,9 +73,17 @@ def pack(lengths: Sequence[int], max_tokens: int, max_texts: int) -> list[list[i
 class GGUFEncoder:
     """A GGUF embedding model run by llama.cpp, with the on-disk embedding cache of `Encoder`."""
 
-    def __init__(self, model: str, batch_size: int = 32, query_prefix: str = "", passage_prefix: str = "",
-                 cache_dir: Optional[Path] = None, max_seq_length: Optional[int] = None,
-                 n_threads: Optional[int] = None, pack_tokens: int = PACK_TOKENS):
+    def __init__(
+        self,
+        model: str,
+        batch_size: int = 32,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        cache_dir: Path | None = None,
+        max_seq_length: int | None = None,
+        n_threads: int | None = None,
+        pack_tokens: int = PACK_TOKENS,
+    ):
         from .models import model_identity, resolve_model_path
 
         llama_cpp = _require("llama_cpp", "GGUF embedding models (llama-cpp-python)")
@@ -82,9 +91,17 @@ class GGUFEncoder:
         self.n_ctx = int(max_seq_length or DEFAULT_N_CTX)
         self.path = resolve_model_path(model)
         self.llm = llama_cpp.Llama(
-            model_path=self.path, embedding=True, n_ctx=self.n_ctx, n_batch=self.n_ctx, n_ubatch=self.n_ctx,
-            pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN, n_threads=n_threads or os.cpu_count(),
-            n_threads_batch=n_threads or os.cpu_count(), flash_attn=True, verbose=False)
+            model_path=self.path,
+            embedding=True,
+            n_ctx=self.n_ctx,
+            n_batch=self.n_ctx,
+            n_ubatch=self.n_ctx,
+            pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN,
+            n_threads=n_threads or os.cpu_count(),
+            n_threads_batch=n_threads or os.cpu_count(),
+            flash_attn=True,
+            verbose=False,
+        )
         # flash attention: same vectors (cosine > 0.999999 to without), and a short text no longer
         # pays for attention over the whole 2,048-cell context (queries ~6x faster on CPU)
         nomic = is_nomic(model, getattr(self.llm, "metadata", None))
@@ -94,7 +111,9 @@ class GGUFEncoder:
         self.pack_tokens = min(pack_tokens, self.n_ctx)  # a longer text still runs, alone
         self.max_seq_length = self.n_ctx
         ident = model_identity(model)
-        self.key = hashlib.sha256(f"gguf-mean|{ident.get('name')}|{ident.get('sha256')}|{self.n_ctx}".encode()).hexdigest()[:16]
+        self.key = hashlib.sha256(
+            f"gguf-mean|{ident.get('name')}|{ident.get('sha256')}|{self.n_ctx}".encode()
+        ).hexdigest()[:16]
         self.cache = None
         if cache_dir:
             from .cache import EmbeddingCache
@@ -128,7 +147,7 @@ class GGUFEncoder:
         raise ValueError(f"cannot fit a text into {self.n_ctx} tokens")
 
     # ------------------------------------------------------------------ encoding
-    def _embed(self, texts: list[str], progress: Optional[str] = None, on_done=None) -> np.ndarray:
+    def _embed(self, texts: list[str], progress: str | None = None, on_done=None) -> np.ndarray:
         """Normalised embeddings of `texts` (already prefixed); `on_done(indices, vectors)` is
         called after each llama.cpp batch."""
         if not texts:
@@ -148,7 +167,7 @@ class GGUFEncoder:
             bar.close()
         return out
 
-    def encode_passages(self, texts: Sequence[str], progress: Optional[str] = None) -> np.ndarray:
+    def encode_passages(self, texts: Sequence[str], progress: str | None = None) -> np.ndarray:
         texts = [self.passage_prefix + t for t in texts]
         if not self.cache:
             self.encoded += len(texts)

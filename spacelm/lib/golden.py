@@ -15,6 +15,7 @@ File format (JSONL, one object per line)::
   answer it, for the reviewer.
 Validation errors name the file, the line and the fix.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,6 @@ import warnings
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Optional
 
 from .io import InputError
 from .names import TASKS, VERDICTS
@@ -35,12 +35,12 @@ class GoldenSample:
     task: str
     question: str
     passage: str = ""
-    doc_id: Optional[str] = None
-    chunk_id: Optional[str] = None
-    answer: Optional[str] = None
-    verdict: Optional[str] = None
+    doc_id: str | None = None
+    chunk_id: str | None = None
+    answer: str | None = None
+    verdict: str | None = None
     answerable: bool = True
-    unanswerable_reason: Optional[str] = None
+    unanswerable_reason: str | None = None
     line: int = 0
 
     def to_dict(self) -> dict:
@@ -63,26 +63,43 @@ def load_golden(path: Path, min_per_task: int = 0, tasks: tuple = TASKS) -> list
         try:
             line = line_bytes.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise InputError(f"{where}: not UTF-8 text (byte 0x{line_bytes[e.start]:02x} at column {e.start + 1}); "
-                             "save the file as UTF-8") from None
+            raise InputError(
+                f"{where}: not UTF-8 text (byte 0x{line_bytes[e.start]:02x} at column {e.start + 1}); "
+                "save the file as UTF-8"
+            ) from None
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            raise InputError(f"{where}: not valid JSON ({e.msg}, column {e.colno}); write one JSON object per line") from None
+            raise InputError(
+                f"{where}: not valid JSON ({e.msg}, column {e.colno}); write one JSON object per line"
+            ) from None
         if not isinstance(obj, dict):
             raise InputError(f"{where}: expected a JSON object with id, task, question, passage")
-        unknown = set(obj) - {"id", "task", "question", "passage", "doc_id", "chunk_id", "answer", "verdict",
-                              "answerable", "unanswerable_reason"}
+        unknown = set(obj) - {
+            "id",
+            "task",
+            "question",
+            "passage",
+            "doc_id",
+            "chunk_id",
+            "answer",
+            "verdict",
+            "answerable",
+            "unanswerable_reason",
+        }
         if unknown:
-            raise InputError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: id, task, question, passage, "
-                             "doc_id, chunk_id, answer, verdict, answerable, unanswerable_reason")
-        for name in ("task", "question", "passage", "doc_id", "chunk_id", "answer", "verdict",
-                     "unanswerable_reason"):
+            raise InputError(
+                f"{where}: unknown field(s) {sorted(unknown)}; allowed: id, task, question, passage, "
+                "doc_id, chunk_id, answer, verdict, answerable, unanswerable_reason"
+            )
+        for name in ("task", "question", "passage", "doc_id", "chunk_id", "answer", "verdict", "unanswerable_reason"):
             if obj.get(name) is not None and not isinstance(obj[name], str):
-                raise InputError(f"{where}: field '{name}' must be a string, got {type(obj[name]).__name__} "
-                                 f"({json.dumps(obj[name])[:40]}); write it in quotes")
+                raise InputError(
+                    f"{where}: field '{name}' must be a string, got {type(obj[name]).__name__} "
+                    f"({json.dumps(obj[name])[:40]}); write it in quotes"
+                )
         answerable = obj.get("answerable", True)
         if not isinstance(answerable, bool):
             raise InputError(f"{where}: 'answerable' must be true or false, got {answerable!r}")
@@ -104,18 +121,33 @@ def load_golden(path: Path, min_per_task: int = 0, tasks: tuple = TASKS) -> list
         verdict = obj.get("verdict")
         if task == "fact_checking" and answerable:
             if verdict not in VERDICTS:
-                raise InputError(f"{where}: fact_checking needs 'verdict' = one of {', '.join(VERDICTS)}, got {verdict!r}")
+                raise InputError(
+                    f"{where}: fact_checking needs 'verdict' = one of {', '.join(VERDICTS)}, got {verdict!r}"
+                )
         elif task != "fact_checking" and verdict not in (None, ""):
             raise InputError(f"{where}: 'verdict' is only for fact_checking samples (task is {task})")
-        samples.append(GoldenSample(id=sid, task=task, question=question.strip(), passage=passage.strip(),
-                                    doc_id=obj.get("doc_id"), chunk_id=obj.get("chunk_id"),
-                                    answer=obj.get("answer"), verdict=verdict or None, answerable=answerable,
-                                    unanswerable_reason=obj.get("unanswerable_reason"), line=lineno))
+        samples.append(
+            GoldenSample(
+                id=sid,
+                task=task,
+                question=question.strip(),
+                passage=passage.strip(),
+                doc_id=obj.get("doc_id"),
+                chunk_id=obj.get("chunk_id"),
+                answer=obj.get("answer"),
+                verdict=verdict or None,
+                answerable=answerable,
+                unanswerable_reason=obj.get("unanswerable_reason"),
+                line=lineno,
+            )
+        )
     counts = Counter(s.task for s in samples if s.answerable)
     short = [f"{t} has {counts.get(t, 0)}" for t in tasks if counts.get(t, 0) < min_per_task]
     if short:
-        raise InputError(f"{path}: fewer golden samples than the few-shot count ({min_per_task}): {'; '.join(short)}. "
-                         "Add samples for those tasks or lower synth.n_fewshot")
+        raise InputError(
+            f"{path}: fewer golden samples than the few-shot count ({min_per_task}): {'; '.join(short)}. "
+            "Add samples for those tasks or lower synth.n_fewshot"
+        )
     return samples
 
 
@@ -123,7 +155,7 @@ def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().lower()
 
 
-def locate_chunk(sample: GoldenSample, chunks_by_doc: dict) -> Optional[str]:
+def locate_chunk(sample: GoldenSample, chunks_by_doc: dict) -> str | None:
     """The chunk holding most of a golden passage (by word overlap), searching `doc_id`'s
     chunks when given, else all. None if no chunk holds at least half of its words."""
     if sample.chunk_id:
@@ -157,7 +189,10 @@ def locate_samples(samples: list[GoldenSample], chunks, path: Path) -> tuple[dic
             found[s.id] = cid
         else:
             missing.append(s)
-            warnings.warn(f"{path}:{s.line}: golden sample {s.id!r}: its "
-                          f"{'chunk_id ' + repr(s.chunk_id) if s.chunk_id else 'passage'} was not found in any chunk "
-                          "of the corpus; fix the passage (or doc_id), or add the document it comes from", stacklevel=2)
+            warnings.warn(
+                f"{path}:{s.line}: golden sample {s.id!r}: its "
+                f"{'chunk_id ' + repr(s.chunk_id) if s.chunk_id else 'passage'} was not found in any chunk "
+                "of the corpus; fix the passage (or doc_id), or add the document it comes from",
+                stacklevel=2,
+            )
     return found, missing

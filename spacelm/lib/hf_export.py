@@ -6,6 +6,7 @@ beside it (``<gguf stem>-hf.json``) holding the sha256 of the GGUF it came from;
 written last, so a folder without a matching record is never used. The weights are the GGUF's
 dequantised values (Q4_K_M → bfloat16): the same model, not the upstream full-precision one.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,8 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 from .models import EMBEDDED, ModelNotFound, file_sha256, model_path
 
@@ -41,12 +42,14 @@ def _gguf_model(name: str):
         raise ModelNotFound(f"unknown embedded model {name!r}; known: {', '.join(EMBEDDED)}")
     m = EMBEDDED[name]
     if m.kind != "gguf":
-        raise ModelNotFound(f"embedded model {name!r} is a {m.kind} model, not a GGUF language model: "
-                            f"only GGUF models are exported (`spacelm models list`)")
+        raise ModelNotFound(
+            f"embedded model {name!r} is a {m.kind} model, not a GGUF language model: "
+            f"only GGUF models are exported (`spacelm models list`)"
+        )
     return m
 
 
-def exported(name: str) -> Optional[Path]:
+def exported(name: str) -> Path | None:
     """The finished folder of `name` when its record matches the GGUF file now on disk, else None."""
     folder = export_dir(name)
     try:
@@ -59,8 +62,9 @@ def exported(name: str) -> Optional[Path]:
     return folder if record.get("gguf_sha256") == file_sha256(gguf) else None
 
 
-def export_hf(name: str, dtype: str = "bfloat16",
-              convert: Optional[Callable[[Path, Path, str], None]] = None) -> tuple[Path, bool]:
+def export_hf(
+    name: str, dtype: str = "bfloat16", convert: Callable[[Path, Path, str], None] | None = None
+) -> tuple[Path, bool]:
     """Export embedded GGUF model `name` to a Hugging Face folder: (folder, written now). A no-op
     (False) when a finished export of the same GGUF exists. The GGUF is assembled and checked
     against its recorded sha256 first; the folder is built in a staging folder and moved into
@@ -72,8 +76,10 @@ def export_hf(name: str, dtype: str = "bfloat16",
     gguf = model_path(name)
     sha = file_sha256(gguf)
     if sha != m.sha256:
-        raise ModelNotFound(f"{gguf} does not match the sha256 recorded for {name!r} ({sha[:12]} != {m.sha256[:12]}): "
-                            f"delete it and run `spacelm models verify` to reassemble it")
+        raise ModelNotFound(
+            f"{gguf} does not match the sha256 recorded for {name!r} ({sha[:12]} != {m.sha256[:12]}): "
+            f"delete it and run `spacelm models verify` to reassemble it"
+        )
     folder = export_dir(name)
     staging = folder.with_name(folder.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
@@ -90,8 +96,15 @@ def export_hf(name: str, dtype: str = "bfloat16",
     record_path(folder).unlink(missing_ok=True)
     shutil.rmtree(folder, ignore_errors=True)
     os.replace(staging, folder)
-    record = {"model": name, "upstream": m.upstream, "gguf": str(gguf), "gguf_sha256": sha, "dtype": dtype,
-              "weights_sha256": file_sha256(folder / WEIGHTS), "seconds": round(time.perf_counter() - t0, 1)}
+    record = {
+        "model": name,
+        "upstream": m.upstream,
+        "gguf": str(gguf),
+        "gguf_sha256": sha,
+        "dtype": dtype,
+        "weights_sha256": file_sha256(folder / WEIGHTS),
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
     tmp = record_path(folder).with_suffix(".json.tmp")
     tmp.write_text(json.dumps(record, indent=2) + "\n")
     os.replace(tmp, record_path(folder))

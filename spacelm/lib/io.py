@@ -1,4 +1,5 @@
 """Small file helpers shared by every stage: atomic writes, strict JSONL reading, hashing."""
+
 from __future__ import annotations
 
 import errno
@@ -6,11 +7,12 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Union
+from typing import Any
 
-PathLike = Union[str, Path]
+PathLike = str | Path
 
 
 class InputError(ValueError):
@@ -42,7 +44,9 @@ def atomic_open(path: PathLike, mode: str = "w", encoding: str | None = "utf-8")
     try:
         # mkstemp creates 0600; an output gets the mode any new file would (0666 less the umask)
         os.fchmod(fd, 0o666 & ~current_umask())
-        with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding, newline=None if "b" in mode else "\n") as f:
+        with os.fdopen(
+            fd, mode, encoding=None if "b" in mode else encoding, newline=None if "b" in mode else "\n"
+        ) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
@@ -65,14 +69,20 @@ def describe_os_error(e: OSError) -> str:
         name = f"{name} -> {e.filename2}"
     what = e.strerror or str(e)
     if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-        fix = ("make it writable, or point the run elsewhere (--set paths.results_dir=DIR, "
-               "paths.cache_dir, paths.processed_dir)")
+        fix = (
+            "make it writable, or point the run elsewhere (--set paths.results_dir=DIR, "
+            "paths.cache_dir, paths.processed_dir)"
+        )
     elif e.errno in (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", -1)):
-        fix = ("free disk space (or raise the file-size limit) and run the same command again: "
-               "finished outputs and model calls are kept, it resumes")
+        fix = (
+            "free disk space (or raise the file-size limit) and run the same command again: "
+            "finished outputs and model calls are kept, it resumes"
+        )
     elif e.errno in (errno.ENOTDIR, errno.EEXIST, errno.EISDIR):
-        fix = ("a file stands where a folder is needed, or a folder where a file is: move it away, or "
-               "set the path in the config (paths.*) to a folder")
+        fix = (
+            "a file stands where a folder is needed, or a folder where a file is: move it away, or "
+            "set the path in the config (paths.*) to a folder"
+        )
     elif e.errno == errno.ENOENT:
         fix = "check the path (relative paths in a config resolve against the config's project)"
     else:
@@ -111,8 +121,9 @@ def read_jsonl(path: PathLike) -> list[dict]:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
-                raise InputError(f"{path}:{lineno}: not valid JSON ({e.msg} at column {e.colno}); "
-                                 "each line must be one JSON object") from None
+                raise InputError(
+                    f"{path}:{lineno}: not valid JSON ({e.msg} at column {e.colno}); each line must be one JSON object"
+                ) from None
             if not isinstance(obj, dict):
                 raise InputError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
             rows.append(obj)

@@ -15,17 +15,19 @@
   mean of both orders does to the figures.
 - *Verdicts*: valid / weak / fails / too few pairs to tell, from thresholds in the config.
 """
+
 from __future__ import annotations
 
 import random
 import re
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 
 from .facts import entities
 from .gate import REFUSAL_TEXT
-from .stats import bootstrap_ci, bootstrap_cis, wilson_ci
+from .stats import bootstrap_cis, wilson_ci
 
 VERDICTS = ("valid", "weak", "fails", "too few pairs to tell")
 ANSWER_RUBRICS = ("faithfulness", "relevance", "noise_robustness", "negative_rejection")
@@ -47,8 +49,9 @@ def relevant_from(graded: bool) -> int:
     return 2 if graded else 1
 
 
-def sample_check_pairs(data, n_queries: int, seed: int, source: str, hard_depth: int = 30,
-                       exclude_queries: Optional[set] = None) -> list[dict]:
+def sample_check_pairs(
+    data, n_queries: int, seed: int, source: str, hard_depth: int = 30, exclude_queries: set | None = None
+) -> list[dict]:
     """Pairs to grade from a :class:`~.beir.BeirData`, question-major. Each pair: qid, question,
     chunk_id (the passage id), label (the human grade), kind, source. `exclude_queries` (those a
     calibrated judge was fitted on) are never drawn, so the check stays held out."""
@@ -60,9 +63,13 @@ def sample_check_pairs(data, n_queries: int, seed: int, source: str, hard_depth:
     ids, texts = data.passages()
     known = set(ids)
     rng = random.Random(f"{seed}|{source}")
-    eligible = sorted(q for q, rel in data.qrels.items()
-                      if q in data.queries and q not in (exclude_queries or ())
-                      and any(g >= rel_from and d in known for d, g in rel.items()))
+    eligible = sorted(
+        q
+        for q, rel in data.qrels.items()
+        if q in data.queries
+        and q not in (exclude_queries or ())
+        and any(g >= rel_from and d in known for d, g in rel.items())
+    )
     chosen = sorted(rng.sample(eligible, min(n_queries, len(eligible))))
     hard = {}
     if not graded and chosen:
@@ -88,8 +95,17 @@ def sample_check_pairs(data, n_queries: int, seed: int, source: str, hard_depth:
         if unjudged:
             picks.append((unjudged[0], 0, "random_negative"))
         for doc, label, kind in picks:
-            pairs.append({"source": source, "qid": q, "question": data.queries[q], "chunk_id": doc, "label": int(label),
-                          "kind": kind, "purpose": [kind]})
+            pairs.append(
+                {
+                    "source": source,
+                    "qid": q,
+                    "question": data.queries[q],
+                    "chunk_id": doc,
+                    "label": int(label),
+                    "kind": kind,
+                    "purpose": [kind],
+                }
+            )
     return pairs
 
 
@@ -119,13 +135,22 @@ def golden_check_pairs(samples: Sequence, found: dict, chunks: Sequence, n: int,
         if other:
             picks.append((other, 0, "hard_negative"))
         for cid, label, kind in picks:
-            pairs.append({"source": "golden (in-domain)", "qid": s.id, "question": s.question, "chunk_id": cid,
-                          "label": label, "kind": kind, "purpose": [kind]})
+            pairs.append(
+                {
+                    "source": "golden (in-domain)",
+                    "qid": s.id,
+                    "question": s.question,
+                    "chunk_id": cid,
+                    "label": label,
+                    "kind": kind,
+                    "purpose": [kind],
+                }
+            )
     return pairs
 
 
 # --------------------------------------------------------------------------- agreement
-def _score(r: dict) -> Optional[float]:
+def _score(r: dict) -> float | None:
     """The continuous score a grade row is ranked by: a calibrated judge's score, else the
     expected grade from the option probabilities, else the grade."""
     for key in ("score", "expected_grade"):
@@ -143,7 +168,7 @@ def auc(y: list, s: list) -> float:
     return float(roc_auc_score(y, s)) if len(set(s)) > 1 else 0.5
 
 
-def _kappa(a: list, b: list, weights: Optional[str] = None, labels=None) -> float:
+def _kappa(a: list, b: list, weights: str | None = None, labels=None) -> float:
     from sklearn.metrics import cohen_kappa_score
 
     if len(a) < 2:
@@ -158,19 +183,24 @@ def _metrics(rows: list[dict], graded: bool) -> dict:
     rel_from = relevant_from(graded)
     y = [int(r["label"] >= rel_from) for r in rows]
     judged = [int(r["grade"] >= 2) for r in rows]
-    out = {"auc": auc(y, [_score(r) for r in rows]), "kappa_binary": _kappa(y, judged),
-           "accuracy": float(np.mean([a == b for a, b in zip(y, judged)])) if rows else float("nan")}
+    out = {
+        "auc": auc(y, [_score(r) for r in rows]),
+        "kappa_binary": _kappa(y, judged),
+        "accuracy": float(np.mean([a == b for a, b in zip(y, judged)])) if rows else float("nan"),
+    }
     if graded:
-        out["kappa_weighted"] = _kappa([r["label"] for r in rows], [r["grade"] for r in rows], "quadratic", [0, 1, 2, 3])
+        out["kappa_weighted"] = _kappa(
+            [r["label"] for r in rows], [r["grade"] for r in rows], "quadratic", [0, 1, 2, 3]
+        )
         out["exact_accuracy"] = float(np.mean([r["label"] == r["grade"] for r in rows])) if rows else float("nan")
     return out
 
 
-def _r(x: float, nd: int = 4) -> Optional[float]:
+def _r(x: float, nd: int = 4) -> float | None:
     return None if x is None or (isinstance(x, float) and np.isnan(x)) else round(float(x), nd)
 
 
-def agreement(rows: list[dict], n_boot: int, seed: int, graded: Optional[bool] = None) -> dict:
+def agreement(rows: list[dict], n_boot: int, seed: int, graded: bool | None = None) -> dict:
     """The judge's agreement with the human labels on graded check pairs, each figure with a
     95% bootstrap CI over queries (pairs of one query move together)."""
     ok = [r for r in rows if r.get("grade") is not None]
@@ -180,25 +210,32 @@ def agreement(rows: list[dict], n_boot: int, seed: int, graded: Optional[bool] =
         by_q.setdefault(r["qid"], []).append(r)
     groups = [by_q[q] for q in sorted(by_q)]
     point = _metrics(ok, graded)
-    out: dict = {"n_pairs": len(ok), "n_queries": len(groups), "missing": len(rows) - len(ok),
-                 "labels": "graded 0-3" if graded else "binary",
-                 "relevant_from_label": relevant_from(graded)}
+    out: dict = {
+        "n_pairs": len(ok),
+        "n_queries": len(groups),
+        "missing": len(rows) - len(ok),
+        "labels": "graded 0-3" if graded else "binary",
+        "relevant_from_label": relevant_from(graded),
+    }
     cis = bootstrap_cis(groups, lambda gs: _metrics([r for g in gs for r in g], graded), n_boot, seed)
     for name, value in point.items():
         out[name] = _r(value)
         out[f"{name}_ci"] = [_r(x) for x in _undegenerate(value, cis[name], len(groups))]
     if not graded:
         out["kappa_weighted"], out["kappa_weighted_ci"] = None, [None, None]
-    out["confusion"] = {str(h): {str(g): sum(1 for r in ok if r["label"] == h and r["grade"] == g) for g in range(4)}
-                        for h in sorted({r["label"] for r in ok})}
+    out["confusion"] = {
+        str(h): {str(g): sum(1 for r in ok if r["label"] == h and r["grade"] == g) for g in range(4)}
+        for h in sorted({r["label"] for r in ok})
+    }
     # which comparison is hard: relevant against each kind of negative
     rel_from = relevant_from(graded)
     pos = [r for r in ok if r["label"] >= rel_from]
     for kind in sorted({r["kind"] for r in ok if r["label"] < rel_from}):
         neg = [r for r in ok if r["kind"] == kind]
         out[f"auc_relevant_vs_{kind}"] = _r(auc([1] * len(pos) + [0] * len(neg), [_score(r) for r in pos + neg]))
-    out["mean_grade_by_label"] = {str(h): _r(np.mean([r["grade"] for r in ok if r["label"] == h]), 3)
-                                  for h in sorted({r["label"] for r in ok})}
+    out["mean_grade_by_label"] = {
+        str(h): _r(np.mean([r["grade"] for r in ok if r["label"] == h]), 3) for h in sorted({r["label"] for r in ok})
+    }
     return out
 
 
@@ -258,7 +295,6 @@ def _undegenerate(value: float, ci: tuple, n_units: int) -> tuple:
     bound becomes the 95% Wilson lower bound of n_units successes in n_units trials (each unit,
     a query, read as one success), 0.72 for 10 units, 0.89 for 30. Other intervals pass as they
     are."""
-    from .stats import wilson_ci
 
     lo, hi = ci
     if value is None or np.isnan(value) or np.isnan(lo) or not (lo == hi == value == 1.0):
@@ -286,8 +322,9 @@ def verdict(m: dict, th, references: Sequence[dict] = ()) -> tuple[str, str]:
         return "too few pairs to tell", f"only {n} pairs (at least {th.min_pairs} are needed for a verdict)"
     if auc_v is None or lo is None or hi is None:
         return "too few pairs to tell", "the AUC cannot be computed (one class only)"
-    ours = f"AUC {auc_v:.2f} [{lo:.2f}, {hi:.2f}], kappa " + \
-        ("n/a" if k_v is None or klo is None else f"{k_v:.2f} [{klo:.2f}, {khi:.2f}]")
+    ours = f"AUC {auc_v:.2f} [{lo:.2f}, {hi:.2f}], kappa " + (
+        "n/a" if k_v is None or klo is None else f"{k_v:.2f} [{klo:.2f}, {khi:.2f}]"
+    )
     refs = [r for r in references if r.get("auc") is not None and r.get("kappa_binary") is not None]
     if refs:
         places = []
@@ -308,8 +345,10 @@ def verdict(m: dict, th, references: Sequence[dict] = ()) -> tuple[str, str]:
         return "fails", f"{ours}: the AUC's upper bound is under {th.fail_auc}, it barely tells relevant from not"
     if klo is not None and lo >= th.valid_auc and klo >= th.valid_kappa:
         return "valid", f"{ours}: lower bounds reach AUC {th.valid_auc} and kappa {th.valid_kappa}"
-    return "weak", (f"{ours}: the lower bounds do not reach AUC {th.valid_auc} and kappa {th.valid_kappa} "
-                    "(no reference judge on these pairs)")
+    return "weak", (
+        f"{ours}: the lower bounds do not reach AUC {th.valid_auc} and kappa {th.valid_kappa} "
+        "(no reference judge on these pairs)"
+    )
 
 
 # --------------------------------------------------------------------------- position bias
@@ -317,12 +356,19 @@ def position_bias(rows: list[dict], swapped: list[dict]) -> dict:
     """Agreement between the question-first and passage-first grades of the same pairs, and the
     mean shift of the (expected) grade when the passage comes first."""
     by = {(r["qid"], r["chunk_id"]): r for r in swapped if r.get("grade") is not None}
-    both = [(r, by[(r["qid"], r["chunk_id"])]) for r in rows if r.get("grade") is not None and (r["qid"], r["chunk_id"]) in by]
+    both = [
+        (r, by[(r["qid"], r["chunk_id"])])
+        for r in rows
+        if r.get("grade") is not None and (r["qid"], r["chunk_id"]) in by
+    ]
     if not both:
         return {"n_pairs": 0, "agreement": None, "mean_shift": None}
-    return {"n_pairs": len(both), "agreement": _r(np.mean([a["grade"] == b["grade"] for a, b in both])),
-            "mean_shift": _r(np.mean([_score(b) - _score(a) for a, b in both])),
-            "mean_abs_shift": _r(np.mean([abs(_score(b) - _score(a)) for a, b in both]))}
+    return {
+        "n_pairs": len(both),
+        "agreement": _r(np.mean([a["grade"] == b["grade"] for a, b in both])),
+        "mean_shift": _r(np.mean([_score(b) - _score(a) for a, b in both])),
+        "mean_abs_shift": _r(np.mean([abs(_score(b) - _score(a)) for a, b in both])),
+    }
 
 
 def mean_of_orders(rows: list[dict], swapped: list[dict]) -> list[dict]:
@@ -343,9 +389,11 @@ def mean_of_orders(rows: list[dict], swapped: list[dict]) -> list[dict]:
 # --------------------------------------------------------------------------- controls
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = set("a an the of and or to in on for with by from at as is are was were be been it its this that these those "
-            "what which who whom how why when where do does did can could should would will may might not no "
-            "into than then there their they them about over under between".split())
+_STOP = set(
+    "a an the of and or to in on for with by from at as is are was were be been it its this that these those "
+    "what which who whom how why when where do does did can could should would will may might not no "
+    "into than then there their they them about over under between".split()
+)
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 
 
@@ -353,7 +401,7 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENT.split(" ".join(text.split())) if len(s.split()) >= 5]
 
 
-def supporting_sentence(question: str, text: str) -> Optional[str]:
+def supporting_sentence(question: str, text: str) -> str | None:
     """The sentence of `text` sharing most content words with `question` (first on ties)."""
     q = {w for w in _WORD.findall(question.lower()) if w not in _STOP}
     best, best_n = None, -1
@@ -364,7 +412,7 @@ def supporting_sentence(question: str, text: str) -> Optional[str]:
     return best
 
 
-def change_numbers(sentence: str) -> Optional[str]:
+def change_numbers(sentence: str) -> str | None:
     """The sentence with every number changed (None when it holds none): a claim that no longer
     matches its passage."""
     if not _NUMBER.search(sentence):
@@ -383,16 +431,60 @@ def change_numbers(sentence: str) -> Optional[str]:
 
 # bad answers that a judge misleading the tables would accept: each a pure function of the good
 # sentence (and, for some, another text), None where it does not apply
-_UNITS = {"km": "m", "m": "km", "kg": "g", "g": "kg", "mm": "cm", "cm": "mm", "s": "ms", "ms": "s",
-          "seconds": "minutes", "minutes": "hours", "hours": "days", "days": "weeks", "weeks": "months",
-          "years": "months", "months": "years", "W": "kW", "kW": "W", "MW": "kW", "Hz": "kHz", "kHz": "MHz",
-          "MHz": "GHz", "GHz": "MHz", "K": "°C", "%": " per mille", "percent": "per mille", "bar": "mbar",
-          "kbps": "Mbps", "Mbps": "kbps", "dB": "dBW", "N": "kN", "kN": "N", "t": "kg", "AU": "km"}
-_UNIT = re.compile(r"(?<=\d)(\s?)(" + "|".join(sorted(map(re.escape, _UNITS), key=len, reverse=True)) + r")(?![A-Za-z])")
-_NEGATE = [(r"\bis not\b", "is"), (r"\bare not\b", "are"), (r"\bcannot\b", "can"), (r"\bdoes not\b", "does"),
-           (r"\bis\b", "is not"), (r"\bare\b", "are not"), (r"\bwas\b", "was not"), (r"\bwere\b", "were not"),
-           (r"\bcan\b", "cannot"), (r"\bwill\b", "will not"), (r"\bmust\b", "must not"), (r"\bshould\b", "should not"),
-           (r"\bhas\b", "has no"), (r"\bhave\b", "have no")]
+_UNITS = {
+    "km": "m",
+    "m": "km",
+    "kg": "g",
+    "g": "kg",
+    "mm": "cm",
+    "cm": "mm",
+    "s": "ms",
+    "ms": "s",
+    "seconds": "minutes",
+    "minutes": "hours",
+    "hours": "days",
+    "days": "weeks",
+    "weeks": "months",
+    "years": "months",
+    "months": "years",
+    "W": "kW",
+    "kW": "W",
+    "MW": "kW",
+    "Hz": "kHz",
+    "kHz": "MHz",
+    "MHz": "GHz",
+    "GHz": "MHz",
+    "K": "°C",
+    "%": " per mille",
+    "percent": "per mille",
+    "bar": "mbar",
+    "kbps": "Mbps",
+    "Mbps": "kbps",
+    "dB": "dBW",
+    "N": "kN",
+    "kN": "N",
+    "t": "kg",
+    "AU": "km",
+}
+_UNIT = re.compile(
+    r"(?<=\d)(\s?)(" + "|".join(sorted(map(re.escape, _UNITS), key=len, reverse=True)) + r")(?![A-Za-z])"
+)
+_NEGATE = [
+    (r"\bis not\b", "is"),
+    (r"\bare not\b", "are"),
+    (r"\bcannot\b", "can"),
+    (r"\bdoes not\b", "does"),
+    (r"\bis\b", "is not"),
+    (r"\bare\b", "are not"),
+    (r"\bwas\b", "was not"),
+    (r"\bwere\b", "were not"),
+    (r"\bcan\b", "cannot"),
+    (r"\bwill\b", "will not"),
+    (r"\bmust\b", "must not"),
+    (r"\bshould\b", "should not"),
+    (r"\bhas\b", "has no"),
+    (r"\bhave\b", "have no"),
+]
 HEDGED_REFUSALS = (
     REFUSAL_TEXT,
     "I could not find this in the documents I was given; they discuss related topics but do not say, so I "
@@ -401,7 +493,7 @@ HEDGED_REFUSALS = (
 )
 
 
-def nudge_numbers(sentence: str) -> Optional[str]:
+def nudge_numbers(sentence: str) -> str | None:
     """Every number changed by a small relative amount (about +20%, years by +3, at least one unit
     in the last digit), keeping its form: "261 km" -> "313 km", "2.5" -> "3.0", "2019" -> "2022".
     A plausible wrong value, not an absurd one. None without a number."""
@@ -423,16 +515,16 @@ def nudge_numbers(sentence: str) -> Optional[str]:
     return _NUMBER.sub(bump, sentence)
 
 
-def swap_unit(sentence: str) -> Optional[str]:
+def swap_unit(sentence: str) -> str | None:
     """The first unit written after a number swapped for a neighbouring one ("261 km" -> "261 m",
     "5 hours" -> "5 days"); None when no number carries a unit we know."""
     m = _UNIT.search(sentence)
     if not m:
         return None
-    return sentence[:m.start()] + m.group(1) + _UNITS[m.group(2)] + sentence[m.end():]
+    return sentence[: m.start()] + m.group(1) + _UNITS[m.group(2)] + sentence[m.end() :]
 
 
-def swap_entity(sentence: str, other_text: str) -> Optional[str]:
+def swap_entity(sentence: str, other_text: str) -> str | None:
     """The first named entity of `sentence` replaced by one from `other_text` that the sentence
     does not hold ("Svalbard" -> "Kiruna"); None when either side has none."""
     mine = entities(sentence)
@@ -442,7 +534,7 @@ def swap_entity(sentence: str, other_text: str) -> Optional[str]:
     return re.sub(rf"(?<![\w-]){re.escape(mine[0])}(?![\w-])", theirs[0], sentence, count=1)
 
 
-def negate(sentence: str) -> Optional[str]:
+def negate(sentence: str) -> str | None:
     """The claim turned into its negation at the first auxiliary verb ("is" -> "is not",
     "cannot" -> "can"); None when the sentence has none of those we know."""
     for pat, rep in _NEGATE:
@@ -456,7 +548,9 @@ def closed_book(sentence: str) -> str:
     rounded guess well off the mark ("about 100 km" for "261 km"), or, without numbers, a vague
     answer that names none of the specifics."""
     if not _NUMBER.search(sentence):
-        return "It depends on the mission and the spacecraft; typical values and practices vary widely between operators."
+        return (
+            "It depends on the mission and the spacecraft; typical values and practices vary widely between operators."
+        )
 
     def guess(m: re.Match) -> str:
         v = float(m.group(0).replace(",", "."))
@@ -466,11 +560,14 @@ def closed_book(sentence: str) -> str:
         return str(int(r)) if r >= 1 else f"{r:g}"
 
     # "about" once before each guess, whether or not the sentence already hedged the number
-    return re.sub(r"(?:\b(?:about|approximately|around|roughly|some)\s+)?" + _NUMBER.pattern,
-                  lambda m: "about " + guess(_NUMBER.search(m.group(0))), sentence)
+    return re.sub(
+        r"(?:\b(?:about|approximately|around|roughly|some)\s+)?" + _NUMBER.pattern,
+        lambda m: "about " + guess(_NUMBER.search(m.group(0))),
+        sentence,
+    )
 
 
-def off_question_sentence(question: str, text: str, avoid: str) -> Optional[str]:
+def off_question_sentence(question: str, text: str, avoid: str) -> str | None:
     """A sentence of `text` (not `avoid`) sharing the fewest content words with the question: on
     the same topic, but it does not answer. None when the text has no other sentence."""
     q = {w for w in _WORD.findall(question.lower()) if w not in _STOP}
@@ -485,12 +582,16 @@ def _bad_answers(q: dict, sup: str, other_answer: str, wrong_sentence: str, wron
         "unit_swapped": (swap_unit(sup), "the unit swapped"),
         "entity_swapped": (swap_entity(sup, wrong_text), "a named entity swapped for another"),
         "negated": (negate(sup), "the claim negated"),
-        "partial": (f"{sup} {wrong_sentence}" if wrong_sentence and wrong_sentence != sup else None,
-                    "the right claim plus an unsupported one"),
+        "partial": (
+            f"{sup} {wrong_sentence}" if wrong_sentence and wrong_sentence != sup else None,
+            "the right claim plus an unsupported one",
+        ),
         "unrelated_claim": (wrong_sentence if wrong_sentence != sup else None, "a claim from an unrelated passage"),
         "other_question": (other_answer, "the answer to another question"),
-        "ignores_question": (off_question_sentence(q["question"], source_text, sup),
-                             "a sentence of the same passage that does not answer the question"),
+        "ignores_question": (
+            off_question_sentence(q["question"], source_text, sup),
+            "a sentence of the same passage that does not answer the question",
+        ),
         "closed_book": (closed_book(sup), "a closed-book answer: rounded guesses instead of the passage's values"),
     }
     return {k: v for k, v in kinds.items() if v[0] and v[0] != sup}
@@ -541,10 +642,14 @@ def build_controls(questions: Sequence[dict], text_of: dict, doc_of: dict, n: in
         wrong_sentence = supporting_sentence(q["question"], text_of[wrong[0]]) or other_answer
         bad = _bad_answers(q, sup, other_answer, wrong_sentence, text_of[wrong[0]], text_of[src])
         nudged = bad.get("number_nudged", (None,))[0] or bad.get("entity_swapped", (None,))[0]
-        refusal_bad = {"confident": (sup, "a confident answer the passages do not hold"),
-                       "confident_nudged": (nudged, "a confident answer with a made-up detail"),
-                       "hedged_guess": (f"I am not completely sure, but I believe {sup[0].lower()}{sup[1:]}",
-                                        "a hedged answer that still asserts a claim")}
+        refusal_bad = {
+            "confident": (sup, "a confident answer the passages do not hold"),
+            "confident_nudged": (nudged, "a confident answer with a made-up detail"),
+            "hedged_guess": (
+                f"I am not completely sure, but I believe {sup[0].lower()}{sup[1:]}",
+                "a hedged answer that still asserts a claim",
+            ),
+        }
         refusal_bad = {k: v for k, v in refusal_bad.items() if v[0]}
         base = {"qid": q["qid"], "question": q["question"]}
         for rubric, kinds in CONTROL_KINDS.items():
@@ -564,12 +669,12 @@ def build_controls(questions: Sequence[dict], text_of: dict, doc_of: dict, n: in
                 mine.append(c)
             if mine:  # rotate, so the first round covers the kinds across questions
                 want = kinds[i % len(kinds)]
-                rest = kinds[kinds.index(want):] + kinds[:kinds.index(want)]
+                rest = kinds[kinds.index(want) :] + kinds[: kinds.index(want)]
                 first = next(k for k in rest if any(c["kind"] == k for c in mine))
                 r = [c["kind"] for c in mine].index(first)
                 cands[rubric].append(mine[r:] + mine[:r])
     out = []
-    for rubric, per_q in cands.items():
+    for per_q in cands.values():
         picked = []
         for round_ in range(max((len(x) for x in per_q), default=0)):
             picked += [x[round_] for x in per_q if round_ < len(x)]
@@ -577,7 +682,7 @@ def build_controls(questions: Sequence[dict], text_of: dict, doc_of: dict, n: in
     return out
 
 
-def controls_table(results: list[dict], th) -> "pd.DataFrame":
+def controls_table(results: list[dict], th) -> pd.DataFrame:
     """Per judge: n (controls scored on both answers), n_kinds (distinct kinds of bad answer),
     pass rate (the good answer scored above the bad one, as the tables score them) with its 95%
     Wilson interval (ci_low, ci_high; also in pass_rate_ci_low/high), mean gap, and a verdict
@@ -586,12 +691,12 @@ def controls_table(results: list[dict], th) -> "pd.DataFrame":
     is true only for "valid": a judge that has not passed gives no headline figure."""
     import pandas as pd
 
-    from .stats import wilson_ci
-
     rows = []
     order = [*ANSWER_RUBRICS, *BINARY_JUDGES, CLAIM_JUDGE, REFUSAL_JUDGE]
     for rubric in sorted({r["rubric"] for r in results}, key=lambda x: order.index(x) if x in order else 99):
-        got = [r for r in results if r["rubric"] == rubric and r["good_score"] is not None and r["bad_score"] is not None]
+        got = [
+            r for r in results if r["rubric"] == rubric and r["good_score"] is not None and r["bad_score"] is not None
+        ]
         passed = [r["good_score"] > r["bad_score"] for r in got]
         gaps = [r["good_score"] - r["bad_score"] for r in got]
         lo, hi = wilson_ci(sum(passed), len(passed))  # a proportion: Wilson, as every proportion
@@ -604,15 +709,43 @@ def controls_table(results: list[dict], th) -> "pd.DataFrame":
             v = "fails"
         else:
             v = "weak"
-        rows.append({"rubric": rubric, "n": len(got), "pass_rate": _r(rate, 3), "pass_rate_ci_low": _r(lo, 3),
-                     "pass_rate_ci_high": _r(hi, 3), "mean_gap": _r(np.mean(gaps), 3) if gaps else None,
-                     "missing": sum(1 for r in results if r["rubric"] == rubric) - len(got), "verdict": v,
-                     "n_kinds": len({r.get("kind") for r in got}), "ci_low": _r(lo, 3), "ci_high": _r(hi, 3),
-                     "passed": v == "valid",
-                     "failed_kinds": ", ".join(sorted({str(r.get("kind")) for r in got
-                                                       if not r["good_score"] > r["bad_score"]}))})
-    return pd.DataFrame(rows, columns=["rubric", "n", "pass_rate", "pass_rate_ci_low", "pass_rate_ci_high", "mean_gap",
-                                       "missing", "verdict", "n_kinds", "ci_low", "ci_high", "passed", "failed_kinds"])
+        rows.append(
+            {
+                "rubric": rubric,
+                "n": len(got),
+                "pass_rate": _r(rate, 3),
+                "pass_rate_ci_low": _r(lo, 3),
+                "pass_rate_ci_high": _r(hi, 3),
+                "mean_gap": _r(np.mean(gaps), 3) if gaps else None,
+                "missing": sum(1 for r in results if r["rubric"] == rubric) - len(got),
+                "verdict": v,
+                "n_kinds": len({r.get("kind") for r in got}),
+                "ci_low": _r(lo, 3),
+                "ci_high": _r(hi, 3),
+                "passed": v == "valid",
+                "failed_kinds": ", ".join(
+                    sorted({str(r.get("kind")) for r in got if not r["good_score"] > r["bad_score"]})
+                ),
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "rubric",
+            "n",
+            "pass_rate",
+            "pass_rate_ci_low",
+            "pass_rate_ci_high",
+            "mean_gap",
+            "missing",
+            "verdict",
+            "n_kinds",
+            "ci_low",
+            "ci_high",
+            "passed",
+            "failed_kinds",
+        ],
+    )
 
 
 def score_controls(judge, controls: list[dict], text_of: dict) -> list[dict]:
@@ -626,11 +759,23 @@ def score_controls(judge, controls: list[dict], text_of: dict) -> list[dict]:
     items = []
     for c in controls:
         for which in ("good", "bad"):
-            it = {"qid": c["qid"], "setting": "control", "pipeline": which, "question": c["question"],
-                  "answer": c[which], "scores": {}, "expected_scores": {}, "raw_judge": {},
-                  "binary": {}, "passage_ids": c["context_ids"], "wrong_ids": c.get("noise_ids", c["context_ids"]),
-                  "rubrics": [c["rubric"]] if c["rubric"] in ANSWER_RUBRICS else [],
-                  "reference_answer": c.get("reference"), "_control": c, "_which": which}
+            it = {
+                "qid": c["qid"],
+                "setting": "control",
+                "pipeline": which,
+                "question": c["question"],
+                "answer": c[which],
+                "scores": {},
+                "expected_scores": {},
+                "raw_judge": {},
+                "binary": {},
+                "passage_ids": c["context_ids"],
+                "wrong_ids": c.get("noise_ids", c["context_ids"]),
+                "rubrics": [c["rubric"]] if c["rubric"] in ANSWER_RUBRICS else [],
+                "reference_answer": c.get("reference"),
+                "_control": c,
+                "_which": which,
+            }
             items.append(it)
     judge_rubrics(judge, [it for it in items if it["rubrics"]], text_of)
     binary = [it for it in items if it["_control"]["rubric"] in BINARY_JUDGES]

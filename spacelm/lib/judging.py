@@ -1,10 +1,10 @@
 """Reading a judge's answer: a score constrained to a range of options, never a silent
 default; the expected score from the option probabilities where the backend gives them."""
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
 
 from .llm.types import Completion
 
@@ -14,10 +14,10 @@ class Judgement:
     """A parsed judge answer: `value` is None when the output could not be parsed (never a
     silent default); `raw` keeps what the model said."""
 
-    value: Optional[int]
+    value: int | None
     raw: str
-    probs: Optional[dict] = None
-    expected: Optional[float] = None
+    probs: dict | None = None
+    expected: float | None = None
     explanation: str = ""
     extra: dict = field(default_factory=dict)
 
@@ -27,7 +27,7 @@ _SCORE_WORD = re.compile(r"(?:score|grade|rating|result)\s*(?:is|:|=)?\s*\**\s*(
 _DIGIT = re.compile(r"(?<![\d.])(-?\d+)(?!\d|\.\d)")
 
 
-def parse_score(text: str, lo: int, hi: int) -> Optional[int]:
+def parse_score(text: str, lo: int, hi: int) -> int | None:
     """The score in a judge's answer, if one in [lo, hi] can be found: a `<result>N</result>`
     tag, then "score: N", then a lone number when it is the only one in range."""
     for pat in (_RESULT_TAG, _SCORE_WORD):
@@ -53,7 +53,7 @@ def score_choices(lo: int, hi: int) -> list[str]:
     return [str(i) for i in range(lo, hi + 1)]
 
 
-def p_yes(comp) -> Optional[float]:
+def p_yes(comp) -> float | None:
     """P(yes) from the option probabilities, or 1/0 from the text when the backend gives none;
     None when the answer is neither."""
     if comp.choice_probs and "yes" in comp.choice_probs:

@@ -11,14 +11,15 @@ pair when the sample is large enough to give every stratum one (largest remainde
 pair carries the weight N_h / n_h of its stratum, so estimates stay unbiased when the
 allocation is not exactly proportional.
 """
+
 from __future__ import annotations
 
 import csv
 import html
 import json
 import random
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 import numpy as np
 
@@ -89,9 +90,11 @@ def write_labelling_files(folder: Path, items: Sequence[dict]) -> list[Path]:
     return [folder / "to_label.jsonl", folder / "to_label.csv", folder / "label.html"]
 
 
-GRADE_HELP = ("0 = not relevant: the passage has nothing to do with the question; 1 = related: on the topic but it "
-              "does not answer; 2 = relevant: it partly answers or answers with other material needed; "
-              "3 = perfectly relevant: it answers the question on its own.")
+GRADE_HELP = (
+    "0 = not relevant: the passage has nothing to do with the question; 1 = related: on the topic but it "
+    "does not answer; 2 = relevant: it partly answers or answers with other material needed; "
+    "3 = perfectly relevant: it answers the question on its own."
+)
 
 
 def labelling_page(items: Sequence[dict]) -> str:
@@ -100,16 +103,18 @@ def labelling_page(items: Sequence[dict]) -> str:
     rows = []
     for i, it in enumerate(items):
         radios = "".join(f'<label><input type="radio" name="g{i}" value="{g}"> {g}</label> ' for g in range(4))
-        rows.append(f'<div class="pair" data-id="{html.escape(it["pair_id"])}"><p class="n">{i + 1} / {len(items)}</p>'
-                    f'<p><b>Question:</b> {html.escape(it["question"])}</p>'
-                    f'<blockquote>{html.escape(it["passage"])}</blockquote><p>{radios}</p></div>')
+        rows.append(
+            f'<div class="pair" data-id="{html.escape(it["pair_id"])}"><p class="n">{i + 1} / {len(items)}</p>'
+            f"<p><b>Question:</b> {html.escape(it['question'])}</p>"
+            f"<blockquote>{html.escape(it['passage'])}</blockquote><p>{radios}</p></div>"
+        )
     return f"""<!doctype html><meta charset="utf-8"><title>spacelm: relevance labels</title>
 <style>body{{font-family:sans-serif;max-width:50em;margin:auto}} .pair{{border-bottom:1px solid #ccc;padding:1em 0}}
 blockquote{{background:#f6f6f6;padding:.5em}} .n{{color:#888}}</style>
 <h1>Grade each passage for its question</h1><p>{html.escape(GRADE_HELP)}</p>
 <p>Save as you go; unanswered pairs are left out of the file.</p>
 <button onclick="save()">Save human_labels.csv</button>
-{''.join(rows)}
+{"".join(rows)}
 <button onclick="save()">Save human_labels.csv</button>
 <script>
 function save() {{
@@ -127,7 +132,7 @@ function save() {{
 """
 
 
-def labels_file(folder: Path) -> Optional[Path]:
+def labels_file(folder: Path) -> Path | None:
     """`human_labels.csv`, else `human_labels.jsonl`, in `folder`; None when neither exists."""
     for name in ("human_labels.csv", "human_labels.jsonl"):
         if (Path(folder) / name).is_file():
@@ -147,8 +152,9 @@ def read_labels(path: Path, known: set) -> dict:
                 try:
                     rows.append((i, json.loads(line)))
                 except json.JSONDecodeError as e:
-                    raise InputError(f"{path}:{i}: not a JSON object ({e.msg}); each line needs "
-                                     '{"pair_id": ..., "grade": 0-3}') from None
+                    raise InputError(
+                        f'{path}:{i}: not a JSON object ({e.msg}); each line needs {{"pair_id": ..., "grade": 0-3}}'
+                    ) from None
     else:
         with open(path, newline="", encoding="utf-8") as f:
             reader = csv.DictReader(f)
@@ -162,8 +168,9 @@ def read_labels(path: Path, known: set) -> dict:
         if g is None or str(g).strip() == "":
             continue
         if pid not in known:
-            raise InputError(f"{path}:{i}: unknown pair id {pid!r}: use the ids of labels/to_label.csv "
-                             "(spacelm label writes them)")
+            raise InputError(
+                f"{path}:{i}: unknown pair id {pid!r}: use the ids of labels/to_label.csv (spacelm label writes them)"
+            )
         try:
             gi = int(str(g).strip())
         except ValueError:
@@ -191,12 +198,26 @@ def ppi_table1(cell_pairs: dict, grades: dict, human: dict, weights: dict, level
         lab = [p for p in graded if p in human]
         for g in range(4):
             f = [float(grades[p] == g) for p in graded]
-            r = ppi_mean(f, [float(grades[p] == g) for p in lab], [float(human[p] == g) for p in lab],
-                         [weights.get(p, 1.0) for p in lab], level=level)
+            r = ppi_mean(
+                f,
+                [float(grades[p] == g) for p in lab],
+                [float(human[p] == g) for p in lab],
+                [weights.get(p, 1.0) for p in lab],
+                level=level,
+            )
             pct = lambda x: None if x is None or np.isnan(x) else round(100 * float(np.clip(x, 0, 1)), 2)
-            rows.append({"retriever": retriever, "stage": stage, "top_k": k, "grade": g,
-                         "ppi_estimate": pct(r["estimate"]) if lab else None,
-                         "ppi_ci_low": pct(r["ci_low"]), "ppi_ci_high": pct(r["ci_high"]), "n_human": len(lab)})
+            rows.append(
+                {
+                    "retriever": retriever,
+                    "stage": stage,
+                    "top_k": k,
+                    "grade": g,
+                    "ppi_estimate": pct(r["estimate"]) if lab else None,
+                    "ppi_ci_low": pct(r["ci_low"]),
+                    "ppi_ci_high": pct(r["ci_high"]),
+                    "n_human": len(lab),
+                }
+            )
     return rows
 
 
@@ -216,11 +237,27 @@ def ppi_differences(cell_pairs: dict, grades: dict, human: dict, weights: dict, 
             continue
         f = [float(grades[p] >= 2) for p in union]
         lab = [i for i, p in enumerate(union) if p in human]
-        r = ppi_difference(f, [p in a for p in union], [p in b for p in union], lab,
-                           [float(human[union[i]] >= 2) for i in lab], [weights.get(union[i], 1.0) for i in lab], level)
+        r = ppi_difference(
+            f,
+            [p in a for p in union],
+            [p in b for p in union],
+            lab,
+            [float(human[union[i]] >= 2) for i in lab],
+            [weights.get(union[i], 1.0) for i in lab],
+            level,
+        )
         pp = lambda x: None if x is None or np.isnan(x) else round(100 * float(x), 2)
-        rows.append({"retriever": retriever, "top_k": k, "measure": "share graded 2-3 (pp), reranked - retrieved",
-                     "judge_only": pp(r["judge_only"]), "ppi_estimate": pp(r["estimate"]) if lab else None,
-                     "ppi_ci_low": pp(r["ci_low"]), "ppi_ci_high": pp(r["ci_high"]), "n_human": len(lab),
-                     "n_pairs": len(union)})
+        rows.append(
+            {
+                "retriever": retriever,
+                "top_k": k,
+                "measure": "share graded 2-3 (pp), reranked - retrieved",
+                "judge_only": pp(r["judge_only"]),
+                "ppi_estimate": pp(r["estimate"]) if lab else None,
+                "ppi_ci_low": pp(r["ci_low"]),
+                "ppi_ci_high": pp(r["ci_high"]),
+                "n_human": len(lab),
+                "n_pairs": len(union),
+            }
+        )
     return rows

@@ -6,9 +6,10 @@
 - Hit rate@k = 1 if any relevant document is in the top k
 Also: source-chunk diagnostics (strict / same document / near page) and paired significance.
 """
+
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -48,8 +49,7 @@ def _ranx(qrels: Qrels, rankings: Mapping[str, Ranking], name: str = "run"):
     return RQ(q), RR(run, name=name)
 
 
-def evaluate(qrels: Qrels, rankings: Mapping[str, Ranking], metrics: Sequence[str],
-             per_query: bool = False) -> dict:
+def evaluate(qrels: Qrels, rankings: Mapping[str, Ranking], metrics: Sequence[str], per_query: bool = False) -> dict:
     """Mean of each metric over the queries that have at least one relevant document; with
     `per_query`, also {metric: {qid: value}}."""
     import ranx
@@ -64,8 +64,14 @@ def evaluate(qrels: Qrels, rankings: Mapping[str, Ranking], metrics: Sequence[st
     return out
 
 
-def compare(qrels: Qrels, systems: Mapping[str, Mapping[str, Ranking]], metrics: Sequence[str],
-            stat_test: str = "student", seed: int = 42, clusters: Optional[Mapping[str, str]] = None):
+def compare(
+    qrels: Qrels,
+    systems: Mapping[str, Mapping[str, Ranking]],
+    metrics: Sequence[str],
+    stat_test: str = "student",
+    seed: int = 42,
+    clusters: Mapping[str, str] | None = None,
+):
     """Paired significance tests between every two systems on the same queries (ranx.compare;
     `stat_test` "student" = paired t-test, "fisher" = randomization test). With `clusters`
     (query id -> its source chunk), the p-value and the detectable difference come instead from
@@ -90,31 +96,63 @@ def compare(qrels: Qrels, systems: Mapping[str, Mapping[str, Ranking]], metrics:
     names = list(systems)
     rows = []
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             for m in metrics:
                 wtl = d[a]["win_tie_loss"][b][m]
                 qs = sorted(set(per_query[a][m]) & set(per_query[b][m]))
                 diffs = np.array([per_query[b][m][q] - per_query[a][m][q] for q in qs], dtype=float)
                 sd = float(np.std(diffs, ddof=1)) if len(diffs) > 1 else float("nan")
-                row = {"system_a": a, "system_b": b, "metric": m, "mean_a": d[a]["scores"][m],
-                       "mean_b": d[b]["scores"][m], "p_value": d[a]["comparisons"][b][m],
-                       "mde": min_detectable_difference(sd / np.sqrt(max(1, len(diffs))), len(diffs) - 1),
-                       "wins_a": wtl["W"], "ties": wtl["T"], "wins_b": wtl["L"], "test": stat_test}
+                row = {
+                    "system_a": a,
+                    "system_b": b,
+                    "metric": m,
+                    "mean_a": d[a]["scores"][m],
+                    "mean_b": d[b]["scores"][m],
+                    "p_value": d[a]["comparisons"][b][m],
+                    "mde": min_detectable_difference(sd / np.sqrt(max(1, len(diffs))), len(diffs) - 1),
+                    "wins_a": wtl["W"],
+                    "ties": wtl["T"],
+                    "wins_b": wtl["L"],
+                    "test": stat_test,
+                }
                 if clusters is not None:
-                    pd_ = paired_difference([per_query[a][m][q] for q in qs], [per_query[b][m][q] for q in qs],
-                                            [clusters.get(q, q) for q in qs])
-                    row.update(p_value=pd_["p_value"], mde=pd_["mde"],
-                               test=f"cluster-robust paired t ({pd_['n_clusters']} source chunks)")
+                    pd_ = paired_difference(
+                        [per_query[a][m][q] for q in qs],
+                        [per_query[b][m][q] for q in qs],
+                        [clusters.get(q, q) for q in qs],
+                    )
+                    row.update(
+                        p_value=pd_["p_value"],
+                        mde=pd_["mde"],
+                        test=f"cluster-robust paired t ({pd_['n_clusters']} source chunks)",
+                    )
                 rows.append(row)
     for row, adj in zip(rows, holm([r["p_value"] for r in rows])):
         row["p_holm"] = adj
-    cols = ["system_a", "system_b", "metric", "mean_a", "mean_b", "p_value", "p_holm", "mde", "wins_a", "ties",
-            "wins_b", "test"]
+    cols = [
+        "system_a",
+        "system_b",
+        "metric",
+        "mean_a",
+        "mean_b",
+        "p_value",
+        "p_holm",
+        "mde",
+        "wins_a",
+        "ties",
+        "wins_b",
+        "test",
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
-def source_diagnostics(rankings: Mapping[str, Ranking], source: Mapping[str, dict], chunk_meta: Mapping[str, dict],
-                       k_values: Sequence[int], page_window: int = 1) -> dict:
+def source_diagnostics(
+    rankings: Mapping[str, Ranking],
+    source: Mapping[str, dict],
+    chunk_meta: Mapping[str, dict],
+    k_values: Sequence[int],
+    page_window: int = 1,
+) -> dict:
     """Hit rates at k when the gold is the question's source chunk, with three strictnesses:
     `strict` (that chunk), `doc` (any chunk of the same document) and `near_page` (same
     document, pages overlapping the source's ±page_window). `source[qid]` holds doc_id,
@@ -127,8 +165,10 @@ def source_diagnostics(rankings: Mapping[str, Ranking], source: Mapping[str, dic
             top = ranking[:k]
             strict = any(d == src["chunk_id"] for d, _ in top)
             same_doc = [chunk_meta[d] for d, _ in top if chunk_meta[d]["doc_id"] == src["doc_id"]]
-            near = any(m["page_start"] <= src["page_end"] + page_window and m["page_end"] >= src["page_start"] - page_window
-                       for m in same_doc)
+            near = any(
+                m["page_start"] <= src["page_end"] + page_window and m["page_end"] >= src["page_start"] - page_window
+                for m in same_doc
+            )
             row.update({f"strict@{k}": float(strict), f"doc@{k}": float(bool(same_doc)), f"near_page@{k}": float(near)})
         out[qid] = row
     return out

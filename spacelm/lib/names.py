@@ -1,5 +1,6 @@
 """The suite's shared vocabulary, defined once: task types, retrieval systems, answer
 rubrics, and the scale of a run judged from its numbers."""
+
 from __future__ import annotations
 
 # the five synthetic-question task types of the paper
@@ -27,6 +28,7 @@ def scale(n_questions: int, min_questions: int = FINDINGS_MIN_QUESTIONS) -> str:
     else 'findings scale' (enough questions for a verdict to be attempted; not the whole question
     set). The one place this is decided."""
     return "findings scale" if n_questions >= min_questions else "smoke-scale run"
+
 
 # a ranked list of (chunk_id, score), best first: what every retriever returns per query
 Ranking = list[tuple[str, float]]

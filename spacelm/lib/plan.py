@@ -12,15 +12,16 @@ are loaded; or a ``tokenizer.json``). Passages recur across thousands of prompts
 is counted piece by piece, split only where byte-level BPE cannot merge across the split, and
 each piece's count is remembered.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import json
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Optional, Sequence
 
 from .llm.types import Completion, Request
 
@@ -115,8 +116,14 @@ def _jinja_render(template: str, bos: str, eos: str) -> Callable[[list], str]:
     tpl = env.from_string(template)
     now = lambda fmt: datetime.datetime.now().strftime(fmt)
 
-    return lambda messages: tpl.render(messages=messages, bos_token=bos, eos_token=eos, add_generation_prompt=True,
-                                       raise_exception=raise_exception, strftime_now=now)
+    return lambda messages: tpl.render(
+        messages=messages,
+        bos_token=bos,
+        eos_token=eos,
+        add_generation_prompt=True,
+        raise_exception=raise_exception,
+        strftime_now=now,
+    )
 
 
 def gguf_counter(path: Path) -> TokenCounter:
@@ -132,14 +139,18 @@ def gguf_counter(path: Path) -> TokenCounter:
     bos_extra = len(vocab.tokenize(b"", add_bos=True, special=True))
     template = vocab.metadata.get("tokenizer.chat_template")
     if not template:
-        return TokenCounter(encode, lambda ms: ("\n".join(m["content"] for m in ms), bos_extra + 4 * len(ms)),
-                            "no chat template: about 4 tokens per message assumed")
+        return TokenCounter(
+            encode,
+            lambda ms: ("\n".join(m["content"] for m in ms), bos_extra + 4 * len(ms)),
+            "no chat template: about 4 tokens per message assumed",
+        )
     tok = lambda i: vocab.detokenize([i], special=True).decode("utf-8", "ignore") if i >= 0 else ""
     fmt = Jinja2ChatFormatter(template=template, eos_token=tok(vocab.token_eos()), bos_token=tok(vocab.token_bos()))
 
     def render(messages: list) -> tuple[str, int]:
         res = fmt(messages=messages)
         return res.prompt, 0 if res.added_special else bos_extra
+
     return TokenCounter(encode, render)
 
 
@@ -163,8 +174,11 @@ def hf_counter(tokenizer_json: Path) -> TokenCounter:
         template = (folder / "chat_template.jinja").read_text(encoding="utf-8")
     special = lambda v: v.get("content", "") if isinstance(v, dict) else (v or "")
     if not template:
-        return TokenCounter(encode, lambda ms: ("\n".join(m["content"] for m in ms), 4 * len(ms)),
-                            "no chat template: about 4 tokens per message assumed")
+        return TokenCounter(
+            encode,
+            lambda ms: ("\n".join(m["content"] for m in ms), 4 * len(ms)),
+            "no chat template: about 4 tokens per message assumed",
+        )
     render_text = _jinja_render(template, special(conf.get("bos_token")), special(conf.get("eos_token")))
     return TokenCounter(encode, lambda ms: (render_text(ms), 0))
 
@@ -175,8 +189,11 @@ def wordpiece_counter(spec) -> TokenCounter:
 
     tok = load_tokenizer(str(spec))
     encode = lambda t: len(tok.encode(t, add_special_tokens=False).ids)
-    return TokenCounter(encode, lambda ms: ("\n".join(m["content"] for m in ms), 4 * len(ms)),
-                        "WordPiece, not the model's byte-level BPE; about 4 tokens per message assumed")
+    return TokenCounter(
+        encode,
+        lambda ms: ("\n".join(m["content"] for m in ms), 4 * len(ms)),
+        "WordPiece, not the model's byte-level BPE; about 4 tokens per message assumed",
+    )
 
 
 # --------------------------------------------------------------------------- the stand-in front end
@@ -222,8 +239,8 @@ class PlanLLM:
     def __init__(self, cfg, role: str, counter: TokenCounter, answered: dict, serial: list):
         self.cfg, self.role, self.counter = cfg, role, counter
         self.identity = {"name": cfg.model, "backend": cfg.backend, "sha256": None}
-        self.stage: Optional[str] = None
-        self.current: Optional[PhaseCount] = None
+        self.stage: str | None = None
+        self.current: PhaseCount | None = None
         self._answered = answered  # shared by every stand-in: {request key: Completion}
         self._serial = serial  # shared counter for unique placeholders
 
@@ -249,10 +266,11 @@ class PlanLLM:
         if req.choices:
             return Completion(text=req.choices[0], prompt_tokens=prompt, completion_tokens=completion)
         self._serial[0] += 1
-        return Completion(text=placeholder(self._serial[0], completion), prompt_tokens=prompt,
-                          completion_tokens=completion)
+        return Completion(
+            text=placeholder(self._serial[0], completion), prompt_tokens=prompt, completion_tokens=completion
+        )
 
-    def chat_many(self, requests: Sequence[Request], progress: Optional[str] = None) -> list[Completion]:
+    def chat_many(self, requests: Sequence[Request], progress: str | None = None) -> list[Completion]:
         if self.current is None:
             raise RuntimeError("PlanLLM: a request outside a phase (the planner must open one first)")
         out, batch = [], set()
@@ -349,26 +367,56 @@ def short_model(spec: str) -> str:
 def format_plan(plan: dict) -> str:
     """The plan as text: the per-phase table, per-stage and per-model totals, the engines in
     load order, the tokenizers, notes and warnings."""
-    lines = [f"plan for run '{plan['run_name']}' ({plan['config']}): no model loaded; calls on an empty call cache",
-             ""]
+    lines = [f"plan for run '{plan['run_name']}' ({plan['config']}): no model loaded; calls on an empty call cache", ""]
     for note in plan["inputs"]:
         lines.append(f"input: {note}")
     lines.append("")
     head = ("stage", "phase", "model", "backend", "calls", "basis", "prompt tokens", "completion tokens (max)")
     rows = [head]
     for r in plan["phases"]:
-        rows.append((r["stage"], r["phase"], short_model(r["model"]), r["backend"], f"{r['calls']:,}", r["calls_basis"],
-                     _num(r["prompt_tokens"], r["tokens_basis"]), f"{r['completion_tokens_max']:,}"))
+        rows.append(
+            (
+                r["stage"],
+                r["phase"],
+                short_model(r["model"]),
+                r["backend"],
+                f"{r['calls']:,}",
+                r["calls_basis"],
+                _num(r["prompt_tokens"], r["tokens_basis"]),
+                f"{r['completion_tokens_max']:,}",
+            )
+        )
     for s in plan["stages"]:
-        rows.append((s["stage"], "stage total", "", "", _num(s["calls"], s["calls_basis"]), s["calls_basis"],
-                     _num(s["prompt_tokens"], s["tokens_basis"]), f"{s['completion_tokens_max']:,}"))
+        rows.append(
+            (
+                s["stage"],
+                "stage total",
+                "",
+                "",
+                _num(s["calls"], s["calls_basis"]),
+                s["calls_basis"],
+                _num(s["prompt_tokens"], s["tokens_basis"]),
+                f"{s['completion_tokens_max']:,}",
+            )
+        )
     t = plan["total"]
-    rows.append(("all", "total", "", "", _num(t["calls"], t["calls_basis"]), t["calls_basis"],
-                 _num(t["prompt_tokens"], t["tokens_basis"]), f"{t['completion_tokens_max']:,}"))
+    rows.append(
+        (
+            "all",
+            "total",
+            "",
+            "",
+            _num(t["calls"], t["calls_basis"]),
+            t["calls_basis"],
+            _num(t["prompt_tokens"], t["tokens_basis"]),
+            f"{t['completion_tokens_max']:,}",
+        )
+    )
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(head))]
     right = {4, 6, 7}
-    fmt = lambda r: "  ".join(str(v).rjust(w) if i in right else str(v).ljust(w) for i, (v, w) in
-                              enumerate(zip(r, widths))).rstrip()
+    fmt = lambda r: "  ".join(
+        str(v).rjust(w) if i in right else str(v).ljust(w) for i, (v, w) in enumerate(zip(r, widths))
+    ).rstrip()
     n_phases = len(plan["phases"])
     lines.append(fmt(head))
     lines.append("  ".join("-" * w for w in widths))
@@ -376,26 +424,34 @@ def format_plan(plan: dict) -> str:
         if i in (n_phases, n_phases + len(plan["stages"])):
             lines.append("  ".join("-" * w for w in widths))
         lines.append(fmt(r))
-    lines.append("prompt tokens: plain = counted on the rendered prompts; ≤ = upper bound (earlier model output "
-                 "counted at its max_tokens); ~ = estimate. Completion tokens: the requests' max_tokens (a "
-                 "constrained answer: its longest option).")
+    lines.append(
+        "prompt tokens: plain = counted on the rendered prompts; ≤ = upper bound (earlier model output "
+        "counted at its max_tokens); ~ = estimate. Completion tokens: the requests' max_tokens (a "
+        "constrained answer: its longest option)."
+    )
     r = plan["total_to_recompute"]
     todo = [s["stage"] for s in plan["stages"] if s["would_recompute"]]
-    lines.append(f"a run now recomputes {', '.join(todo) if todo else 'no stage'}: "
-                 f"{_num(r['calls'], r['calls_basis'])} calls, {_num(r['prompt_tokens'], r['tokens_basis'])} prompt "
-                 f"tokens, {r['completion_tokens_max']:,} completion tokens at most")
+    lines.append(
+        f"a run now recomputes {', '.join(todo) if todo else 'no stage'}: "
+        f"{_num(r['calls'], r['calls_basis'])} calls, {_num(r['prompt_tokens'], r['tokens_basis'])} prompt "
+        f"tokens, {r['completion_tokens_max']:,} completion tokens at most"
+    )
     lines.append("")
     lines.append("per model:")
     for m in plan["models"]:
-        lines.append(f"  {m['model']} ({m['backend']}): {_num(m['calls'], m['calls_basis'])} calls, "
-                     f"{_num(m['prompt_tokens'], m['tokens_basis'])} prompt tokens, {m['completion_tokens_max']:,} "
-                     f"completion tokens at most; longest prompt {m['max_prompt_tokens']:,} tokens")
+        lines.append(
+            f"  {m['model']} ({m['backend']}): {_num(m['calls'], m['calls_basis'])} calls, "
+            f"{_num(m['prompt_tokens'], m['tokens_basis'])} prompt tokens, {m['completion_tokens_max']:,} "
+            f"completion tokens at most; longest prompt {m['max_prompt_tokens']:,} tokens"
+        )
     lines.append("")
     lines.append("engines in load order (each released before the next loads):")
     for i, e in enumerate(plan["load_order"], 1):
         heads = ", ".join(dict.fromkeys(ph.split(":")[0].split(",")[0] for ph in e["phases"]))
-        lines.append(f"  {i:>2}. {e['stage']:<12} {e['role']:<16} {e['model']} ({e['backend']}{e['settings']}): "
-                     f"{_num(e['calls'], e['calls_basis'])} calls ({heads}){'; ' + e['note'] if e['note'] else ''}")
+        lines.append(
+            f"  {i:>2}. {e['stage']:<12} {e['role']:<16} {e['model']} ({e['backend']}{e['settings']}): "
+            f"{_num(e['calls'], e['calls_basis'])} calls ({heads}){'; ' + e['note'] if e['note'] else ''}"
+        )
     if plan.get("other_models"):
         lines.append("other models (encoders, loaded on the way):")
         for m in plan["other_models"]:
@@ -417,7 +473,7 @@ def format_plan(plan: dict) -> str:
     return "\n".join(lines)
 
 
-def time_estimate(plan: dict, prompt_tps: float, gen_tps: Optional[float] = None) -> list[dict]:
+def time_estimate(plan: dict, prompt_tps: float, gen_tps: float | None = None) -> list[dict]:
     """Seconds per model and in total from throughputs the user measured on their own serving
     setup: prompt tokens / `prompt_tps` plus, when `gen_tps` is given, the completion tokens at
     their maximum / `gen_tps` (an upper bound on generation time). Calls of one model are
@@ -426,21 +482,34 @@ def time_estimate(plan: dict, prompt_tps: float, gen_tps: Optional[float] = None
     for m in plan["models"]:
         prompt_s = m["prompt_tokens"] / prompt_tps
         gen_s = m["completion_tokens_max"] / gen_tps if gen_tps else None
-        rows.append({"model": m["model"], "prompt_tokens": m["prompt_tokens"], "prompt_seconds": prompt_s,
-                     "completion_tokens_max": m["completion_tokens_max"], "generation_seconds_max": gen_s,
-                     "seconds": prompt_s + (gen_s or 0.0)})
+        rows.append(
+            {
+                "model": m["model"],
+                "prompt_tokens": m["prompt_tokens"],
+                "prompt_seconds": prompt_s,
+                "completion_tokens_max": m["completion_tokens_max"],
+                "generation_seconds_max": gen_s,
+                "seconds": prompt_s + (gen_s or 0.0),
+            }
+        )
     return rows
 
 
-def format_time_estimate(rows: list[dict], prompt_tps: float, gen_tps: Optional[float] = None) -> str:
+def format_time_estimate(rows: list[dict], prompt_tps: float, gen_tps: float | None = None) -> str:
     hours = lambda s: f"{s / 3600:,.2f} h"
-    lines = [f"time at {prompt_tps:,.0f} prompt tokens/s" + (f" and {gen_tps:,.0f} generated tokens/s" if gen_tps
-                                                               else " (generation not counted: give --throughput P:G)")
-             + ", models one after another:"]
+    lines = [
+        f"time at {prompt_tps:,.0f} prompt tokens/s"
+        + (f" and {gen_tps:,.0f} generated tokens/s" if gen_tps else " (generation not counted: give --throughput P:G)")
+        + ", models one after another:"
+    ]
     for r in rows:
-        gen = f" + {hours(r['generation_seconds_max'])} generation at most" if r["generation_seconds_max"] is not None \
+        gen = (
+            f" + {hours(r['generation_seconds_max'])} generation at most"
+            if r["generation_seconds_max"] is not None
             else ""
+        )
         lines.append(f"  {r['model']}: {hours(r['prompt_seconds'])} prompt{gen}")
-    lines.append(f"  total: {hours(sum(r['seconds'] for r in rows))}"
-                 + (" at most" if gen_tps else " (prompt evaluation only)"))
+    lines.append(
+        f"  total: {hours(sum(r['seconds'] for r in rows))}" + (" at most" if gen_tps else " (prompt evaluation only)")
+    )
     return "\n".join(lines)

@@ -1,8 +1,8 @@
 """Plots shown in the notebooks and saved under `results/<run>/plots/` (PNG, headless)."""
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 
 def _figure(width: float = 6.4, height: float = 3.6, ncols: int = 1):
@@ -26,7 +26,7 @@ def _yerr(values, lows, highs) -> list:
     return [np.clip(below, 0, None), np.clip(above, 0, None)]
 
 
-def save(fig, path: Optional[Path]) -> None:
+def save(fig, path: Path | None) -> None:
     """Save a figure atomically (a temporary file renamed into place)."""
     if path is None:
         return
@@ -39,7 +39,7 @@ def save(fig, path: Optional[Path]) -> None:
     os.replace(tmp, path)
 
 
-def chunk_length_histogram(chunks, max_tokens: int, path: Optional[Path] = None):
+def chunk_length_histogram(chunks, max_tokens: int, path: Path | None = None):
     """Histogram of chunk lengths in tokens, with the budget marked."""
     fig, ax = _figure()
     ax.hist([c.n_tokens for c in chunks], bins=30, color="#4477aa", edgecolor="white")
@@ -52,8 +52,9 @@ def chunk_length_histogram(chunks, max_tokens: int, path: Optional[Path] = None)
     return fig
 
 
-def recall_curve(per_query, k_values, path: Optional[Path] = None, metric: str = "recall", n_boot: int = 1000,
-                 seed: int = 0):
+def recall_curve(
+    per_query, k_values, path: Path | None = None, metric: str = "recall", n_boot: int = 1000, seed: int = 0
+):
     """Recall@k (or another @k metric) against k, one line per system, each point with its 95%
     cluster-robust t interval (queries clustered by `source_chunk_id` when the table has it,
     bounded to [0, 1]); the legend sits outside the axes. `n_boot`, `seed`: unused."""
@@ -87,10 +88,12 @@ def wins_matrix(per_query, metric: str = "ndcg@10"):
 
     wide = per_query.pivot_table(index="qid", columns="system", values=metric)
     systems = list(dict.fromkeys(per_query["system"]))
-    return pd.DataFrame({b: {a: float((wide[a] > wide[b]).mean()) for a in systems} for b in systems})[systems].loc[systems]
+    return pd.DataFrame({b: {a: float((wide[a] > wide[b]).mean()) for a in systems} for b in systems})[systems].loc[
+        systems
+    ]
 
 
-def generated_vs_kept(retention, path: Optional[Path] = None):
+def generated_vs_kept(retention, path: Path | None = None):
     """Bar plot: questions generated, valid and kept per task."""
     import numpy as np
 
@@ -111,7 +114,7 @@ def generated_vs_kept(retention, path: Optional[Path] = None):
 GRADE_COLORS = {0: "#cc3311", 1: "#ee7733", 2: "#88ccee", 3: "#228833"}
 
 
-def grade_distribution(table1_long, path: Optional[Path] = None):
+def grade_distribution(table1_long, path: Path | None = None):
     """Table 1 as points: one panel per grade, the share of graded passages (%) against top-k
     for each retriever before and after reranking, with the 95% CIs of table1_relevance.csv."""
     df = table1_long
@@ -125,24 +128,30 @@ def grade_distribution(table1_long, path: Optional[Path] = None):
             lo = [float(sub.loc[k, "ci_low"]) if k in sub.index else float("nan") for k in ks]
             hi = [float(sub.loc[k, "ci_high"]) if k in sub.index else float("nan") for k in ks]
             x = [k + (j - (len(groups) - 1) / 2) * 0.18 for k in ks]
-            ax.errorbar(x, ys, yerr=_yerr(ys, lo, hi), capsize=2,
-                        marker="o" if st == "retrieved" else "s", linestyle="-" if st == "retrieved" else "--",
-                        color=("#4477aa", "#ee6677", "#228833", "#ccbb44")[[g[0] for g in groups].index(r) % 4],
-                        label=f"{r} {'reranked' if st == 'reranked' else 'retrieved'}")
+            ax.errorbar(
+                x,
+                ys,
+                yerr=_yerr(ys, lo, hi),
+                capsize=2,
+                marker="o" if st == "retrieved" else "s",
+                linestyle="-" if st == "retrieved" else "--",
+                color=("#4477aa", "#ee6677", "#228833", "#ccbb44")[[g[0] for g in groups].index(r) % 4],
+                label=f"{r} {'reranked' if st == 'reranked' else 'retrieved'}",
+            )
         ax.set_title(f"grade {grade}", fontsize=9, color=GRADE_COLORS[grade])
         ax.set_ylim(bottom=0)
         ax.set_xticks(ks)
         ax.set_xlabel("top-k")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("% of graded passages (95% CI)")
-    h, l = axes[0].get_legend_handles_labels()
-    fig.legend(h, l, fontsize=8, loc="lower center", ncol=len(groups), bbox_to_anchor=(0.5, -0.08))
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=len(groups), bbox_to_anchor=(0.5, -0.08))
     fig.tight_layout()
     save(fig, path)
     return fig
 
 
-def score_distributions(table2_long, path: Optional[Path] = None):
+def score_distributions(table2_long, path: Path | None = None):
     """Table 2 as points: the mean judge score (1-5) per rubric and setting with its 95% CI
     (table2_answer_quality.csv's) and n; y-axis from zero."""
     import numpy as np
@@ -159,8 +168,14 @@ def score_distributions(table2_long, path: Optional[Path] = None):
         ys = np.array([num(sub.loc[m, "mean"]) for m in ms])
         lo = np.array([num(sub.loc[m, "ci_low"]) for m in ms])
         hi = np.array([num(sub.loc[m, "ci_high"]) for m in ms])
-        ax.errorbar(xs, ys, yerr=_yerr(ys, lo, hi), fmt="o", capsize=3,
-                    label=f"{st} (n={int(sub['n'].max()) if len(sub) else 0})")
+        ax.errorbar(
+            xs,
+            ys,
+            yerr=_yerr(ys, lo, hi),
+            fmt="o",
+            capsize=3,
+            label=f"{st} (n={int(sub['n'].max()) if len(sub) else 0})",
+        )
     ax.set_xticks(range(len(metrics)))
     ax.set_xticklabels([m.replace("_", " ") for m in metrics], fontsize=8)
     ax.set_ylabel("mean score (1-5, 95% cluster-robust t CI)")
@@ -171,12 +186,11 @@ def score_distributions(table2_long, path: Optional[Path] = None):
     return fig
 
 
-def noise_curve(items, settings, path: Optional[Path] = None, n_boot: int = None, seed: int = None):
+def noise_curve(items, settings, path: Path | None = None, n_boot: int = None, seed: int = None):
     """Faithfulness (with the relevant passage) and refusal rate against the number of wrong
     passages, each point with the interval its table uses: the cluster-robust t interval for the
     mean score, Wilson at the effective n for the refusal share (source chunks as clusters).
     Y-axes from zero; legend outside the axes."""
-    import numpy as np
 
     from .stats import cluster_t, share_ci
 
@@ -202,8 +216,14 @@ def noise_curve(items, settings, path: Optional[Path] = None, n_boot: int = None
 
     rel = [s for s in settings if s["keep_relevant"]]
     pts = [mean_point(of(s["name"])) for s in rel]
-    ax.errorbar([s["n_wrong"] for s in rel], [p[0] for p in pts], yerr=[[p[1] for p in pts], [p[2] for p in pts]],
-                marker="o", capsize=3, label="relevant passage kept")
+    ax.errorbar(
+        [s["n_wrong"] for s in rel],
+        [p[0] for p in pts],
+        yerr=[[p[1] for p in pts], [p[2] for p in pts]],
+        marker="o",
+        capsize=3,
+        label="relevant passage kept",
+    )
     for s, p in zip(rel, pts):
         ax.annotate(f"n={p[3]}", (s["n_wrong"], p[0]), textcoords="offset points", xytext=(6, -10), fontsize=7)
     ax.set_xlabel("wrong passages in the context")
@@ -213,9 +233,16 @@ def noise_curve(items, settings, path: Optional[Path] = None, n_boot: int = None
     for keep, style in ((True, "-"), (False, "--")):
         ss = [s for s in settings if s["keep_relevant"] == keep]
         pts = [share_point(of(s["name"])) for s in ss]
-        ax2.errorbar([s["n_wrong"] for s in ss], [p[0] for p in pts], yerr=[[p[1] for p in pts], [p[2] for p in pts]],
-                     linestyle=style, marker="s", capsize=3, color="#cc3311" if keep else "#aa3377",
-                     label=f"{'with' if keep else 'without'} the relevant passage")
+        ax2.errorbar(
+            [s["n_wrong"] for s in ss],
+            [p[0] for p in pts],
+            yerr=[[p[1] for p in pts], [p[2] for p in pts]],
+            linestyle=style,
+            marker="s",
+            capsize=3,
+            color="#cc3311" if keep else "#aa3377",
+            label=f"{'with' if keep else 'without'} the relevant passage",
+        )
     ax2.set_xlabel("wrong passages in the context")
     ax2.set_ylabel("refusal % (95% Wilson CI)")
     ax2.set_ylim(0, 105)
@@ -226,7 +253,7 @@ def noise_curve(items, settings, path: Optional[Path] = None, n_boot: int = None
     return fig
 
 
-def judge_confusion(confusion: dict, title: str, path: Optional[Path] = None):
+def judge_confusion(confusion: dict, title: str, path: Path | None = None):
     """Human label (rows) against the judge's grade (columns), counts in the cells."""
     import numpy as np
 
@@ -236,8 +263,14 @@ def judge_confusion(confusion: dict, title: str, path: Optional[Path] = None):
     ax.imshow(grid, cmap="Blues", aspect="auto")
     for i in range(grid.shape[0]):
         for j in range(grid.shape[1]):
-            ax.text(j, i, str(grid[i, j]), ha="center", va="center",
-                    color="white" if grid[i, j] > grid.max() / 2 else "black")
+            ax.text(
+                j,
+                i,
+                str(grid[i, j]),
+                ha="center",
+                va="center",
+                color="white" if grid[i, j] > grid.max() / 2 else "black",
+            )
     ax.set_xticks(range(4), [str(g) for g in range(4)])
     ax.set_yticks(range(len(labels)), labels)
     ax.set_xlabel("judge's grade")
@@ -247,8 +280,7 @@ def judge_confusion(confusion: dict, title: str, path: Optional[Path] = None):
     return fig
 
 
-def refusal_sweep(sweep: list[dict], points: dict, n_answerable: int, n_unanswerable: int,
-                  path: Optional[Path] = None):
+def refusal_sweep(sweep: list[dict], points: dict, n_answerable: int, n_unanswerable: int, path: Path | None = None):
     """Refusal recall (unanswerable questions declined) against the false-refusal rate
     (answerable ones declined) as the gate's threshold moves from 0 to 1, each point with its
     95% Wilson intervals on both rates; `points` marks named operating points {label:
@@ -272,17 +304,38 @@ def refusal_sweep(sweep: list[dict], points: dict, n_answerable: int, n_unanswer
         ys = [r["refusal_recall"] for r in ok]
         xe = [err(x, n_answerable) for x in xs]
         ye = [err(y, n_unanswerable) for y in ys]
-        ax.errorbar(xs, ys, xerr=[[a for a, _ in xe], [b for _, b in xe]], yerr=[[a for a, _ in ye], [b for _, b in ye]],
-                    marker=".", color="#4477aa", ecolor="#bbccee", elinewidth=0.8, label="gate threshold 0 → 1")
+        ax.errorbar(
+            xs,
+            ys,
+            xerr=[[a for a, _ in xe], [b for _, b in xe]],
+            yerr=[[a for a, _ in ye], [b for _, b in ye]],
+            marker=".",
+            color="#4477aa",
+            ecolor="#bbccee",
+            elinewidth=0.8,
+            label="gate threshold 0 → 1",
+        )
     for (label, point), colour in zip(points.items(), ("#cc3311", "#228833", "#aa3377")):
         x, y = point[:2]
         if x is not None and y is not None:
             xe, ye = err(x, n_answerable), err(y, n_unanswerable)
             if len(point) == 4 and None not in (*point[2], *point[3]):  # the table's own intervals
-                (xe,), (ye,) = (tuple(zip(*_yerr([x], [point[2][0]], [point[2][1]]))),
-                                tuple(zip(*_yerr([y], [point[3][0]], [point[3][1]]))))
-            ax.errorbar([x], [y], xerr=[[xe[0]], [xe[1]]], yerr=[[ye[0]], [ye[1]]], fmt="o", markersize=7, capsize=3,
-                        color=colour, zorder=3, label=label)
+                (xe,), (ye,) = (
+                    tuple(zip(*_yerr([x], [point[2][0]], [point[2][1]]))),
+                    tuple(zip(*_yerr([y], [point[3][0]], [point[3][1]]))),
+                )
+            ax.errorbar(
+                [x],
+                [y],
+                xerr=[[xe[0]], [xe[1]]],
+                yerr=[[ye[0]], [ye[1]]],
+                fmt="o",
+                markersize=7,
+                capsize=3,
+                color=colour,
+                zorder=3,
+                label=label,
+            )
     ax.plot([0, 1], [0, 1], color="#bbbbbb", linestyle=":", linewidth=1)
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-0.02, 1.02)
@@ -296,9 +349,7 @@ def refusal_sweep(sweep: list[dict], points: dict, n_answerable: int, n_unanswer
     return fig
 
 
-
-
-def forest_plot(rows: list[dict], path: Optional[Path] = None):
+def forest_plot(rows: list[dict], path: Path | None = None):
     """Each paired-test cell behind a directional finding (:func:`spacelm.lib.findings.forest_rows`):
     this run's difference with its 95% CI (dots), the paper's difference in the same cell
     (crosses), and the band this run could detect at the cell's level (grey, ±mde around 0).
@@ -314,8 +365,13 @@ def forest_plot(rows: list[dict], path: Optional[Path] = None):
     heights = [sum(r["panel"] == p for r in rows) for p in panels]
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(len(panels), 1, figsize=(7.0, 0.9 + 0.22 * sum(heights) + 0.5 * len(panels)),
-                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+    fig, axes = plt.subplots(
+        len(panels),
+        1,
+        figsize=(7.0, 0.9 + 0.22 * sum(heights) + 0.5 * len(panels)),
+        gridspec_kw={"height_ratios": heights},
+        squeeze=False,
+    )
     for ax, panel in zip(axes[:, 0], panels):
         sub = [r for r in rows if r["panel"] == panel]
         y = np.arange(len(sub))[::-1]
@@ -323,10 +379,24 @@ def forest_plot(rows: list[dict], path: Optional[Path] = None):
             if r["mde"] == r["mde"] and r["mde"] is not None:
                 ax.fill_betweenx([yi - 0.4, yi + 0.4], -r["mde"], r["mde"], color="#dddddd", linewidth=0)
         d = [r["diff"] for r in sub]
-        ax.errorbar(d, y, xerr=_yerr(d, [r["ci_low"] for r in sub], [r["ci_high"] for r in sub]), fmt="o",
-                    color="#4477aa", capsize=2, markersize=4, label="this run: difference, 95% CI")
-        ax.plot([r["paper"] if r["paper"] is not None else np.nan for r in sub], y, "x", color="#cc3311",
-                markersize=6, label="the paper's difference")
+        ax.errorbar(
+            d,
+            y,
+            xerr=_yerr(d, [r["ci_low"] for r in sub], [r["ci_high"] for r in sub]),
+            fmt="o",
+            color="#4477aa",
+            capsize=2,
+            markersize=4,
+            label="this run: difference, 95% CI",
+        )
+        ax.plot(
+            [r["paper"] if r["paper"] is not None else np.nan for r in sub],
+            y,
+            "x",
+            color="#cc3311",
+            markersize=6,
+            label="the paper's difference",
+        )
         ax.fill_betweenx([], [], [], color="#dddddd", label="detectable at α = 0.05 (±mde, 80% power)")
         ax.axvline(0, color="#888888", linewidth=0.8)
         ax.set_yticks(y)
@@ -340,7 +410,7 @@ def forest_plot(rows: list[dict], path: Optional[Path] = None):
     return fig
 
 
-def per_task_panels(per_task, value: str, ylabel: str, path: Optional[Path] = None, group: str = None):
+def per_task_panels(per_task, value: str, ylabel: str, path: Path | None = None, group: str = None):
     """One panel per task of a per-task table (Table 1's grading/per_task.csv or Table 2's
     table2_per_task.csv): `value` per row group (retriever/stage/top-k, or setting), with the
     panel's n; shared y-axis from zero, legend below the panels."""
@@ -365,8 +435,13 @@ def per_task_panels(per_task, value: str, ylabel: str, path: Optional[Path] = No
             ax.set_xticks(range(len(sub)), labels, rotation=30, fontsize=7)
         else:
             for (r, st), g in sub.groupby(["retriever", "stage"]):
-                ax.plot(g["top_k"], g[value], marker="o" if st == "retrieved" else "s",
-                        linestyle="-" if st == "retrieved" else "--", label=f"{r} {st}")
+                ax.plot(
+                    g["top_k"],
+                    g[value],
+                    marker="o" if st == "retrieved" else "s",
+                    linestyle="-" if st == "retrieved" else "--",
+                    label=f"{r} {st}",
+                )
             n = int(sub["questions"].max())
             ax.set_xticks(sorted(set(sub["top_k"])))
             ax.set_xlabel("top-k")
@@ -384,7 +459,7 @@ def per_task_panels(per_task, value: str, ylabel: str, path: Optional[Path] = No
     return fig
 
 
-def judge_calibration(confusions: dict, path: Optional[Path] = None):
+def judge_calibration(confusions: dict, path: Path | None = None):
     """The relevance judge's calibration: for each human label, the distribution of the judge's
     grades 0-3 (stacked shares, n per bar), one panel per labelled source. `confusions`:
     {source: {human label: {judge grade: count}}} (judge_check/relevance.json's confusion

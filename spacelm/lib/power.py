@@ -14,21 +14,29 @@ per cell), else from `DEFAULT_SD` with no clustering (a stated default). Rules:
   within the margin with 80% power when the true difference is the paper's;
 - absolute levels: no number of questions helps while judge and chunk size differ from the
   paper's ("not comparable")."""
+
 from __future__ import annotations
 
 from math import ceil
 from pathlib import Path
-from typing import Optional
 
 from .findings import ALPHA, LITTLE, PAPER_TABLE2, POWER, _num, paper_effect
 
-COLUMNS = ["finding", "rule", "paper_effect", "questions_needed", "source_chunks_needed", "questions_planned",
-           "source_chunks_planned", "spread_from"]
+COLUMNS = [
+    "finding",
+    "rule",
+    "paper_effect",
+    "questions_needed",
+    "source_chunks_needed",
+    "questions_planned",
+    "source_chunks_planned",
+    "spread_from",
+]
 # SD of per-question differences when no earlier run gives one (pp for shares, grade / rubric points)
 DEFAULT_SD = {"share_0_1": 20.0, "share_2": 25.0, "share_3": 10.0, "mean_grade": 0.35, "rubric": 0.9}
 
 
-def spread(row: Optional[dict], key: str) -> tuple[float, float, float, str]:
+def spread(row: dict | None, key: str) -> tuple[float, float, float, str]:
     """(SD of the per-question differences, design effect, questions per source chunk, basis) of a
     paired-test row; tables written before the clustered tests carry only `mde` (α = 0.05, n − 1
     degrees of freedom), from which the SD is solved back; no row: the default."""
@@ -44,15 +52,14 @@ def spread(row: Optional[dict], key: str) -> tuple[float, float, float, str]:
         return sd, max(1.0, _num(row.get("deff")) or 1.0), per, "last run"
     mde = _num(row.get("mde"))
     if mde is not None and n >= 2:
-        return mde * n ** 0.5 / (t.ppf(1 - ALPHA / 2, n - 1) + t.ppf(POWER, n - 1)), 1.0, per, \
-            "last run (unclustered)"
+        return mde * n**0.5 / (t.ppf(1 - ALPHA / 2, n - 1) + t.ppf(POWER, n - 1)), 1.0, per, "last run (unclustered)"
     return DEFAULT_SD[key], 1.0, 1.0, "default"
 
 
 MAX_N = 100_000  # questions: beyond this the table says "≥ 100,000"
 
 
-def _need(effect, sd, deff, alpha=ALPHA, power=POWER) -> Optional[int]:
+def _need(effect, sd, deff, alpha=ALPHA, power=POWER) -> int | None:
     from .stats import questions_needed
 
     return questions_needed(effect, sd, alpha, power, deff, MAX_N)
@@ -61,15 +68,24 @@ def _need(effect, sd, deff, alpha=ALPHA, power=POWER) -> Optional[int]:
 def _cells(last: list[dict], comparison: str, measure: str, retrievers, ks) -> list[tuple]:
     """(paper effect, last-run row or None) per cell of a Table 1 family."""
     out = []
-    for r in (retrievers if comparison == "reranked - retrieved" else ["dense vs bm25"]):
+    for r in retrievers if comparison == "reranked - retrieved" else ["dense vs bm25"]:
         for k in ks:
-            row = next((x for x in last if x["comparison"] == comparison and x["measure"] == measure
-                        and str(x["retriever"]) == r and int(x["top_k"]) == int(k)), None)
+            row = next(
+                (
+                    x
+                    for x in last
+                    if x["comparison"] == comparison
+                    and x["measure"] == measure
+                    and str(x["retriever"]) == r
+                    and int(x["top_k"]) == int(k)
+                ),
+                None,
+            )
             out.append((paper_effect(comparison, "bm25" if r == "dense vs bm25" else r, k, measure), row))
     return out
 
 
-def power_table(cfg, last_run: Optional[Path] = None) -> list[dict]:
+def power_table(cfg, last_run: Path | None = None) -> list[dict]:
     """The power table for `cfg` (a Config), from the paired-test tables of `last_run` (a run
     folder, default `results/<run_name>`) when they exist."""
     import pandas as pd
@@ -94,54 +110,98 @@ def power_table(cfg, last_run: Optional[Path] = None) -> list[dict]:
             if effect:
                 needs.append(_need(effect, sd, deff))
         need = max((n for n in needs if n is not None), default=None) if iut else (needs[0] if needs else None)
-        rows.append({"finding": finding, "rule": rule, "paper_effect": effect_text,
-                     "questions_needed": need, "source_chunks_needed": None if need is None else ceil(need / per),
-                     "questions_planned": planned, "source_chunks_planned":
-                         None if planned is None else ceil(planned / per),
-                     "spread_from": ", ".join(sorted(bases)) + (f" ({shown})" if any("last" in b for b in bases) else "")})
+        rows.append(
+            {
+                "finding": finding,
+                "rule": rule,
+                "paper_effect": effect_text,
+                "questions_needed": need,
+                "source_chunks_needed": None if need is None else ceil(need / per),
+                "questions_planned": planned,
+                "source_chunks_planned": None if planned is None else ceil(planned / per),
+                "spread_from": ", ".join(sorted(bases)) + (f" ({shown})" if any("last" in b for b in bases) else ""),
+            }
+        )
 
     def effects(cells):
         vals = [e for e, _ in cells if e is not None]
         return "–" if not vals else (f"{min(vals):+.2f} to {max(vals):+.2f}" if len(vals) > 1 else f"{vals[0]:+.2f}")
 
     rr = "reranked - retrieved"
-    for finding, measure, sign_ok in (("Reranking lowers the share of grades 0 and 1 at every top-k", "share_0_1", None),
-                                      ("Reranking raises the share of grade 3 (every retriever and top-k)", "share_3",
-                                       None),
-                                      ("Retrieved lists hold more grade 2 than reranked ones, except at top-10",
-                                       "share_2", None)):
+    for finding, measure, _sign_ok in (
+        ("Reranking lowers the share of grades 0 and 1 at every top-k", "share_0_1", None),
+        ("Reranking raises the share of grade 3 (every retriever and top-k)", "share_3", None),
+        ("Retrieved lists hold more grade 2 than reranked ones, except at top-10", "share_2", None),
+    ):
         cells = _cells(t1, rr, measure, retrievers, ks)
         add(finding, "intersection-union, each cell α = 0.05", effects(cells) + " pp", cells, planned1, measure)
     top3 = _cells(t1, rr, "share_3", ["bm25"], [3])
-    add("Reranking raises the share of grade 3 (BM25, top-3)", "one test, α = 0.05", effects(top3) + " pp", top3,
-        planned1, "share_3", iut=False)
+    add(
+        "Reranking raises the share of grade 3 (BM25, top-3)",
+        "one test, α = 0.05",
+        effects(top3) + " pp",
+        top3,
+        planned1,
+        "share_3",
+        iut=False,
+    )
     if {"bm25", "dense"} <= set(retrievers):
         cells = _cells(t1, "dense - bm25", "mean_grade", retrievers, ks)
-        add("The judge prefers the dense retriever to BM25", "intersection-union, each top-k α = 0.05",
-            effects(cells) + " grade", cells, planned1, "mean_grade")
+        add(
+            "The judge prefers the dense retriever to BM25",
+            "intersection-union, each top-k α = 0.05",
+            effects(cells) + " grade",
+            cells,
+            planned1,
+            "mean_grade",
+        )
     for metric in ("faithfulness", "relevance"):
         paper_diff = PAPER_TABLE2[(metric, "3_wrong")][0] - PAPER_TABLE2[(metric, "standard")][0]
-        last = next((x for x in t2 if x["metric"] == metric and str(x["setting_b"]).endswith("_wrong")
-                     and not str(x["setting_b"]).endswith("only")), None)
+        last = next(
+            (
+                x
+                for x in t2
+                if x["metric"] == metric
+                and str(x["setting_b"]).endswith("_wrong")
+                and not str(x["setting_b"]).endswith("only")
+            ),
+            None,
+        )
         sd, deff, per, basis = spread(last, "rubric")
         # TOST at α: the 90% CI inside ±margin; as a two-sided test at 2α with power 1 − (1 − power)/2
         need = _need(LITTLE - abs(paper_diff), sd, deff, 2 * ALPHA, 1 - (1 - POWER) / 2)
-        rows.append({"finding": f"{metric.capitalize()} changes little from standard to 3 wrong",
-                     "rule": f"equivalence (TOST), margin ±{LITTLE}", "paper_effect": f"{paper_diff:+.2f} points",
-                     "questions_needed": need, "source_chunks_needed": None if need is None else ceil(need / per),
-                     "questions_planned": planned2,
-                     "source_chunks_planned": None if planned2 is None else ceil(planned2 / per),
-                     "spread_from": basis + (f" ({shown})" if "last" in basis else "")})
+        rows.append(
+            {
+                "finding": f"{metric.capitalize()} changes little from standard to 3 wrong",
+                "rule": f"equivalence (TOST), margin ±{LITTLE}",
+                "paper_effect": f"{paper_diff:+.2f} points",
+                "questions_needed": need,
+                "source_chunks_needed": None if need is None else ceil(need / per),
+                "questions_planned": planned2,
+                "source_chunks_planned": None if planned2 is None else ceil(planned2 / per),
+                "spread_from": basis + (f" ({shown})" if "last" in basis else ""),
+            }
+        )
     from .setup_table import comparability, setup_rows
 
     comparable = comparability(setup_rows(cfg))
-    for finding, paper in (("Grades 2-3 exceed 90% in most cells", "above 90%"),
-                           ("Noise robustness is high", "4.87"), ("Negative rejection", "3.14")):
-        rows.append({"finding": finding, "rule": "absolute level", "paper_effect": paper,
-                     "questions_needed": None if comparable == "yes" else "not comparable",
-                     "source_chunks_needed": None, "questions_planned": planned2 if "Negative" in finding or
-                     "Noise" in finding else planned1, "source_chunks_planned": None,
-                     "spread_from": comparable if comparable != "yes" else "–"})
+    for finding, paper in (
+        ("Grades 2-3 exceed 90% in most cells", "above 90%"),
+        ("Noise robustness is high", "4.87"),
+        ("Negative rejection", "3.14"),
+    ):
+        rows.append(
+            {
+                "finding": finding,
+                "rule": "absolute level",
+                "paper_effect": paper,
+                "questions_needed": None if comparable == "yes" else "not comparable",
+                "source_chunks_needed": None,
+                "questions_planned": planned2 if "Negative" in finding or "Noise" in finding else planned1,
+                "source_chunks_planned": None,
+                "spread_from": comparable if comparable != "yes" else "–",
+            }
+        )
     return rows
 
 
@@ -151,6 +211,7 @@ def format_power(rows: list[dict]) -> str:
 
     if not rows:
         return ""
+
     def cell(v):
         if v is None or (isinstance(v, float) and v != v):
             return "–"
@@ -159,5 +220,7 @@ def format_power(rows: list[dict]) -> str:
         return str(v)
 
     df = pd.DataFrame([{k: cell(r.get(k)) for k in COLUMNS} for r in rows], columns=COLUMNS)
-    return ("Power: questions needed to detect the paper's effect with 80% power under each verdict's rule "
-            "(spacelm/lib/findings.py), beside what this config plans\n" + df.to_string(index=False))
+    return (
+        "Power: questions needed to detect the paper's effect with 80% power under each verdict's rule "
+        "(spacelm/lib/findings.py), beside what this config plans\n" + df.to_string(index=False)
+    )

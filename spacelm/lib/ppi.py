@@ -30,9 +30,10 @@ A paired difference (reranked minus retrieved) over two overlapping sets of pair
 PPI mean too: over the M distinct pairs of A ∪ B, D = Σ_i (1[i∈B]/|B| - 1[i∈A]/|A|) y_i, so each
 pair enters with the value M * (1[i∈B]/|B| - 1[i∈A]/|A|) times its label (or prediction).
 """
+
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -54,9 +55,15 @@ def power_tuned_lambda(pred_all: Sequence[float], pred_labelled: Sequence[float]
     return float(np.clip(cov / ((1 + n / big_n) * np.var(f, ddof=1)), 0.0, 1.0))
 
 
-def ppi_mean(pred_all: Sequence[float], pred_labelled: Sequence[float], labels: Sequence[float],
-             weights: Optional[Sequence[float]] = None, lam: float = 1.0, level: float = 0.95,
-             finite_population: bool = False) -> dict:
+def ppi_mean(
+    pred_all: Sequence[float],
+    pred_labelled: Sequence[float],
+    labels: Sequence[float],
+    weights: Sequence[float] | None = None,
+    lam: float = 1.0,
+    level: float = 0.95,
+    finite_population: bool = False,
+) -> dict:
     """The PPI estimate of the mean of y over the N pairs of `pred_all`, from the judge's
     predictions on all of them and the labels of n of them (`pred_labelled`, `labels`, in the
     same order; `weights` 1/π when they were drawn with unequal probabilities). `lam` = 1 is
@@ -71,26 +78,37 @@ def ppi_mean(pred_all: Sequence[float], pred_labelled: Sequence[float], labels: 
     judge_only = float(f.mean()) if big_n else float("nan")
     out = {"judge_only": judge_only, "n_human": n, "n_all": big_n, "lambda": lam}
     if n == 0 or big_n == 0:
-        return {**out, "estimate": judge_only if n == 0 else float("nan"), "ci_low": float("nan"),
-                "ci_high": float("nan"), "se": float("nan")}
+        return {
+            **out,
+            "estimate": judge_only if n == 0 else float("nan"),
+            "ci_low": float("nan"),
+            "ci_high": float("nan"),
+            "se": float("nan"),
+        }
     r = y - lam * fl
     r_bar = float(np.sum(w * r) / np.sum(w))
     est = lam * judge_only + r_bar
     if n < 2:
         return {**out, "estimate": est, "ci_low": float("nan"), "ci_high": float("nan"), "se": float("nan")}
-    var_r = n / (n - 1) * float(np.sum(w ** 2 * (r - r_bar) ** 2)) / float(np.sum(w)) ** 2
+    var_r = n / (n - 1) * float(np.sum(w**2 * (r - r_bar) ** 2)) / float(np.sum(w)) ** 2
     if finite_population:
         var = var_r * max(0.0, 1 - n / big_n)
     else:
-        var = lam ** 2 * (float(np.var(f, ddof=1)) / big_n if big_n > 1 else 0.0) + var_r
+        var = lam**2 * (float(np.var(f, ddof=1)) / big_n if big_n > 1 else 0.0) + var_r
     se = float(np.sqrt(var))
     z = _z(level)
     return {**out, "estimate": est, "ci_low": est - z * se, "ci_high": est + z * se, "se": se}
 
 
-def ppi_mean_stratified(pred_all: Sequence[float], strata_all: Sequence, pred_labelled: Sequence[float],
-                        labels: Sequence[float], strata_labelled: Sequence, level: float = 0.95,
-                        finite_population: bool = False) -> dict:
+def ppi_mean_stratified(
+    pred_all: Sequence[float],
+    strata_all: Sequence,
+    pred_labelled: Sequence[float],
+    labels: Sequence[float],
+    strata_labelled: Sequence,
+    level: float = 0.95,
+    finite_population: bool = False,
+) -> dict:
     """Classic PPI when the labelled pairs were drawn by stratum (e.g. by judge grade): the
     rectifier's mean is the stratum means weighted by the strata's shares W_h = N_h / N of all
     pairs, and its variance the stratified one, Σ W_h² s_h² / n_h (times 1 - n_h/N_h for a finite
@@ -109,7 +127,7 @@ def ppi_mean_stratified(pred_all: Sequence[float], strata_all: Sequence, pred_la
         return {**out, "estimate": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"), "se": float("nan")}
     within = [g - g.mean() for g in groups.values() if len(g) > 1]
     dof = sum(len(g) - 1 for g in groups.values() if len(g) > 1)
-    pooled = float(sum(np.sum(w ** 2) for w in within) / dof) if dof else float("nan")
+    pooled = float(sum(np.sum(w**2) for w in within) / dof) if dof else float("nan")
     est = judge_only + sum(sizes[h] / big_n * float(g.mean()) for h, g in groups.items())
     var = 0.0
     for h, g in groups.items():
@@ -133,9 +151,16 @@ def difference_values(in_a: Sequence[bool], in_b: Sequence[bool]) -> np.ndarray:
     return len(a) * (b / b.sum() - a / a.sum())
 
 
-def ppi_difference(pred_all: Sequence[float], in_a: Sequence[bool], in_b: Sequence[bool],
-                   labelled: Sequence[int], labels: Sequence[float], weights: Optional[Sequence[float]] = None,
-                   level: float = 0.95, finite_population: bool = False) -> dict:
+def ppi_difference(
+    pred_all: Sequence[float],
+    in_a: Sequence[bool],
+    in_b: Sequence[bool],
+    labelled: Sequence[int],
+    labels: Sequence[float],
+    weights: Sequence[float] | None = None,
+    level: float = 0.95,
+    finite_population: bool = False,
+) -> dict:
     """PPI estimate of mean_B(y) - mean_A(y) over the distinct pairs of A ∪ B (`pred_all`, `in_a`,
     `in_b` indexed alike; `labelled`: indices of the labelled pairs, `labels` their labels):
     classic PPI on the pair values of :func:`difference_values`."""

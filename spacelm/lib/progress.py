@@ -1,6 +1,7 @@
 """Progress bars only where a person watches: on a terminal, or when asked for with
 ``--progress`` / ``$SPACELM_PROGRESS=1``. Elsewhere (CI, logs, notebooks run by `spacelm run`)
 the stage logs one line with its counts and time instead of thousands of bar updates."""
+
 from __future__ import annotations
 
 import os

@@ -9,17 +9,18 @@ between fixed lines of three double quotes, and every field value passes through
 quotes, so no text can close its block and continue as instructions. The delimiter is the same for every prompt, so
 prompts that share a question or few-shot prefix still share it (the LLM prefix cache).
 """
+
 from __future__ import annotations
 
 import hashlib
 import re
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 SEPARATOR = "=== user ==="
 
 
-@lru_cache(maxsize=None)
+@cache
 def template(name: str) -> tuple[str, str]:
     """(system, user) parts of `spacelm/prompts/<name>.txt`."""
     text = resources.files("spacelm").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")

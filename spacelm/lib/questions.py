@@ -1,18 +1,27 @@
 """Synthetic questions: few-shot prompts from golden samples, parsing the replies, the
 retrieval filter, the retention table, and the BEIR / Hugging Face exports."""
+
 from __future__ import annotations
 
 import hashlib
 import json
 import random
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
-
 
 # --------------------------------------------------------------------------- generation
-DROP_REASONS = ("empty", "too_short", "refers_to_passage", "duplicate", "copied_example", "not_retrieved",
-                "subject_missing", "answerable_by_judge", "unverified")
+DROP_REASONS = (
+    "empty",
+    "too_short",
+    "refers_to_passage",
+    "duplicate",
+    "copied_example",
+    "not_retrieved",
+    "subject_missing",
+    "answerable_by_judge",
+    "unverified",
+)
 UNANSWERABLE_KINDS = ("out_of_corpus", "strong_claim")
 _DEICTIC = re.compile(r"\b(?:the|this|given|above|provided) (?:passage|text|excerpt|document)\b", re.I)
 
@@ -45,8 +54,7 @@ def select_chunks(chunks: list, max_chunks, seed: int, min_tokens: int = 40) -> 
     return eligible
 
 
-def stratified_targets(chunks: list, n: Optional[int], tasks: list[str], seed: int,
-                       min_tokens: int = 40) -> list[tuple]:
+def stratified_targets(chunks: list, n: int | None, tasks: list[str], seed: int, min_tokens: int = 40) -> list[tuple]:
     """(chunk, task) pairs, one question per source chunk: `n` substantial chunks (all when None)
     taken round-robin over the documents in a seeded order (each document's chunks in a seeded
     order), so that every document gives as many as it can before any gives one more; tasks
@@ -85,15 +93,27 @@ def plan_generation(cfg, chunks: list, golden: list) -> list[dict]:
     plan = []
     for task in sc.tasks:
         pool = sorted((g for g in golden if g.task == task and g.answerable), key=lambda g: g.id)
-        fixed = _rng(cfg.seed, "fewshot", task).sample(pool, sc.n_fewshot) if sc.fewshot_sampling == "per_task_fixed" else None
+        fixed = (
+            _rng(cfg.seed, "fewshot", task).sample(pool, sc.n_fewshot)
+            if sc.fewshot_sampling == "per_task_fixed"
+            else None
+        )
         for c in sorted((c for c, t in targets if t == task), key=lambda c: c.chunk_id):
-            examples = fixed if fixed is not None else _rng(cfg.seed, "fewshot", task, c.chunk_id).sample(pool, sc.n_fewshot)
+            examples = (
+                fixed if fixed is not None else _rng(cfg.seed, "fewshot", task, c.chunk_id).sample(pool, sc.n_fewshot)
+            )
             msgs = fewshot_messages(task, examples, c.text)
-            plan.append({
-                "qid": f"syn-{task}-{c.chunk_id}", "task": task, "chunk": c, "fewshot_ids": [e.id for e in examples],
-                "examples": [e.question for e in examples], "messages": msgs,
-                "prompt_hash": hashlib.sha256(json.dumps(msgs, sort_keys=True).encode()).hexdigest()[:16],
-            })
+            plan.append(
+                {
+                    "qid": f"syn-{task}-{c.chunk_id}",
+                    "task": task,
+                    "chunk": c,
+                    "fewshot_ids": [e.id for e in examples],
+                    "examples": [e.question for e in examples],
+                    "messages": msgs,
+                    "prompt_hash": hashlib.sha256(json.dumps(msgs, sort_keys=True).encode()).hexdigest()[:16],
+                }
+            )
     return plan
 
 
@@ -116,15 +136,18 @@ def fewshot_prefix_chars(cfg, golden: list) -> dict[str, int]:
         if sc.fewshot_sampling == "per_task_fixed":
             examples = _rng(cfg.seed, "fewshot", task).sample(pool, sc.n_fewshot)
         else:
-            examples = sorted(pool, key=lambda g: len(g.passage) + len(g.question))[:sc.n_fewshot]
+            examples = sorted(pool, key=lambda g: len(g.passage) + len(g.question))[: sc.n_fewshot]
         out[task] = sum(len(m["content"]) for m in fewshot_messages(task, examples, ""))
     return out
 
 
-_PREFIX = re.compile(r"^\s*(?:\d+[.)]\s*|[-*•]\s*)?(?:\*\*)?(?:question|statement|request|q|claim|task)\s*\d*\s*[:.-]\s*(?:\*\*)?\s*", re.I)
+_PREFIX = re.compile(
+    r"^\s*(?:\d+[.)]\s*|[-*•]\s*)?(?:\*\*)?(?:question|statement|request|q|claim|task)\s*\d*\s*[:.-]\s*(?:\*\*)?\s*",
+    re.I,
+)
 
 
-def parse_question(text: str, min_words: int = 4) -> tuple[Optional[str], Optional[str]]:
+def parse_question(text: str, min_words: int = 4) -> tuple[str | None, str | None]:
     """The question in a model's reply, or (None, reason). Keeps the first substantive line,
     strips labels ("Question:"), list markers, quotes and markdown emphasis."""
     for line in (text or "").splitlines():
@@ -161,14 +184,29 @@ def generate_questions(cfg, llm, plan: list[dict]) -> list[dict]:
             elif key in seen:
                 reason = "duplicate"
             seen.add(key)
-        records.append({
-            "qid": p["qid"], "task": p["task"], "question": q or "", "source_chunk_id": c.chunk_id, "doc_id": c.doc_id,
-            "page_start": c.page_start, "page_end": c.page_end, "span_start": c.char_start, "span_end": c.char_end,
-            "fewshot_ids": p["fewshot_ids"],
-            "fewshot_sampling": cfg.synth.fewshot_sampling, "model": llm.identity.get("name"),
-            "model_sha256": llm.identity.get("sha256"), "prompt_hash": p["prompt_hash"], "seed": cfg.seed,
-            "raw_output": comp.text, "kept": False, "drop_reason": reason, "answerable": True,
-        })
+        records.append(
+            {
+                "qid": p["qid"],
+                "task": p["task"],
+                "question": q or "",
+                "source_chunk_id": c.chunk_id,
+                "doc_id": c.doc_id,
+                "page_start": c.page_start,
+                "page_end": c.page_end,
+                "span_start": c.char_start,
+                "span_end": c.char_end,
+                "fewshot_ids": p["fewshot_ids"],
+                "fewshot_sampling": cfg.synth.fewshot_sampling,
+                "model": llm.identity.get("name"),
+                "model_sha256": llm.identity.get("sha256"),
+                "prompt_hash": p["prompt_hash"],
+                "seed": cfg.seed,
+                "raw_output": comp.text,
+                "kept": False,
+                "drop_reason": reason,
+                "answerable": True,
+            }
+        )
     return records
 
 
@@ -201,8 +239,9 @@ def _mentions(text: str, subject: str) -> bool:
     return any(re.search(r"(?<![a-z0-9])" + re.escape(n) + r"(?![a-z0-9])", text) for n in names)
 
 
-def plan_unanswerable(cfg, records: list[dict], chunks_by_id: dict, round_: int = 0,
-                      tasks: Optional[Sequence[str]] = None) -> list[dict]:
+def plan_unanswerable(
+    cfg, records: list[dict], chunks_by_id: dict, round_: int = 0, tasks: Sequence[str] | None = None
+) -> list[dict]:
     """Calls asking the question writer for items the source passage cannot answer, one per
     source question and kind. Per task type and kind, the answerable questions are put in a
     seeded order: round 0 takes the first `synth.unanswerable.per_task` (all when null), each
@@ -213,24 +252,44 @@ def plan_unanswerable(cfg, records: list[dict], chunks_by_id: dict, round_: int 
     uc = cfg.synth.unanswerable
     if round_ and not uc.per_task:
         return []
-    absent = out_of_corpus_subjects("\n".join(c.text for c in chunks_by_id.values())) \
-        if "out_of_corpus" in uc.kinds else []
+    absent = (
+        out_of_corpus_subjects("\n".join(c.text for c in chunks_by_id.values())) if "out_of_corpus" in uc.kinds else []
+    )
     plan = []
     for kind in uc.kinds:
         for task in tasks if tasks is not None else cfg.synth.tasks:
-            pool = sorted((r for r in records if r["task"] == task and r.get("answerable", True) and r["question"]
-                           and r["drop_reason"] in (None, "not_retrieved")), key=lambda r: r["qid"])
+            pool = sorted(
+                (
+                    r
+                    for r in records
+                    if r["task"] == task
+                    and r.get("answerable", True)
+                    and r["question"]
+                    and r["drop_reason"] in (None, "not_retrieved")
+                ),
+                key=lambda r: r["qid"],
+            )
             order = _rng(cfg.seed, "unanswerable", kind, task).sample(pool, len(pool))
             if uc.per_task:
                 lo = 0 if round_ == 0 else uc.per_task + round_ - 1
-                order = order[lo: uc.per_task if round_ == 0 else lo + 1]
+                order = order[lo : uc.per_task if round_ == 0 else lo + 1]
             for r in sorted(order, key=lambda r: r["qid"]):
                 subject = _rng(cfg.seed, "subjects", r["qid"]).choice(absent) if absent else "another mission"
-                msgs = render(f"synth_unanswerable_{kind}", passage=chunks_by_id[r["source_chunk_id"]].text,
-                              question=r["question"], subject=subject)
-                plan.append({"kind": kind, "source": r, "messages": msgs,
-                             "subject": subject if kind == "out_of_corpus" else None,
-                             "prompt_hash": hashlib.sha256(json.dumps(msgs, sort_keys=True).encode()).hexdigest()[:16]})
+                msgs = render(
+                    f"synth_unanswerable_{kind}",
+                    passage=chunks_by_id[r["source_chunk_id"]].text,
+                    question=r["question"],
+                    subject=subject,
+                )
+                plan.append(
+                    {
+                        "kind": kind,
+                        "source": r,
+                        "messages": msgs,
+                        "subject": subject if kind == "out_of_corpus" else None,
+                        "prompt_hash": hashlib.sha256(json.dumps(msgs, sort_keys=True).encode()).hexdigest()[:16],
+                    }
+                )
     return plan
 
 
@@ -261,26 +320,62 @@ def generate_unanswerable(cfg, llm, plan: list[dict], records: list[dict]) -> li
             if reason is None and p["subject"] and not _mentions(q.lower(), p["subject"]):
                 reason = "subject_missing"  # the swap did not happen: the item may still be answerable
             seen.add(key)
-        out.append({
-            "qid": f"una-{p['kind']}-{src['qid'][len('syn-'):] if src['qid'].startswith('syn-') else src['qid']}",
-            "task": src["task"], "question": q or "", "answerable": False, "unanswerable_kind": p["kind"],
-            "derived_from": src["qid"], "subject": p["subject"], "source_chunk_id": src["source_chunk_id"], "doc_id": src["doc_id"],
-            "page_start": src["page_start"], "page_end": src["page_end"], "fewshot_ids": [],
-            "fewshot_sampling": None, "model": llm.identity.get("name"), "model_sha256": llm.identity.get("sha256"),
-            "prompt_hash": p["prompt_hash"], "seed": cfg.seed, "raw_output": comp.text, "kept": False,
-            "drop_reason": reason,
-        })
+        out.append(
+            {
+                "qid": f"una-{p['kind']}-{src['qid'][len('syn-') :] if src['qid'].startswith('syn-') else src['qid']}",
+                "task": src["task"],
+                "question": q or "",
+                "answerable": False,
+                "unanswerable_kind": p["kind"],
+                "derived_from": src["qid"],
+                "subject": p["subject"],
+                "source_chunk_id": src["source_chunk_id"],
+                "doc_id": src["doc_id"],
+                "page_start": src["page_start"],
+                "page_end": src["page_end"],
+                "fewshot_ids": [],
+                "fewshot_sampling": None,
+                "model": llm.identity.get("name"),
+                "model_sha256": llm.identity.get("sha256"),
+                "prompt_hash": p["prompt_hash"],
+                "seed": cfg.seed,
+                "raw_output": comp.text,
+                "kept": False,
+                "drop_reason": reason,
+            }
+        )
     return out
 
 
 def golden_unanswerable(golden: list) -> list[dict]:
     """Golden samples marked `answerable: false`: human-written unanswerable questions, kept as
     they are (a person has already decided the corpus cannot answer them)."""
-    return [{"qid": g.id, "task": g.task, "question": g.question, "answerable": False, "unanswerable_kind": "golden",
-             "derived_from": None, "source_chunk_id": None, "doc_id": g.doc_id, "page_start": None, "page_end": None,
-             "fewshot_ids": [], "fewshot_sampling": None, "model": None, "model_sha256": None, "prompt_hash": None,
-             "seed": None, "raw_output": None, "kept": True, "drop_reason": None, "origin": "golden"}
-            for g in golden if not g.answerable]
+    return [
+        {
+            "qid": g.id,
+            "task": g.task,
+            "question": g.question,
+            "answerable": False,
+            "unanswerable_kind": "golden",
+            "derived_from": None,
+            "source_chunk_id": None,
+            "doc_id": g.doc_id,
+            "page_start": None,
+            "page_end": None,
+            "fewshot_ids": [],
+            "fewshot_sampling": None,
+            "model": None,
+            "model_sha256": None,
+            "prompt_hash": None,
+            "seed": None,
+            "raw_output": None,
+            "kept": True,
+            "drop_reason": None,
+            "origin": "golden",
+        }
+        for g in golden
+        if not g.answerable
+    ]
 
 
 def unanswerable_check_pairs(systems: dict, records: list[dict], k: int) -> list[dict]:
@@ -294,8 +389,11 @@ def unanswerable_check_pairs(systems: dict, records: list[dict], k: int) -> list
             for r, ranking in zip(todo, found[name]):
                 if rank < len(ranking) and ranking[rank][0] not in tops[r["qid"]]:
                     tops[r["qid"]].append(ranking[rank][0])
-    return [{"qid": r["qid"], "question": r["question"], "chunk_id": d, "purpose": ["unanswerable_check"]}
-            for r in todo for d in tops[r["qid"]]]
+    return [
+        {"qid": r["qid"], "question": r["question"], "chunk_id": d, "purpose": ["unanswerable_check"]}
+        for r in todo
+        for d in tops[r["qid"]]
+    ]
 
 
 def check_waves(pairs: list[dict], grade, answerable_grade: int, full: set = frozenset()) -> list[dict]:
@@ -351,8 +449,15 @@ def add_reference_answers(cfg, llm, records: list[dict], chunks_by_id: dict) -> 
     from .prompting import render
 
     todo = [r for r in records if r["question"]]
-    reqs = [Request(messages=render("reference_answer", passage=chunks_by_id[r["source_chunk_id"]].text,
-                                    question=r["question"]), max_tokens=cfg.models.generator.max_tokens) for r in todo]
+    reqs = [
+        Request(
+            messages=render(
+                "reference_answer", passage=chunks_by_id[r["source_chunk_id"]].text, question=r["question"]
+            ),
+            max_tokens=cfg.models.generator.max_tokens,
+        )
+        for r in todo
+    ]
     for r, comp in zip(todo, llm.chat_many(reqs, progress="reference answers")):
         r["answer"] = comp.text.strip()
 
@@ -365,8 +470,13 @@ def retrieval_filter(cfg, chunks: list, records: list[dict]) -> dict:
 
     n = cfg.synth.filter_top_n
     valid = [r for r in records if r["drop_reason"] is None and r["answerable"]]
-    systems = build_systems(cfg.retrieval, [c.chunk_id for c in chunks], [c.text for c in chunks],
-                            names=["bm25", "dense"], cache_dir=cfg.cache_dir)
+    systems = build_systems(
+        cfg.retrieval,
+        [c.chunk_id for c in chunks],
+        [c.text for c in chunks],
+        names=["bm25", "dense"],
+        cache_dir=cfg.cache_dir,
+    )
     for name, system in systems.items():
         rankings = system.search([r["question"] for r in valid], n)
         for r, ranking in zip(valid, rankings):
@@ -416,15 +526,35 @@ def unanswerable_table(records: list[dict]):
     for kind in sorted({r["unanswerable_kind"] for r in una}):
         for task in sorted({r["task"] for r in una if r["unanswerable_kind"] == kind}):
             rs = [r for r in una if r["unanswerable_kind"] == kind and r["task"] == task]
-            rows.append({"kind": kind, "task": task, "generated": len(rs),
-                         "check_passed": sum(r.get("check_passed") is True for r in rs),
-                         "well_formed": sum(r["drop_reason"] not in ("empty", "too_short", "refers_to_passage",
-                                                                     "duplicate", "subject_missing") for r in rs),
-                         "kept": sum(r["kept"] for r in rs),
-                         "answerable_by_judge": sum(r["drop_reason"] == "answerable_by_judge" for r in rs),
-                         "unverified": sum(r["drop_reason"] == "unverified" for r in rs)})
-    return pd.DataFrame(rows, columns=["kind", "task", "generated", "well_formed", "check_passed", "kept",
-                                       "answerable_by_judge", "unverified"])
+            rows.append(
+                {
+                    "kind": kind,
+                    "task": task,
+                    "generated": len(rs),
+                    "check_passed": sum(r.get("check_passed") is True for r in rs),
+                    "well_formed": sum(
+                        r["drop_reason"]
+                        not in ("empty", "too_short", "refers_to_passage", "duplicate", "subject_missing")
+                        for r in rs
+                    ),
+                    "kept": sum(r["kept"] for r in rs),
+                    "answerable_by_judge": sum(r["drop_reason"] == "answerable_by_judge" for r in rs),
+                    "unverified": sum(r["drop_reason"] == "unverified" for r in rs),
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "kind",
+            "task",
+            "generated",
+            "well_formed",
+            "check_passed",
+            "kept",
+            "answerable_by_judge",
+            "unverified",
+        ],
+    )
 
 
 def export_beir(chunks: list, records: list[dict], folder: Path) -> None:
@@ -434,11 +564,15 @@ def export_beir(chunks: list, records: list[dict], folder: Path) -> None:
     from .beir import BeirData, write_beir
 
     kept = [r for r in records if r["kept"]]
-    write_beir(folder, BeirData(
-        corpus={c.chunk_id: {"title": c.doc_id, "text": c.text} for c in chunks},
-        queries={r["qid"]: r["question"] for r in kept},
-        qrels={r["qid"]: {r["source_chunk_id"]: 1} for r in kept if r.get("answerable", True)}),
-        query_metadata={r["qid"]: {"task": r["task"], "answerable": r.get("answerable", True)} for r in kept})
+    write_beir(
+        folder,
+        BeirData(
+            corpus={c.chunk_id: {"title": c.doc_id, "text": c.text} for c in chunks},
+            queries={r["qid"]: r["question"] for r in kept},
+            qrels={r["qid"]: {r["source_chunk_id"]: 1} for r in kept if r.get("answerable", True)},
+        ),
+        query_metadata={r["qid"]: {"task": r["task"], "answerable": r.get("answerable", True)} for r in kept},
+    )
 
 
 def export_hf(chunks: list, records: list[dict], folder: Path) -> None:
@@ -447,13 +581,27 @@ def export_hf(chunks: list, records: list[dict], folder: Path) -> None:
 
     kept = [r for r in records if r["kept"]]
     V = datasets.Value
-    features = datasets.Features({
-        "qid": V("string"), "task": V("string"), "question": V("string"), "source_chunk_id": V("string"),
-        "doc_id": V("string"), "page_start": V("int32"), "page_end": V("int32"),
-        "fewshot_ids": datasets.Sequence(V("string")), "model": V("string"), "prompt_hash": V("string"),
-        "seed": V("int64"), "rank_bm25": V("int32"), "rank_dense": V("int32"), "answer": V("string"),
-        "answerable": V("bool"), "unanswerable_kind": V("string"), "passage": V("string"),
-    })
+    features = datasets.Features(
+        {
+            "qid": V("string"),
+            "task": V("string"),
+            "question": V("string"),
+            "source_chunk_id": V("string"),
+            "doc_id": V("string"),
+            "page_start": V("int32"),
+            "page_end": V("int32"),
+            "fewshot_ids": datasets.Sequence(V("string")),
+            "model": V("string"),
+            "prompt_hash": V("string"),
+            "seed": V("int64"),
+            "rank_bm25": V("int32"),
+            "rank_dense": V("int32"),
+            "answer": V("string"),
+            "answerable": V("bool"),
+            "unanswerable_kind": V("string"),
+            "passage": V("string"),
+        }
+    )
     text_of = {c.chunk_id: c.text for c in chunks}
     columns = {k: [r.get(k) for r in kept] for k in features if k not in ("passage", "answerable")}
     columns["answerable"] = [r.get("answerable", True) for r in kept]

@@ -6,12 +6,14 @@ functions first. Paths are shown relative to a known place (`models:<file>` unde
 folder, relative to the project root, `~/` for the home folder) so that a committed manifest
 says nothing about the machine that wrote it.
 """
+
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
 HIDDEN = "***"
 BODY_LIMIT = 300  # characters of a server's error body kept in a message
@@ -20,16 +22,23 @@ BODY_LIMIT = 300  # characters of a server's error body kept in a message
 _USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@")
 # key=value pairs whose name says they hold a credential (query strings, form bodies, JSON)
 # (bare words such as "key" or "token" are left alone: config messages say "key 'x.y'")
-_SECRET_NAMES = (r"(?:api[_-]?key|apikey|access[_-]?token|auth[_-]?token|refresh[_-]?token|client[_-]?secret|"
-                 r"secret[_-]?key|secret|password|passwd)")
+_SECRET_NAMES = (
+    r"(?:api[_-]?key|apikey|access[_-]?token|auth[_-]?token|refresh[_-]?token|client[_-]?secret|"
+    r"secret[_-]?key|secret|password|passwd)"
+)
 _KV = re.compile(r"(?P<name>\b" + _SECRET_NAMES + r")(?P<sep>\"?\s*[=:]\s*\"?)(?P<value>[^\s&\"',;}]+)", re.I)
-_BEARER = re.compile(r"(?P<name>\bbearer\s+)(?P<value>[A-Za-z0-9._~+/=-]{4,})|"
-                     r"(?P<bname>\bbasic\s+)(?P<bvalue>[A-Za-z0-9+/=]{12,})", re.I)
+_BEARER = re.compile(
+    r"(?P<name>\bbearer\s+)(?P<value>[A-Za-z0-9._~+/=-]{4,})|"
+    r"(?P<bname>\bbasic\s+)(?P<bvalue>[A-Za-z0-9+/=]{12,})",
+    re.I,
+)
 # provider-style keys: sk-..., hf_..., gsk_..., xai-..., long opaque tokens after "key"
-_KEYLIKE = re.compile(r"\b(?:sk|rk|pk)-[A-Za-z0-9_-]{8,}|\bhf_[A-Za-z0-9]{8,}|\bgsk_[A-Za-z0-9]{8,}|\bxai-[A-Za-z0-9]{8,}")
+_KEYLIKE = re.compile(
+    r"\b(?:sk|rk|pk)-[A-Za-z0-9_-]{8,}|\bhf_[A-Za-z0-9]{8,}|\bgsk_[A-Za-z0-9]{8,}|\bxai-[A-Za-z0-9]{8,}"
+)
 
 
-def redact_text(text: str, limit: Optional[int] = None) -> str:
+def redact_text(text: str, limit: int | None = None) -> str:
     """`text` with every credential-looking part replaced by ***, cut to `limit` characters.
     Used on error messages and server bodies before they are printed or stored."""
     text = _USERINFO.sub(lambda m: m.group("scheme") + HIDDEN + "@", str(text))
@@ -41,7 +50,7 @@ def redact_text(text: str, limit: Optional[int] = None) -> str:
     return text
 
 
-def redact_url(url: Optional[str]) -> Optional[str]:
+def redact_url(url: str | None) -> str | None:
     """A URL without its user:password part and with secret query values hidden."""
     return None if url is None else redact_text(url)
 

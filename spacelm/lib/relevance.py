@@ -7,12 +7,11 @@ share the question prefix. The judge's answer is constrained to the four digits;
 llama.cpp backend the probability of each grade is also kept (expected grade). An answer that
 cannot be parsed is recorded as missing with its raw text, never as 0.
 """
+
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
@@ -24,11 +23,14 @@ GRADES = (0, 1, 2, 3)
 # --------------------------------------------------------------------------- planning
 def table_systems(cfg) -> list[tuple[str, str, str]]:
     """(retriever, stage, system name) for every Table 1 row group."""
-    return [(r, stage, r if stage == "retrieved" else reranked(r))
-            for r in cfg.grading.retrievers for stage in ("retrieved", "reranked")]
+    return [
+        (r, stage, r if stage == "retrieved" else reranked(r))
+        for r in cfg.grading.retrievers
+        for stage in ("retrieved", "reranked")
+    ]
 
 
-def select_questions(questions: list[dict], max_questions: Optional[int], seed: int) -> list[dict]:
+def select_questions(questions: list[dict], max_questions: int | None, seed: int) -> list[dict]:
     if not max_questions or max_questions >= len(questions):
         return questions
     keep = set(q["qid"] for q in random.Random(seed).sample(questions, max_questions))
@@ -44,7 +46,7 @@ def plan_pairs(cfg, questions: list[dict], rankings: dict, chunks_by_id: dict) -
     pairs = []
     for q in questions:
         chunks: dict[str, set] = {}
-        for retriever, stage, system in table_systems(cfg):
+        for _retriever, _stage, system in table_systems(cfg):
             for cid in rankings[system][q["qid"]][:kmax]:
                 chunks.setdefault(cid, set()).add("table")
         chunks.setdefault(q["source_chunk_id"], set()).add("validity_source")
@@ -65,17 +67,20 @@ class RelevanceJudging:
 
     method: str = "prompt"
     prompt: str = "relevance"
-    calibration: Optional[str] = None  # a calibration name or JSON path (method "calibrated")
+    calibration: str | None = None  # a calibration name or JSON path (method "calibrated")
 
     def describe(self) -> str:
         if self.method == "calibrated":
-            return (f"calibrated score ({self.calibration}): judge signals combined by a logistic model fitted on "
-                    "human labels and cut into 0-3, not the model's own grade")
+            return (
+                f"calibrated score ({self.calibration}): judge signals combined by a logistic model fitted on "
+                "human labels and cut into 0-3, not the model's own grade"
+            )
         return f"the judge's own 0-3 digit (prompt {self.prompt})"
 
 
-def grade_pairs(llm, pairs: list[dict], passages: dict, template: str = "relevance",
-                judging: Optional[RelevanceJudging] = None) -> list[dict]:
+def grade_pairs(
+    llm, pairs: list[dict], passages: dict, template: str = "relevance", judging: RelevanceJudging | None = None
+) -> list[dict]:
     """Grade every pair (`passages` maps each pair's chunk_id to its text); one row per pair
     with grade (or None), raw output, probabilities. With `judging`, its method decides
     (a calibrated judge's rows also carry `score` and `features`)."""
@@ -89,16 +94,32 @@ def grade_pairs(llm, pairs: list[dict], passages: dict, template: str = "relevan
     from .llm.types import Request
     from .prompting import render
 
-    reqs = [Request(messages=render(template, question=p["question"], passage=passages[p["chunk_id"]]),
-                    choices=score_choices(0, 3), max_tokens=2) for p in pairs]
+    reqs = [
+        Request(
+            messages=render(template, question=p["question"], passage=passages[p["chunk_id"]]),
+            choices=score_choices(0, 3),
+            max_tokens=2,
+        )
+        for p in pairs
+    ]
     comps = llm.chat_many(reqs, progress=f"grading ({template})")
     rows = []
     for p, c in zip(pairs, comps):
         j = judgement_from(c, 0, 3)
-        rows.append({"qid": p["qid"], "chunk_id": p["chunk_id"], "purpose": p["purpose"], "prompt": template,
-                     "grade": j.value, "expected_grade": None if j.expected is None else round(j.expected, 4),
-                     "probs": None if j.probs is None else {str(k): round(v, 4) for k, v in j.probs.items()},
-                     "raw": j.raw, "prompt_tokens": c.prompt_tokens, "cached": c.cached})
+        rows.append(
+            {
+                "qid": p["qid"],
+                "chunk_id": p["chunk_id"],
+                "purpose": p["purpose"],
+                "prompt": template,
+                "grade": j.value,
+                "expected_grade": None if j.expected is None else round(j.expected, 4),
+                "probs": None if j.probs is None else {str(k): round(v, 4) for k, v in j.probs.items()},
+                "raw": j.raw,
+                "prompt_tokens": c.prompt_tokens,
+                "cached": c.cached,
+            }
+        )
     return rows
 
 
@@ -108,8 +129,9 @@ def grade_lists(cfg, questions: list[dict], rankings: dict, grades: dict) -> dic
     out = {}
     for retriever, stage, system in table_systems(cfg):
         for k in cfg.grading.top_k:
-            out[(retriever, stage, k)] = {q["qid"]: [grades.get((q["qid"], c)) for c in rankings[system][q["qid"]][:k]]
-                                          for q in questions}
+            out[(retriever, stage, k)] = {
+                q["qid"]: [grades.get((q["qid"], c)) for c in rankings[system][q["qid"]][:k]] for q in questions
+            }
     return out
 
 
@@ -118,7 +140,7 @@ def _percent(lists: list[list], grade: int) -> tuple[float, int]:
     return (100.0 * sum(g == grade for g in flat) / len(flat) if flat else float("nan")), len(flat)
 
 
-def table1(cfg, cells: dict, n_boot: int, seed: int, cluster_of: Optional[dict] = None):
+def table1(cfg, cells: dict, n_boot: int, seed: int, cluster_of: dict | None = None):
     """Long-form Table 1: retriever, stage, top_k, grade, percent, n, ci_low, ci_high, missing.
     CIs: two-stage cluster bootstrap (source chunks `cluster_of[qid]`, then questions within
     them), pooling each drawn question's passages; questions are their own cluster without
@@ -137,13 +159,25 @@ def table1(cfg, cells: dict, n_boot: int, seed: int, cluster_of: Optional[dict] 
         for grade in GRADES:
             pct, n = _percent(lists, grade)
             lo, hi = cis[grade]
-            rows.append({"retriever": retriever, "stage": stage, "top_k": k, "grade": grade, "percent": round(pct, 2),
-                         "n": n, "n_questions": len(qids), "n_source_chunks": len(set(clusters)),
-                         "ci_low": round(lo, 2), "ci_high": round(hi, 2), "missing": missing})
+            rows.append(
+                {
+                    "retriever": retriever,
+                    "stage": stage,
+                    "top_k": k,
+                    "grade": grade,
+                    "percent": round(pct, 2),
+                    "n": n,
+                    "n_questions": len(qids),
+                    "n_source_chunks": len(set(clusters)),
+                    "ci_low": round(lo, 2),
+                    "ci_high": round(hi, 2),
+                    "missing": missing,
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def relevant_shares(cells: dict, n_boot: int, seed: int, cluster_of: Optional[dict] = None):
+def relevant_shares(cells: dict, n_boot: int, seed: int, cluster_of: dict | None = None):
     """Per Table 1 cell (retriever, stage, top-k): the share of graded passages the judge grades
     2 or 3, in %, with a 95% two-stage cluster-bootstrap CI (source chunks, then questions; the
     paper: above 90% in most cells)."""
@@ -158,9 +192,18 @@ def relevant_shares(cells: dict, n_boot: int, seed: int, cluster_of: Optional[di
         clusters = [(cluster_of or {}).get(q, q) for q in qids]
         share = lambda ls: 100.0 - _percent(ls, 0)[0] - _percent(ls, 1)[0]
         lo, hi = cluster_bootstrap_ci(lists, clusters, share, n_boot, seed)
-        rows.append({"retriever": retriever, "stage": stage, "top_k": k, "n_questions": len(lists),
-                     "n_source_chunks": len(set(clusters)), "percent_2_3": round(share(lists), 2),
-                     "ci_low": round(lo, 2), "ci_high": round(hi, 2)})
+        rows.append(
+            {
+                "retriever": retriever,
+                "stage": stage,
+                "top_k": k,
+                "n_questions": len(lists),
+                "n_source_chunks": len(set(clusters)),
+                "percent_2_3": round(share(lists), 2),
+                "ci_low": round(lo, 2),
+                "ci_high": round(hi, 2),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -176,7 +219,7 @@ def _per_question(per_q: dict, qids: list, measure: str) -> list[float]:
     return [MEASURES[measure]([g for g in per_q[q] if g is not None]) for q in qids]
 
 
-def paired_tests(cells: dict, cfg, cluster_of: Optional[dict] = None):
+def paired_tests(cells: dict, cfg, cluster_of: dict | None = None):
     """Table 1's paired tests over questions: per retriever and top-k, reranked minus retrieved
     on the mean grade and the shares (percentage points) of grades 0-1, 2 and 3; per top-k,
     dense minus BM25 on the mean grade. Each row: both values, the difference with its 95%
@@ -194,28 +237,80 @@ def paired_tests(cells: dict, cfg, cluster_of: Optional[dict] = None):
     for retriever in cfg.grading.retrievers:
         for k in cfg.grading.top_k:
             for measure in MEASURES:
-                plans.append(("reranked - retrieved", retriever, k, measure,
-                              cells[(retriever, "retrieved", k)], cells[(retriever, "reranked", k)]))
+                plans.append(
+                    (
+                        "reranked - retrieved",
+                        retriever,
+                        k,
+                        measure,
+                        cells[(retriever, "retrieved", k)],
+                        cells[(retriever, "reranked", k)],
+                    )
+                )
     if {"bm25", "dense"} <= set(cfg.grading.retrievers):
         for k in cfg.grading.top_k:
-            plans.append(("dense - bm25", "dense vs bm25", k, "mean_grade", cells[("bm25", "retrieved", k)],
-                          cells[("dense", "retrieved", k)]))
+            plans.append(
+                (
+                    "dense - bm25",
+                    "dense vs bm25",
+                    k,
+                    "mean_grade",
+                    cells[("bm25", "retrieved", k)],
+                    cells[("dense", "retrieved", k)],
+                )
+            )
     rows = []
     for comparison, retriever, k, measure, a, b in plans:
         qids = [q for q in sorted(a) if any(g is not None for g in a[q]) and any(g is not None for g in b.get(q, []))]
         va, vb = _per_question(a, qids, measure), _per_question(b, qids, measure)
         r = paired_difference(va, vb, [(cluster_of or {}).get(q, q) for q in qids])
-        rows.append({"comparison": comparison, "family": f"{comparison} / {measure}", "retriever": retriever,
-                     "top_k": k, "measure": measure, "n_questions": r["n"], "n_source_chunks": r["n_clusters"],
-                     "value_a": float(np.mean(va)) if va else None, "value_b": float(np.mean(vb)) if vb else None,
-                     "diff": r["diff"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "p_value": r["p_value"],
-                     "se": r["se"], "df": r["df"], "sd": r["sd"], "deff": r["deff"], "mde_cell": r["mde"]})
+        rows.append(
+            {
+                "comparison": comparison,
+                "family": f"{comparison} / {measure}",
+                "retriever": retriever,
+                "top_k": k,
+                "measure": measure,
+                "n_questions": r["n"],
+                "n_source_chunks": r["n_clusters"],
+                "value_a": float(np.mean(va)) if va else None,
+                "value_b": float(np.mean(vb)) if vb else None,
+                "diff": r["diff"],
+                "ci_low": r["ci_low"],
+                "ci_high": r["ci_high"],
+                "p_value": r["p_value"],
+                "se": r["se"],
+                "df": r["df"],
+                "sd": r["sd"],
+                "deff": r["deff"],
+                "mde_cell": r["mde"],
+            }
+        )
     for fam in dict.fromkeys(r["family"] for r in rows):
         members = [r for r in rows if r["family"] == fam]
         for row, adj in zip(members, holm([r["p_value"] for r in members])):
             row["p_holm"] = adj
-    cols = ["comparison", "family", "retriever", "top_k", "measure", "n_questions", "n_source_chunks", "value_a",
-            "value_b", "diff", "ci_low", "ci_high", "p_value", "p_holm", "se", "df", "sd", "deff", "mde_cell"]
+    cols = [
+        "comparison",
+        "family",
+        "retriever",
+        "top_k",
+        "measure",
+        "n_questions",
+        "n_source_chunks",
+        "value_a",
+        "value_b",
+        "diff",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "p_holm",
+        "se",
+        "df",
+        "sd",
+        "deff",
+        "mde_cell",
+    ]
     return pd.DataFrame(rows, columns=cols).round(4)
 
 
@@ -247,8 +342,12 @@ def table1_wide(long_df, fmt: str = "md") -> str:
                     row[col[(r, g)]] = f"{float(v.iloc[0]):.2f}" if len(v) and not np.isnan(v.iloc[0]) else "–"
             rows.append(row)
         for g in GRADES:  # best and second best per grade within this top-k; ties share a mark
-            vals = {(i, col[(r, g)]): float(rows[i][col[(r, g)]]) for i in (start, start + 1) for r in retrievers
-                    if rows[i][col[(r, g)]] != "–"}
+            vals = {
+                (i, col[(r, g)]): float(rows[i][col[(r, g)]])
+                for i in (start, start + 1)
+                for r in retrievers
+                if rows[i][col[(r, g)]] != "–"
+            }
             distinct = sorted(set(vals.values()), reverse=g >= 2)
             for rank, style in enumerate(("bold", "underline")):
                 if rank < len(distinct):
@@ -275,9 +374,13 @@ def graded_metrics(cfg, questions: list[dict], rankings: dict, grades: dict):
     rows = []
     ks = cfg.grading.top_k
     for _, _, system in table_systems(cfg):
-        run = {q: [(c, 0.0) for c in rankings[system][q][:max(ks)]] for q in qids}
+        run = {q: [(c, 0.0) for c in rankings[system][q][: max(ks)]] for q in qids}
         row = {"system": system}
-        j = evaluate(judged_qrels, run, [f"ndcg@{k}" for k in ks], per_query=True) if any(judged_qrels.values()) else None
+        j = (
+            evaluate(judged_qrels, run, [f"ndcg@{k}" for k in ks], per_query=True)
+            if any(judged_qrels.values())
+            else None
+        )
         p = evaluate(binary_qrels, run, [f"precision@{k}" for k in ks]) if any(binary_qrels.values()) else None
         s = evaluate(source_qrels, run, [f"ndcg@{k}" for k in ks], per_query=True)
         for k in ks:
@@ -296,8 +399,9 @@ def graded_metrics(cfg, questions: list[dict], rankings: dict, grades: dict):
     return pd.DataFrame(rows)
 
 
-def judge_validity(rows: list[dict], swapped: Optional[list[dict]], auc_warning: float, temperature: float,
-                   min_pairs: int = 30) -> dict:
+def judge_validity(
+    rows: list[dict], swapped: list[dict] | None, auc_warning: float, temperature: float, min_pairs: int = 30
+) -> dict:
     """Can the judge tell a question's source chunk from a random chunk of another document?
     (An easy check: the judge checks against human labels are the hard one.) Below
     `min_pairs` pairs no positive verdict is given."""
@@ -307,37 +411,59 @@ def judge_validity(rows: list[dict], swapped: Optional[list[dict]], auc_warning:
     src = [r for r in rows if "validity_source" in r["purpose"] and score(r) is not None]
     rnd = [r for r in rows if "validity_random" in r["purpose"] and score(r) is not None]
     dist = lambda rs: {str(g): sum(r["grade"] == g for r in rs) for g in GRADES}
-    out = {"n_pairs": len(src) + len(rnd), "n_source": len(src), "n_random": len(rnd),
-           "source_grades": dist(src), "random_grades": dist(rnd),
-           "mean_grade_source": round(float(np.mean([r["grade"] for r in src if r["grade"] is not None])), 3) if src else None,
-           "mean_grade_random": round(float(np.mean([r["grade"] for r in rnd if r["grade"] is not None])), 3) if rnd else None,
-           "missing": sum(r["grade"] is None for r in rows)}
+    out = {
+        "n_pairs": len(src) + len(rnd),
+        "n_source": len(src),
+        "n_random": len(rnd),
+        "source_grades": dist(src),
+        "random_grades": dist(rnd),
+        "mean_grade_source": round(float(np.mean([r["grade"] for r in src if r["grade"] is not None])), 3)
+        if src
+        else None,
+        "mean_grade_random": round(float(np.mean([r["grade"] for r in rnd if r["grade"] is not None])), 3)
+        if rnd
+        else None,
+        "missing": sum(r["grade"] is None for r in rows),
+    }
     y = [1] * len(src) + [0] * len(rnd)
     s = [score(r) for r in src + rnd]
     a = auc(y, s)
     out["auc"] = None if np.isnan(a) else round(a, 4)
-    out["auc_uses"] = ("calibrated score" if any(r.get("score") is not None for r in src) else
-                       "expected grade (option probabilities)" if any(r["expected_grade"] is not None for r in src)
-                       else "grade")
+    out["auc_uses"] = (
+        "calibrated score"
+        if any(r.get("score") is not None for r in src)
+        else "expected grade (option probabilities)"
+        if any(r["expected_grade"] is not None for r in src)
+        else "grade"
+    )
     if swapped:
         by = {(r["qid"], r["chunk_id"]): r["grade"] for r in swapped}
         same = [by[(r["qid"], r["chunk_id"])] == r["grade"] for r in src + rnd if (r["qid"], r["chunk_id"]) in by]
         out["order_swap_agreement"] = round(sum(same) / len(same), 4) if same else None
         out["order_swap_pairs"] = len(same)
-    out["self_consistency"] = ("not applicable: greedy decoding (temperature 0) gives the same grade on a repeated prompt"
-                               if temperature == 0 else "not measured")
+    out["self_consistency"] = (
+        "not applicable: greedy decoding (temperature 0) gives the same grade on a repeated prompt"
+        if temperature == 0
+        else "not measured"
+    )
     auc = out["auc"]
     if auc is None:
         out["verdict"] = "Not enough validity pairs to judge the judge."
     elif auc < auc_warning:
-        out["verdict"] = (f"WARNING: the judge cannot reliably tell a question's source passage from a random passage "
-                          f"of another document (AUC {auc:.2f} < {auc_warning}, {out['n_pairs']} pairs); treat its "
-                          "relevance grades with caution.")
+        out["verdict"] = (
+            f"WARNING: the judge cannot reliably tell a question's source passage from a random passage "
+            f"of another document (AUC {auc:.2f} < {auc_warning}, {out['n_pairs']} pairs); treat its "
+            "relevance grades with caution."
+        )
     elif out["n_pairs"] < min_pairs:
-        out["verdict"] = (f"Too few pairs to tell: AUC {auc:.2f} on only {out['n_pairs']} source/random pairs (at least "
-                          f"{min_pairs} are needed). Source vs random is the easy case in any event; see the judge "
-                          "checks against human labels.")
+        out["verdict"] = (
+            f"Too few pairs to tell: AUC {auc:.2f} on only {out['n_pairs']} source/random pairs (at least "
+            f"{min_pairs} are needed). Source vs random is the easy case in any event; see the judge "
+            "checks against human labels."
+        )
     else:
-        out["verdict"] = (f"The judge separates source passages from random ones (AUC {auc:.2f}, {out['n_pairs']} "
-                          "pairs); this is the easy case: see the judge checks against human labels for the hard one.")
+        out["verdict"] = (
+            f"The judge separates source passages from random ones (AUC {auc:.2f}, {out['n_pairs']} "
+            "pairs); this is the easy case: see the judge checks against human labels for the hard one."
+        )
     return out

@@ -13,14 +13,15 @@ which model, and which labelled queries it used (so a judge check can hold them 
 The fit is `fit_calibration`; `bench/judge_formulations.py` runs the study that chose the
 features and writes the calibration shipped in `spacelm/data/judges/`.
 """
+
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Optional, Sequence
 
 import numpy as np
 
@@ -49,7 +50,7 @@ class Calibration:
     intercept: float
     cut_points: list  # c1 < c2 < c3: grade = number of cut points at or below the score
     judge_model: str  # the model spec whose signals were fitted (e.g. embedded:qwen2.5-coder-1.5b)
-    judge_sha256: Optional[str] = None
+    judge_sha256: str | None = None
     embedding_model: str = "embedded:minilm"
     fitted_on: dict = field(default_factory=dict)  # source -> list of query ids used in the fit
     description: str = ""
@@ -116,7 +117,7 @@ def feature_requests(features: Sequence[str], question: str, passage: str) -> li
     return out
 
 
-def read_feature(name: str, comp) -> Optional[float]:
+def read_feature(name: str, comp) -> float | None:
     """A prompt feature from a completion's option probabilities (None when the backend gave none)."""
     probs = comp.choice_probs
     if not probs:
@@ -143,8 +144,11 @@ def grade_pairs_calibrated(llm, pairs: list[dict], passages: dict, cal: Calibrat
     calls on one pair share their prompt's beginning), the embedding cosine, then score and
     grade. Rows carry the same fields as `relevance.grade_pairs` plus `score` and `features`;
     a pair whose features could not be read gets grade None (never a silent 0)."""
-    reqs = [(i, f, r) for i, p in enumerate(pairs) for f, r in feature_requests(cal.features, p["question"],
-                                                                                passages[p["chunk_id"]])]
+    reqs = [
+        (i, f, r)
+        for i, p in enumerate(pairs)
+        for f, r in feature_requests(cal.features, p["question"], passages[p["chunk_id"]])
+    ]
     comps = llm.chat_many([r for _, _, r in reqs], progress=f"grading (calibrated: {cal.name})") if reqs else []
     raw: list[dict] = [{} for _ in pairs]
     tokens = [0] * len(pairs)
@@ -156,6 +160,7 @@ def grade_pairs_calibrated(llm, pairs: list[dict], passages: dict, cal: Calibrat
     if any(f in EMBEDDING_FEATURES for f in cal.features):
         if encoder is None:
             from .retrieval import make_encoder
+
             encoder = make_encoder(cal.embedding_model)
         cos = cosine_features(encoder, pairs, passages)
         for i, p in enumerate(pairs):
@@ -164,12 +169,23 @@ def grade_pairs_calibrated(llm, pairs: list[dict], passages: dict, cal: Calibrat
     for p, feats, n_tok, was_cached in zip(pairs, raw, tokens, cached):
         ok = all(feats.get(f) is not None for f in cal.features)
         s = cal.score([feature_value(f, feats) for f in cal.features]) if ok else None
-        rows.append({"qid": p["qid"], "chunk_id": p["chunk_id"], "purpose": p["purpose"],
-                     "prompt": f"calibrated:{cal.name}", "grade": None if s is None else cal.grade(s),
-                     "expected_grade": None, "score": None if s is None else round(s, 4),
-                     "p_relevant": None if s is None else round(1 / (1 + math.exp(-s)), 4),
-                     "features": {k: None if v is None else round(v, 5) for k, v in feats.items()},
-                     "probs": None, "raw": "", "prompt_tokens": n_tok, "cached": was_cached})
+        rows.append(
+            {
+                "qid": p["qid"],
+                "chunk_id": p["chunk_id"],
+                "purpose": p["purpose"],
+                "prompt": f"calibrated:{cal.name}",
+                "grade": None if s is None else cal.grade(s),
+                "expected_grade": None,
+                "score": None if s is None else round(s, 4),
+                "p_relevant": None if s is None else round(1 / (1 + math.exp(-s)), 4),
+                "features": {k: None if v is None else round(v, 5) for k, v in feats.items()},
+                "probs": None,
+                "raw": "",
+                "prompt_tokens": n_tok,
+                "cached": was_cached,
+            }
+        )
     return rows
 
 
@@ -203,10 +219,14 @@ def cut_points(score: np.ndarray, labels: np.ndarray, graded: np.ndarray) -> lis
     lo, hi = cands[cands < c2], cands[cands > c2]
     if len(s) < 20 or not len(lo) or not len(hi):
         below, above = score[score < c2], score[score >= c2]
-        return [float(np.median(below)) if len(below) else c2 - 1.0, c2,
-                float(np.median(above)) if len(above) else c2 + 1.0]
-    best = max(((a, b) for a in lo for b in hi),
-               key=lambda ab: kappa(h, np.digitize(s, [ab[0], c2, ab[1]]), 4, quadratic=True))
+        return [
+            float(np.median(below)) if len(below) else c2 - 1.0,
+            c2,
+            float(np.median(above)) if len(above) else c2 + 1.0,
+        ]
+    best = max(
+        ((a, b) for a in lo for b in hi), key=lambda ab: kappa(h, np.digitize(s, [ab[0], c2, ab[1]]), 4, quadratic=True)
+    )
     return [float(best[0]), c2, float(best[1])]
 
 
@@ -223,6 +243,14 @@ def fit_calibration(rows: list[dict], features: Sequence[str], name: str, judge_
     scale[scale == 0] = 1.0
     lr = LogisticRegression(C=1.0, max_iter=1000).fit((x - mean) / scale, y)
     score = lr.decision_function((x - mean) / scale)
-    return Calibration(name=name, features=list(features), mean=mean.tolist(), scale=scale.tolist(),
-                       coef=lr.coef_[0].tolist(), intercept=float(lr.intercept_[0]),
-                       cut_points=cut_points(score, labels, graded), judge_model=judge_model, **meta)
+    return Calibration(
+        name=name,
+        features=list(features),
+        mean=mean.tolist(),
+        scale=scale.tolist(),
+        coef=lr.coef_[0].tolist(),
+        intercept=float(lr.intercept_[0]),
+        cut_points=cut_points(score, labels, graded),
+        judge_model=judge_model,
+        **meta,
+    )

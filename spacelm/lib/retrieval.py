@@ -4,22 +4,23 @@ fusion) and second-stage rerankers over a first-stage pool.
 Every retriever answers ``search(queries, k) -> [[(chunk_id, score), ...], ...]``, ranked by
 score descending with ties broken by chunk_id, so runs are reproducible.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Optional, Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 
 from ..config import BM25Config, DenseConfig, RerankerConfig
 from .deps import require as _require
-from .progress import show_progress
-
 from .names import Ranking
+from .progress import show_progress
 
 
 class Retriever(Protocol):
@@ -64,10 +65,15 @@ class BM25Retriever:
     def _tokenize(self, texts: Sequence[str], return_ids: bool):
         import bm25s
 
-        return bm25s.tokenize(list(texts), stopwords=self.cfg.stopwords or None, stemmer=self._stemmer(),
-                              return_ids=return_ids, show_progress=False)
+        return bm25s.tokenize(
+            list(texts),
+            stopwords=self.cfg.stopwords or None,
+            stemmer=self._stemmer(),
+            return_ids=return_ids,
+            show_progress=False,
+        )
 
-    def index(self, ids: Sequence[str], texts: Sequence[str]) -> "BM25Retriever":
+    def index(self, ids: Sequence[str], texts: Sequence[str]) -> BM25Retriever:
         import bm25s
 
         self.ids = list(ids)
@@ -82,7 +88,7 @@ class BM25Retriever:
         (path / "spacelm_bm25.json").write_text(json.dumps({"params": asdict(self.cfg), "ids": self.ids}))
 
     @classmethod
-    def load(cls, path: Path) -> "BM25Retriever":
+    def load(cls, path: Path) -> BM25Retriever:
         import bm25s
 
         meta = json.loads((Path(path) / "spacelm_bm25.json").read_text())
@@ -107,7 +113,7 @@ class BM25Retriever:
 
 
 # --------------------------------------------------------------------------- dense
-def encode_projected(encode, texts: list[str], progress: Optional[str], batch: int, label: str) -> np.ndarray:
+def encode_projected(encode, texts: list[str], progress: str | None, batch: int, label: str) -> np.ndarray:
     """`encode(texts, progress)`, but when there are many texts the first batch is timed alone
     and the log says how long the rest will take at this machine's rate, before it starts."""
     import logging
@@ -118,8 +124,9 @@ def encode_projected(encode, texts: list[str], progress: Optional[str], batch: i
     t0 = time.perf_counter()
     first = encode(texts[:batch], None)
     rate = batch / max(time.perf_counter() - t0, 1e-9)
-    logging.getLogger("spacelm").info("cost: %s encodes %d passages at %.1f passages/s here: about %.0f s", label,
-                                      len(texts), rate, len(texts) / rate)
+    logging.getLogger("spacelm").info(
+        "cost: %s encodes %d passages at %.1f passages/s here: about %.0f s", label, len(texts), rate, len(texts) / rate
+    )
     return np.concatenate([first, encode(texts[batch:], progress)])
 
 
@@ -127,8 +134,15 @@ class Encoder:
     """A sentence-transformers bi-encoder with an on-disk embedding cache keyed by model
     identity and text hash: each passage is encoded once per model, across runs."""
 
-    def __init__(self, model: str, batch_size: int = 32, query_prefix: str = "", passage_prefix: str = "",
-                 cache_dir: Optional[Path] = None, max_seq_length: Optional[int] = None):
+    def __init__(
+        self,
+        model: str,
+        batch_size: int = 32,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        cache_dir: Path | None = None,
+        max_seq_length: int | None = None,
+    ):
         from .models import model_identity, resolve_model_path
 
         st = _require("sentence_transformers", "the dense retriever")
@@ -140,7 +154,9 @@ class Encoder:
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
         ident = model_identity(model)
-        self.key = hashlib.sha256(f"{ident.get('name')}|{ident.get('sha256')}|{self.model.max_seq_length}".encode()).hexdigest()[:16]
+        self.key = hashlib.sha256(
+            f"{ident.get('name')}|{ident.get('sha256')}|{self.model.max_seq_length}".encode()
+        ).hexdigest()[:16]
         self.cache = None
         if cache_dir:
             from .cache import EmbeddingCache
@@ -148,11 +164,16 @@ class Encoder:
             self.cache = EmbeddingCache(Path(cache_dir) / "embeddings.sqlite")
         self.encoded = 0  # passages actually run through the model (cache misses)
 
-    def _encode(self, texts: list[str], progress: Optional[str]) -> np.ndarray:
-        return self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
-                                 convert_to_numpy=True, show_progress_bar=bool(progress) and show_progress()).astype(np.float32)
+    def _encode(self, texts: list[str], progress: str | None) -> np.ndarray:
+        return self.model.encode(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=bool(progress) and show_progress(),
+        ).astype(np.float32)
 
-    def encode_passages(self, texts: Sequence[str], progress: Optional[str] = None) -> np.ndarray:
+    def encode_passages(self, texts: Sequence[str], progress: str | None = None) -> np.ndarray:
         texts = [self.passage_prefix + t for t in texts]
         if not self.cache:
             self.encoded += len(texts)
@@ -172,8 +193,14 @@ class Encoder:
         return self._encode([self.query_prefix + t for t in texts], None)
 
 
-def make_encoder(model: str, batch_size: int = 32, query_prefix: str = "", passage_prefix: str = "",
-                 cache_dir: Optional[Path] = None, max_seq_length: Optional[int] = None):
+def make_encoder(
+    model: str,
+    batch_size: int = 32,
+    query_prefix: str = "",
+    passage_prefix: str = "",
+    cache_dir: Path | None = None,
+    max_seq_length: int | None = None,
+):
     """The encoder for a model spec: llama.cpp's embedding mode for GGUF embedding models
     (`gguf_embedding.GGUFEncoder`), sentence-transformers otherwise."""
     from .gguf_embedding import GGUFEncoder, is_gguf_embedding
@@ -194,11 +221,14 @@ class DenseRetriever:
         self.index_ = None
 
     @classmethod
-    def from_config(cls, cfg: DenseConfig, cache_dir: Optional[Path] = None) -> "DenseRetriever":
-        return cls(make_encoder(cfg.model, cfg.batch_size, cfg.query_prefix, cfg.passage_prefix, cache_dir,
-                                cfg.max_seq_length))
+    def from_config(cls, cfg: DenseConfig, cache_dir: Path | None = None) -> DenseRetriever:
+        return cls(
+            make_encoder(cfg.model, cfg.batch_size, cfg.query_prefix, cfg.passage_prefix, cache_dir, cfg.max_seq_length)
+        )
 
-    def index(self, ids: Sequence[str], texts: Sequence[str], progress: Optional[str] = "encoding passages") -> "DenseRetriever":
+    def index(
+        self, ids: Sequence[str], texts: Sequence[str], progress: str | None = "encoding passages"
+    ) -> DenseRetriever:
         faiss = _require("faiss", "the dense retriever (faiss-cpu)")
         self.ids = list(ids)
         embs = self.encoder.encode_passages(texts, progress)
@@ -212,7 +242,9 @@ class DenseRetriever:
         scores, idx = self.index_.search(q, k2)
         out = []
         for s_row, i_row in zip(scores, idx):
-            pairs = sorted(((self.ids[i], float(s)) for s, i in zip(s_row, i_row) if i >= 0), key=lambda p: (-p[1], p[0]))
+            pairs = sorted(
+                ((self.ids[i], float(s)) for s, i in zip(s_row, i_row) if i >= 0), key=lambda p: (-p[1], p[0])
+            )
             out.append(pairs[:k])
         return out
 
@@ -252,8 +284,12 @@ class BiEncoderReranker:
 
     def rescore(self, queries: Sequence[str], pools: Sequence[Sequence[str]]) -> list[list[float]]:
         needed = sorted({d for pool in pools for d in pool})
-        embs = dict(zip(needed, self.encoder.encode_passages([self.texts[d] for d in needed],
-                                                              "reranker: encoding pool passages")))
+        embs = dict(
+            zip(
+                needed,
+                self.encoder.encode_passages([self.texts[d] for d in needed], "reranker: encoding pool passages"),
+            )
+        )
         q = self.encoder.encode_queries(queries)
         return [[float(np.dot(q[i], embs[d])) for d in pool] for i, pool in enumerate(pools)]
 
@@ -276,7 +312,7 @@ class CrossEncoderReranker:
         flat = self.model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False) if pairs else []
         out, pos = [], 0
         for pool in pools:
-            out.append([float(x) for x in flat[pos:pos + len(pool)]])
+            out.append([float(x) for x in flat[pos : pos + len(pool)]])
             pos += len(pool)
         return out
 
@@ -296,13 +332,16 @@ class LLMReranker:
         from .llm.types import Request
         from .prompting import relevance_messages
 
-        reqs = [Request(messages=relevance_messages(q, self.texts[d]), choices=score_choices(0, 3), max_tokens=2)
-                for q, pool in zip(queries, pools) for d in pool]
+        reqs = [
+            Request(messages=relevance_messages(q, self.texts[d]), choices=score_choices(0, 3), max_tokens=2)
+            for q, pool in zip(queries, pools)
+            for d in pool
+        ]
         comps = self.llm.chat_many(reqs, progress="LLM reranking")
         out, pos = [], 0
         for pool in pools:
             scores = []
-            for c in comps[pos:pos + len(pool)]:
+            for c in comps[pos : pos + len(pool)]:
                 j = judgement_from(c, 0, 3)
                 scores.append(j.expected if j.expected is not None else float(j.value if j.value is not None else -1))
             out.append(scores)
@@ -325,7 +364,7 @@ class RerankedRetriever:
         return [sorted(zip(pool, s), key=lambda p: (-p[1], p[0]))[:k] for pool, s in zip(pools, scores)]
 
 
-def pool_size(pool: float, n_passages: int, k_values: Sequence[int] = (), pool_max: Optional[int] = None) -> int:
+def pool_size(pool: float, n_passages: int, k_values: Sequence[int] = (), pool_max: int | None = None) -> int:
     """The reranker's pool in passages: `pool` itself when it is a whole number, else that share
     of the corpus rounded up, at most `pool_max` (so the reranker's cost per question stops
     growing with the corpus); never fewer than the largest k, never more than the corpus."""
@@ -335,8 +374,9 @@ def pool_size(pool: float, n_passages: int, k_values: Sequence[int] = (), pool_m
     return max(1, min(max([n, *k_values]), max(n_passages, 1)))
 
 
-def identical_lists(rankings: dict, qids: Sequence[str], k: int,
-                    systems: tuple[str, str] = ("bm25+rerank", "dense+rerank")) -> Optional[float]:
+def identical_lists(
+    rankings: dict, qids: Sequence[str], k: int, systems: tuple[str, str] = ("bm25+rerank", "dense+rerank")
+) -> float | None:
     """Share of questions for which two systems return the same top-k in the same order: 1.0
     for the two reranked systems means the pool was so large the first stage did not matter."""
     a, b = (rankings.get(s) for s in systems)
@@ -346,9 +386,11 @@ def identical_lists(rankings: dict, qids: Sequence[str], k: int,
     return round(sum(same) / len(same), 4)
 
 
-def make_reranker(cfg: RerankerConfig, texts: dict[str, str], cache_dir: Optional[Path] = None, llm=None):
+def make_reranker(cfg: RerankerConfig, texts: dict[str, str], cache_dir: Path | None = None, llm=None):
     if cfg.kind == "biencoder":
-        return BiEncoderReranker(make_encoder(cfg.model, cfg.batch_size, cfg.query_prefix, cfg.passage_prefix, cache_dir), texts)
+        return BiEncoderReranker(
+            make_encoder(cfg.model, cfg.batch_size, cfg.query_prefix, cfg.passage_prefix, cache_dir), texts
+        )
     if cfg.kind == "cross-encoder":
         return CrossEncoderReranker(cfg.model, texts, cfg.batch_size)
     if cfg.kind == "llm":
@@ -358,8 +400,14 @@ def make_reranker(cfg: RerankerConfig, texts: dict[str, str], cache_dir: Optiona
     raise ValueError(f"retrieval.reranker.kind {cfg.kind!r} builds no reranker")
 
 
-def build_systems(cfg, ids: Sequence[str], texts: Sequence[str], names: Optional[Sequence[str]] = None,
-                  cache_dir: Optional[Path] = None, llm=None) -> dict[str, Retriever]:
+def build_systems(
+    cfg,
+    ids: Sequence[str],
+    texts: Sequence[str],
+    names: Sequence[str] | None = None,
+    cache_dir: Path | None = None,
+    llm=None,
+) -> dict[str, Retriever]:
     """Index the chunks once per base retriever and assemble the named systems
     (bm25, dense, bm25+rerank, dense+rerank, hybrid, hybrid+rerank)."""
     names = list(names or cfg.systems)
@@ -376,8 +424,9 @@ def build_systems(cfg, ids: Sequence[str], texts: Sequence[str], names: Optional
         if n.endswith("+rerank"):
             if reranker is None:
                 reranker = make_reranker(cfg.reranker, dict(zip(ids, texts)), cache_dir, llm)
-            systems[n] = RerankedRetriever(base[n.split("+")[0]], reranker,
-                                            pool_size(cfg.pool, len(ids), cfg.k_values, cfg.pool_max))
+            systems[n] = RerankedRetriever(
+                base[n.split("+")[0]], reranker, pool_size(cfg.pool, len(ids), cfg.k_values, cfg.pool_max)
+            )
         else:
             systems[n] = base[n]
     return systems

@@ -5,9 +5,8 @@ judge and chunk size match).
 
 The paper's values are read from its text (Belo, Soares & Guimaraes, IAC-25: sections 3-6 and
 appendices B-C) and written here once."""
-from __future__ import annotations
 
-from typing import Optional
+from __future__ import annotations
 
 COLUMNS = ["component", "paper", "this_run", "match"]
 # component -> the paper's value, in words
@@ -34,7 +33,7 @@ def _has(text: str, *needles: str) -> bool:
     return all(n.lower().replace("-", "").replace(" ", "") in t for n in needles)
 
 
-def setup_rows(cfg, stages: Optional[dict] = None, sizes: Optional[dict] = None) -> list[dict]:
+def setup_rows(cfg, stages: dict | None = None, sizes: dict | None = None) -> list[dict]:
     """[{component, paper, this_run, match}] for `cfg` (a Config) and, when given, the run's
     manifest stages (question counts, the resolved reranker pool) and `sizes` {"grade" |
     "answer": (questions, source chunks)} read from the run's tables, which take precedence."""
@@ -52,32 +51,59 @@ def setup_rows(cfg, stages: Optional[dict] = None, sizes: Optional[dict] = None)
 
     rows = [
         ("corpus", f"{ing.get('documents', '?')} documents from {cfg.corpus.raw_dir}", "no"),
-        ("chunking", f"at most {cfg.chunking.max_tokens} tokens ({cfg.chunking.tokenizer})",
-         "yes" if cfg.chunking.max_tokens == 2000 else "no"),
+        (
+            "chunking",
+            f"at most {cfg.chunking.max_tokens} tokens ({cfg.chunking.tokenizer})",
+            "yes" if cfg.chunking.max_tokens == 2000 else "no",
+        ),
         ("dense retriever", r.dense.model, "yes" if _has(r.dense.model, "gte-Qwen2-1.5B") else "no"),
-        ("reranker and its pool", f"{r.reranker.kind} {r.reranker.model} over {pool_text}",
-         "yes" if _has(r.reranker.model, "bge-m3") and pool == 100 else "no"),
+        (
+            "reranker and its pool",
+            f"{r.reranker.kind} {r.reranker.model} over {pool_text}",
+            "yes" if _has(r.reranker.model, "bge-m3") and pool == 100 else "no",
+        ),
         ("judge", m.judge.model, "yes" if _has(m.judge.model, "llama-3.3-70b") else "no"),
-        ("generator", m.generator.model, "yes" if _has(m.generator.model, "llama-3-8b") or
-         _has(m.generator.model, "llama-3.1-8b") else "no"),
-        ("question writer", f"{m.question_writer.model}, {cfg.synth.n_fewshot} few-shot "
-                            f"({cfg.synth.fewshot_sampling})",
-         "yes" if _has(m.question_writer.model, "llama-3.3-70b") and cfg.synth.n_fewshot == 5 else "no"),
+        (
+            "generator",
+            m.generator.model,
+            "yes" if _has(m.generator.model, "llama-3-8b") or _has(m.generator.model, "llama-3.1-8b") else "no",
+        ),
+        (
+            "question writer",
+            f"{m.question_writer.model}, {cfg.synth.n_fewshot} few-shot ({cfg.synth.fewshot_sampling})",
+            "yes" if _has(m.question_writer.model, "llama-3.3-70b") and cfg.synth.n_fewshot == 5 else "no",
+        ),
         ("questions", f"{syn.get('kept', '?')} kept of {syn.get('generated', '?')} written", "no"),
-        ("question filter", f"source chunk in the {cfg.synth.filter_retriever} top-{cfg.synth.filter_top_n}",
-         "yes" if cfg.synth.filter_top_n == 50 else "no"),
+        (
+            "question filter",
+            f"source chunk in the {cfg.synth.filter_retriever} top-{cfg.synth.filter_top_n}",
+            "yes" if cfg.synth.filter_top_n == 50 else "no",
+        ),
         ("Table 1 questions", n_of("grade"), "no"),
         ("Table 2 questions", n_of("answer"), "no"),
         ("prompts", f"spacelm's own wording of the paper's scales ({cfg.grading.prompt}; judge_* rubrics)", "no"),
     ]
-    short = {"chunking": f"chunks of {cfg.chunking.max_tokens} vs 2,000 tokens",
-             "judge": f"judge {m.judge.model} vs Llama 3.3 70B"}
-    return [{"component": c, "paper": PAPER[c], "this_run": ours, "match": match,
-             "differs": short.get(c, f"{c}: {ours} vs {PAPER[c]}")} for c, ours, match in rows]
+    short = {
+        "chunking": f"chunks of {cfg.chunking.max_tokens} vs 2,000 tokens",
+        "judge": f"judge {m.judge.model} vs Llama 3.3 70B",
+    }
+    return [
+        {
+            "component": c,
+            "paper": PAPER[c],
+            "this_run": ours,
+            "match": match,
+            "differs": short.get(c, f"{c}: {ours} vs {PAPER[c]}"),
+        }
+        for c, ours, match in rows
+    ]
 
 
 def comparability(rows: list[dict], components=LEVEL_COMPONENTS) -> str:
-    """"yes" when every one of `components` matches the paper's, else "no: " and what differs."""
-    differ = [r.get("differs") or f"{r['component']}: {r['this_run']} vs {r['paper']}" for r in rows
-              if r["component"] in components and r["match"] != "yes"]
+    """ "yes" when every one of `components` matches the paper's, else "no: " and what differs."""
+    differ = [
+        r.get("differs") or f"{r['component']}: {r['this_run']} vs {r['paper']}"
+        for r in rows
+        if r["component"] in components and r["match"] != "yes"
+    ]
     return "yes" if not differ else "no: " + "; ".join(differ)

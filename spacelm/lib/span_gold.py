@@ -12,10 +12,12 @@ text. Any chunking of the same documents can then be scored against it:
 
 Recall, nDCG and MRR computed from these qrels, and coverage, compare across chunk sizes.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Iterable, NamedTuple, Optional, Sequence
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 MIN_SHARE = 0.5
 
@@ -37,8 +39,9 @@ class ChunkSpan(NamedTuple):
 
 
 _WS = re.compile(r"\s+")
-_FOLD = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-",
-                       "\u00a0": " "})
+_FOLD = str.maketrans(
+    {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-", "\u00a0": " "}
+)
 
 
 def _normalised_with_map(text: str) -> tuple[str, list[int]]:
@@ -59,7 +62,7 @@ def _normalised_with_map(text: str) -> tuple[str, list[int]]:
     return "".join(out), where
 
 
-def locate_passage(passage: str, doc_text: str) -> Optional[tuple[int, int]]:
+def locate_passage(passage: str, doc_text: str) -> tuple[int, int] | None:
     """(start, end) of `passage` in `doc_text`, matching up to whitespace, case, curly quotes and
     dashes; None when it is not there verbatim."""
     needle = _WS.sub(" ", passage.translate(_FOLD)).strip().lower()
@@ -88,7 +91,7 @@ def relevant_chunks(span: Span, chunks: Iterable[ChunkSpan], min_share: float = 
     return [c.chunk_id for c in chunks if is_relevant(span, c, min_share)]
 
 
-def best_chunk(span: Span, chunks: Iterable[ChunkSpan]) -> Optional[str]:
+def best_chunk(span: Span, chunks: Iterable[ChunkSpan]) -> str | None:
     """The chunk sharing most characters with the span (ties: the earlier chunk)."""
     best, most = None, 0
     for c in chunks:
@@ -118,9 +121,11 @@ def coverage(span: Span, ranked: Sequence[str], chunks_by_id: dict[str, ChunkSpa
     """Share of the span's characters covered by the union of the top-k chunks."""
     if len(span) == 0:
         return 0.0
-    pieces = sorted((max(c.start, span.start), min(c.end, span.end)) for c in
-                    (chunks_by_id[cid] for cid in ranked[:k] if cid in chunks_by_id)
-                    if c.doc_id == span.doc_id and overlap(span.start, span.end, c.start, c.end) > 0)
+    pieces = sorted(
+        (max(c.start, span.start), min(c.end, span.end))
+        for c in (chunks_by_id[cid] for cid in ranked[:k] if cid in chunks_by_id)
+        if c.doc_id == span.doc_id and overlap(span.start, span.end, c.start, c.end) > 0
+    )
     covered, reach = 0, span.start
     for a, b in pieces:
         a = max(a, reach)

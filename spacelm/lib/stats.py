@@ -14,15 +14,17 @@ the run's manifest):
 Tests: the cluster-robust t test of a mean difference (:func:`paired_difference`), its
 detectable difference at the level the verdict applies (:func:`min_detectable_difference`), and
 the questions a future run needs (:func:`questions_needed`)."""
+
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 
-def bootstrap_ci(units: Sequence, statistic: Callable[[list], float] = None, n_boot: int = 1000, seed: int = 0,
-                 level: float = 0.95) -> tuple[float, float]:
+def bootstrap_ci(
+    units: Sequence, statistic: Callable[[list], float] = None, n_boot: int = 1000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float]:
     """Percentile bootstrap CI of `statistic` (default: the mean) over `units` resampled with
     replacement. NaN when fewer than two units (no interval can be drawn from one)."""
     units = list(units)
@@ -40,8 +42,9 @@ def bootstrap_ci(units: Sequence, statistic: Callable[[list], float] = None, n_b
     return float(lo), float(hi)
 
 
-def bootstrap_cis(units: Sequence, statistics: Callable[[list], dict], n_boot: int = 1000, seed: int = 0,
-                  level: float = 0.95) -> dict:
+def bootstrap_cis(
+    units: Sequence, statistics: Callable[[list], dict], n_boot: int = 1000, seed: int = 0, level: float = 0.95
+) -> dict:
     """Percentile bootstrap CIs of several statistics at once: `statistics(resampled units)`
     returns {name: value}; each resample is drawn once and feeds every statistic (the same
     draws as :func:`bootstrap_ci`). {name: (low, high)}, NaN where no interval can be drawn."""
@@ -55,8 +58,11 @@ def bootstrap_cis(units: Sequence, statistics: Callable[[list], dict], n_boot: i
     out = {}
     for k in draws[0]:
         v = np.array([d[k] for d in draws], dtype=float)
-        out[k] = ((float("nan"), float("nan")) if np.all(np.isnan(v)) else
-                  tuple(float(x) for x in np.nanpercentile(v, [100 * alpha, 100 * (1 - alpha)])))
+        out[k] = (
+            (float("nan"), float("nan"))
+            if np.all(np.isnan(v))
+            else tuple(float(x) for x in np.nanpercentile(v, [100 * alpha, 100 * (1 - alpha)]))
+        )
     return out
 
 
@@ -80,7 +86,7 @@ INTERVALS = {
 }
 
 
-def _clusters(n: int, clusters: Optional[Sequence]) -> list:
+def _clusters(n: int, clusters: Sequence | None) -> list:
     """Cluster labels, one per unit; each unit its own cluster when none are given."""
     if clusters is None:
         return list(range(n))
@@ -90,7 +96,7 @@ def _clusters(n: int, clusters: Optional[Sequence]) -> list:
     return [i if c is None else c for i, c in enumerate(clusters)]
 
 
-def cluster_t(values: Sequence, clusters: Optional[Sequence] = None, level: float = 0.95) -> dict:
+def cluster_t(values: Sequence, clusters: Sequence | None = None, level: float = 0.95) -> dict:
     """Mean of `values` with its cluster-robust standard error and t interval.
 
     The CR1 sandwich estimator: se² = G/(G−1) · Σ_g (Σ_{i∈g} (x_i − x̄))² / n², with G − 1
@@ -105,18 +111,25 @@ def cluster_t(values: Sequence, clusters: Optional[Sequence] = None, level: floa
     for v, c in zip(x, labels):
         groups.setdefault(c, []).append(v)
     g = len(groups)
-    out = {"mean": float(x.mean()) if n else float("nan"), "se": float("nan"), "ci_low": float("nan"),
-           "ci_high": float("nan"), "n": n, "n_clusters": g, "df": g - 1}
+    out = {
+        "mean": float(x.mean()) if n else float("nan"),
+        "se": float("nan"),
+        "ci_low": float("nan"),
+        "ci_high": float("nan"),
+        "n": n,
+        "n_clusters": g,
+        "df": g - 1,
+    }
     if g < 2:
         return out
     resid = [sum(v - out["mean"] for v in vs) for vs in groups.values()]
-    se = float(np.sqrt(g / (g - 1) * sum(r * r for r in resid) / n ** 2))
+    se = float(np.sqrt(g / (g - 1) * sum(r * r for r in resid) / n**2))
     half = float(t.ppf(1 - (1 - level) / 2, g - 1)) * se
     out.update(se=se, ci_low=out["mean"] - half, ci_high=out["mean"] + half)
     return out
 
 
-def design_effect(values: Sequence, clusters: Optional[Sequence]) -> float:
+def design_effect(values: Sequence, clusters: Sequence | None) -> float:
     """Variance of the mean under clustering over its variance with independent units
     (cluster-robust se² over s²/n), at least 1; 1 when either is not defined."""
     x = np.asarray(values, dtype=float)
@@ -129,8 +142,14 @@ def design_effect(values: Sequence, clusters: Optional[Sequence]) -> float:
     return max(1.0, c["se"] ** 2 / naive)
 
 
-def cluster_bootstrap_cis(units: Sequence, clusters: Optional[Sequence], statistics: Callable[[list], dict],
-                          n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+def cluster_bootstrap_cis(
+    units: Sequence,
+    clusters: Sequence | None,
+    statistics: Callable[[list], dict],
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict:
     """Percentile CIs of several statistics from a two-stage cluster bootstrap: draw G clusters
     with replacement, then within each drawn cluster draw its units with replacement;
     `statistics(resampled units)` returns {name: value}. Without clusters it is the ordinary
@@ -155,13 +174,22 @@ def cluster_bootstrap_cis(units: Sequence, clusters: Optional[Sequence], statist
     out = {}
     for k in draws[0]:
         v = np.array([d[k] for d in draws], dtype=float)
-        out[k] = ((float("nan"), float("nan")) if np.all(np.isnan(v)) else
-                  tuple(float(x) for x in np.nanpercentile(v, [100 * alpha, 100 * (1 - alpha)])))
+        out[k] = (
+            (float("nan"), float("nan"))
+            if np.all(np.isnan(v))
+            else tuple(float(x) for x in np.nanpercentile(v, [100 * alpha, 100 * (1 - alpha)]))
+        )
     return out
 
 
-def cluster_bootstrap_ci(units: Sequence, clusters: Optional[Sequence], statistic: Callable[[list], float],
-                         n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+def cluster_bootstrap_ci(
+    units: Sequence,
+    clusters: Sequence | None,
+    statistic: Callable[[list], float],
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[float, float]:
     """:func:`cluster_bootstrap_cis` of one statistic."""
     return cluster_bootstrap_cis(units, clusters, lambda u: {"v": statistic(u)}, n_boot, seed, level)["v"]
 
@@ -189,8 +217,9 @@ def min_equivalence_margin(se: float, df: int, alpha: float = 0.05, power: float
     return float((t.ppf(1 - alpha, df) + t.ppf(1 - (1 - power) / 2, df)) * se)
 
 
-def questions_needed(effect: float, sd: float, alpha: float = 0.05, power: float = 0.8, deff: float = 1.0,
-                     max_n: int = 100_000) -> int:
+def questions_needed(
+    effect: float, sd: float, alpha: float = 0.05, power: float = 0.8, deff: float = 1.0, max_n: int = 100_000
+) -> int:
     """Questions a paired two-sided t test needs to detect `effect` with probability `power` at
     level `alpha`, from the SD of the per-question differences and the design effect of the
     source-chunk clusters: the smallest effective n with (t_{1−α/2, n−1} + t_{power, n−1}) · sd /
@@ -214,8 +243,15 @@ def questions_needed(effect: float, sd: float, alpha: float = 0.05, power: float
     return int(ceil(hi * max(1.0, deff)))
 
 
-def paired_difference(a: Sequence, b: Sequence, clusters: Optional[Sequence] = None, alpha: float = 0.05,
-                      level: float = 0.95, n_boot: int = None, seed: int = None) -> dict:
+def paired_difference(
+    a: Sequence,
+    b: Sequence,
+    clusters: Sequence | None = None,
+    alpha: float = 0.05,
+    level: float = 0.95,
+    n_boot: int = None,
+    seed: int = None,
+) -> dict:
     """b − a over paired questions, clustered by source chunk: the mean difference, its
     cluster-robust t interval, the two-sided cluster-robust t test's p-value (NaN when every
     difference is 0 or below two clusters), the SD of the differences, the design effect, and
@@ -234,9 +270,19 @@ def paired_difference(a: Sequence, b: Sequence, clusters: Optional[Sequence] = N
         else:  # every cluster moved by the same amount: no spread to test against
             p = 0.0
     sd = float(np.std(d, ddof=1)) if n >= 2 else float("nan")
-    return {"n": n, "n_clusters": c["n_clusters"], "diff": c["mean"], "ci_low": c["ci_low"],
-            "ci_high": c["ci_high"], "p_value": p, "se": c["se"], "df": c["df"], "sd": sd,
-            "deff": design_effect(d, clusters), "mde": min_detectable_difference(c["se"], c["df"], alpha)}
+    return {
+        "n": n,
+        "n_clusters": c["n_clusters"],
+        "diff": c["mean"],
+        "ci_low": c["ci_low"],
+        "ci_high": c["ci_high"],
+        "p_value": p,
+        "se": c["se"],
+        "df": c["df"],
+        "sd": sd,
+        "deff": design_effect(d, clusters),
+        "mde": min_detectable_difference(c["se"], c["df"], alpha),
+    }
 
 
 def wilson_ci(successes: float, n: float, level: float = 0.95) -> tuple[float, float]:
@@ -253,7 +299,7 @@ def wilson_ci(successes: float, n: float, level: float = 0.95) -> tuple[float, f
     return float(max(0.0, centre - half)), float(min(1.0, centre + half))
 
 
-def share_ci(values: Sequence, clusters: Optional[Sequence] = None, level: float = 0.95) -> dict:
+def share_ci(values: Sequence, clusters: Sequence | None = None, level: float = 0.95) -> dict:
     """A proportion of yes/no values (None left out) with its Wilson interval at the effective
     n = n / design effect of the clusters. {share, ci_low, ci_high, n, n_clusters, n_effective}."""
     pairs = [(float(v), c) for v, c in zip(values, _clusters(len(list(values)), clusters)) if v is not None]
@@ -264,5 +310,4 @@ def share_ci(values: Sequence, clusters: Optional[Sequence] = None, level: float
     cl = [c for _, c in pairs]
     n_eff = n / design_effect(x, cl)
     lo, hi = wilson_ci(sum(x) / n * n_eff, n_eff, level)
-    return {"share": sum(x) / n, "ci_low": lo, "ci_high": hi, "n": n, "n_clusters": len(set(cl)),
-            "n_effective": n_eff}
+    return {"share": sum(x) / n, "ci_low": lo, "ci_high": hi, "n": n, "n_clusters": len(set(cl)), "n_effective": n_eff}

@@ -2,6 +2,7 @@
 refusals, binary judges, and pipelines A/B/C. The generator's phase (answers, then the
 verification rewrites) runs and releases its model before the judge's phase starts, so one
 model is in memory at a time."""
+
 from __future__ import annotations
 
 import time
@@ -9,10 +10,27 @@ import time
 import numpy as np
 
 from ..config import Config
-from ..lib.answerability import COLUMNS as ANSWERABILITY_COLUMNS, agreement, answerability_row, threshold_sweep
-from ..lib.answers import (JUDGE_STYLE, build_items, cannot_answer, fact_check, refusal_rates, generate, is_refusal, judge_binary, judge_refusal,
-                           judge_rubrics, pipelines_table,
-                           settings, table2, table2_tests, table2_wide, unanswerable_items, verify)
+from ..lib.answerability import COLUMNS as ANSWERABILITY_COLUMNS
+from ..lib.answerability import agreement, answerability_row, threshold_sweep
+from ..lib.answers import (
+    JUDGE_STYLE,
+    build_items,
+    cannot_answer,
+    fact_check,
+    generate,
+    is_refusal,
+    judge_binary,
+    judge_refusal,
+    judge_rubrics,
+    pipelines_table,
+    refusal_rates,
+    settings,
+    table2,
+    table2_tests,
+    table2_wide,
+    unanswerable_items,
+    verify,
+)
 from ..lib.citations import citation_check
 from ..lib.claims import claim_table, judge_claims
 from ..lib.gate import REFUSAL_TEXT, gated_answer, score_items
@@ -26,11 +44,23 @@ from .data import chunks_path, load_chunks, load_questions, load_rankings, quest
 
 def outputs(cfg: Config):
     d = cfg.run_dir
-    return [d / "table2_answer_quality.csv", d / "table2_answer_quality.md", d / "table2_answer_quality.tex",
-            d / "answers.jsonl", d / "pipelines.csv", d / "answer_checks.json", d / "plots" / "answer_scores.png",
-            d / "plots" / "noise_curve.png", d / "answerability.csv", d / "answerability_sweep.csv",
-            d / "claims.jsonl", d / "claims.csv", d / "plots" / "refusal_sweep.png", d / "table2_tests.csv",
-            d / "table2_per_task.csv"]
+    return [
+        d / "table2_answer_quality.csv",
+        d / "table2_answer_quality.md",
+        d / "table2_answer_quality.tex",
+        d / "answers.jsonl",
+        d / "pipelines.csv",
+        d / "answer_checks.json",
+        d / "plots" / "answer_scores.png",
+        d / "plots" / "noise_curve.png",
+        d / "answerability.csv",
+        d / "answerability_sweep.csv",
+        d / "claims.jsonl",
+        d / "claims.csv",
+        d / "plots" / "refusal_sweep.png",
+        d / "table2_tests.csv",
+        d / "table2_per_task.csv",
+    ]
 
 
 def build(cfg: Config, out) -> dict:
@@ -52,8 +82,12 @@ def build(cfg: Config, out) -> dict:
     items = build_items(cfg, questions, chunks, rankings) + unanswerable_items(cfg, una, rankings)
     if cfg.answer.gate.enabled:  # the gate reads the passages before any generator call
         dc = cfg.retrieval.dense
-        score_items(items, text_of, Encoder(dc.model, dc.batch_size, dc.query_prefix, dc.passage_prefix,
-                                            cfg.cache_dir, dc.max_seq_length), cfg.answer.gate.rules())
+        score_items(
+            items,
+            text_of,
+            Encoder(dc.model, dc.batch_size, dc.query_prefix, dc.passage_prefix, cfg.cache_dir, dc.max_seq_length),
+            cfg.answer.gate.rules(),
+        )
     # phase 1: the generator
     gen = open_llm(cfg.models.generator, cfg.cache_dir)
     gen.stage = "answer"
@@ -92,17 +126,32 @@ def build(cfg: Config, out) -> dict:
     if cfg.answer.claims:
         claim_rows = judge_claims(judge, claim_items(cfg, items), text_of, JUDGE_STYLE)
     judge.release()
-    summary = write_tables(cfg, items, claim_rows, questions, len(all_q), gen.identity.get("name"),
-                           judge.identity.get("name"), out)
-    return {**summary, "unanswerable_questions": len(una), "answers": len(items),
-            "reference_answers_written": n_refs, "llm_writer": turns.stats.get("question_writer"),
-            "llm_generator": gen.stats.to_dict(), "llm_judge": judge.stats.to_dict(),
-            "model_identity": {"generator": gen.identity, "judge": judge.identity},
-            "wall_seconds_answer": round(time.perf_counter() - t0, 2)}
+    summary = write_tables(
+        cfg, items, claim_rows, questions, len(all_q), gen.identity.get("name"), judge.identity.get("name"), out
+    )
+    return {
+        **summary,
+        "unanswerable_questions": len(una),
+        "answers": len(items),
+        "reference_answers_written": n_refs,
+        "llm_writer": turns.stats.get("question_writer"),
+        "llm_generator": gen.stats.to_dict(),
+        "llm_judge": judge.stats.to_dict(),
+        "model_identity": {"generator": gen.identity, "judge": judge.identity},
+        "wall_seconds_answer": round(time.perf_counter() - t0, 2),
+    }
 
 
-def write_tables(cfg: Config, items: list[dict], claim_rows: list[dict], questions: list[dict], n_available: int,
-                 generator_name: str, judge_name: str, out) -> dict:
+def write_tables(
+    cfg: Config,
+    items: list[dict],
+    claim_rows: list[dict],
+    questions: list[dict],
+    n_available: int,
+    generator_name: str,
+    judge_name: str,
+    out,
+) -> dict:
     """Every table, check and plot of the stage from the scored answers (no model): Table 2 and
     its tests, per-task means, pipelines, answerability and its sweep, claims. Called by the stage
     and by `spacelm report --recompute`."""
@@ -112,64 +161,122 @@ def write_tables(cfg: Config, items: list[dict], claim_rows: list[dict], questio
 
     names = [s["name"] for s in settings(cfg)]
     long = table2(items, names, cfg.answer.n_bootstrap, cfg.seed)
-    (csv, md, tex, answers_file, pipelines_file, checks_file, scores_plot, noise_plot, ans_csv, sweep_csv, claims_file,
-     claims_csv, sweep_plot, tests_csv, per_task_csv) = outputs(cfg)
+    (
+        csv,
+        md,
+        tex,
+        answers_file,
+        pipelines_file,
+        checks_file,
+        scores_plot,
+        noise_plot,
+        ans_csv,
+        sweep_csv,
+        claims_file,
+        claims_csv,
+        sweep_plot,
+        tests_csv,
+        per_task_csv,
+    ) = outputs(cfg)
     write_dataframe(long, out(csv))
     n = sample_size(questions)
-    score_rows = [{"setting": it["setting"], "task": it["task"], **it["scores"]} for it in items
-                  if it["pipeline"] == "table2"]
+    score_rows = [
+        {"setting": it["setting"], "task": it["task"], **it["scores"]} for it in items if it["pipeline"] == "table2"
+    ]
     rubrics = sorted({r for it in items for r in it["scores"]})
     per_task = per_task_means(score_rows, ["setting"], rubrics)
     write_dataframe(per_task, out(per_task_csv))
     if len(per_task) and "faithfulness" in per_task:
-        per_task_panels(per_task, "faithfulness", "mean faithfulness (1-5)", out(cfg.run_dir / "plots" /
-                                                                                "table2_per_task.png"), group="setting")
+        per_task_panels(
+            per_task,
+            "faithfulness",
+            "mean faithfulness (1-5)",
+            out(cfg.run_dir / "plots" / "table2_per_task.png"),
+            group="setting",
+        )
     write_dataframe(table2_tests(items, names, cfg.answer.n_bootstrap, cfg.seed), out(tests_csv))
     run_scale = scale(len(questions))
-    write_text(out(md), table2_wide(long, names, "md") +
-               f"\n{n.text()}; {len(questions)} of {n_available} questions ({run_scale}); generator {generator_name}, "
-               f"judge {judge_name}; mean ± SD (n); 95% CIs (cluster-robust t over source chunks) in "
-               "table2_answer_quality.csv.\n")
+    write_text(
+        out(md),
+        table2_wide(long, names, "md")
+        + f"\n{n.text()}; {len(questions)} of {n_available} questions ({run_scale}); generator {generator_name}, "
+        f"judge {judge_name}; mean ± SD (n); 95% CIs (cluster-robust t over source chunks) in "
+        "table2_answer_quality.csv.\n",
+    )
     write_text(out(tex), table2_wide(long, names, "tex"))
     write_jsonl(out(answers_file), items)
     write_dataframe(pipelines_table(items, cfg.answer.n_bootstrap, cfg.seed), out(pipelines_file))
     # refusals on answerable and unanswerable questions, gate off and on
     b_items = [it for it in items if it["pipeline"] == "B" and it["setting"] in ("retrieved", "unanswerable")]
     ans_rows, sweep = answerability(cfg, b_items)
-    write_dataframe(pd.DataFrame(ans_rows).reindex(columns=list(dict.fromkeys(ANSWERABILITY_COLUMNS + list(ans_rows[0])))),
-                    out(ans_csv))
+    write_dataframe(
+        pd.DataFrame(ans_rows).reindex(columns=list(dict.fromkeys(ANSWERABILITY_COLUMNS + list(ans_rows[0])))),
+        out(ans_csv),
+    )
     write_dataframe(pd.DataFrame(sweep), out(sweep_csv))
-    points = {f"gate {r['gate']}": (r["false_refusal_rate"], r["refusal_recall"],
-                                    (r["false_refusal_rate_ci_low"], r["false_refusal_rate_ci_high"]),
-                                    (r["refusal_recall_ci_low"], r["refusal_recall_ci_high"])) for r in ans_rows}
-    refusal_sweep(sweep, points, sum(it["answerable"] for it in b_items), sum(not it["answerable"] for it in b_items),
-                  out(sweep_plot))
+    points = {
+        f"gate {r['gate']}": (
+            r["false_refusal_rate"],
+            r["refusal_recall"],
+            (r["false_refusal_rate_ci_low"], r["false_refusal_rate_ci_high"]),
+            (r["refusal_recall_ci_low"], r["refusal_recall_ci_high"]),
+        )
+        for r in ans_rows
+    }
+    refusal_sweep(
+        sweep,
+        points,
+        sum(it["answerable"] for it in b_items),
+        sum(not it["answerable"] for it in b_items),
+        out(sweep_plot),
+    )
     write_jsonl(out(claims_file), claim_rows)
-    claim_tab = [dict(r, group="setting") for r in claim_table([it for it in items if it["pipeline"] == "table2"],
-                                                              "setting", cfg.answer.n_bootstrap, cfg.seed)] + \
-                [dict(r, group="pipeline") for r in claim_table([it for it in items if it["pipeline"] != "table2"
-                                                                 and it["answerable"]], "pipeline",
-                                                                cfg.answer.n_bootstrap, cfg.seed)]
+    claim_tab = [
+        dict(r, group="setting")
+        for r in claim_table(
+            [it for it in items if it["pipeline"] == "table2"], "setting", cfg.answer.n_bootstrap, cfg.seed
+        )
+    ] + [
+        dict(r, group="pipeline")
+        for r in claim_table(
+            [it for it in items if it["pipeline"] != "table2" and it["answerable"]],
+            "pipeline",
+            cfg.answer.n_bootstrap,
+            cfg.seed,
+        )
+    ]
     write_dataframe(pd.DataFrame(claim_tab), out(claims_csv))
     refusals = refusal_rates(items)
-    neg = [it for it in items if it["pipeline"] == "table2" and "negative_rejection" in it["rubrics"]
-           and it["scores"].get("negative_rejection") is not None]
+    neg = [
+        it
+        for it in items
+        if it["pipeline"] == "table2"
+        and "negative_rejection" in it["rubrics"]
+        and it["scores"].get("negative_rejection") is not None
+    ]
     agree = [(it["scores"]["negative_rejection"] >= 4) == it["refusal"] for it in neg]
     t2 = [it for it in items if it["pipeline"] == "table2"]
 
     def cite_acc(s):
-        v = [it["citation"]["citation_accuracy"] for it in t2
-             if it["setting"] == s and it["citation"]["citation_accuracy"] is not None]
+        v = [
+            it["citation"]["citation_accuracy"]
+            for it in t2
+            if it["setting"] == s and it["citation"]["citation_accuracy"] is not None
+        ]
         return round(float(np.mean(v)), 3) if v else None
 
     with_ctx = [it for it in items if it["passage_ids"] and it["answerable"]]
     checks = {
-        "refusal_rate_by_setting": {s: round(float(np.mean([it["refusal"] for it in t2 if it["setting"] == s])), 3)
-                                    for s in names if any(it["setting"] == s for it in t2)},
+        "refusal_rate_by_setting": {
+            s: round(float(np.mean([it["refusal"] for it in t2 if it["setting"] == s])), 3)
+            for s in names
+            if any(it["setting"] == s for it in t2)
+        },
         "citation_accuracy_by_setting": {s: cite_acc(s) for s in names},
         "citation_style": cfg.answer.citations,
         "answers_with_valid_citation": round(float(np.mean([it["citation"]["n_valid"] > 0 for it in with_ctx])), 3)
-        if with_ctx else None,
+        if with_ctx
+        else None,
         "answers_with_context": len(with_ctx),
         "judge_vs_regex_refusal_agreement": round(float(np.mean(agree)), 3) if agree else None,
         "judge_vs_regex_refusal_pairs": len(agree),
@@ -183,8 +290,13 @@ def write_tables(cfg: Config, items: list[dict], claim_rows: list[dict], questio
     write_json(out(checks_file), checks)
     score_distributions(long, out(scores_plot))
     noise_curve(items, settings(cfg), out(noise_plot), cfg.answer.n_bootstrap, cfg.seed)
-    return {"questions": len(questions), "sample": n.to_dict(), "scale": run_scale, **checks,
-            "answerability": {r["gate"]: {k: r[k] for k in ("refusal_recall", "false_refusal_rate")} for r in ans_rows}}
+    return {
+        "questions": len(questions),
+        "sample": n.to_dict(),
+        "scale": run_scale,
+        **checks,
+        "answerability": {r["gate"]: {k: r[k] for k in ("refusal_recall", "false_refusal_rate")} for r in ans_rows},
+    }
 
 
 def recompute(cfg: Config) -> dict:
@@ -201,21 +313,29 @@ def recompute(cfg: Config) -> dict:
     seen = {}
     for it in items:
         if it["pipeline"] == "table2" and it["answerable"]:
-            seen.setdefault(it["qid"], known.get(it["qid"]) or {"qid": it["qid"], "task": it["task"],
-                                                                 "source_chunk_id": it.get("source_chunk_id")})
+            seen.setdefault(
+                it["qid"],
+                known.get(it["qid"])
+                or {"qid": it["qid"], "task": it["task"], "source_chunk_id": it.get("source_chunk_id")},
+            )
     ids = json.loads((d / "manifest.json").read_text()).get("models", {}) if (d / "manifest.json").is_file() else {}
-    name = lambda role: (ids.get("answer", {}).get(role) or ids.get(role) or {}).get("name") or \
-        getattr(cfg.models, role).model
+    name = lambda role: (
+        (ids.get("answer", {}).get(role) or ids.get(role) or {}).get("name") or getattr(cfg.models, role).model
+    )
     n_available = sum(1 for q in known.values() if q.get("kept") and q.get("answerable", True)) or len(seen)
-    return write_tables(cfg, items, claim_rows, list(seen.values()), n_available, name("generator"), name("judge"),
-                        lambda p: p)
+    return write_tables(
+        cfg, items, claim_rows, list(seen.values()), n_available, name("generator"), name("judge"), lambda p: p
+    )
 
 
 def claim_items(cfg: Config, items: list[dict]) -> list[dict]:
     """The answers whose claims are judged: answerable, with passages, and in the pipelines
     only when `answer.claims_scope` is "pipelines"."""
-    return [it for it in items if it["answerable"] and it["passage_ids"]
-            and (cfg.answer.claims_scope == "all" or it["pipeline"] != "table2")]
+    return [
+        it
+        for it in items
+        if it["answerable"] and it["passage_ids"] and (cfg.answer.claims_scope == "all" or it["pipeline"] != "table2")
+    ]
 
 
 def references_needed(cfg: Config, items: list[dict], chunks_by_id: dict) -> list[dict]:
@@ -223,8 +343,14 @@ def references_needed(cfg: Config, items: list[dict], chunks_by_id: dict) -> lis
     from synth (when `answer.reference_answers`), for `add_reference_answers` to fill."""
     if not cfg.answer.reference_answers:
         return []
-    need = {it["qid"]: it for it in items if it["pipeline"] != "table2" and it["answerable"]
-            and not it.get("reference_answer") and it.get("source_chunk_id") in chunks_by_id}
+    need = {
+        it["qid"]: it
+        for it in items
+        if it["pipeline"] != "table2"
+        and it["answerable"]
+        and not it.get("reference_answer")
+        and it.get("source_chunk_id") in chunks_by_id
+    }
     return [{"qid": q, "question": it["question"], "source_chunk_id": it["source_chunk_id"]} for q, it in need.items()]
 
 
@@ -251,24 +377,41 @@ def answerability(cfg: Config, b_items: list[dict]) -> tuple[list[dict], list[di
     una = [it for it in b_items if not it["answerable"]]
     conditions = [("off", "refusal", lambda it: it["scores"].get("negative_rejection"))]
     if cfg.answer.gate.enabled:
-        conditions.append(("on", "gated_refusal",
-                           lambda it: it.get("gated_scores", it["scores"]).get("negative_rejection")))
+        conditions.append(
+            ("on", "gated_refusal", lambda it: it.get("gated_scores", it["scores"]).get("negative_rejection"))
+        )
     rows = []
     for name, key, judged in conditions:
-        row = answerability_row(name, [{"answerable": it["answerable"], "refused": it[key],
-                                         "source_chunk_id": it.get("source_chunk_id")} for it in b_items], n_boot, seed)
+        row = answerability_row(
+            name,
+            [
+                {"answerable": it["answerable"], "refused": it[key], "source_chunk_id": it.get("source_chunk_id")}
+                for it in b_items
+            ],
+            n_boot,
+            seed,
+        )
         scores = [judged(it) for it in una]
         ag = agreement([None if s is None else s >= 4 for s in scores], [it[key] for it in una])
         got = [s for s in scores if s is not None]
-        row.update(judge_refusal_recall=round(float(np.mean([s >= 4 for s in got])), 3) if got else None,
-                   n_judged=ag["n"], judge_phrase_agreement=ag["agreement"], judge_phrase_kappa=ag["kappa"])
+        row.update(
+            judge_refusal_recall=round(float(np.mean([s >= 4 for s in got])), 3) if got else None,
+            n_judged=ag["n"],
+            judge_phrase_agreement=ag["agreement"],
+            judge_phrase_kappa=ag["kappa"],
+        )
         rows.append(row)
     sweep = []
     if cfg.answer.gate.enabled:
         steps = cfg.answer.gate.sweep_steps
-        sweep = threshold_sweep([{"answerable": it["answerable"], "generator_refused": it["refusal"],
-                                  "score": it["gate"]["score"]} for it in b_items if "gate" in it],
-                                [i / (steps - 1) for i in range(steps)])
+        sweep = threshold_sweep(
+            [
+                {"answerable": it["answerable"], "generator_refused": it["refusal"], "score": it["gate"]["score"]}
+                for it in b_items
+                if "gate" in it
+            ],
+            [i / (steps - 1) for i in range(steps)],
+        )
     return rows, sweep
 
 
@@ -292,8 +435,11 @@ def _prompts(cfg: Config) -> list[str]:
 
 
 def _sections(cfg: Config) -> list[str]:
-    return (["answer", "seed", "models.generator", "models.judge"] + (["retrieval.dense"] if cfg.answer.gate.enabled else [])
-            + (["models.question_writer"] if cfg.answer.reference_answers else []))
+    return (
+        ["answer", "seed", "models.generator", "models.judge"]
+        + (["retrieval.dense"] if cfg.answer.gate.enabled else [])
+        + (["models.question_writer"] if cfg.answer.reference_answers else [])
+    )
 
 
 def _models(cfg: Config) -> dict:
@@ -306,16 +452,34 @@ def _models(cfg: Config) -> dict:
 
 
 STAGE = Stage(
-    name="answer", doc="answer quality under noise (Table 2) and pipelines A/B/C",
-    home=lambda cfg: cfg.run_dir, outputs=outputs, build=build, after=("retrieve",),
+    name="answer",
+    doc="answer quality under noise (Table 2) and pipelines A/B/C",
+    home=lambda cfg: cfg.run_dir,
+    outputs=outputs,
+    build=build,
+    after=("retrieve",),
     sections=_sections,
     reads=lambda cfg: [rankings_path(cfg), chunks_path(cfg), questions_path(cfg)],
     prompts=_prompts,
     models=_models,
-    code=("spacelm.lib.llm.frontend", "spacelm.lib.answers", "spacelm.lib.facts", "spacelm.lib.judging", "spacelm.lib.stats", "spacelm.lib.tables",
-          "spacelm.lib.citations", "spacelm.lib.claims", "spacelm.lib.gate", "spacelm.lib.answerability",
-          "spacelm.lib.retrieval", "spacelm.lib.questions", "spacelm.lib.sample", "spacelm.stages.answer", "spacelm.stages.data",
-          "spacelm.stages.base"),
+    code=(
+        "spacelm.lib.llm.frontend",
+        "spacelm.lib.answers",
+        "spacelm.lib.facts",
+        "spacelm.lib.judging",
+        "spacelm.lib.stats",
+        "spacelm.lib.tables",
+        "spacelm.lib.citations",
+        "spacelm.lib.claims",
+        "spacelm.lib.gate",
+        "spacelm.lib.answerability",
+        "spacelm.lib.retrieval",
+        "spacelm.lib.questions",
+        "spacelm.lib.sample",
+        "spacelm.stages.answer",
+        "spacelm.stages.data",
+        "spacelm.stages.base",
+    ),
 )
 
 

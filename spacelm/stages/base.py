@@ -11,6 +11,7 @@ A stage is atomic: `build` writes every output into a staging folder beside its 
 into place, and the stamp is written last. A build that fails or is killed leaves the previous
 complete outputs untouched and the stage marked stale.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -19,9 +20,9 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
 
 from ..config import Config
 from ..lib.io import sha256_file, write_json
@@ -137,14 +138,14 @@ def fingerprint_of(inputs: dict[str, str]) -> str:
 
 
 # --------------------------------------------------------------------------- freshness
-def read_stamp(stage: Stage, cfg: Config) -> Optional[dict]:
+def read_stamp(stage: Stage, cfg: Config) -> dict | None:
     try:
         return json.loads(stage.stamp_path(cfg).read_text())
     except (FileNotFoundError, json.JSONDecodeError):
         return None
 
 
-def freshness(stage: Stage, cfg: Config, inputs: Optional[dict] = None) -> tuple[str, list[str]]:
+def freshness(stage: Stage, cfg: Config, inputs: dict | None = None) -> tuple[str, list[str]]:
     """("up to date" | "stale" | "never run", reasons) from the stamp and the current inputs."""
     inputs = inputs if inputs is not None else stage_inputs(stage, cfg)
     stamp = read_stamp(stage, cfg)
@@ -207,11 +208,20 @@ def execute(stage: Stage, cfg: Config, force: bool = False) -> dict:
         return summary
     if os.environ.get(REUSE_ONLY_ENV):
         why = "; ".join(reasons) or state
-        raise StaleStage(f"stage '{stage.name}' is {state} ({why}) and this process may only reuse results "
-                         f"(${REUSE_ONLY_ENV} is set): run `spacelm run` or `spacelm {stage.name}` first")
+        raise StaleStage(
+            f"stage '{stage.name}' is {state} ({why}) and this process may only reuse results "
+            f"(${REUSE_ONLY_ENV} is set): run `spacelm run` or `spacelm {stage.name}` first"
+        )
     old = read_stamp(stage, cfg)
-    write_json(stamp_path, {"stage": stage.name, "state": "building", "started": time.time(),
-                            "previous": old if old and old.get("state") == "complete" else None})
+    write_json(
+        stamp_path,
+        {
+            "stage": stage.name,
+            "state": "building",
+            "started": time.time(),
+            "previous": old if old and old.get("state") == "complete" else None,
+        },
+    )
     staging = Staging(stage.name)
     t0 = time.perf_counter()
     from ..lib.llm import model_logs
@@ -226,8 +236,17 @@ def execute(stage: Stage, cfg: Config, force: bool = False) -> dict:
     staging.commit()
     summary = dict(summary, skipped=False, seconds=seconds, computed_seconds=seconds)
     outputs = [os.path.relpath(p, stamp_path.parent) for p in stage.outputs(cfg)]
-    write_json(stamp_path, {"stage": stage.name, "state": "complete", "fingerprint": fingerprint_of(inputs),
-                            "inputs": inputs, "outputs": outputs, "summary": summary})
+    write_json(
+        stamp_path,
+        {
+            "stage": stage.name,
+            "state": "complete",
+            "fingerprint": fingerprint_of(inputs),
+            "inputs": inputs,
+            "outputs": outputs,
+            "summary": summary,
+        },
+    )
     return dict(summary, inputs=inputs)
 
 

@@ -1,4 +1,5 @@
 """Stage 1b, chunk: `documents.jsonl` → `chunks.jsonl` (+ per-document chunk counts)."""
+
 from __future__ import annotations
 
 from ..config import Config
@@ -18,16 +19,27 @@ def build(cfg: Config, out) -> dict:
     chunks = chunk_documents(load_documents(cfg), cfg.chunking.max_tokens, cfg.chunking.tokenizer, cfg.chunking.overlap)
     write_jsonl(out(chunks_path(cfg)), (c.to_dict() for c in chunks))
     df = pd.DataFrame([c.to_dict() for c in chunks])
-    per_doc = df.groupby("doc_id").agg(chunks=("chunk_id", "size"), tokens_mean=("n_tokens", "mean"),
-                                       tokens_max=("n_tokens", "max")).reset_index()
+    per_doc = (
+        df.groupby("doc_id")
+        .agg(chunks=("chunk_id", "size"), tokens_mean=("n_tokens", "mean"), tokens_max=("n_tokens", "max"))
+        .reset_index()
+    )
     write_dataframe(per_doc.round(1), out(outputs(cfg)[1]))
-    return {"chunks": len(chunks), "tokens_mean": round(float(df["n_tokens"].mean()), 1),
-            "tokens_max": int(df["n_tokens"].max()), "max_tokens": cfg.chunking.max_tokens}
+    return {
+        "chunks": len(chunks),
+        "tokens_mean": round(float(df["n_tokens"].mean()), 1),
+        "tokens_max": int(df["n_tokens"].max()),
+        "max_tokens": cfg.chunking.max_tokens,
+    }
 
 
 STAGE = Stage(
-    name="chunk", doc="chunk the cleaned documents",
-    home=lambda cfg: cfg.processed_dir, outputs=outputs, build=build, after=("ingest",),
+    name="chunk",
+    doc="chunk the cleaned documents",
+    home=lambda cfg: cfg.processed_dir,
+    outputs=outputs,
+    build=build,
+    after=("ingest",),
     sections=lambda cfg: ["chunking"],
     reads=lambda cfg: [documents_path(cfg)],
     models=lambda cfg: {"tokenizer": cfg.chunking.tokenizer},

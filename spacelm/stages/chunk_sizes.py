@@ -7,6 +7,7 @@ and question set, `chunk_sizes/<size>/table1_relevance.csv` when grading, and th
 `chunk_sizes/summary.csv` (one row per size, question set and system) with the cost of each
 size (`chunk_sizes/costs.csv`: chunks, tokens, encoding seconds per 1,000 tokens, seconds per
 graded pair). The report's "Chunk sizes" section reads these."""
+
 from __future__ import annotations
 
 import copy
@@ -15,7 +16,15 @@ import time
 from ..config import Config
 from ..lib.io import InputError, write_dataframe, write_jsonl
 from .base import Stage, execute
-from .data import documents_path, golden_path, golden_questions, load_chunks, load_documents, load_questions, questions_path
+from .data import (
+    documents_path,
+    golden_path,
+    golden_questions,
+    load_chunks,
+    load_documents,
+    load_questions,
+    questions_path,
+)
 
 
 def study_dir(cfg: Config):
@@ -101,40 +110,72 @@ def build(cfg: Config, out) -> dict:
             search[size] = search.get(size, 0.0) + sum(res.timings.values())
             mean_gold = sum(len(v) for v in res.qrels.values()) / max(len(res.qrels), 1)
             for r in res.summary.to_dict("records"):
-                rows.append({"chunk_size": size, "questions": name, "n_questions": len(placed),
-                             "n_source_chunks": len({q["source_chunk_id"] for q in placed}),
-                             "n_documents": len({q["doc_id"] for q in placed}), "gold_chunks_per_question": round(mean_gold, 2),
-                             **{k: v for k, v in r.items() if k not in ("n_queries", "n_unanswerable_left_out")}})
-        costs.append({"chunk_size": size, "chunks": len(chunks), "tokens": tokens,
-                      "tokens_mean": round(tokens / max(len(chunks), 1), 1), "tokens_max": max(c.n_tokens for c in chunks),
-                      "chunking_seconds": round(t_chunk, 2), "index_seconds": round(t_index, 2),
-                      "dense_model": rc.dense.model, "dense_passages_encoded": getattr(dense, "encoded", None),
-                      "rerank_pool": pool, "search_seconds": round(search.get(size, 0.0), 2),
-                      # the dense index's cost per 1,000 tokens when every chunk was encoded (not cached)
-                      "index_seconds_per_1k_tokens": round(1000 * t_index / tokens, 3)
-                      if tokens and getattr(dense, "encoded", 0) == len(chunks) else None})
+                rows.append(
+                    {
+                        "chunk_size": size,
+                        "questions": name,
+                        "n_questions": len(placed),
+                        "n_source_chunks": len({q["source_chunk_id"] for q in placed}),
+                        "n_documents": len({q["doc_id"] for q in placed}),
+                        "gold_chunks_per_question": round(mean_gold, 2),
+                        **{k: v for k, v in r.items() if k not in ("n_queries", "n_unanswerable_left_out")},
+                    }
+                )
+        costs.append(
+            {
+                "chunk_size": size,
+                "chunks": len(chunks),
+                "tokens": tokens,
+                "tokens_mean": round(tokens / max(len(chunks), 1), 1),
+                "tokens_max": max(c.n_tokens for c in chunks),
+                "chunking_seconds": round(t_chunk, 2),
+                "index_seconds": round(t_index, 2),
+                "dense_model": rc.dense.model,
+                "dense_passages_encoded": getattr(dense, "encoded", None),
+                "rerank_pool": pool,
+                "search_seconds": round(search.get(size, 0.0), 2),
+                # the dense index's cost per 1,000 tokens when every chunk was encoded (not cached)
+                "index_seconds_per_1k_tokens": round(1000 * t_index / tokens, 3)
+                if tokens and getattr(dense, "encoded", 0) == len(chunks)
+                else None,
+            }
+        )
     graded = grade_sizes(cfg, per_size, sets, out) if cs.grade_questions else {}
     for c in costs:
         c.update(graded.get(c["chunk_size"], {}))
     summary = pd.DataFrame(rows)
     write_dataframe(summary.round(4), out(d / "summary.csv"))
     k = 10 if 10 in rc.k_values else max(rc.k_values)
-    cols = ["chunk_size", "questions", "system", "n_questions", "n_source_chunks", f"ndcg@{k}", f"recall@{k}",
-            f"coverage@{min(rc.k_values)}", f"coverage@{k}", f"mrr@{k}"]
+    cols = [
+        "chunk_size",
+        "questions",
+        "system",
+        "n_questions",
+        "n_source_chunks",
+        f"ndcg@{k}",
+        f"recall@{k}",
+        f"coverage@{min(rc.k_values)}",
+        f"coverage@{k}",
+        f"mrr@{k}",
+    ]
     write_dataframe(summary[[c for c in cols if c in summary]].round(3), out(d / "summary.md"))
     write_dataframe(pd.DataFrame(costs), out(d / "costs.csv"))
-    return {"sizes": list(cs.sizes), "question_sets": {n: len(q) for n, q in sets.items()},
-            "dense_model": rc.dense.model, "systems": list(rc.systems), "costs": costs,
-            "graded_questions": cs.grade_questions}
+    return {
+        "sizes": list(cs.sizes),
+        "question_sets": {n: len(q) for n, q in sets.items()},
+        "dense_model": rc.dense.model,
+        "systems": list(rc.systems),
+        "costs": costs,
+        "graded_questions": cs.grade_questions,
+    }
 
 
 def grade_sizes(cfg: Config, per_size: dict, sets: dict, out) -> dict:
     """Table 1 at every size on the same `grade_questions` questions of the run's set; returns
     per size the pairs graded and the judge's seconds per pair."""
     from ..lib.llm import open_llm
-    from ..lib.relevance import grade_lists, grade_pairs, plan_pairs, select_questions, table1
-
     from ..lib.names import reranked
+    from ..lib.relevance import grade_lists, grade_pairs, plan_pairs, select_questions, table1
 
     cs = cfg.chunk_study
     gcfg = copy.deepcopy(cfg)
@@ -142,8 +183,10 @@ def grade_sizes(cfg: Config, per_size: dict, sets: dict, out) -> dict:
     # Table 1's row groups: each first-stage retriever with its reranked list, where the study runs both
     gcfg.grading.retrievers = [r for r in cfg.grading.retrievers if r in cs.systems and reranked(r) in cs.systems]
     if not gcfg.grading.retrievers:
-        raise InputError("chunk_study.grade_questions > 0 needs a first-stage retriever of grading.retrievers "
-                         f"and its reranked system in chunk_study.systems (have {cs.systems})")
+        raise InputError(
+            "chunk_study.grade_questions > 0 needs a first-stage retriever of grading.retrievers "
+            f"and its reranked system in chunk_study.systems (have {cs.systems})"
+        )
     name = "run" if "run" in sets else next(iter(sets))
     chosen = {q["qid"] for q in select_questions(sets[name], cs.grade_questions, cfg.seed)}
     llm = open_llm(cfg.models.judge, cfg.cache_dir)
@@ -158,7 +201,9 @@ def grade_sizes(cfg: Config, per_size: dict, sets: dict, out) -> dict:
             pairs = plan_pairs(gcfg, questions, rankings, chunks)
             t0 = time.perf_counter()
             calls_before = llm.stats.to_dict().get("calls", 0)
-            rows = grade_pairs(llm, pairs, {cid: c.text for cid, c in chunks.items()}, judging=cfg.grading.judging(cfg.root))
+            rows = grade_pairs(
+                llm, pairs, {cid: c.text for cid, c in chunks.items()}, judging=cfg.grading.judging(cfg.root)
+            )
             seconds = time.perf_counter() - t0
             calls = llm.stats.to_dict().get("calls", 0) - calls_before
             grades = {(r["qid"], r["chunk_id"]): r["grade"] for r in rows}
@@ -166,9 +211,13 @@ def grade_sizes(cfg: Config, per_size: dict, sets: dict, out) -> dict:
             long.insert(0, "chunk_size", size)
             write_dataframe(long, out(study_dir(cfg) / str(size)) / "table1_relevance.csv")
             write_jsonl(out(study_dir(cfg) / str(size)) / "grades.jsonl", rows)
-            out_stats[size] = {"graded_questions": len(questions), "pairs_graded": len(rows), "judge_calls": calls,
-                               "seconds_per_pair": round(seconds / calls, 2) if calls else None,
-                               "prompt_tokens_per_pair": round(sum(r["prompt_tokens"] or 0 for r in rows) / max(len(rows), 1))}
+            out_stats[size] = {
+                "graded_questions": len(questions),
+                "pairs_graded": len(rows),
+                "judge_calls": calls,
+                "seconds_per_pair": round(seconds / calls, 2) if calls else None,
+                "prompt_tokens_per_pair": round(sum(r["prompt_tokens"] or 0 for r in rows) / max(len(rows), 1)),
+            }
     finally:
         llm.release()
     return out_stats
@@ -184,15 +233,29 @@ def _models(cfg: Config) -> dict:
 
 
 STAGE = Stage(
-    name="chunk-sizes", doc="retrieval (and Table 1) at each chunk size, scored against evidence spans",
-    home=study_dir, outputs=outputs, build=build, after=("retrieve",),
-    sections=lambda cfg: ["chunk_study", "chunking", "retrieval", "seed", "corpus.golden_samples"]
-    + (["grading.prompt", "grading.n_bootstrap", "models.judge"] if cfg.chunk_study.grade_questions else []),
+    name="chunk-sizes",
+    doc="retrieval (and Table 1) at each chunk size, scored against evidence spans",
+    home=study_dir,
+    outputs=outputs,
+    build=build,
+    after=("retrieve",),
+    sections=lambda cfg: (
+        ["chunk_study", "chunking", "retrieval", "seed", "corpus.golden_samples"]
+        + (["grading.prompt", "grading.n_bootstrap", "models.judge"] if cfg.chunk_study.grade_questions else [])
+    ),
     reads=lambda cfg: [documents_path(cfg), questions_path(cfg), golden_path(cfg)],
     prompts=lambda cfg: [cfg.grading.prompt] if cfg.chunk_study.grade_questions else [],
     models=_models,
-    code=("spacelm.lib.chunking", "spacelm.lib.retrieval", "spacelm.lib.span_gold", "spacelm.lib.metrics",
-          "spacelm.lib.relevance", "spacelm.stages.retrieve", "spacelm.stages.chunk_sizes", "spacelm.stages.data"),
+    code=(
+        "spacelm.lib.chunking",
+        "spacelm.lib.retrieval",
+        "spacelm.lib.span_gold",
+        "spacelm.lib.metrics",
+        "spacelm.lib.relevance",
+        "spacelm.stages.retrieve",
+        "spacelm.stages.chunk_sizes",
+        "spacelm.stages.data",
+    ),
 )
 
 

@@ -8,6 +8,7 @@ reranker rescores, and the model calls the caps allow. Seconds come from the enc
 first batch at run time (`lib/retrieval.py` logs the projection); `spacelm plan` counts the
 model calls and tokens exactly.
 """
+
 from __future__ import annotations
 
 import logging
@@ -61,25 +62,30 @@ def preview(stage_name: str, cfg: Config, n: int) -> list[str]:
         return [f"ingest: {len(files)} files ({mb:.0f} MB) to read and clean (about 100 pages/s on 2 cores)"]
     if stage_name == "synth" and n:
         sc = cfg.synth
-        questions = (min(sc.max_chunks or n, n) * (len(sc.tasks) if sc.sampling == "every_task" else 1))
-        return [f"synth: ≤{questions} question-writing calls from {n} chunks; the retrieval filter encodes all "
-                f"{n} chunks with {rc.dense.model} (cached after the first run)"]
+        questions = min(sc.max_chunks or n, n) * (len(sc.tasks) if sc.sampling == "every_task" else 1)
+        return [
+            f"synth: ≤{questions} question-writing calls from {n} chunks; the retrieval filter encodes all "
+            f"{n} chunks with {rc.dense.model} (cached after the first run)"
+        ]
     if stage_name == "retrieve" and n:
         pool = pool_size(rc.pool, n, rc.k_values, rc.pool_max)
         reranked = [s for s in rc.systems if s.endswith("+rerank")]
         out = [f"retrieve: the dense retriever encodes {n} chunks with {rc.dense.model} (cached after the first run)"]
         if reranked:
             q = _kept_questions(cfg) or "the"
-            out.append(f"retrieve: the reranker ({rc.reranker.model}) rescores the top {pool} of each of {q} questions "
-                       f"for {len(reranked)} system(s): at most {pool * len(reranked) * (q if isinstance(q, int) else 1)} "
-                       f"passages{'' if isinstance(q, int) else ' per question'}, each encoded once"
-                       + (f" (pool capped at retrieval.pool_max={rc.pool_max})" if rc.pool_max and
-                          pool == rc.pool_max else ""))
+            out.append(
+                f"retrieve: the reranker ({rc.reranker.model}) rescores the top {pool} of each of {q} questions "
+                f"for {len(reranked)} system(s): at most {pool * len(reranked) * (q if isinstance(q, int) else 1)} "
+                f"passages{'' if isinstance(q, int) else ' per question'}, each encoded once"
+                + (f" (pool capped at retrieval.pool_max={rc.pool_max})" if rc.pool_max and pool == rc.pool_max else "")
+            )
         return out
     if stage_name == "grade":
         gc = cfg.grading
-        return [f"grade: ≤{(gc.max_questions or 'every')} questions × {len(gc.retrievers)} retrievers × 2 (with and "
-                f"without reranking) × top-{max(gc.top_k)} distinct pairs, one judge call each (see `spacelm plan`)"]
+        return [
+            f"grade: ≤{(gc.max_questions or 'every')} questions × {len(gc.retrievers)} retrievers × 2 (with and "
+            f"without reranking) × top-{max(gc.top_k)} distinct pairs, one judge call each (see `spacelm plan`)"
+        ]
     return []
 
 
@@ -93,6 +99,11 @@ def announce(stage_name: str, cfg: Config) -> None:
     for line in lines:
         log.info("cost: %s", line)
     if grown and stage_name in ("synth", "retrieve"):
-        log.warning("%s: the corpus has %d chunks, %.1f× the %d this config was sized for (corpus.sized_for_chunks): "
-                    "stages that read every chunk take about that much longer the first time", stage_name, n,
-                    n / sized, sized)
+        log.warning(
+            "%s: the corpus has %d chunks, %.1f× the %d this config was sized for (corpus.sized_for_chunks): "
+            "stages that read every chunk take about that much longer the first time",
+            stage_name,
+            n,
+            n / sized,
+            sized,
+        )

@@ -1,10 +1,10 @@
 """Reading what earlier stages wrote: documents, chunks, evaluation questions, rankings.
 Stage modules and notebooks use these; library code receives the loaded data."""
+
 from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Optional
 
 from ..config import Config
 from ..lib.chunking import Chunk
@@ -42,9 +42,11 @@ def write_attribution(cfg: Config, path: Path) -> Path:
         if cfg.corpus.file_list:
             f.write(attribution_markdown(load_corpus_list(str(cfg.corpus.file_list))))
         else:
-            f.write(f"# Sources of the quoted documents\n\nThe corpus (`{cfg.corpus.raw_dir}`) was not checked against "
-                    "a corpus list, so its documents' sources and licences are not recorded here; name one with "
-                    "`corpus.file_list` (see `spacelm corpus`).\n")
+            f.write(
+                f"# Sources of the quoted documents\n\nThe corpus (`{cfg.corpus.raw_dir}`) was not checked against "
+                "a corpus list, so its documents' sources and licences are not recorded here; name one with "
+                "`corpus.file_list` (see `spacelm corpus`).\n"
+            )
     return path
 
 
@@ -56,7 +58,7 @@ def load_chunks(cfg: Config) -> list[Chunk]:
     return [Chunk(**row) for row in read_jsonl(chunks_path(cfg))]
 
 
-def load_questions(cfg: Config, chunks=None, answerable: Optional[bool] = True, docs=None) -> list[dict]:
+def load_questions(cfg: Config, chunks=None, answerable: bool | None = True, docs=None) -> list[dict]:
     """Evaluation questions: the kept synthetic questions when `questions.jsonl` holds any, else
     the golden samples (answerable ones located in the corpus).
 
@@ -76,11 +78,22 @@ def load_questions(cfg: Config, chunks=None, answerable: Optional[bool] = True, 
             ans = r.get("answerable", True)
             has_span = r.get("span_start") is not None and r.get("doc_id")
             if r.get("kept") and (r.get("source_chunk_id") in chunks or has_span or not ans):
-                rows.append({"qid": r["qid"], "task": r["task"], "question": r["question"], "answerable": ans,
-                             "unanswerable_kind": r.get("unanswerable_kind"),
-                             "source_chunk_id": r.get("source_chunk_id"), "origin": r.get("origin", "synthetic"),
-                             "answer": r.get("answer"), "verdict": r.get("verdict"), "doc_id": r.get("doc_id"),
-                             "span_start": r.get("span_start"), "span_end": r.get("span_end")})
+                rows.append(
+                    {
+                        "qid": r["qid"],
+                        "task": r["task"],
+                        "question": r["question"],
+                        "answerable": ans,
+                        "unanswerable_kind": r.get("unanswerable_kind"),
+                        "source_chunk_id": r.get("source_chunk_id"),
+                        "origin": r.get("origin", "synthetic"),
+                        "answer": r.get("answer"),
+                        "verdict": r.get("verdict"),
+                        "doc_id": r.get("doc_id"),
+                        "span_start": r.get("span_start"),
+                        "span_end": r.get("span_end"),
+                    }
+                )
         if not any(r["answerable"] for r in rows):
             warnings.warn(f"{qp}: no kept synthetic question; evaluating on the golden samples instead", stacklevel=2)
             rows = []
@@ -105,16 +118,28 @@ def golden_questions(cfg: Config, chunks: list, docs=None) -> list[dict]:
     for s in samples:
         if s.answerable and s.id not in found:
             continue
-        row = {"qid": s.id, "task": s.task, "question": s.question, "answerable": s.answerable,
-               "unanswerable_kind": None if s.answerable else "golden", "source_chunk_id": found.get(s.id),
-               "origin": "golden", "answer": s.answer, "verdict": s.verdict, "doc_id": None,
-               "span_start": None, "span_end": None}
+        row = {
+            "qid": s.id,
+            "task": s.task,
+            "question": s.question,
+            "answerable": s.answerable,
+            "unanswerable_kind": None if s.answerable else "golden",
+            "source_chunk_id": found.get(s.id),
+            "origin": "golden",
+            "answer": s.answer,
+            "verdict": s.verdict,
+            "doc_id": None,
+            "span_start": None,
+            "span_end": None,
+        }
         if s.answerable:
             c = by_id[found[s.id]]
             doc = docs.get(c.doc_id)
             hit = locate_passage(s.passage, doc.text) if doc and s.passage else None
             # a passage not found verbatim keeps its chunk as the evidence
-            row.update(doc_id=c.doc_id, span_start=hit[0] if hit else c.char_start, span_end=hit[1] if hit else c.char_end)
+            row.update(
+                doc_id=c.doc_id, span_start=hit[0] if hit else c.char_start, span_end=hit[1] if hit else c.char_end
+            )
         rows.append(row)
     return rows
 
@@ -136,16 +161,22 @@ def _place(rows: list[dict], chunks: dict) -> None:
             c = chunks.get(cid)
         if c is not None and r.get("span_start") is None:
             r.update(span_start=c.char_start, span_end=c.char_end)
-        r.update(doc_id=c.doc_id if c else r.get("doc_id"), page_start=c.page_start if c else None,
-                 page_end=c.page_end if c else None)
+        r.update(
+            doc_id=c.doc_id if c else r.get("doc_id"),
+            page_start=c.page_start if c else None,
+            page_end=c.page_end if c else None,
+        )
 
 
 def question_spans(questions: list[dict]) -> dict:
     """{qid: Span} of the questions with located evidence."""
     from ..lib.span_gold import Span
 
-    return {q["qid"]: Span(q["doc_id"], q["span_start"], q["span_end"]) for q in questions
-            if q.get("doc_id") and q.get("span_start") is not None}
+    return {
+        q["qid"]: Span(q["doc_id"], q["span_start"], q["span_end"])
+        for q in questions
+        if q.get("doc_id") and q.get("span_start") is not None
+    }
 
 
 def load_rankings(cfg: Config) -> dict:

@@ -1,6 +1,7 @@
 """Stage 4, grade: the judge grades every distinct (question, passage) pair of the Table 1
 lists 0–3; the stage writes Table 1, its CIs and paired tests, graded metrics and the judge
 validity check."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,19 @@ from ..config import Config
 from ..lib.io import write_dataframe, write_json, write_jsonl, write_text
 from ..lib.judge_check import mean_of_orders
 from ..lib.names import scale
-from ..lib.relevance import (grade_lists, grade_pairs, graded_metrics, judge_validity, paired_tests, plan_pairs,
-                             relevant_shares, select_questions, table1, table1_wide, table_systems)
+from ..lib.relevance import (
+    grade_lists,
+    grade_pairs,
+    graded_metrics,
+    judge_validity,
+    paired_tests,
+    plan_pairs,
+    relevant_shares,
+    select_questions,
+    table1,
+    table1_wide,
+    table_systems,
+)
 from ..lib.sample import sample_size
 from .base import Stage, execute
 from .data import chunks_path, load_chunks, load_questions, load_rankings, questions_path, rankings_path
@@ -18,16 +30,34 @@ from .data import chunks_path, load_chunks, load_questions, load_rankings, quest
 
 def outputs(cfg: Config):
     d = cfg.run_dir
-    return [d / "table1_relevance.csv", d / "table1_relevance.md", d / "table1_relevance.tex", d / "grades.jsonl",
-            d / "judge_validity.json", d / "grading" / "paired_tests.csv", d / "grading" / "graded_metrics.csv",
-            d / "plots" / "grade_distribution.png", d / "grading" / "relevant_shares.csv", d / "grading" / "per_task.csv",
-            d / "grading" / "ppi_differences.csv"]
+    return [
+        d / "table1_relevance.csv",
+        d / "table1_relevance.md",
+        d / "table1_relevance.tex",
+        d / "grades.jsonl",
+        d / "judge_validity.json",
+        d / "grading" / "paired_tests.csv",
+        d / "grading" / "graded_metrics.csv",
+        d / "plots" / "grade_distribution.png",
+        d / "grading" / "relevant_shares.csv",
+        d / "grading" / "per_task.csv",
+        d / "grading" / "ppi_differences.csv",
+    ]
 
 
 PPI_KEYS = ["retriever", "stage", "top_k", "grade"]
 PPI_COLUMNS = ["ppi_estimate", "ppi_ci_low", "ppi_ci_high", "n_human"]
-DIFF_COLUMNS = ["retriever", "top_k", "measure", "judge_only", "ppi_estimate", "ppi_ci_low", "ppi_ci_high", "n_human",
-                "n_pairs"]
+DIFF_COLUMNS = [
+    "retriever",
+    "top_k",
+    "measure",
+    "judge_only",
+    "ppi_estimate",
+    "ppi_ci_low",
+    "ppi_ci_high",
+    "n_human",
+    "n_pairs",
+]
 
 
 def labels_dir(cfg: Config):
@@ -36,8 +66,11 @@ def labels_dir(cfg: Config):
 
 def cell_pairs(cfg: Config, questions: list[dict], rankings: dict) -> dict:
     """{(retriever, stage, k): [(qid, chunk_id), ...]}: the pairs of every Table 1 cell."""
-    return {(r, stage, k): [(q["qid"], c) for q in questions for c in rankings[system][q["qid"]][:k]]
-            for r, stage, system in table_systems(cfg) for k in cfg.grading.top_k}
+    return {
+        (r, stage, k): [(q["qid"], c) for q in questions for c in rankings[system][q["qid"]][:k]]
+        for r, stage, system in table_systems(cfg)
+        for k in cfg.grading.top_k
+    }
 
 
 def _labelled(cfg: Config, questions: list[dict], rankings: dict) -> tuple:
@@ -54,8 +87,10 @@ def _labelled(cfg: Config, questions: list[dict], rankings: dict) -> tuple:
     known = set(sample) or {f"{q}{SEP}{c}" for pairs in cell_pairs(cfg, questions, rankings).values() for q, c in pairs}
     human = read_labels(f, known)
     key = lambda pid: tuple(pid.split(SEP, 1))
-    return ({key(p): g for p, g in human.items()},
-            {key(p): float(sample[p]["weight"]) if p in sample else 1.0 for p in human})
+    return (
+        {key(p): g for p, g in human.items()},
+        {key(p): float(sample[p]["weight"]) if p in sample else 1.0 for p in human},
+    )
 
 
 def prediction_powered(cfg: Config, questions: list[dict], rankings: dict, grades: dict) -> tuple:
@@ -80,8 +115,9 @@ def label_sample(cfg: Config, n: int) -> list:
     chunks = load_chunks(cfg)
     text_of = {c.chunk_id: c.text for c in chunks}
     rankings = load_rankings(cfg)
-    graded = {(r["qid"], r["chunk_id"]): r["grade"] for r in read_jsonl(grades_file)
-              if r.get("prompt") == grade_label(cfg)}
+    graded = {
+        (r["qid"], r["chunk_id"]): r["grade"] for r in read_jsonl(grades_file) if r.get("prompt") == grade_label(cfg)
+    }
     qtext = {q["qid"]: q["question"] for q in load_questions(cfg, chunks)}
     kmax = max(cfg.grading.top_k)
     seen, pairs = set(), []
@@ -90,8 +126,17 @@ def label_sample(cfg: Config, n: int) -> list:
             for cid in rankings.get(system, {}).get(qid, [])[:kmax]:
                 if (qid, cid) in graded and (qid, cid) not in seen and qid in qtext:
                     seen.add((qid, cid))
-                    pairs.append({"pair_id": pair_id(qid, cid), "qid": qid, "chunk_id": cid, "system": system,
-                                  "grade": graded[(qid, cid)], "question": qtext[qid], "passage": text_of[cid]})
+                    pairs.append(
+                        {
+                            "pair_id": pair_id(qid, cid),
+                            "qid": qid,
+                            "chunk_id": cid,
+                            "system": system,
+                            "grade": graded[(qid, cid)],
+                            "question": qtext[qid],
+                            "passage": text_of[cid],
+                        }
+                    )
     if not pairs:
         raise InputError(f"{grades_file} holds no graded Table 1 pair to label")
     return write_labelling_files(labels_dir(cfg), stratified_sample(pairs, n, cfg.seed))
@@ -99,8 +144,6 @@ def label_sample(cfg: Config, n: int) -> list:
 
 def build(cfg: Config, out) -> dict:
     import time
-
-    import pandas as pd
 
     from ..lib.llm import open_llm
 
@@ -110,15 +153,16 @@ def build(cfg: Config, out) -> dict:
     rankings = load_rankings(cfg)
     need = {s for _, _, s in table_systems(cfg)}
     if not need <= set(rankings):
-        raise ValueError(f"grading needs retrieval systems {sorted(need)}; add them to retrieval.systems "
-                         f"(have {sorted(rankings)})")
+        raise ValueError(
+            f"grading needs retrieval systems {sorted(need)}; add them to retrieval.systems (have {sorted(rankings)})"
+        )
     all_q = [q for q in load_questions(cfg, chunks) if q["qid"] in rankings[next(iter(need))]]
     questions = select_questions(all_q, cfg.grading.max_questions, cfg.seed)
     pairs = plan_pairs(cfg, questions, rankings, chunks_by_id)
     llm = open_llm(cfg.models.judge, cfg.cache_dir)
     llm.stage = "grade"
     text_of = {cid: c.text for cid, c in chunks_by_id.items()}
-    prompt, swapped_prompt = cfg.grading.prompt, cfg.grading.prompt + "_swapped"
+    swapped_prompt = cfg.grading.prompt + "_swapped"
     judging = cfg.grading.judging(cfg.root)
     rows = grade_pairs(llm, pairs, text_of, judging=judging)
     is_validity = lambda p: any(x.startswith("validity") for x in p["purpose"])
@@ -132,20 +176,34 @@ def build(cfg: Config, out) -> dict:
     llm.release()
     write_jsonl(out(outputs(cfg)[3]), rows + (swapped_all or swapped or []))
     summary = write_tables(cfg, questions, len(all_q), rankings, used, swapped, llm.identity.get("name"), out)
-    return {**summary, "questions_available": len(all_q), "pairs_graded": len(rows),
-            "missing_grades": sum(r["grade"] is None for r in rows), "debias": cfg.grading.debias,
-            "llm": llm.stats.to_dict(), "model_identity": llm.identity,
-            "wall_seconds_grading": round(time.perf_counter() - t0, 2)}
+    return {
+        **summary,
+        "questions_available": len(all_q),
+        "pairs_graded": len(rows),
+        "missing_grades": sum(r["grade"] is None for r in rows),
+        "debias": cfg.grading.debias,
+        "llm": llm.stats.to_dict(),
+        "model_identity": llm.identity,
+        "wall_seconds_grading": round(time.perf_counter() - t0, 2),
+    }
 
 
-def write_tables(cfg: Config, questions: list[dict], n_available: int, rankings: dict, used: list[dict],
-                 swapped, judge_name: str, out) -> dict:
+def write_tables(
+    cfg: Config,
+    questions: list[dict],
+    n_available: int,
+    rankings: dict,
+    used: list[dict],
+    swapped,
+    judge_name: str,
+    out,
+) -> dict:
     """Every table, test and plot of the stage from the grades (no model): Table 1 with its
     cluster-bootstrap CIs, the paired tests, relevant shares, graded metrics, per-task shares,
     judge validity. Called by the stage and by `spacelm report --recompute`."""
-    from ..lib.plots import grade_distribution, per_task_panels
-
     import pandas as pd
+
+    from ..lib.plots import grade_distribution, per_task_panels
 
     csv, md, tex, _, validity_file, tests_file, metrics_file, plot, shares_file, per_task, ppi_diff_file = outputs(cfg)
     cluster_of = {q["qid"]: q.get("source_chunk_id") or q["qid"] for q in questions}
@@ -161,24 +219,33 @@ def write_tables(cfg: Config, questions: list[dict], n_available: int, rankings:
     if any(q.get("task") for q in questions):
         tasks = grades_per_task(cells, questions)
         write_dataframe(tasks, out(per_task))
-        per_task_panels(tasks, "pct_grade_3", "% of graded passages at grade 3", out(cfg.run_dir / "plots" /
-                                                                                   "table1_per_task.png"))
-    note = (f"\n{n.text()}; {len(questions)} of {n_available} questions ({run_scale}); judge {judge_name}, "
-            f"grades: {cfg.grading.judging(cfg.root).describe()}; "
-            "grades as % of graded passages; 95% CIs (two-stage cluster bootstrap: source chunks, then questions) "
-            "in table1_relevance.csv.\n")
+        per_task_panels(
+            tasks, "pct_grade_3", "% of graded passages at grade 3", out(cfg.run_dir / "plots" / "table1_per_task.png")
+        )
+    note = (
+        f"\n{n.text()}; {len(questions)} of {n_available} questions ({run_scale}); judge {judge_name}, "
+        f"grades: {cfg.grading.judging(cfg.root).describe()}; "
+        "grades as % of graded passages; 95% CIs (two-stage cluster bootstrap: source chunks, then questions) "
+        "in table1_relevance.csv.\n"
+    )
     write_text(out(md), table1_wide(long, "md") + note)
     write_text(out(tex), table1_wide(long, "tex"))
-    validity = judge_validity(used, swapped, cfg.grading.auc_warning, cfg.models.judge.temperature,
-                              cfg.judge_check.min_pairs)
+    validity = judge_validity(
+        used, swapped, cfg.grading.auc_warning, cfg.models.judge.temperature, cfg.judge_check.min_pairs
+    )
     write_json(out(validity_file), validity)
     write_dataframe(paired_tests(cells, cfg, cluster_of), out(tests_file))
     write_dataframe(relevant_shares(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), out(shares_file))
     write_dataframe(graded_metrics(cfg, questions, rankings, grades), out(metrics_file))
     grade_distribution(long, out(plot))
-    return {"questions": len(questions), "sample": n.to_dict(), "validity_auc": validity["auc"],
-            "grading_method": cfg.grading.judging(cfg.root).describe(),
-            "judge_verdict": validity["verdict"], "scale": run_scale}
+    return {
+        "questions": len(questions),
+        "sample": n.to_dict(),
+        "validity_auc": validity["auc"],
+        "grading_method": cfg.grading.judging(cfg.root).describe(),
+        "judge_verdict": validity["verdict"],
+        "scale": run_scale,
+    }
 
 
 def recompute(cfg: Config) -> dict:
@@ -195,19 +262,26 @@ def recompute(cfg: Config) -> dict:
     used, swapped = first, (second or None)
     if cfg.grading.debias == "both_orders" and second:
         used = mean_of_orders(first, second)
-        swapped = [r for r in second if any(x.startswith("validity") for x in r["purpose"])] \
-            if cfg.grading.consistency_check else None
+        swapped = (
+            [r for r in second if any(x.startswith("validity") for x in r["purpose"])]
+            if cfg.grading.consistency_check
+            else None
+        )
     source = clusters_from_grades(first)
     known = {}
     if questions_path(cfg).is_file():
         known = {q["qid"]: q for q in read_jsonl(questions_path(cfg))}
     questions = [known.get(q) or {"qid": q, "source_chunk_id": c} for q, c in sorted(source.items())]
     manifest = json.loads((d / "manifest.json").read_text()) if (d / "manifest.json").is_file() else {}
-    n_available = (manifest.get("stages", {}).get("grade", {}).get("questions_available")
-                   or sum(1 for q in known.values() if q.get("kept") and q.get("answerable", True)) or len(questions))
+    n_available = (
+        manifest.get("stages", {}).get("grade", {}).get("questions_available")
+        or sum(1 for q in known.values() if q.get("kept") and q.get("answerable", True))
+        or len(questions)
+    )
     judge = manifest.get("models", {}).get("judge", {}).get("name")
-    return write_tables(cfg, questions, n_available, load_rankings(cfg), used, swapped, judge or cfg.models.judge.model,
-                        lambda p: p)
+    return write_tables(
+        cfg, questions, n_available, load_rankings(cfg), used, swapped, judge or cfg.models.judge.model, lambda p: p
+    )
 
 
 def grades_per_task(cells: dict, questions: list[dict]):
@@ -222,10 +296,18 @@ def grades_per_task(cells: dict, questions: list[dict]):
             by_task.setdefault(task.get(qid), []).append([g for g in grades if g is not None])
         for t, lists in sorted(by_task.items(), key=lambda kv: str(kv[0])):
             flat = [g for lst in lists for g in lst]
-            rows.append({"retriever": retriever, "stage": stage, "top_k": k, "task": t, "questions": len(lists),
-                         "passages": len(flat),
-                         "pct_grade_2_3": round(100 * sum(g >= 2 for g in flat) / len(flat), 2) if flat else None,
-                         "pct_grade_3": round(100 * sum(g == 3 for g in flat) / len(flat), 2) if flat else None})
+            rows.append(
+                {
+                    "retriever": retriever,
+                    "stage": stage,
+                    "top_k": k,
+                    "task": t,
+                    "questions": len(lists),
+                    "passages": len(flat),
+                    "pct_grade_2_3": round(100 * sum(g >= 2 for g in flat) / len(flat), 2) if flat else None,
+                    "pct_grade_3": round(100 * sum(g == 3 for g in flat) / len(flat), 2) if flat else None,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -261,19 +343,39 @@ def relevance_prompts(cfg: Config, both_orders: bool) -> list[str]:
 
 
 STAGE = Stage(
-    name="grade", doc="LLM relevance grades 0-3 of retrieved passages (Table 1)",
-    home=lambda cfg: cfg.run_dir, outputs=outputs, build=build, after=("retrieve",),
+    name="grade",
+    doc="LLM relevance grades 0-3 of retrieved passages (Table 1)",
+    home=lambda cfg: cfg.run_dir,
+    outputs=outputs,
+    build=build,
+    after=("retrieve",),
     sections=lambda cfg: ["grading", "seed", "models.judge", "judge_check.min_pairs"],
     # human labels placed in the run make the stage stale; re-running it answers every grade from
     # the call cache (no model loads) and adds the prediction-powered columns
-    reads=lambda cfg: [rankings_path(cfg), chunks_path(cfg), questions_path(cfg), labels_dir(cfg) / "human_labels.csv",
-                       labels_dir(cfg) / "human_labels.jsonl", labels_dir(cfg) / "to_label.jsonl",
-                       *calibration_files(cfg)],
+    reads=lambda cfg: [
+        rankings_path(cfg),
+        chunks_path(cfg),
+        questions_path(cfg),
+        labels_dir(cfg) / "human_labels.csv",
+        labels_dir(cfg) / "human_labels.jsonl",
+        labels_dir(cfg) / "to_label.jsonl",
+        *calibration_files(cfg),
+    ],
     prompts=_prompts,
     models=lambda cfg: {"judge": cfg.models.judge.model},
-    code=("spacelm.lib.llm.frontend", "spacelm.lib.relevance", "spacelm.lib.judging", "spacelm.lib.judge_check", "spacelm.lib.stats", "spacelm.lib.tables",
-          "spacelm.lib.sample", "spacelm.lib.ppi", "spacelm.lib.labelling", "spacelm.stages.grade",
-          "spacelm.stages.data"),
+    code=(
+        "spacelm.lib.llm.frontend",
+        "spacelm.lib.relevance",
+        "spacelm.lib.judging",
+        "spacelm.lib.judge_check",
+        "spacelm.lib.stats",
+        "spacelm.lib.tables",
+        "spacelm.lib.sample",
+        "spacelm.lib.ppi",
+        "spacelm.lib.labelling",
+        "spacelm.stages.grade",
+        "spacelm.stages.data",
+    ),
 )
 
 

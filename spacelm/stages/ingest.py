@@ -1,4 +1,5 @@
 """Stage 1a, ingest: `corpus.raw_dir` → `documents.jsonl`, `documents.csv`, `ingest_skipped.json`."""
+
 from __future__ import annotations
 
 import os
@@ -40,10 +41,14 @@ def check_corpus_list(cfg: Config) -> dict | None:
     raw = cfg.path(cfg.corpus.raw_dir)
     bad = [s for s in verify_folder(lst, raw) if s.status != "ok"]
     if bad:
-        shown = "; ".join(f"{s.file}: {s.status} ({s.detail})" for s in bad[:3]) + (f"; … {len(bad) - 3} more" if len(bad) > 3 else "")
-        raise InputError(f"{raw}: does not match corpus list '{lst.name}' (corpus.file_list): {shown}. Run "
-                         f"`spacelm corpus fetch {lst.name} --to {cfg.corpus.raw_dir}`, or remove corpus.file_list to "
-                         "ingest the folder as it is")
+        shown = "; ".join(f"{s.file}: {s.status} ({s.detail})" for s in bad[:3]) + (
+            f"; … {len(bad) - 3} more" if len(bad) > 3 else ""
+        )
+        raise InputError(
+            f"{raw}: does not match corpus list '{lst.name}' (corpus.file_list): {shown}. Run "
+            f"`spacelm corpus fetch {lst.name} --to {cfg.corpus.raw_dir}`, or remove corpus.file_list to "
+            "ingest the folder as it is"
+        )
     extra = unlisted_files(lst, raw, tuple(cfg.corpus.extensions))
     return {**identity(lst), "verified": True, "unlisted_files_ingested": extra}
 
@@ -56,8 +61,14 @@ def build(cfg: Config, out) -> dict:
         why_not = ocr_available()
         if why_not:
             raise InputError(f"ingest.ocr is true but OCR cannot run here: {why_not}; or set ingest.ocr: false")
-    res = ingest_corpus(cfg.path(cfg.corpus.raw_dir), cfg.corpus.extensions, cfg.corpus.exclude,
-                        cfg.ingest.rules(), cfg.ingest.garbled_threshold, cfg.ingest.min_doc_chars)
+    res = ingest_corpus(
+        cfg.path(cfg.corpus.raw_dir),
+        cfg.corpus.extensions,
+        cfg.corpus.exclude,
+        cfg.ingest.rules(),
+        cfg.ingest.garbled_threshold,
+        cfg.ingest.min_doc_chars,
+    )
     for d in res.documents:
         d.source = _relative(d.source, cfg.root)
     for s in res.skipped:
@@ -70,7 +81,9 @@ def build(cfg: Config, out) -> dict:
     write_dataframe(table, out(docs_csv))
     write_json(out(skipped), [s.__dict__ for s in res.skipped])
     return {
-        "documents": len(res.documents), "pages": int(table["pages"].sum()), "words": int(table["words"].sum()),
+        "documents": len(res.documents),
+        "pages": int(table["pages"].sum()),
+        "words": int(table["words"].sum()),
         "skipped_files": [s.__dict__ for s in res.skipped],
         "garbled_flagged": table.loc[table["garbled_flag"], "doc_id"].tolist(),
         "references_dropped_chars": int(table["references_dropped_chars"].sum()),
@@ -88,12 +101,20 @@ def _reads(cfg: Config):
 
 
 STAGE = Stage(
-    name="ingest", doc="read and clean the corpus",
-    home=lambda cfg: cfg.processed_dir, outputs=outputs, build=build,
+    name="ingest",
+    doc="read and clean the corpus",
+    home=lambda cfg: cfg.processed_dir,
+    outputs=outputs,
+    build=build,
     sections=lambda cfg: ["corpus.raw_dir", "corpus.file_list", "corpus.extensions", "corpus.exclude", "ingest"],
     reads=_reads,
-    code=("spacelm.lib.documents", "spacelm.lib.blocks", "spacelm.lib.bibliography", "spacelm.lib.corpus_list",
-          "spacelm.stages.ingest"),
+    code=(
+        "spacelm.lib.documents",
+        "spacelm.lib.blocks",
+        "spacelm.lib.bibliography",
+        "spacelm.lib.corpus_list",
+        "spacelm.stages.ingest",
+    ),
 )
 
 

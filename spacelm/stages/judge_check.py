@@ -7,6 +7,7 @@ verdict), `pairs.jsonl`, `controls.csv`, `controls.jsonl` and a confusion plot p
 
 A source folder that is missing (the suite's own checks read evaluation data kept outside the
 project, `../shared/`) is reported as not run, with the reason."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,11 +15,21 @@ from pathlib import Path
 from ..config import Config
 from ..lib.io import write_dataframe, write_json, write_jsonl
 from .base import Stage, execute
-from .grade import calibration_files
 from .data import chunks_path, golden_path, load_chunks, load_questions, questions_path
+from .grade import calibration_files
 
-RELEVANCE_KEYS = ("n_pairs", "auc", "auc_ci", "kappa_binary", "kappa_binary_ci", "kappa_weighted", "kappa_weighted_ci",
-                  "accuracy", "accuracy_ci", "confusion")
+RELEVANCE_KEYS = (
+    "n_pairs",
+    "auc",
+    "auc_ci",
+    "kappa_binary",
+    "kappa_binary_ci",
+    "kappa_weighted",
+    "kappa_weighted_ci",
+    "accuracy",
+    "accuracy_ci",
+    "confusion",
+)
 
 
 def folder(cfg: Config) -> Path:
@@ -42,8 +53,15 @@ def _source_files(cfg: Config) -> list[Path]:
 
 
 def _not_run(name: str, path: str, why: str) -> dict:
-    return {"source": name, "path": path, "run": False, "why": why, "verdict": "not run",
-            **{k: None for k in RELEVANCE_KEYS}, "reference_judges": []}
+    return {
+        "source": name,
+        "path": path,
+        "run": False,
+        "why": why,
+        "verdict": "not run",
+        **{k: None for k in RELEVANCE_KEYS},
+        "reference_judges": [],
+    }
 
 
 def bias_sample(pairs: list[dict], n_queries) -> list[dict]:
@@ -60,8 +78,9 @@ def reference_folder(cfg: Config, src) -> Path:
     return cfg.path(src.reference_judges) if src.reference_judges else cfg.path(src.path) / "reference_judges"
 
 
-def _check(cfg: Config, judge, name: str, pairs: list[dict], passages: dict, graded: bool, plots: Path,
-           references: dict = None) -> tuple:
+def _check(
+    cfg: Config, judge, name: str, pairs: list[dict], passages: dict, graded: bool, plots: Path, references: dict = None
+) -> tuple:
     """Grade `pairs` (both orders when asked), measure agreement, put the reference judges'
     agreement on the same pairs beside it, give the verdict."""
     from ..lib.judge_check import agreement, mean_of_orders, position_bias, reference_agreement, verdict
@@ -91,15 +110,18 @@ def _check(cfg: Config, judge, name: str, pairs: list[dict], passages: dict, gra
         common = [r for r in used if all((str(r["qid"]), str(r["chunk_id"])) in lab for lab in references.values())]
         if len(common) < len([r for r in used if r.get("grade") is not None]):
             ours = agreement(common, jc.n_bootstrap, cfg.seed, graded)
-            m["ours_on_reference_pairs"] = {k: ours.get(k) for k in ("n_pairs", "kappa_binary", "kappa_binary_ci",
-                                                                      "kappa_weighted", "auc", "auc_ci")}
+            m["ours_on_reference_pairs"] = {
+                k: ours.get(k)
+                for k in ("n_pairs", "kappa_binary", "kappa_binary_ci", "kappa_weighted", "auc", "auc_ci")
+            }
     m["verdict"], m["verdict_reason"] = verdict(ours, jc, m["reference_judges"])
     m.update(source=name, run=True, grading_mode="mean of both orders" if debias else "question first (as Table 1)")
     if swapped:
         pb = position_bias(rows, swapped)
         for label, a in (("question_first", single_sub), ("both_orders", debiased)):
-            pb[label] = {k: a.get(k) for k in ("auc", "auc_ci", "kappa_binary", "kappa_binary_ci", "kappa_weighted",
-                                               "accuracy")}
+            pb[label] = {
+                k: a.get(k) for k in ("auc", "auc_ci", "kappa_binary", "kappa_binary_ci", "kappa_weighted", "accuracy")
+            }
         pb["both_orders_cost"] = "two judge calls per pair instead of one"
         m["position_bias"] = pb
     safe = name.replace(" ", "_").replace("(", "").replace(")", "")
@@ -110,8 +132,15 @@ def _check(cfg: Config, judge, name: str, pairs: list[dict], passages: dict, gra
 def build(cfg: Config, out) -> dict:
     from ..lib.beir import load_beir
     from ..lib.golden import load_golden, locate_samples
-    from ..lib.judge_check import build_controls, controls_table, golden_check_pairs, is_graded, \
-        read_reference_judges, sample_check_pairs, score_controls
+    from ..lib.judge_check import (
+        build_controls,
+        controls_table,
+        golden_check_pairs,
+        is_graded,
+        read_reference_judges,
+        sample_check_pairs,
+        score_controls,
+    )
     from ..lib.llm import open_llm
 
     jc = cfg.judge_check
@@ -128,8 +157,13 @@ def build(cfg: Config, out) -> dict:
         for src in jc.sources:
             d = cfg.path(src.path)
             if not d.is_dir():
-                results.append(_not_run(src.name, src.path, f"{d} not found: point judge_check.sources[].path at a "
-                                                            "BEIR-format folder with human qrels"))
+                results.append(
+                    _not_run(
+                        src.name,
+                        src.path,
+                        f"{d} not found: point judge_check.sources[].path at a BEIR-format folder with human qrels",
+                    )
+                )
                 continue
             data = load_beir(d, src.split)
             fitted = fitted_queries(cfg, src.name)
@@ -139,9 +173,14 @@ def build(cfg: Config, out) -> dict:
             passages = {i: t for i, t in zip(ids, texts) if i in need}
             refs = read_reference_judges(reference_folder(cfg, src))
             m, rows = _check(cfg, judge, src.name, pairs, passages, is_graded(data.qrels), plots, refs)
-            m.update(path=src.path, split=src.split, sample=f"{src.n_queries} queries (seed {cfg.seed})",
-                     held_out_queries=f"{len(fitted)} queries the calibration was fitted on are left out" if fitted
-                     else "no query of this source was used to fit the judge")
+            m.update(
+                path=src.path,
+                split=src.split,
+                sample=f"{src.n_queries} queries (seed {cfg.seed})",
+                held_out_queries=f"{len(fitted)} queries the calibration was fitted on are left out"
+                if fitted
+                else "no query of this source was used to fit the judge",
+            )
             m["reference_judges_from"] = str(reference_folder(cfg, src)) if refs else None
             results.append(m)
             graded_rows += rows
@@ -152,15 +191,19 @@ def build(cfg: Config, out) -> dict:
             found, _ = locate_samples(samples, chunks, golden_path(cfg))
             pairs = golden_check_pairs(samples, found, chunks, jc.n_in_domain, cfg.seed)
             m, rows = _check(cfg, judge, "golden (in-domain)", pairs, text_of, False, plots)
-            m.update(path=str(cfg.corpus.golden_samples), sample=f"{jc.n_in_domain} golden samples",
-                     note="negatives are other chunks of the same document and top BM25 chunks of other documents, "
-                          "assumed (not judged) non-relevant")
+            m.update(
+                path=str(cfg.corpus.golden_samples),
+                sample=f"{jc.n_in_domain} golden samples",
+                note="negatives are other chunks of the same document and top BM25 chunks of other documents, "
+                "assumed (not judged) non-relevant",
+            )
             results.append(m)
             graded_rows += rows
         if jc.controls:
             questions = load_questions(cfg, chunks)
-            controls = build_controls(questions, text_of, {c.chunk_id: c.doc_id for c in chunks}, jc.n_controls,
-                                      cfg.seed)
+            controls = build_controls(
+                questions, text_of, {c.chunk_id: c.doc_id for c in chunks}, jc.n_controls, cfg.seed
+            )
             control_rows = score_controls(judge, controls, text_of)
     judge.release()
     ident = judge.identity
@@ -171,18 +214,25 @@ def build(cfg: Config, out) -> dict:
     write_jsonl(out(pairs_file), graded_rows)
     write_dataframe(table, out(controls_csv))
     write_jsonl(out(controls_file), control_rows)
-    return {"sources": {m["source"]: m["verdict"] for m in results},
-            # ours beside each reference judge on the same pairs: (kappa at grade >= 2, AUC)
-            "beside_reference_judges": {m["source"]: {"ours": [m.get("kappa_binary"), m.get("auc")],
-                                                      **{r["name"]: [r["kappa_binary"], r["auc"]]
-                                                         for r in m["reference_judges"]}}
-                                        for m in results if m.get("reference_judges")},
-            "pairs_graded": len(graded_rows),
-            "labelled_pairs": sum(m.get("n_pairs") or 0 for m in results if m.get("run")),
-            "control_pairs": len(control_rows),
-            "controls": {r["rubric"]: r["verdict"] for r in table.to_dict("records")},
-            "controls_passed": {r["rubric"]: bool(r["passed"]) for r in table.to_dict("records")},
-            "llm": judge.stats.to_dict(), "model_identity": ident}
+    return {
+        "sources": {m["source"]: m["verdict"] for m in results},
+        # ours beside each reference judge on the same pairs: (kappa at grade >= 2, AUC)
+        "beside_reference_judges": {
+            m["source"]: {
+                "ours": [m.get("kappa_binary"), m.get("auc")],
+                **{r["name"]: [r["kappa_binary"], r["auc"]] for r in m["reference_judges"]},
+            }
+            for m in results
+            if m.get("reference_judges")
+        },
+        "pairs_graded": len(graded_rows),
+        "labelled_pairs": sum(m.get("n_pairs") or 0 for m in results if m.get("run")),
+        "control_pairs": len(control_rows),
+        "controls": {r["rubric"]: r["verdict"] for r in table.to_dict("records")},
+        "controls_passed": {r["rubric"]: bool(r["passed"]) for r in table.to_dict("records")},
+        "llm": judge.stats.to_dict(),
+        "model_identity": ident,
+    }
 
 
 def fitted_queries(cfg: Config, source: str) -> set:
@@ -202,22 +252,55 @@ def _prompts(cfg: Config) -> list[str]:
         return []
     p = relevance_prompts(cfg, jc.position_bias or cfg.grading.debias == "both_orders")
     if jc.controls:
-        p += ["judge_faithfulness", "judge_relevance", "judge_noise_robustness", "judge_negative_rejection",
-              "judge_binary", "judge_claim_support", "judge_refusal"]
+        p += [
+            "judge_faithfulness",
+            "judge_relevance",
+            "judge_noise_robustness",
+            "judge_negative_rejection",
+            "judge_binary",
+            "judge_claim_support",
+            "judge_refusal",
+        ]
     return p
 
 
 STAGE = Stage(
-    name="judge-check", doc="measure the judge against human labels and known-answer controls",
-    home=folder, outputs=outputs, build=build, after=("synth",),
-    sections=lambda cfg: ["judge_check", "seed", "models.judge", "grading.debias", "grading.prompt", "grading.method",
-                          "grading.calibration"],
-    reads=lambda cfg: [chunks_path(cfg), golden_path(cfg), questions_path(cfg), *_source_files(cfg),
-                       *calibration_files(cfg)],
+    name="judge-check",
+    doc="measure the judge against human labels and known-answer controls",
+    home=folder,
+    outputs=outputs,
+    build=build,
+    after=("synth",),
+    sections=lambda cfg: [
+        "judge_check",
+        "seed",
+        "models.judge",
+        "grading.debias",
+        "grading.prompt",
+        "grading.method",
+        "grading.calibration",
+    ],
+    reads=lambda cfg: [
+        chunks_path(cfg),
+        golden_path(cfg),
+        questions_path(cfg),
+        *_source_files(cfg),
+        *calibration_files(cfg),
+    ],
     prompts=_prompts,
     models=lambda cfg: {"judge": cfg.models.judge.model},
-    code=("spacelm.lib.llm.frontend", "spacelm.lib.judge_check", "spacelm.lib.relevance", "spacelm.lib.answers", "spacelm.lib.claims", "spacelm.lib.citations", "spacelm.lib.judging",
-          "spacelm.lib.beir", "spacelm.stages.judge_check", "spacelm.stages.data"),
+    code=(
+        "spacelm.lib.llm.frontend",
+        "spacelm.lib.judge_check",
+        "spacelm.lib.relevance",
+        "spacelm.lib.answers",
+        "spacelm.lib.claims",
+        "spacelm.lib.citations",
+        "spacelm.lib.judging",
+        "spacelm.lib.beir",
+        "spacelm.stages.judge_check",
+        "spacelm.stages.data",
+    ),
 )
 
 

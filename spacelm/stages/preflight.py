@@ -1,6 +1,7 @@
 """Checks before a run's first stage: what the stages about to run need from the config and
 from their input files, found before any model loads (so a bad config never costs a model
 call). Each failure is a one-line :class:`ConfigError` naming the key and the fix."""
+
 from __future__ import annotations
 
 import math
@@ -38,18 +39,24 @@ def _fewshot_fits(cfg: Config) -> None:
                 f"{cfg.source}: key 'synth.n_fewshot' gives {task} prompts of at least {tokens:,} tokens (estimated at "
                 f"{CHARS_PER_TOKEN_LOW} characters per token, before the passage) + {llm.max_tokens} to write > "
                 f"models.question_writer.{key} = {limit:,}; lower synth.n_fewshot (now {cfg.synth.n_fewshot}) or raise "
-                f"models.question_writer.{key}")
+                f"models.question_writer.{key}"
+            )
             raise blame_set(err, cfg.source, cfg.sets) from None
 
 
 def check_corpus_size(cfg: Config, n_chunks: int) -> None:
     """No k above the number of chunks: every list would hold the whole corpus, so recall@k
     would read 1.0 as if it were a result."""
-    for key, ks in (("retrieval.k_values", cfg.retrieval.k_values), ("grading.top_k", cfg.grading.top_k),
-                    ("answer.retrieve_k", [cfg.answer.retrieve_k])):
+    for key, ks in (
+        ("retrieval.k_values", cfg.retrieval.k_values),
+        ("grading.top_k", cfg.grading.top_k),
+        ("answer.retrieve_k", [cfg.answer.retrieve_k]),
+    ):
         big = [k for k in ks if k > n_chunks]
         if big:
-            err = ConfigError(f"{cfg.source}: key '{key}' holds {', '.join(map(str, big))}, above the corpus's "
-                              f"{n_chunks} chunks (every list would hold the whole corpus and recall would read 1.0); "
-                              f"use values up to {n_chunks}")
+            err = ConfigError(
+                f"{cfg.source}: key '{key}' holds {', '.join(map(str, big))}, above the corpus's "
+                f"{n_chunks} chunks (every list would hold the whole corpus and recall would read 1.0); "
+                f"use values up to {n_chunks}"
+            )
             raise blame_set(err, cfg.source, cfg.sets) from None

@@ -1,10 +1,10 @@
 """`results/<run>/report.md`: the one page a reviewer reads first — every stage's tables and
 plots, the models used, the scale, and the run time, gathered from the run folder."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 from ..lib.io import write_dataframe, write_text
 from ..lib.names import FINDINGS_MIN_QUESTIONS
@@ -74,24 +74,34 @@ def judge_banner(cfg, table: str, rubrics=None) -> str:
         ctl = [r for r in ctl if r["rubric"] in rubrics]
     judge = cfg.models.judge.model
     if rel is None:
-        return (f"> ⚠ **Unchecked judge.** `{judge}` was never measured against human labels or known-answer "
-                "controls in this run (run `spacelm judge-check`): read its figures as unvalidated.")
+        return (
+            f"> ⚠ **Unchecked judge.** `{judge}` was never measured against human labels or known-answer "
+            "controls in this run (run `spacelm judge-check`): read its figures as unvalidated."
+        )
     checked = {m.get("judge", {}).get("name") for m in rel if m.get("run")}
     lines = []
     if checked and judge not in checked:
         lines.append(f"> ⚠ The judge checks measured {sorted(checked)}, not this table's judge `{judge}`.")
     if table == "table1":
         ran = [m for m in rel if m.get("run")]
-        parts = [f"{m['source']}: **{m['verdict']}** (AUC {_fmt(m.get('auc'), m.get('auc_ci'))}, "
-                 f"κ at grade ≥ 2 {_fmt(m.get('kappa_binary'), m.get('kappa_binary_ci'))}, n={m['n_pairs']} pairs)"
-                 for m in ran]
-        lines.insert(0, f"**Judge verdict** (`{judge}` against human relevance labels): " +
-                     ("; ".join(parts) if parts else "no labelled source could be read") + ".")
+        parts = [
+            f"{m['source']}: **{m['verdict']}** (AUC {_fmt(m.get('auc'), m.get('auc_ci'))}, "
+            f"κ at grade ≥ 2 {_fmt(m.get('kappa_binary'), m.get('kappa_binary_ci'))}, n={m['n_pairs']} pairs)"
+            for m in ran
+        ]
+        lines.insert(
+            0,
+            f"**Judge verdict** (`{judge}` against human relevance labels): "
+            + ("; ".join(parts) if parts else "no labelled source could be read")
+            + ".",
+        )
         lines.insert(1, f"Grades are the {cfg.grading.judging(cfg.root).describe()}.")
         fails = [m["source"] for m in ran if m["verdict"] == "fails"]
         if fails:
-            lines.append(f"> ⚠ **This judge fails its check on {', '.join(fails)}**: it barely tells relevant passages "
-                         "from non-relevant ones there, so the split of this table between grades is close to noise.")
+            lines.append(
+                f"> ⚠ **This judge fails its check on {', '.join(fails)}**: it barely tells relevant passages "
+                "from non-relevant ones there, so the split of this table between grades is close to noise."
+            )
         elif ran and all(m["verdict"] == "too few pairs to tell" for m in ran):
             lines.append("> ⚠ The judge checks of this run are too small to tell whether this judge can be trusted.")
         elif not ran:
@@ -104,16 +114,23 @@ def judge_banner(cfg, table: str, rubrics=None) -> str:
     for r in ctl:
         rate = _fmt(r["pass_rate"], (r["pass_rate_ci_low"], r["pass_rate_ci_high"]))
         parts.append(f"{r['rubric'].replace('_', ' ')}: **{r['verdict']}** (pass rate {rate}, n={r['n']})")
-    lines.insert(0, f"**Judge verdict** (`{judge}` on known-answer controls: a good answer must score above a bad "
-                    "one): " + "; ".join(parts) + ".")
+    lines.insert(
+        0,
+        f"**Judge verdict** (`{judge}` on known-answer controls: a good answer must score above a bad "
+        "one): " + "; ".join(parts) + ".",
+    )
     fails = [r["rubric"] for r in ctl if r["verdict"] == "fails"]
     not_passed = [r["rubric"] for r in ctl if r["verdict"] not in ("fails", "valid")]
     if fails:
-        lines.append(f"> ⚠ **The judge fails its controls for {', '.join(fails)}**: those rows of the table do not "
-                     "measure what their names say; they give no headline figure.")
+        lines.append(
+            f"> ⚠ **The judge fails its controls for {', '.join(fails)}**: those rows of the table do not "
+            "measure what their names say; they give no headline figure."
+        )
     if not_passed and not all(r["verdict"] == "too few pairs to tell" for r in ctl):
-        lines.append(f"> ⚠ **Not passed** (the pass rate's lower bound does not clear the bar): "
-                     f"{', '.join(not_passed)}: no headline figure rests on them.")
+        lines.append(
+            f"> ⚠ **Not passed** (the pass rate's lower bound does not clear the bar): "
+            f"{', '.join(not_passed)}: no headline figure rests on them."
+        )
     elif all(r["verdict"] == "too few pairs to tell" for r in ctl):
         lines.append("> ⚠ Too few controls in this run to tell whether the rubric scores can be trusted.")
     return "\n\n".join(lines)
@@ -130,14 +147,25 @@ def ppi_lines(cfg) -> list[str]:
         return []
     df = pd.read_csv(t)
     if "n_human" not in df.columns or not (df["n_human"].fillna(0) > 0).any():
-        return ["Prediction-powered estimates: **no human labels** in this run (`spacelm label --n N` draws a sample "
-                "to grade; see docs/judges.md).", ""]
+        return [
+            "Prediction-powered estimates: **no human labels** in this run (`spacelm label --n N` draws a sample "
+            "to grade; see docs/judges.md).",
+            "",
+        ]
     cols = ["retriever", "stage", "top_k", "grade", "percent", "ppi_estimate", "ppi_ci_low", "ppi_ci_high", "n_human"]
-    return ["### Prediction-powered Table 1", "",
-            "The judge's share (percent) beside the prediction-powered estimate from the judge's grades on every pair "
-            "and a person's grades on a stratified sample (classic PPI, 95% CLT interval, pairs as units):", "",
-            _csv_md(t, cols), "", "Reranked − retrieved, share graded 2–3 (pp):", "",
-            _csv_md(run / "grading" / "ppi_differences.csv"), ""]
+    return [
+        "### Prediction-powered Table 1",
+        "",
+        "The judge's share (percent) beside the prediction-powered estimate from the judge's grades on every pair "
+        "and a person's grades on a stratified sample (classic PPI, 95% CLT interval, pairs as units):",
+        "",
+        _csv_md(t, cols),
+        "",
+        "Reranked − retrieved, share graded 2–3 (pp):",
+        "",
+        _csv_md(run / "grading" / "ppi_differences.csv"),
+        "",
+    ]
 
 
 def refusal_lines(cfg) -> list[str]:
@@ -152,16 +180,24 @@ def refusal_lines(cfg) -> list[str]:
     _, ctl = read_judge_check(cfg)
     passed = {r["rubric"]: (bool(r.get("passed")) if "passed" in r else r.get("verdict") == "valid") for r in ctl or []}
     mark = lambda j: "" if passed.get(j) else (" ⚠ not passed its controls" if j in passed else " ⚠ unchecked")
-    out = ["### Negative rejection as a refusal rate", "",
-           "Where the passages cannot answer (wrong passages only; unanswerable questions), the share of answers that "
-           "decline, by the phrase check and by the yes/no refusal judge (95% Wilson intervals), their agreement, and "
-           "the paper's 1–5 rubric beside it.", "",
-           f"| setting | n | refusal rate (phrase) | refusal rate (judge{mark('refusal')}) | agreement | κ | "
-           f"rubric mean (1–5{mark('negative_rejection')}) | rubric 4–5 |", "|---|---:|---|---|---|---|---|---|"]
+    out = [
+        "### Negative rejection as a refusal rate",
+        "",
+        "Where the passages cannot answer (wrong passages only; unanswerable questions), the share of answers that "
+        "decline, by the phrase check and by the yes/no refusal judge (95% Wilson intervals), their agreement, and "
+        "the paper's 1–5 rubric beside it.",
+        "",
+        f"| setting | n | refusal rate (phrase) | refusal rate (judge{mark('refusal')}) | agreement | κ | "
+        f"rubric mean (1–5{mark('negative_rejection')}) | rubric 4–5 |",
+        "|---|---:|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        out.append(f"| {r['setting']} | {r['n']} | {_fmt(r['refusal_rate_phrase'], (r['phrase_ci_low'], r['phrase_ci_high']))} | "
-                   f"{_fmt(r['refusal_rate_judge'], (r['judge_ci_low'], r['judge_ci_high']))} | {_fmt(r['agreement'])} | "
-                   f"{_fmt(r['kappa'])} | {_fmt(r['rubric_mean'])} | {_fmt(r['rubric_declines_rate'])} |")
+        out.append(
+            f"| {r['setting']} | {r['n']} | "
+            f"{_fmt(r['refusal_rate_phrase'], (r['phrase_ci_low'], r['phrase_ci_high']))} | "
+            f"{_fmt(r['refusal_rate_judge'], (r['judge_ci_low'], r['judge_ci_high']))} | {_fmt(r['agreement'])} | "
+            f"{_fmt(r['kappa'])} | {_fmt(r['rubric_mean'])} | {_fmt(r['rubric_declines_rate'])} |"
+        )
     return out + [""]
 
 
@@ -170,49 +206,76 @@ def judge_check_section(cfg) -> list[str]:
     out = ["## Judge checks", ""]
     if rel is None:
         return out + ["_(not produced in this run: run `spacelm judge-check`)_", ""]
-    out += ["Relevance judge against human labels (same prompt, backend and settings as Table 1; 95% bootstrap CIs "
-            "over queries). Where a source has reference judges (automatic judges' labels on the same pairs, "
-            "rows marked ↳), the verdict compares our CI bounds with their figures; elsewhere with the absolute "
-            "thresholds of `judge_check` in the config. A verdict needs the CI's lower bound to clear the bar.", "",
-            "| source | labels | pairs | AUC | κ (grade ≥ 2) | weighted κ | accuracy | verdict | why |",
-            "|---|---|---:|---|---|---|---|---|---|"]
+    out += [
+        "Relevance judge against human labels (same prompt, backend and settings as Table 1; 95% bootstrap CIs "
+        "over queries). Where a source has reference judges (automatic judges' labels on the same pairs, "
+        "rows marked ↳), the verdict compares our CI bounds with their figures; elsewhere with the absolute "
+        "thresholds of `judge_check` in the config. A verdict needs the CI's lower bound to clear the bar.",
+        "",
+        "| source | labels | pairs | AUC | κ (grade ≥ 2) | weighted κ | accuracy | verdict | why |",
+        "|---|---|---:|---|---|---|---|---|---|",
+    ]
     for m in rel:
         if not m.get("run"):
             out.append(f"| {m['source']} | – | – | – | – | – | – | not run | {md_cell(m.get('why', ''))} |")
             continue
-        out.append(f"| {m['source']} | {m.get('labels')} | {m['n_pairs']} | {_fmt(m['auc'], m['auc_ci'])} | "
-                   f"{_fmt(m['kappa_binary'], m['kappa_binary_ci'])} | "
-                   f"{_fmt(m.get('kappa_weighted'), m.get('kappa_weighted_ci'))} | "
-                   f"{_fmt(m['accuracy'], m.get('accuracy_ci'))} | **{m['verdict']}** | {md_cell(m.get('verdict_reason', ''))} |")
+        out.append(
+            f"| {m['source']} | {m.get('labels')} | {m['n_pairs']} | {_fmt(m['auc'], m['auc_ci'])} | "
+            f"{_fmt(m['kappa_binary'], m['kappa_binary_ci'])} | "
+            f"{_fmt(m.get('kappa_weighted'), m.get('kappa_weighted_ci'))} | "
+            f"{_fmt(m['accuracy'], m.get('accuracy_ci'))} | **{m['verdict']}** | "
+            f"{md_cell(m.get('verdict_reason', ''))} |"
+        )
         o = m.get("ours_on_reference_pairs")
         if o:  # the references did not label every pair: ours again on the pairs they all labelled
-            out.append(f"| ↳ ours on the references' pairs | {m.get('labels')} | {o['n_pairs']} | "
-                       f"{_fmt(o.get('auc'), o.get('auc_ci'))} | {_fmt(o.get('kappa_binary'), o.get('kappa_binary_ci'))} | "
-                       f"{_fmt(o.get('kappa_weighted'))} | – | – | the figures the verdict compares |")
+            out.append(
+                f"| ↳ ours on the references' pairs | {m.get('labels')} | {o['n_pairs']} | "
+                f"{_fmt(o.get('auc'), o.get('auc_ci'))} | {_fmt(o.get('kappa_binary'), o.get('kappa_binary_ci'))} | "
+                f"{_fmt(o.get('kappa_weighted'))} | – | – | the figures the verdict compares |"
+            )
         for r in m.get("reference_judges") or []:  # other judges on exactly these pairs, same CIs
-            out.append(f"| ↳ reference: {r['name']} | {r.get('labels', '')} | {r['n_pairs']} | "
-                       f"{_fmt(r.get('auc'), r.get('auc_ci'))} | {_fmt(r.get('kappa_binary'), r.get('kappa_binary_ci'))} | "
-                       f"{_fmt(r.get('kappa_weighted'))} | – | – | same pairs as the row above |")
+            out.append(
+                f"| ↳ reference: {r['name']} | {r.get('labels', '')} | {r['n_pairs']} | "
+                f"{_fmt(r.get('auc'), r.get('auc_ci'))} | {_fmt(r.get('kappa_binary'), r.get('kappa_binary_ci'))} | "
+                f"{_fmt(r.get('kappa_weighted'))} | – | – | same pairs as the row above |"
+            )
     out.append("")
     for m in rel:
         pb = m.get("position_bias")
         if pb and pb.get("n_pairs"):
             q, b = pb["question_first"], pb["both_orders"]
-            out.append(f"- {m['source']}: position bias: passage-first grades agree with question-first on "
-                       f"{pb['agreement']:.2f} of {pb['n_pairs']} pairs (mean shift {pb['mean_shift']:+.2f}); "
-                       f"the mean of both orders gives AUC {_fmt(b['auc'], b['auc_ci'])}, κ {_fmt(b['kappa_binary'])} "
-                       f"against {_fmt(q['auc'], q['auc_ci'])}, κ {_fmt(q['kappa_binary'])} question-first, "
-                       f"at {pb['both_orders_cost']}.")
+            out.append(
+                f"- {m['source']}: position bias: passage-first grades agree with question-first on "
+                f"{pb['agreement']:.2f} of {pb['n_pairs']} pairs (mean shift {pb['mean_shift']:+.2f}); "
+                f"the mean of both orders gives AUC {_fmt(b['auc'], b['auc_ci'])}, κ {_fmt(b['kappa_binary'])} "
+                f"against {_fmt(q['auc'], q['auc_ci'])}, κ {_fmt(q['kappa_binary'])} question-first, "
+                f"at {pb['both_orders_cost']}."
+            )
         hard = {k: v for k, v in m.items() if k.startswith("auc_relevant_vs_")}
         if hard:
-            out.append(f"- {m['source']}: " + ", ".join(f"AUC relevant vs {k[len('auc_relevant_vs_'):].replace('_', ' ')} "
-                                                       f"{_fmt(v)}" for k, v in hard.items()) + ".")
+            out.append(
+                f"- {m['source']}: "
+                + ", ".join(
+                    f"AUC relevant vs {k[len('auc_relevant_vs_') :].replace('_', ' ')} {_fmt(v)}"
+                    for k, v in hard.items()
+                )
+                + "."
+            )
     plots = sorted((cfg.run_dir / "judge_check" / "plots").glob("confusion_*.png"))
-    out += ["", " ".join(f"![{p.stem}](judge_check/plots/{p.name})" for p in plots), "",
-            "Calibration: the judge's grade distribution for each human label (the same pairs):", "",
-            _img(cfg.run_dir, "judge_calibration.png", "judge calibration"), ""]
-    out += ["Known-answer controls for the answer rubrics and binary judges (pass = the good answer scored above "
-            "the bad one):", ""]
+    out += [
+        "",
+        " ".join(f"![{p.stem}](judge_check/plots/{p.name})" for p in plots),
+        "",
+        "Calibration: the judge's grade distribution for each human label (the same pairs):",
+        "",
+        _img(cfg.run_dir, "judge_calibration.png", "judge calibration"),
+        "",
+    ]
+    out += [
+        "Known-answer controls for the answer rubrics and binary judges (pass = the good answer scored above "
+        "the bad one):",
+        "",
+    ]
     out.append(_csv_md(cfg.run_dir / "judge_check" / "controls.csv"))
     return out + [""]
 
@@ -223,9 +286,9 @@ def pool_text(r, stages: dict) -> str:
     if "rerank_pool" not in ret:
         return f"top-{r.pool}" if isinstance(r.pool, int) else f"top {r.pool:.0%} of the chunks"
     same = ret.get("reranked_lists_identical")
-    return (f"top-{ret['rerank_pool']} ({ret['rerank_pool_share']:.0%} of {ret['corpus_chunks']} chunks)"
-            + ("" if same is None else f"; bm25+rerank and dense+rerank return the same top-10 for {same:.0%} "
-               "of the questions"))
+    return f"top-{ret['rerank_pool']} ({ret['rerank_pool_share']:.0%} of {ret['corpus_chunks']} chunks)" + (
+        "" if same is None else f"; bm25+rerank and dense+rerank return the same top-10 for {same:.0%} of the questions"
+    )
 
 
 def _stages(cfg) -> dict:
@@ -247,7 +310,7 @@ INTERVAL_METHODS = {  # file -> how its intervals (and tests) are computed; reco
 }
 
 
-def interval_methods(run: Optional[Path] = None) -> dict:
+def interval_methods(run: Path | None = None) -> dict:
     """{run file: interval method in words} (spacelm.lib.stats.INTERVALS); F1 in
     answerability.csv is a pooled ratio and uses the cluster bootstrap."""
     from ..lib.stats import INTERVALS
@@ -261,10 +324,11 @@ def interval_methods(run: Optional[Path] = None) -> dict:
     out["judge_check/relevance.json"] = "percentile bootstrap over queries (the pairs of one query move together)"
     sig = run / "retrieval" / "significance.csv" if run is not None else None
     clustered = sig is None or not sig.is_file() or "cluster" in sig.read_text(encoding="utf-8")
-    out["retrieval/significance.csv"] = ("cluster-robust paired t over source chunks (p-value and mde; means and "
-                                         "wins from ranx)" if clustered else
-                                         "ranx paired Student t over queries, not clustered by source chunk (a run "
-                                         "made before the clustered test)")
+    out["retrieval/significance.csv"] = (
+        "cluster-robust paired t over source chunks (p-value and mde; means and wins from ranx)"
+        if clustered
+        else "ranx paired Student t over queries, not clustered by source chunk (a run made before the clustered test)"
+    )
     return out
 
 
@@ -290,11 +354,16 @@ def setup_section(cfg, stages: dict) -> list[str]:
     rows = setup_rows(cfg, stages, table_sizes(cfg.run_dir))
     write_dataframe(pd.DataFrame(rows, columns=COLUMNS), cfg.run_dir / "setup_vs_paper.csv")
     comp = comparability(rows)
-    return ["## This run's setup beside the paper's", "",
-            "Two different systems: a within-run comparison (reranked vs retrieved, dense vs BM25, standard vs 3 "
-            "wrong) can hold or be reversed *here*; an absolute level is compared with the paper's only when judge "
-            f"and chunk size match (here: {comp}). Same table: `setup_vs_paper.csv`.", "",
-            pd.DataFrame(rows, columns=COLUMNS).to_markdown(index=False), ""]
+    return [
+        "## This run's setup beside the paper's",
+        "",
+        "Two different systems: a within-run comparison (reranked vs retrieved, dense vs BM25, standard vs 3 "
+        "wrong) can hold or be reversed *here*; an absolute level is compared with the paper's only when judge "
+        f"and chunk size match (here: {comp}). Same table: `setup_vs_paper.csv`.",
+        "",
+        pd.DataFrame(rows, columns=COLUMNS).to_markdown(index=False),
+        "",
+    ]
 
 
 def paper_rows(cfg) -> list[dict]:
@@ -308,8 +377,11 @@ def paper_rows(cfg) -> list[dict]:
     read = lambda p: pd.read_csv(p).to_dict("records") if p.is_file() else []
     rows = []
     if (run / "grading" / "paired_tests.csv").is_file():
-        rows += table1_findings(read(run / "grading" / "paired_tests.csv"), read(run / "grading" / "relevant_shares.csv"),
-                                cfg.chunking.max_tokens)
+        rows += table1_findings(
+            read(run / "grading" / "paired_tests.csv"),
+            read(run / "grading" / "relevant_shares.csv"),
+            cfg.chunking.max_tokens,
+        )
     if (run / "table2_tests.csv").is_file():
         rows += table2_findings(read(run / "table2_answer_quality.csv"), read(run / "table2_tests.csv"))
     rel, ctl = read_judge_check(cfg)
@@ -326,22 +398,30 @@ def paper_section(cfg, rows: list[dict]) -> list[str]:
         return out + ["_(the grade and answer stages have not produced their tests yet)_", ""]
     from ..lib.findings import VERDICTS
 
-    out += ["Each finding of the paper (Tables 1 and 2), this run's figure with its 95% CI, and a verdict from "
-            f"{', '.join(f'*{v}*' for v in VERDICTS)}. Within-run directional findings: *holds here* / *reversed "
-            "here* / *cannot tell*, from cluster-robust paired t tests over questions (source chunks as clusters): "
-            "an \"every cell\" finding holds only when every cell's own test does (intersection-union, no "
-            "multiplicity correction) and is reversed when any cell moves significantly the other way (Holm over "
-            "the finding's cells). Absolute levels are *not comparable* unless judge and chunk size match the "
-            "paper's. A finding whose judge fails its check or is unchecked is *no evidence*. `comparable` states "
-            "what differs from the paper's setup; `mde_rule` is the smallest difference the rule detects at this "
-            "n (80% power, at the level the rule applies); n is questions / source chunks. Rules: "
-            "`spacelm/lib/findings.py`; the same table is in `paper_vs_run.csv`.", "",
-            pd.DataFrame(rows, columns=COLUMNS).to_markdown(index=False), "",
-            _img(cfg.run_dir, "findings_forest.png", "forest plot of the findings' cells"), ""]
+    out += [
+        "Each finding of the paper (Tables 1 and 2), this run's figure with its 95% CI, and a verdict from "
+        f"{', '.join(f'*{v}*' for v in VERDICTS)}. Within-run directional findings: *holds here* / *reversed "
+        "here* / *cannot tell*, from cluster-robust paired t tests over questions (source chunks as clusters): "
+        'an "every cell" finding holds only when every cell\'s own test does (intersection-union, no '
+        "multiplicity correction) and is reversed when any cell moves significantly the other way (Holm over "
+        "the finding's cells). Absolute levels are *not comparable* unless judge and chunk size match the "
+        "paper's. A finding whose judge fails its check or is unchecked is *no evidence*. `comparable` states "
+        "what differs from the paper's setup; `mde_rule` is the smallest difference the rule detects at this "
+        "n (80% power, at the level the rule applies); n is questions / source chunks. Rules: "
+        "`spacelm/lib/findings.py`; the same table is in `paper_vs_run.csv`.",
+        "",
+        pd.DataFrame(rows, columns=COLUMNS).to_markdown(index=False),
+        "",
+        _img(cfg.run_dir, "findings_forest.png", "forest plot of the findings' cells"),
+        "",
+    ]
     weak = [r["finding"] for r in rows if "weak" in str(r.get("judge_verdict")) and r["verdict"] != "no evidence"]
     if weak:
-        out += [f"> ⚠ {len(weak)} of {len(rows)} findings rest on a judge rated *weak* on at least one check: "
-                + "; ".join(weak) + "."]
+        out += [
+            f"> ⚠ {len(weak)} of {len(rows)} findings rest on a judge rated *weak* on at least one check: "
+            + "; ".join(weak)
+            + "."
+        ]
     return out + [""]
 
 
@@ -351,21 +431,34 @@ def time_lines(manifest: dict) -> list[str]:
     if not mt:
         return []
     share = mt.get("model_share_of_wall")
-    out = ["", f"Model time (LLM calls, and {mt.get('encoder_seconds', 0):.0f} s of retrieval encoders): "
-               f"{mt['model_seconds_this_run']:.0f} s spent by this run"
-           + (f" ({share:.0%} of its wall time)" if share else "")
-           + f"; {mt['model_seconds_recorded']:.0f} s as recorded for every result used (cached ones at the time they "
-             f"took when computed). The same results cold: about {mt['cold_seconds_estimate'] / 60:.1f} min"
-           + (f", {mt['model_share_cold_estimate']:.0%} of it in model calls." if mt.get("model_share_cold_estimate")
-              else ".")
-           + (f" Of the prompt tokens of the judge's calls this run made, {mt['prefix_reused_share']:.0%} were kept "
-              "from the previous prompt's KV cache (prompts are sent so that those sharing a beginning follow each "
-              "other)." if mt.get("prefix_reused_share") is not None else ""),
-           "", "| stage | unit | n | model seconds | seconds per unit | calls per unit |",
-           "|---|---|---:|---:|---:|---:|"]
+    out = [
+        "",
+        f"Model time (LLM calls, and {mt.get('encoder_seconds', 0):.0f} s of retrieval encoders): "
+        f"{mt['model_seconds_this_run']:.0f} s spent by this run"
+        + (f" ({share:.0%} of its wall time)" if share else "")
+        + f"; {mt['model_seconds_recorded']:.0f} s as recorded for every result used (cached ones at the time they "
+        f"took when computed). The same results cold: about {mt['cold_seconds_estimate'] / 60:.1f} min"
+        + (
+            f", {mt['model_share_cold_estimate']:.0%} of it in model calls."
+            if mt.get("model_share_cold_estimate")
+            else "."
+        )
+        + (
+            f" Of the prompt tokens of the judge's calls this run made, {mt['prefix_reused_share']:.0%} were kept "
+            "from the previous prompt's KV cache (prompts are sent so that those sharing a beginning follow each "
+            "other)."
+            if mt.get("prefix_reused_share") is not None
+            else ""
+        ),
+        "",
+        "| stage | unit | n | model seconds | seconds per unit | calls per unit |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
     for u in mt.get("per_unit", []):
-        out.append(f"| {u['stage']} | {u['unit']} | {u['n']} | {u['model_seconds']:.0f} | {u['seconds_per_unit']:.2f} | "
-                   f"{u['calls_per_unit']:.2f} |")
+        out.append(
+            f"| {u['stage']} | {u['unit']} | {u['n']} | {u['model_seconds']:.0f} | {u['seconds_per_unit']:.2f} | "
+            f"{u['calls_per_unit']:.2f} |"
+        )
     return out
 
 
@@ -380,13 +473,19 @@ def scale_banner(stages: dict) -> list[str]:
     if not small:
         return []
     if len(small) == len(scaled):
-        return [f"> **Smoke-scale run**: its tables rest on fewer than {FINDINGS_MIN_QUESTIONS} questions. It shows "
-                "that the pipeline works end to end; it cannot support conclusions. Use a larger config (or "
-                "`configs/paper.yaml` on a GPU backend) for findings.", ""]
+        return [
+            f"> **Smoke-scale run**: its tables rest on fewer than {FINDINGS_MIN_QUESTIONS} questions. It shows "
+            "that the pipeline works end to end; it cannot support conclusions. Use a larger config (or "
+            "`configs/paper.yaml` on a GPU backend) for findings.",
+            "",
+        ]
     named = "; ".join(f"{TABLES.get(n, n)} ({s.get('questions')} questions)" for n, s in small.items())
-    return [f"> **Below the findings scale**: {named} rest on fewer than {FINDINGS_MIN_QUESTIONS} questions: their "
-            "figures show the measurement working and cannot support a conclusion on their own. The verdicts in "
-            "\"The paper and this run\" say what each n can carry.", ""]
+    return [
+        f"> **Below the findings scale**: {named} rest on fewer than {FINDINGS_MIN_QUESTIONS} questions: their "
+        "figures show the measurement working and cannot support a conclusion on their own. The verdicts in "
+        '"The paper and this run" say what each n can carry.',
+        "",
+    ]
 
 
 def chunk_size_lines(cfg, stages: dict) -> list[str]:
@@ -401,34 +500,57 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
     ks = cfg.retrieval.k_values
     k = 10 if 10 in ks else max(ks)
     cs = cfg.chunk_study
-    lines = ["## Chunk sizes", "",
-             f"The same documents chunked at {', '.join(map(str, cs.sizes))} tokens (tokenizer "
-             f"`{cs.tokenizer or cfg.chunking.tokenizer}`), every system run on the same questions, dense retriever "
-             f"`{cs.dense_model or cfg.retrieval.dense.model}` at every size. Gold does not depend on the chunking: a "
-             "question's evidence is a character span of its document (a golden sample's verbatim passage, or the "
-             "chunk a synthetic question was written from), and a retrieved chunk counts as relevant when it shares "
-             f"at least {cs.min_share:.0%} of the shorter of chunk and span; coverage@k is the share of the span's "
-             "characters the top-k chunks hold together. A larger chunk holds more of any span, so coverage and "
-             "recall favour large chunks by construction: compare them with the tokens a reader must take in "
-             "(chunks × size) and the graded relevance below.", ""]
-    cols = ["chunk_size", "questions", "system", "n_questions", "n_source_chunks", "gold_chunks_per_question",
-            f"ndcg@{k}", f"recall@{k}", f"mrr@{k}", f"coverage@{min(ks)}", f"coverage@{k}"]
+    lines = [
+        "## Chunk sizes",
+        "",
+        f"The same documents chunked at {', '.join(map(str, cs.sizes))} tokens (tokenizer "
+        f"`{cs.tokenizer or cfg.chunking.tokenizer}`), every system run on the same questions, dense retriever "
+        f"`{cs.dense_model or cfg.retrieval.dense.model}` at every size. Gold does not depend on the chunking: a "
+        "question's evidence is a character span of its document (a golden sample's verbatim passage, or the "
+        "chunk a synthetic question was written from), and a retrieved chunk counts as relevant when it shares "
+        f"at least {cs.min_share:.0%} of the shorter of chunk and span; coverage@k is the share of the span's "
+        "characters the top-k chunks hold together. A larger chunk holds more of any span, so coverage and "
+        "recall favour large chunks by construction: compare them with the tokens a reader must take in "
+        "(chunks × size) and the graded relevance below.",
+        "",
+    ]
+    cols = [
+        "chunk_size",
+        "questions",
+        "system",
+        "n_questions",
+        "n_source_chunks",
+        "gold_chunks_per_question",
+        f"ndcg@{k}",
+        f"recall@{k}",
+        f"mrr@{k}",
+        f"coverage@{min(ks)}",
+        f"coverage@{k}",
+    ]
     lines += [markdown_table(summary[[c for c in cols if c in summary]].round(3)), ""]
     if not costs.empty:
         lines += ["Cost per size (this machine):", "", markdown_table(costs), ""]
     reranker_window = {"embedded:mpnet": 384, "embedded:minilm": 256}.get(cfg.retrieval.reranker.model)
     if reranker_window and max(cs.sizes) > reranker_window:
-        lines += [f"The reranker `{cfg.retrieval.reranker.model}` reads at most {reranker_window} word pieces: at "
-                  f"larger sizes it scores the beginning of each chunk only, so `+rerank` rows there measure a "
-                  "truncated reranker.", ""]
+        lines += [
+            f"The reranker `{cfg.retrieval.reranker.model}` reads at most {reranker_window} word pieces: at "
+            f"larger sizes it scores the beginning of each chunk only, so `+rerank` rows there measure a "
+            "truncated reranker.",
+            "",
+        ]
     for size in cs.sizes:
         t1 = d / str(size) / "table1_relevance.csv"
         if t1.is_file():
             t = pd.read_csv(t1)
             wide = t.pivot_table(index=["retriever", "stage", "top_k"], columns="grade", values="percent").round(1)
             n = int(stages.get("chunk-sizes", {}).get("graded_questions") or 0)
-            lines += [f"Table 1 at {size} tokens ({n} questions; % of graded passages per grade, CIs in "
-                      f"`chunk_sizes/{size}/table1_relevance.csv`):", "", markdown_table(wide, index=True), ""]
+            lines += [
+                f"Table 1 at {size} tokens ({n} questions; % of graded passages per grade, CIs in "
+                f"`chunk_sizes/{size}/table1_relevance.csv`):",
+                "",
+                markdown_table(wide, index=True),
+                "",
+            ]
     return lines
 
 
@@ -441,9 +563,12 @@ def corpus_list_lines(cfg, ingest: dict) -> list[str]:
     from .data import write_attribution
 
     write_attribution(cfg, cfg.run_dir / "ATTRIBUTION.md")
-    return [f"Corpus list `{ident['name']}` (sha256 `{ident['list_sha256'][:16]}…`): {ident['files']} files, "
-            f"{ident['pages']} pages, every file checked against its sha256 before ingest. Quoted documents and "
-            "their licences: [ATTRIBUTION.md](ATTRIBUTION.md).", ""]
+    return [
+        f"Corpus list `{ident['name']}` (sha256 `{ident['list_sha256'][:16]}…`): {ident['files']} files, "
+        f"{ident['pages']} pages, every file checked against its sha256 before ingest. Quoted documents and "
+        "their licences: [ATTRIBUTION.md](ATTRIBUTION.md).",
+        "",
+    ]
 
 
 def build_report(cfg) -> Path:
@@ -453,8 +578,11 @@ def build_report(cfg) -> Path:
     manifest = json.loads((run / "manifest.json").read_text()) if (run / "manifest.json").is_file() else {}
     stages = manifest.get("stages", {})
     lines = [f"# spacelm report — run `{cfg.run_name}`", ""] + scale_banner(stages)
-    lines += [f"Config `{manifest.get('config_file')}`, git `{manifest.get('git_commit')}`, "
-              f"started {manifest.get('started')}, finished {manifest.get('finished', '(running)')}.", ""]
+    lines += [
+        f"Config `{manifest.get('config_file')}`, git `{manifest.get('git_commit')}`, "
+        f"started {manifest.get('started')}, finished {manifest.get('finished', '(running)')}.",
+        "",
+    ]
     lines += setup_section(cfg, stages)
     if manifest:
         manifest["intervals"] = interval_methods(run)
@@ -468,89 +596,183 @@ def build_report(cfg) -> Path:
 
         write_dataframe(pd.DataFrame(findings, columns=COLUMNS), run / "paper_vs_run.csv")
         if (run / "grading" / "paired_tests.csv").is_file():
-            forest_plot(forest_rows(pd.read_csv(run / "grading" / "paired_tests.csv").to_dict("records")),
-                        run / "plots" / "findings_forest.png")
+            forest_plot(
+                forest_rows(pd.read_csv(run / "grading" / "paired_tests.csv").to_dict("records")),
+                run / "plots" / "findings_forest.png",
+            )
     lines += paper_section(cfg, findings)
     lines += chunk_size_lines(cfg, stages)
-    lines += ["## Run time", "", "| stage | seconds this run | skipped (up to date) | seconds when computed |",
-              "|---|---:|---|---:|"]
+    lines += [
+        "## Run time",
+        "",
+        "| stage | seconds this run | skipped (up to date) | seconds when computed |",
+        "|---|---:|---|---:|",
+    ]
     for name, s in stages.items():
         computed = s.get("computed_seconds")
-        lines.append(f"| {name} | {s.get('wall_seconds', s.get('seconds', 0)):.1f} | {s.get('skipped', False)} | "
-                     f"{'' if computed is None else f'{computed:.1f}'} |")
+        lines.append(
+            f"| {name} | {s.get('wall_seconds', s.get('seconds', 0)):.1f} | {s.get('skipped', False)} | "
+            f"{'' if computed is None else f'{computed:.1f}'} |"
+        )
     lines += time_lines(manifest)
     lines += ["", "## Models", ""]
     for role, ident in manifest.get("models", {}).items():
-        for sub, m in (ident.items() if "name" not in ident else [("", ident)]):
-            lines.append(f"- {role}{' ' + sub if sub else ''}: `{m.get('name')}` ({m.get('backend', '')}) "
-                         f"sha256 `{(m.get('sha256') or '-')[:16]}…`")
+        for sub, m in ident.items() if "name" not in ident else [("", ident)]:
+            lines.append(
+                f"- {role}{' ' + sub if sub else ''}: `{m.get('name')}` ({m.get('backend', '')}) "
+                f"sha256 `{(m.get('sha256') or '-')[:16]}…`"
+            )
     r = cfg.retrieval
-    lines += [f"- retrieval: BM25 (bm25s {r.bm25.method}, k1={r.bm25.k1}, b={r.bm25.b}); dense `{r.dense.model}`; "
-              f"reranker {r.reranker.kind} `{r.reranker.model}` over the first stage's {pool_text(r, stages)}", ""]
+    lines += [
+        f"- retrieval: BM25 (bm25s {r.bm25.method}, k1={r.bm25.k1}, b={r.bm25.b}); dense `{r.dense.model}`; "
+        f"reranker {r.reranker.kind} `{r.reranker.model}` over the first stage's {pool_text(r, stages)}",
+        "",
+    ]
     ing = stages.get("ingest", {})
     lines += ["## Corpus", ""] + corpus_list_lines(cfg, ing)
-    lines += [f"{ing.get('documents', '?')} documents, {ing.get('pages', '?')} pages, "
-              f"{ing.get('words', '?')} words; {stages.get('chunk', {}).get('chunks', '?')} chunks of at most "
-              f"{cfg.chunking.max_tokens} tokens; garbled-text flags: {ing.get('garbled_flagged', [])}; "
-              f"reference sections dropped: {ing.get('references_dropped_chars', '?')} characters.", "",
-              _img(run, "chunk_lengths.png", "chunk lengths"), ""]
+    lines += [
+        f"{ing.get('documents', '?')} documents, {ing.get('pages', '?')} pages, "
+        f"{ing.get('words', '?')} words; {stages.get('chunk', {}).get('chunks', '?')} chunks of at most "
+        f"{cfg.chunking.max_tokens} tokens; garbled-text flags: {ing.get('garbled_flagged', [])}; "
+        f"reference sections dropped: {ing.get('references_dropped_chars', '?')} characters.",
+        "",
+        _img(run, "chunk_lengths.png", "chunk lengths"),
+        "",
+    ]
     syn = stages.get("synth", {})
-    lines += ["## Synthetic questions", "", f"{syn.get('generated', '?')} generated, {syn.get('kept', '?')} kept "
-              f"(filter: {syn.get('filter', '?')}; few-shot {syn.get('n_fewshot', '?')}, {syn.get('fewshot_sampling', '?')}).", "",
-              _csv_md(cfg.synthetic_dir / "retention.csv"), "", _img(run, "synth_generated_kept.png", "questions"), ""]
+    lines += [
+        "## Synthetic questions",
+        "",
+        f"{syn.get('generated', '?')} generated, {syn.get('kept', '?')} kept "
+        f"(filter: {syn.get('filter', '?')}; few-shot {syn.get('n_fewshot', '?')}, "
+        f"{syn.get('fewshot_sampling', '?')}).",
+        "",
+        _csv_md(cfg.synthetic_dir / "retention.csv"),
+        "",
+        _img(run, "synth_generated_kept.png", "questions"),
+        "",
+    ]
     ks = r.k_values
-    lines += ["## Retrieval (gold = source chunk)", "",
-              _csv_md(run / "retrieval" / "summary.csv", ["system", "n_queries"] + [f"{m}@{k}" for k in ks for m in ("recall", "ndcg")]),
-              "", _img(run, "recall_at_k.png", "recall at k"), ""]
+    lines += [
+        "## Retrieval (gold = source chunk)",
+        "",
+        _csv_md(
+            run / "retrieval" / "summary.csv",
+            ["system", "n_queries"] + [f"{m}@{k}" for k in ks for m in ("recall", "ndcg")],
+        ),
+        "",
+        _img(run, "recall_at_k.png", "recall at k"),
+        "",
+    ]
     rel, _ = read_judge_check(cfg)
     if rel:
         from ..lib.plots import judge_calibration
 
-        judge_calibration({m["source"]: m.get("confusion") or {} for m in rel if m.get("run")},
-                          run / "plots" / "judge_calibration.png")
+        judge_calibration(
+            {m["source"]: m.get("confusion") or {} for m in rel if m.get("run")},
+            run / "plots" / "judge_calibration.png",
+        )
     lines += judge_check_section(cfg)
-    lines += ["## Table 1 — LLM relevance grades (%)", "", judge_banner(cfg, "table1"), "",
-              _read(run / "table1_relevance.md"), "",
-              _img(run, "grade_distribution.png", "grade distribution"), "",
-              _img(run, "table1_per_task.png", "grade 3 share per task"), "",
-              "Paired tests over questions (reranked − retrieved per retriever and top-k; dense − bm25 before "
-              "reranking), source chunks as clusters: difference with its 95% cluster-robust t interval, the "
-              "cluster-robust t test's p, p_holm adjusted within its `family` (one comparison on one measure: the "
-              "shares and the mean grade are linearly dependent and are not pooled), and mde_cell, the smallest "
-              "difference one cell could detect alone (80% power, α = 0.05; the findings state it at their own "
-              "rule's level); shares in percentage points:", "", _csv_md(run / "grading" / "paired_tests.csv"), "", "Judge-graded metrics beside source-chunk metrics:", "",
-              _csv_md(run / "grading" / "graded_metrics.csv"), ""]
+    lines += [
+        "## Table 1 — LLM relevance grades (%)",
+        "",
+        judge_banner(cfg, "table1"),
+        "",
+        _read(run / "table1_relevance.md"),
+        "",
+        _img(run, "grade_distribution.png", "grade distribution"),
+        "",
+        _img(run, "table1_per_task.png", "grade 3 share per task"),
+        "",
+        "Paired tests over questions (reranked − retrieved per retriever and top-k; dense − bm25 before "
+        "reranking), source chunks as clusters: difference with its 95% cluster-robust t interval, the "
+        "cluster-robust t test's p, p_holm adjusted within its `family` (one comparison on one measure: the "
+        "shares and the mean grade are linearly dependent and are not pooled), and mde_cell, the smallest "
+        "difference one cell could detect alone (80% power, α = 0.05; the findings state it at their own "
+        "rule's level); shares in percentage points:",
+        "",
+        _csv_md(run / "grading" / "paired_tests.csv"),
+        "",
+        "Judge-graded metrics beside source-chunk metrics:",
+        "",
+        _csv_md(run / "grading" / "graded_metrics.csv"),
+        "",
+    ]
     lines += ppi_lines(cfg)
     if (run / "judge_validity.json").is_file():
         v = json.loads((run / "judge_validity.json").read_text())
-        lines += ["### Judge validity", "", f"**{v['verdict']}**", "",
-                  f"AUC {v.get('auc')} over {v.get('n_pairs')} pairs (source vs random chunk); "
-                  f"source grades {v.get('source_grades')}, random grades {v.get('random_grades')}; "
-                  f"order-swap agreement {v.get('order_swap_agreement')}.", ""]
-    lines += ["## Table 2 — answer quality under noise (1–5)", "", judge_banner(cfg, "table2"), "",
-              _read(run / "table2_answer_quality.md"), "",
-              "Paired tests over questions, each setting against the standard one, source chunks as clusters "
-              "(cluster-robust t; Holm within each rubric's family; mde_cell as above):", "",
-              _csv_md(run / "table2_tests.csv"), "",
-              _img(run, "answer_scores.png", "answer scores"), _img(run, "noise_curve.png", "noise curve"),
-              _img(run, "table2_per_task.png", "faithfulness per task"), ""]
+        lines += [
+            "### Judge validity",
+            "",
+            f"**{v['verdict']}**",
+            "",
+            f"AUC {v.get('auc')} over {v.get('n_pairs')} pairs (source vs random chunk); "
+            f"source grades {v.get('source_grades')}, random grades {v.get('random_grades')}; "
+            f"order-swap agreement {v.get('order_swap_agreement')}.",
+            "",
+        ]
+    lines += [
+        "## Table 2 — answer quality under noise (1–5)",
+        "",
+        judge_banner(cfg, "table2"),
+        "",
+        _read(run / "table2_answer_quality.md"),
+        "",
+        "Paired tests over questions, each setting against the standard one, source chunks as clusters "
+        "(cluster-robust t; Holm within each rubric's family; mde_cell as above):",
+        "",
+        _csv_md(run / "table2_tests.csv"),
+        "",
+        _img(run, "answer_scores.png", "answer scores"),
+        _img(run, "noise_curve.png", "noise curve"),
+        _img(run, "table2_per_task.png", "faithfulness per task"),
+        "",
+    ]
     lines += refusal_lines(cfg)
     if (run / "answer_checks.json").is_file():
         c = json.loads((run / "answer_checks.json").read_text())
-        lines += [f"Refusal rate by setting: {c['refusal_rate_by_setting']}; citation accuracy by setting: "
-                  f"{c['citation_accuracy_by_setting']}; judge vs phrase-based refusal agreement: "
-                  f"{c['judge_vs_regex_refusal_agreement']} over {c['judge_vs_regex_refusal_pairs']} answers.", ""]
-    lines += ["## Pipelines A / B / C", "", "A = closed book, B = retrieve + generate, C = B + verify and rewrite; "
-              "overall pass = answer relevant ∧ grounded ∧ passages relevant (binary judges).", "",
-              judge_banner(cfg, "table2", ["correct", "answer_relevant", "grounded", "claim_support"]), "",
-              "Correctness is checked first without a judge: `facts_present` is the share of answers holding every "
-              "number (with its unit) and named entity of the reference answer (where it has any); "
-              "`correct_after_facts` keeps the judge's \"correct\" only where that check found nothing missing.", "",
-              _csv_md(run / "pipelines.csv", ["pipeline", "n", "facts_present", "n_facts_present", "correctness",
-                                              "n_correctness", "correct_after_facts", "faithfulness",
-                                              "answers_with_valid_citation", "citation_accuracy", "refusal_rate",
-                                              "claim_faithfulness", "citation_precision", "citation_recall",
-                                              "overall_pass", "n_overall_pass", "latency_p50_s"]), ""]
+        lines += [
+            f"Refusal rate by setting: {c['refusal_rate_by_setting']}; citation accuracy by setting: "
+            f"{c['citation_accuracy_by_setting']}; judge vs phrase-based refusal agreement: "
+            f"{c['judge_vs_regex_refusal_agreement']} over {c['judge_vs_regex_refusal_pairs']} answers.",
+            "",
+        ]
+    lines += [
+        "## Pipelines A / B / C",
+        "",
+        "A = closed book, B = retrieve + generate, C = B + verify and rewrite; "
+        "overall pass = answer relevant ∧ grounded ∧ passages relevant (binary judges).",
+        "",
+        judge_banner(cfg, "table2", ["correct", "answer_relevant", "grounded", "claim_support"]),
+        "",
+        "Correctness is checked first without a judge: `facts_present` is the share of answers holding every "
+        "number (with its unit) and named entity of the reference answer (where it has any); "
+        '`correct_after_facts` keeps the judge\'s "correct" only where that check found nothing missing.',
+        "",
+        _csv_md(
+            run / "pipelines.csv",
+            [
+                "pipeline",
+                "n",
+                "facts_present",
+                "n_facts_present",
+                "correctness",
+                "n_correctness",
+                "correct_after_facts",
+                "faithfulness",
+                "answers_with_valid_citation",
+                "citation_accuracy",
+                "refusal_rate",
+                "claim_faithfulness",
+                "citation_precision",
+                "citation_recall",
+                "overall_pass",
+                "n_overall_pass",
+                "latency_p50_s",
+            ],
+        ),
+        "",
+    ]
     lines += answerability_section(cfg)
     path = run / "report.md"
     write_text(path, "\n".join(lines) + "\n")
@@ -558,8 +780,12 @@ def build_report(cfg) -> Path:
 
 
 def _too_few(n: int, what: str) -> str:
-    return (f"> ⚠ Too few questions ({what}): the figures below show that the measurement works; they cannot "
-            "support a conclusion." if n < FINDINGS_MIN_QUESTIONS else "")
+    return (
+        f"> ⚠ Too few questions ({what}): the figures below show that the measurement works; they cannot "
+        "support a conclusion."
+        if n < FINDINGS_MIN_QUESTIONS
+        else ""
+    )
 
 
 def answerability_section(cfg) -> list[str]:
@@ -573,65 +799,98 @@ def answerability_section(cfg) -> list[str]:
     if una.is_file():
         t = pd.read_csv(una)
         gold = t[t.kind == "golden"]
-        out += ["Unanswerable questions written from answerable ones and kept only when the judge grades none of "
-                f"their BM25 / dense top-{cfg.synth.unanswerable.check_k} passages ≥ "
-                f"{cfg.synth.unanswerable.answerable_grade} (golden rows are human-labelled and kept as labelled):", "",
-                markdown_table(t), ""]
+        out += [
+            "Unanswerable questions written from answerable ones and kept only when the judge grades none of "
+            f"their BM25 / dense top-{cfg.synth.unanswerable.check_k} passages ≥ "
+            f"{cfg.synth.unanswerable.answerable_grade} (golden rows are human-labelled and kept as labelled):",
+            "",
+            markdown_table(t),
+            "",
+        ]
         if len(gold):
-            out += [f"The check agrees with people on {int(gold.check_passed.sum())} of {int(gold.generated.sum())} "
-                    "human-labelled unanswerable questions (the rest it would have dropped as answerable): that is how "
-                    "far a kept synthetic one can be trusted to be unanswerable, and how many it loses.", ""]
+            out += [
+                f"The check agrees with people on {int(gold.check_passed.sum())} of {int(gold.generated.sum())} "
+                "human-labelled unanswerable questions (the rest it would have dropped as answerable): that is how "
+                "far a kept synthetic one can be trusted to be unanswerable, and how many it loses.",
+                "",
+            ]
     ans = run / "answerability.csv"
     if not ans.is_file():
         return out + ["_(not produced in this run)_", ""]
     a = pd.read_csv(ans)
     n_una = int(a.n_unanswerable.iloc[0]) if len(a) else 0
-    out += [f"Pipeline B on {int(a.n_answerable.iloc[0]) if len(a) else 0} answerable and {n_una} unanswerable "
-            "questions, with the gate off (the generator decides) and on (below its threshold the canonical refusal "
-            "is returned without calling the generator). A refusal is recognised by phrase; the judge's "
-            "negative-rejection score (≥ 4 = declines) is shown beside it. 95% Wilson intervals at the effective n "
-            "(source chunks as clusters) for the rates, as in the sweep plot; cluster bootstrap for F1.", "",
-            judge_banner(cfg, "table2", ["negative_rejection"]), ""]
+    out += [
+        f"Pipeline B on {int(a.n_answerable.iloc[0]) if len(a) else 0} answerable and {n_una} unanswerable "
+        "questions, with the gate off (the generator decides) and on (below its threshold the canonical refusal "
+        "is returned without calling the generator). A refusal is recognised by phrase; the judge's "
+        "negative-rejection score (≥ 4 = declines) is shown beside it. 95% Wilson intervals at the effective n "
+        "(source chunks as clusters) for the rates, as in the sweep plot; cluster bootstrap for F1.",
+        "",
+        judge_banner(cfg, "table2", ["negative_rejection"]),
+        "",
+    ]
     n_ans = int(a.n_answerable.iloc[0]) if len(a) else 0
     warn = _too_few(min(n_ans, n_una), f"{n_ans} answerable, {n_una} unanswerable")
     if warn:
         out += [warn, ""]
-    rows = ["| gate | answer rate | refusal precision | refusal recall | refusal F1 | false-refusal rate | "
-            "judge: unanswerable declined | judge vs phrase (agreement, κ, n) |", "|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| gate | answer rate | refusal precision | refusal recall | refusal F1 | false-refusal rate | "
+        "judge: unanswerable declined | judge vs phrase (agreement, κ, n) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     nz = lambda v: None if pd.isna(v) else v
     for r in a.to_dict("records"):
-        f = lambda k: _fmt(nz(r.get(k)), (nz(r.get(f"{k}_ci_low")), nz(r.get(f"{k}_ci_high"))))
-        rows.append(f"| {r['gate']} | {f('answer_rate')} | {f('refusal_precision')} | {f('refusal_recall')} | "
-                    f"{f('refusal_f1')} | {f('false_refusal_rate')} | {_fmt(nz(r.get('judge_refusal_recall')))} | "
-                    f"{_fmt(nz(r.get('judge_phrase_agreement')))}, {_fmt(nz(r.get('judge_phrase_kappa')))}, "
-                    f"{int(r.get('n_judged') or 0)} |")
+        f = lambda k, r=r: _fmt(nz(r.get(k)), (nz(r.get(f"{k}_ci_low")), nz(r.get(f"{k}_ci_high"))))
+        rows.append(
+            f"| {r['gate']} | {f('answer_rate')} | {f('refusal_precision')} | {f('refusal_recall')} | "
+            f"{f('refusal_f1')} | {f('false_refusal_rate')} | {_fmt(nz(r.get('judge_refusal_recall')))} | "
+            f"{_fmt(nz(r.get('judge_phrase_agreement')))}, {_fmt(nz(r.get('judge_phrase_kappa')))}, "
+            f"{int(r.get('n_judged') or 0)} |"
+        )
     g = cfg.answer.gate
-    out += rows + ["", f"Gate: threshold {g.threshold} (strong-claim queries {g.strong_threshold}), weights "
-                   f"similarity/keywords/confirmation {g.weights.similarity}/{g.weights.keywords}/"
-                   f"{g.weights.confirmation} (strong-claim {g.strong_weights.similarity}/{g.strong_weights.keywords}/"
-                   f"{g.strong_weights.confirmation}); every question's gate score is in answers.jsonl.", "",
-                   _img(run, "refusal_sweep.png", "refusal recall against false-refusal rate"), ""]
-    out += ["## Claim-level support", "",
-            "Each answer split into sentences; the judge decides (yes/no, P(yes) kept) whether each is supported by "
-            "the passages it cites, or by the whole context when it cites none. Faithfulness = supported claims / "
-            "claims; citation precision = supporting citations / citations; citation recall = claims with a "
-            "supporting citation / claims. Pooled over answers, 95% CIs from a two-stage cluster bootstrap (source "
-            "chunks, then answers).", "",
-            judge_banner(cfg, "table2", ["claim_support"]), ""]
+    out += rows + [
+        "",
+        f"Gate: threshold {g.threshold} (strong-claim queries {g.strong_threshold}), weights "
+        f"similarity/keywords/confirmation {g.weights.similarity}/{g.weights.keywords}/"
+        f"{g.weights.confirmation} (strong-claim {g.strong_weights.similarity}/{g.strong_weights.keywords}/"
+        f"{g.strong_weights.confirmation}); every question's gate score is in answers.jsonl.",
+        "",
+        _img(run, "refusal_sweep.png", "refusal recall against false-refusal rate"),
+        "",
+    ]
+    out += [
+        "## Claim-level support",
+        "",
+        "Each answer split into sentences; the judge decides (yes/no, P(yes) kept) whether each is supported by "
+        "the passages it cites, or by the whole context when it cites none. Faithfulness = supported claims / "
+        "claims; citation precision = supporting citations / citations; citation recall = claims with a "
+        "supporting citation / claims. Pooled over answers, 95% CIs from a two-stage cluster bootstrap (source "
+        "chunks, then answers).",
+        "",
+        judge_banner(cfg, "table2", ["claim_support"]),
+        "",
+    ]
     claims = run / "claims.csv"
     if claims.is_file():
         c = pd.read_csv(claims)
-        rows = ["| by | group | answers | claims | citations | claim faithfulness | citation precision | "
-                "citation recall |", "|---|---|---:|---:|---:|---|---|---|"]
+        rows = [
+            "| by | group | answers | claims | citations | claim faithfulness | citation precision | citation recall |",
+            "|---|---|---:|---:|---:|---|---|---|",
+        ]
         for r in c.to_dict("records"):
-            f = lambda k: _fmt(nz(r.get(k)), (nz(r.get(f"{k}_ci_low")), nz(r.get(f"{k}_ci_high"))))
+            f = lambda k, r=r: _fmt(nz(r.get(k)), (nz(r.get(f"{k}_ci_low")), nz(r.get(f"{k}_ci_high"))))
             name = r.get("setting") if r["group"] == "setting" else r.get("pipeline")
-            rows.append(f"| {r['group']} | {name} | {r['n_answers']} | {r['n_claims']} | {r['n_citations']} | "
-                        f"{f('claim_faithfulness')} | {f('citation_precision')} | {f('citation_recall')} |")
+            rows.append(
+                f"| {r['group']} | {name} | {r['n_answers']} | {r['n_claims']} | {r['n_citations']} | "
+                f"{f('claim_faithfulness')} | {f('citation_precision')} | {f('citation_recall')} |"
+            )
         out += rows + [""]
     if (run / "answer_checks.json").is_file():
         ch = json.loads((run / "answer_checks.json").read_text())
-        out += [f"Answers with at least one valid citation ({ch.get('citation_style')} passages): "
-                f"{_fmt(ch.get('answers_with_valid_citation'))} of {ch.get('answers_with_context')} answers with "
-                "passages.", ""]
+        out += [
+            f"Answers with at least one valid citation ({ch.get('citation_style')} passages): "
+            f"{_fmt(ch.get('answers_with_valid_citation'))} of {ch.get('answers_with_context')} answers with "
+            "passages.",
+            "",
+        ]
     return out

@@ -1,5 +1,6 @@
 """Stage 3, retrieve: every configured system on the evaluation questions; per-query rows, the
 metric summary, paired significance tests, and the rankings (top-`pool`) for grading."""
+
 from __future__ import annotations
 
 import time
@@ -11,21 +12,36 @@ from ..lib.metrics import compare, evaluate, mean_rows, metric_names, source_dia
 from ..lib.retrieval import build_systems, identical_lists, pool_size
 from ..lib.sample import per_task_means, sample_size
 from .base import Stage, execute
+from .data import (
+    chunks_path,
+    documents_path,
+    golden_path,
+    load_chunks,
+    load_questions,
+    question_spans,
+    questions_path,
+    rankings_path,
+)
 from .preflight import check_corpus_size
-from .data import (chunks_path, documents_path, golden_path, load_chunks, load_questions, question_spans, questions_path,
-                   rankings_path)
 
 
 def outputs(cfg: Config):
     d = cfg.run_dir / "retrieval"
-    return [d / "summary.csv", d / "summary.md", d / "per_query.jsonl", d / "significance.csv", rankings_path(cfg),
-            cfg.run_dir / "plots" / "recall_at_k.png", d / "per_task.csv"]
+    return [
+        d / "summary.csv",
+        d / "summary.md",
+        d / "per_query.jsonl",
+        d / "significance.csv",
+        rankings_path(cfg),
+        cfg.run_dir / "plots" / "recall_at_k.png",
+        d / "per_task.csv",
+    ]
 
 
 class RetrievalEval(NamedTuple):
     """Every system's rankings on the questions and their metrics (one chunking)."""
 
-    summary: "object"  # pandas DataFrame, one row per system
+    summary: object  # pandas DataFrame, one row per system
     per_query: list[dict]
     rankings_rows: list[dict]
     rankings: dict  # {system: {qid: [(chunk_id, score), ...]}}
@@ -38,31 +54,39 @@ def gold_qrels(questions: list[dict], chunks: list) -> dict:
     overlap rule (`lib/span_gold.py`); its source chunk where no span is known."""
     from ..lib.span_gold import ChunkSpan, span_qrels
 
-    qrels = span_qrels(question_spans(questions), [ChunkSpan(c.chunk_id, c.doc_id, c.char_start, c.char_end)
-                                                   for c in chunks])
+    qrels = span_qrels(
+        question_spans(questions), [ChunkSpan(c.chunk_id, c.doc_id, c.char_start, c.char_end) for c in chunks]
+    )
     for q in questions:
         if q["qid"] not in qrels and q.get("source_chunk_id"):
             qrels[q["qid"]] = {q["source_chunk_id"]: 1}
     return qrels
 
 
-def evaluate_retrieval(rc, questions: list[dict], unanswerable: list[dict], chunks: list, systems: dict,
-                       depth: int, pool: int) -> RetrievalEval:
+def evaluate_retrieval(
+    rc, questions: list[dict], unanswerable: list[dict], chunks: list, systems: dict, depth: int, pool: int
+) -> RetrievalEval:
     """Rank every question with every system to `depth` and score the rankings: IR metrics from
     the span qrels, span coverage@k, and where the source passage was found (pages, document)."""
     import pandas as pd
 
     from ..lib.span_gold import ChunkSpan, coverage
 
-    ids = [c.chunk_id for c in chunks]
     meta = {c.chunk_id: {"doc_id": c.doc_id, "page_start": c.page_start, "page_end": c.page_end} for c in chunks}
     spans_by_id = {c.chunk_id: ChunkSpan(c.chunk_id, c.doc_id, c.char_start, c.char_end) for c in chunks}
     spans = question_spans(questions)
     qids = [q["qid"] for q in questions]
     texts = [q["question"] for q in questions]
     qrels = gold_qrels(questions, chunks)
-    src = {q["qid"]: {"chunk_id": q["source_chunk_id"], "doc_id": q["doc_id"], "page_start": q["page_start"],
-                      "page_end": q["page_end"]} for q in questions}
+    src = {
+        q["qid"]: {
+            "chunk_id": q["source_chunk_id"],
+            "doc_id": q["doc_id"],
+            "page_start": q["page_start"],
+            "page_end": q["page_end"],
+        }
+        for q in questions
+    }
     metrics = metric_names(rc.k_values)
     summary_rows, per_query, rankings_rows, all_rankings, timings = [], [], [], {}, {}
     for name, system in systems.items():
@@ -72,24 +96,47 @@ def evaluate_retrieval(rc, questions: list[dict], unanswerable: list[dict], chun
         all_rankings[name] = rankings
         ev = evaluate(qrels, rankings, metrics, per_query=True)
         diag = source_diagnostics(rankings, src, meta, rc.k_values, rc.near_page_window)
-        cov = {q: {f"coverage@{k}": coverage(spans[q], [d for d, _ in rankings[q]], spans_by_id, k)
-                   for k in rc.k_values} for q in qids if q in spans}
-        summary_rows.append({"system": name, "n_queries": len(qids), "n_unanswerable_left_out": len(unanswerable),
-                             "rerank_pool": pool if name.endswith("+rerank") else None,
-                             **ev["mean"], **mean_rows(cov), **mean_rows(diag), "search_seconds": timings[name]})
+        cov = {
+            q: {f"coverage@{k}": coverage(spans[q], [d for d, _ in rankings[q]], spans_by_id, k) for k in rc.k_values}
+            for q in qids
+            if q in spans
+        }
+        summary_rows.append(
+            {
+                "system": name,
+                "n_queries": len(qids),
+                "n_unanswerable_left_out": len(unanswerable),
+                "rerank_pool": pool if name.endswith("+rerank") else None,
+                **ev["mean"],
+                **mean_rows(cov),
+                **mean_rows(diag),
+                "search_seconds": timings[name],
+            }
+        )
         for q in questions:
             r = rankings[q["qid"]]
             gold = qrels.get(q["qid"], {})
             rank = next((i for i, (d, _) in enumerate(r, 1) if d in gold), None)
-            per_query.append({"qid": q["qid"], "system": name, "task": q["task"], "source_chunk_id": q["source_chunk_id"],
-                              "source_rank": rank, "n_gold_chunks": len(gold),
-                              **{m: ev["per_query"][m].get(q["qid"], 0.0) for m in metrics},
-                              **cov.get(q["qid"], {}), **diag[q["qid"]], "top10": [d for d, _ in r[:10]]})
+            per_query.append(
+                {
+                    "qid": q["qid"],
+                    "system": name,
+                    "task": q["task"],
+                    "source_chunk_id": q["source_chunk_id"],
+                    "source_rank": rank,
+                    "n_gold_chunks": len(gold),
+                    **{m: ev["per_query"][m].get(q["qid"], 0.0) for m in metrics},
+                    **cov.get(q["qid"], {}),
+                    **diag[q["qid"]],
+                    "top10": [d for d, _ in r[:10]],
+                }
+            )
             rankings_rows.append({"qid": q["qid"], "system": name, "ranking": [[d, round(s, 6)] for d, s in r]})
         if unanswerable:
             for q, r in zip(unanswerable, system.search([q["question"] for q in unanswerable], depth)):
-                rankings_rows.append({"qid": q["qid"], "system": name, "answerable": False,
-                                      "ranking": [[d, round(s, 6)] for d, s in r]})
+                rankings_rows.append(
+                    {"qid": q["qid"], "system": name, "answerable": False, "ranking": [[d, round(s, 6)] for d, s in r]}
+                )
     return RetrievalEval(pd.DataFrame(summary_rows), per_query, rankings_rows, all_rankings, qrels, timings)
 
 
@@ -125,19 +172,29 @@ def build(cfg: Config, out) -> dict:
     write_jsonl(out(rankings_file), res.rankings_rows)
     k_main = 10 if 10 in rc.k_values else max(rc.k_values)
     clusters = {q["qid"]: q.get("source_chunk_id") or q["qid"] for q in questions}
-    sig = compare(res.qrels, res.rankings, [f"ndcg@{k_main}", f"recall@{k_main}"], stat_test="student",
-                  clusters=clusters) if len(res.rankings) > 1 else pd.DataFrame()
+    sig = (
+        compare(res.qrels, res.rankings, [f"ndcg@{k_main}", f"recall@{k_main}"], stat_test="student", clusters=clusters)
+        if len(res.rankings) > 1
+        else pd.DataFrame()
+    )
     write_dataframe(sig.round(4), out(sig_path))
     recall_curve(pd.DataFrame(res.per_query), rc.k_values, out(plot), seed=cfg.seed)
     best = summary.sort_values(f"ndcg@{k_main}", ascending=False).iloc[0]
     qids = [q["qid"] for q in questions]
-    return {"sample": n.to_dict(), "rerank_pool": pool, "rerank_pool_share": round(pool / len(ids), 4), "corpus_chunks": len(ids),
-            "reranked_lists_identical": identical_lists(res.rankings, qids, max(rc.k_values)),
-            "questions": len(qids), "unanswerable_left_out": len(unanswerable),
-            "question_origin": sorted({q["origin"] for q in questions}),
-            "gold": "span overlap (lib/span_gold.py)", "systems": list(systems),
-            f"best_ndcg@{k_main}": {"system": best["system"], "value": round(float(best[f'ndcg@{k_main}']), 4)},
-            "search_seconds": res.timings}
+    return {
+        "sample": n.to_dict(),
+        "rerank_pool": pool,
+        "rerank_pool_share": round(pool / len(ids), 4),
+        "corpus_chunks": len(ids),
+        "reranked_lists_identical": identical_lists(res.rankings, qids, max(rc.k_values)),
+        "questions": len(qids),
+        "unanswerable_left_out": len(unanswerable),
+        "question_origin": sorted({q["origin"] for q in questions}),
+        "gold": "span overlap (lib/span_gold.py)",
+        "systems": list(systems),
+        f"best_ndcg@{k_main}": {"system": best["system"], "value": round(float(best[f"ndcg@{k_main}"]), 4)},
+        "search_seconds": res.timings,
+    }
 
 
 def _models(cfg: Config) -> dict:
@@ -151,13 +208,23 @@ def _models(cfg: Config) -> dict:
 
 
 STAGE = Stage(
-    name="retrieve", doc="evaluate the retrieval systems on the questions",
-    home=lambda cfg: cfg.run_dir / "retrieval", outputs=outputs, build=build, after=("synth",),
+    name="retrieve",
+    doc="evaluate the retrieval systems on the questions",
+    home=lambda cfg: cfg.run_dir / "retrieval",
+    outputs=outputs,
+    build=build,
+    after=("synth",),
     sections=lambda cfg: ["retrieval", "seed"],
     reads=lambda cfg: [chunks_path(cfg), questions_path(cfg), golden_path(cfg), documents_path(cfg)],
     models=_models,
-    code=("spacelm.lib.retrieval", "spacelm.lib.metrics", "spacelm.lib.span_gold", "spacelm.lib.sample", "spacelm.stages.retrieve",
-          "spacelm.stages.data"),
+    code=(
+        "spacelm.lib.retrieval",
+        "spacelm.lib.metrics",
+        "spacelm.lib.span_gold",
+        "spacelm.lib.sample",
+        "spacelm.stages.retrieve",
+        "spacelm.stages.data",
+    ),
 )
 
 

@@ -1,23 +1,44 @@
 """Stage 2, synth: few-shot questions for every selected chunk × task, optional reference
 answers, the retrieval filter, and the exports. Model calls are cached, so an interrupted
 run resumes without repeating them."""
+
 from __future__ import annotations
 
 from ..config import Config
 from ..lib.golden import load_golden, locate_samples
 from ..lib.io import write_dataframe, write_jsonl
+from ..lib.questions import (
+    add_reference_answers,
+    check_waves,
+    export_beir,
+    export_hf,
+    generate_questions,
+    generate_unanswerable,
+    golden_unanswerable,
+    mark_unanswerable,
+    plan_generation,
+    plan_unanswerable,
+    retention_table,
+    retrieval_filter,
+    unanswerable_check_pairs,
+    unanswerable_table,
+)
 from ..lib.relevance import grade_pairs
-from ..lib.questions import (add_reference_answers, check_waves, export_beir, export_hf, generate_questions,
-                             generate_unanswerable, golden_unanswerable, mark_unanswerable, plan_generation, plan_unanswerable,
-                             retention_table, retrieval_filter, unanswerable_check_pairs, unanswerable_table)
 from .base import ModelTurns, Stage, execute
 from .data import chunks_path, golden_path, load_chunks, questions_path, write_attribution
 
 
 def outputs(cfg: Config):
     d = cfg.synthetic_dir
-    return [questions_path(cfg), d / "retention.csv", d / "retention.md", d / "unanswerable.csv", d / "beir",
-            d / "hf_dataset", d / "ATTRIBUTION.md"]
+    return [
+        questions_path(cfg),
+        d / "retention.csv",
+        d / "retention.md",
+        d / "unanswerable.csv",
+        d / "beir",
+        d / "hf_dataset",
+        d / "ATTRIBUTION.md",
+    ]
 
 
 def build(cfg: Config, out) -> dict:
@@ -58,20 +79,29 @@ def build(cfg: Config, out) -> dict:
     for r in records:
         if r["drop_reason"]:
             reasons[r["drop_reason"]] = reasons.get(r["drop_reason"], 0) + 1
-    return {"chunks_used": len({r["source_chunk_id"] for r in records if r["answerable"]}),
-            "generated": sum(r["answerable"] for r in records),
-            "kept": sum(r["kept"] for r in records if r["answerable"]), "drop_reasons": reasons,
-            "unanswerable_generated": len(una), "unanswerable_kept": sum(r["kept"] for r in records if not r["answerable"]),
-            "unanswerable_pairs_graded": n_pairs, "llm_judge": models.stats.get("judge"),
-            "fewshot_sampling": cfg.synth.fewshot_sampling, "n_fewshot": cfg.synth.n_fewshot,
-            "filter": f"{cfg.synth.filter_retriever} top-{cfg.synth.filter_top_n}",
-            "golden_samples": len(golden), "golden_not_found": [f"{s.id} (line {s.line})" for s in not_found],
-            "llm": models.stats.get("question_writer"), "model_identity": models.identity.get("question_writer"),
-            "judge_identity": models.identity.get("judge")}
+    return {
+        "chunks_used": len({r["source_chunk_id"] for r in records if r["answerable"]}),
+        "generated": sum(r["answerable"] for r in records),
+        "kept": sum(r["kept"] for r in records if r["answerable"]),
+        "drop_reasons": reasons,
+        "unanswerable_generated": len(una),
+        "unanswerable_kept": sum(r["kept"] for r in records if not r["answerable"]),
+        "unanswerable_pairs_graded": n_pairs,
+        "llm_judge": models.stats.get("judge"),
+        "fewshot_sampling": cfg.synth.fewshot_sampling,
+        "n_fewshot": cfg.synth.n_fewshot,
+        "filter": f"{cfg.synth.filter_retriever} top-{cfg.synth.filter_top_n}",
+        "golden_samples": len(golden),
+        "golden_not_found": [f"{s.id} (line {s.line})" for s in not_found],
+        "llm": models.stats.get("question_writer"),
+        "model_identity": models.identity.get("question_writer"),
+        "judge_identity": models.identity.get("judge"),
+    }
 
 
-def unanswerable_rounds(cfg: Config, models: ModelTurns, records: list[dict], chunks_by_id: dict, filter_fn,
-                        golden: list[dict]) -> tuple[list[dict], int]:
+def unanswerable_rounds(
+    cfg: Config, models: ModelTurns, records: list[dict], chunks_by_id: dict, filter_fn, golden: list[dict]
+) -> tuple[list[dict], int]:
     """Write unanswerable candidates and have the judge check them, in rounds: later rounds only
     for the task types still without a kept one. The golden unanswerable questions go through
     the same check in the first round (kept whatever it says: it measures the check). The
@@ -85,7 +115,9 @@ def unanswerable_rounds(cfg: Config, models: ModelTurns, records: list[dict], ch
         plan = plan_unanswerable(cfg, records, chunks_by_id, round_, tasks)
         if not plan:
             break
-        new = models.use("question_writer", lambda llm: generate_unanswerable(cfg, llm, plan, records + una))
+        new = models.use(
+            "question_writer", lambda llm, plan=plan, una=una: generate_unanswerable(cfg, llm, plan, records + una)
+        )
         for r in new:
             r["round"] = round_
         if systems is None:
@@ -95,9 +127,14 @@ def unanswerable_rounds(cfg: Config, models: ModelTurns, records: list[dict], ch
         if pairs:
             # golden ones too stop at their first answering passage: the check's verdict on them,
             # which is what they measure, is the same
-            grades = models.use("judge", lambda llm: check_waves(
-                pairs, lambda batch: grade_pairs(llm, batch, text_of, judging=cfg.grading.judging(cfg.root)),
-                uc.answerable_grade))
+            grades = models.use(
+                "judge",
+                lambda llm, pairs=pairs: check_waves(
+                    pairs,
+                    lambda batch: grade_pairs(llm, batch, text_of, judging=cfg.grading.judging(cfg.root)),
+                    uc.answerable_grade,
+                ),
+            )
             mark_unanswerable(checked, grades, uc.answerable_grade)
             n_pairs += len(grades)
         una += new
@@ -132,14 +169,26 @@ def _models(cfg: Config) -> dict:
 
 
 STAGE = Stage(
-    name="synth", doc="write synthetic questions and apply the retrieval filter",
-    home=lambda cfg: cfg.synthetic_dir, outputs=outputs, build=build, after=("chunk",),
+    name="synth",
+    doc="write synthetic questions and apply the retrieval filter",
+    home=lambda cfg: cfg.synthetic_dir,
+    outputs=outputs,
+    build=build,
+    after=("chunk",),
     sections=lambda cfg: _sections(cfg) + ["corpus.file_list"],
     reads=lambda cfg: [chunks_path(cfg), golden_path(cfg)],
     prompts=_prompts,
     models=_models,
-    code=("spacelm.lib.llm.frontend", "spacelm.lib.questions", "spacelm.lib.golden", "spacelm.lib.retrieval", "spacelm.lib.beir",
-          "spacelm.lib.relevance", "spacelm.lib.judging", "spacelm.stages.synth"),
+    code=(
+        "spacelm.lib.llm.frontend",
+        "spacelm.lib.questions",
+        "spacelm.lib.golden",
+        "spacelm.lib.retrieval",
+        "spacelm.lib.beir",
+        "spacelm.lib.relevance",
+        "spacelm.lib.judging",
+        "spacelm.stages.synth",
+    ),
 )
 
 

@@ -16,8 +16,7 @@ def test_shipped_configs_load(name):
     assert 0 < pool < 1 or pool >= max(cfg.retrieval.k_values)
 
 
-@pytest.mark.parametrize("pool,msg", [(0.0, "share of the corpus"), (1.5, "share of the corpus"),
-                                      (-3, "must be >= 1")])
+@pytest.mark.parametrize("pool,msg", [(0.0, "share of the corpus"), (1.5, "share of the corpus"), (-3, "must be >= 1")])
 def test_pool_share_or_count(pool, msg):
     with pytest.raises(ConfigError, match=rf"retrieval\.pool.*{msg}"):
         from_dict({"retrieval": {"pool": pool}})
@@ -87,38 +86,48 @@ def test_section_hash_changes_with_section_only():
     assert a.section_hash("chunking") != c.section_hash("chunking")
 
 
-@pytest.mark.parametrize("override,key", [
-    ({"grading": {"top_k": [-3]}}, "grading.top_k"),
-    ({"grading": {"top_k": [3, 500]}, "retrieval": {"pool": 100}}, "grading.top_k"),
-    ({"answer": {"retrieve_k": -2}}, "answer.retrieve_k"),
-    ({"answer": {"retrieve_k": 0}}, "answer.retrieve_k"),
-    ({"synth": {"filter_top_n": 0}}, "synth.filter_top_n"),
-    ({"grading": {"n_bootstrap": -1}}, "grading.n_bootstrap"),
-    ({"grading": {"max_questions": -1}}, "grading.max_questions"),
-    ({"answer": {"max_questions": 0}}, "answer.max_questions"),
-    ({"synth": {"max_chunks": -5}}, "synth.max_chunks"),
-    ({"retrieval": {"k_values": []}}, "retrieval.k_values"),
-    ({"grading": {"retrievers": ["bm25+rerank"]}}, "grading.retrievers"),
-    ({"answer": {"retriever": "tfidf"}}, "answer.retriever"),
-    ({"models": {"judge": {"top_p": 0}}}, "models.judge.top_p"),
-    ({"models": {"judge": {"temperature": -0.5}}}, "models.judge.temperature"),
-    ({"models": {"generator": {"max_tokens": 5000, "n_ctx": 4096}}}, "models.generator.max_tokens"),
-    ({"models": {"judge": {"backend": "openai"}}}, "models.judge.base_url"),
-    ({"models": {"judge": {"gpu_memory_utilization": 1.5}}}, "models.judge.gpu_memory_utilization"),
-    ({"models": {"judge": {"model": "embedded:nope"}}}, "models.judge.model"),
-    ({"models": {"judge": {"model": "/no/such/model.gguf"}}}, "models.judge.model"),
-    ({"chunking": {"tokenizer": "./missing/tokenizer.json"}}, "chunking.tokenizer"),
-    ({"retrieval": {"dense": {"model": "/no/such/folder/minilm"}}}, "retrieval.dense.model"),
-])
+@pytest.mark.parametrize(
+    "override,key",
+    [
+        ({"grading": {"top_k": [-3]}}, "grading.top_k"),
+        ({"grading": {"top_k": [3, 500]}, "retrieval": {"pool": 100}}, "grading.top_k"),
+        ({"answer": {"retrieve_k": -2}}, "answer.retrieve_k"),
+        ({"answer": {"retrieve_k": 0}}, "answer.retrieve_k"),
+        ({"synth": {"filter_top_n": 0}}, "synth.filter_top_n"),
+        ({"grading": {"n_bootstrap": -1}}, "grading.n_bootstrap"),
+        ({"grading": {"max_questions": -1}}, "grading.max_questions"),
+        ({"answer": {"max_questions": 0}}, "answer.max_questions"),
+        ({"synth": {"max_chunks": -5}}, "synth.max_chunks"),
+        ({"retrieval": {"k_values": []}}, "retrieval.k_values"),
+        ({"grading": {"retrievers": ["bm25+rerank"]}}, "grading.retrievers"),
+        ({"answer": {"retriever": "tfidf"}}, "answer.retriever"),
+        ({"models": {"judge": {"top_p": 0}}}, "models.judge.top_p"),
+        ({"models": {"judge": {"temperature": -0.5}}}, "models.judge.temperature"),
+        ({"models": {"generator": {"max_tokens": 5000, "n_ctx": 4096}}}, "models.generator.max_tokens"),
+        ({"models": {"judge": {"backend": "openai"}}}, "models.judge.base_url"),
+        ({"models": {"judge": {"gpu_memory_utilization": 1.5}}}, "models.judge.gpu_memory_utilization"),
+        ({"models": {"judge": {"model": "embedded:nope"}}}, "models.judge.model"),
+        ({"models": {"judge": {"model": "/no/such/model.gguf"}}}, "models.judge.model"),
+        ({"chunking": {"tokenizer": "./missing/tokenizer.json"}}, "chunking.tokenizer"),
+        ({"retrieval": {"dense": {"model": "/no/such/folder/minilm"}}}, "retrieval.dense.model"),
+    ],
+)
 def test_out_of_range_values_name_the_key(override, key):
     with pytest.raises(ConfigError, match=re.escape(f"'{key}'")):
         from_dict(override)
 
 
 def test_valid_edge_values_and_hub_names_pass():
-    cfg = from_dict({"grading": {"top_k": [1, 100], "max_questions": None}, "answer": {"retrieve_k": 1},
-                     "models": {"judge": {"backend": "vllm", "model": "meta-llama/Llama-3.3-70B-Instruct"},
-                                "generator": {"backend": "openai", "model": "served-name", "base_url": "http://x/v1"}}})
+    cfg = from_dict(
+        {
+            "grading": {"top_k": [1, 100], "max_questions": None},
+            "answer": {"retrieve_k": 1},
+            "models": {
+                "judge": {"backend": "vllm", "model": "meta-llama/Llama-3.3-70B-Instruct"},
+                "generator": {"backend": "openai", "model": "served-name", "base_url": "http://x/v1"},
+            },
+        }
+    )
     assert cfg.grading.top_k == [1, 100]
 
 
@@ -126,7 +135,21 @@ def test_cli_rejects_bad_values_with_exit_2_before_loading_a_model(tmp_path):
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-m", "spacelm.cli", "grade", "--config", str(ROOT / "configs" / "quick.yaml"),
-                        "--set", "grading.top_k=[-3]"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "spacelm.cli",
+            "grade",
+            "--config",
+            str(ROOT / "configs" / "quick.yaml"),
+            "--set",
+            "grading.top_k=[-3]",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert r.returncode == 2, r.stderr
     assert "'grading.top_k'" in r.stderr and "Traceback" not in r.stderr

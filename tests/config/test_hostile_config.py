@@ -1,6 +1,7 @@
 """Broken and hostile configs (issue 26): each is refused at load, or before the first stage,
 with one line naming the key (or the `--set` argument) and the fix, exit code 2, before any
 model loads. Each test names the defect of the issue it covers."""
+
 import json
 from pathlib import Path
 
@@ -71,8 +72,13 @@ def test_answer_retriever_must_be_a_retrieval_system():
     """#3: the answer stage read answer.retriever's ranking only after the model stages."""
     from spacelm.config.validate import check_stage_needs
 
-    cfg = from_dict({"retrieval": {"systems": ["bm25", "bm25+rerank"]}, "grading": {"retrievers": ["bm25"]},
-                     "answer": {"retriever": "dense"}})
+    cfg = from_dict(
+        {
+            "retrieval": {"systems": ["bm25", "bm25+rerank"]},
+            "grading": {"retrievers": ["bm25"]},
+            "answer": {"retriever": "dense"},
+        }
+    )
     check_stage_needs(cfg, ["ingest", "chunk", "synth", "retrieve", "grade"])  # answer not run: fine
     with pytest.raises(ConfigError, match=r"retrieval\.systems' lacks 'dense'.*answer\.retriever"):
         check_stage_needs(cfg, ["retrieve", "grade", "answer"])
@@ -97,7 +103,9 @@ def test_hub_model_without_local_copy_is_refused_when_offline(tmp_path, monkeypa
     """#3: a hub name that cannot be fetched cost 80 s and a chained traceback."""
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(ConfigError, match=r"retrieval\.dense\.model.*'nobody/no-such-model'.*not in the local hub cache"):
+    with pytest.raises(
+        ConfigError, match=r"retrieval\.dense\.model.*'nobody/no-such-model'.*not in the local hub cache"
+    ):
         from_dict({"retrieval": {"dense": {"model": "nobody/no-such-model"}}})
     (tmp_path / "hub" / "models--nobody--no-such-model" / "snapshots").mkdir(parents=True)
     assert from_dict({"retrieval": {"dense": {"model": "nobody/no-such-model"}}})
@@ -113,8 +121,15 @@ def test_malformed_model_name_is_refused():
 
 
 def _golden(path: Path, passage_chars: int, n: int = 3) -> Path:
-    rows = [{"id": f"d{i}", "task": "direct_qa", "question": f"What does sample {i} say about orbits?",
-             "passage": ("orbit " * (passage_chars // 6))} for i in range(n)]
+    rows = [
+        {
+            "id": f"d{i}",
+            "task": "direct_qa",
+            "question": f"What does sample {i} say about orbits?",
+            "passage": ("orbit " * (passage_chars // 6)),
+        }
+        for i in range(n)
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
@@ -125,8 +140,13 @@ def test_fewshot_prompt_longer_than_n_ctx_is_refused_before_synth(tmp_path):
     from spacelm.stages.preflight import check_before_run
 
     small = {"n_ctx": 1024, "max_tokens": 64}
-    cfg = from_dict({"corpus": {"golden_samples": str(_golden(tmp_path / "g.jsonl", 3000))},
-                     "synth": {"tasks": ["direct_qa"], "n_fewshot": 3}, "models": {"question_writer": small}})
+    cfg = from_dict(
+        {
+            "corpus": {"golden_samples": str(_golden(tmp_path / "g.jsonl", 3000))},
+            "synth": {"tasks": ["direct_qa"], "n_fewshot": 3},
+            "models": {"question_writer": small},
+        }
+    )
     with pytest.raises(ConfigError, match=r"synth\.n_fewshot.*direct_qa.*models\.question_writer\.n_ctx = 1,024"):
         check_before_run(cfg, ["ingest", "chunk", "synth"])
     check_before_run(cfg, ["ingest", "chunk"])  # synth not run: nothing to check
@@ -158,8 +178,9 @@ def test_cli_set_run_name_outside_results_exits_2(tmp_path, capsys):
 
 
 # --------------------------------------------------------------------------- #9 malformed --set
-@pytest.mark.parametrize("arg", ["retrieval.k_values=[3,5", "grading={a: 1, a: 2}", "retrieval..pool=3",
-                                 "no_equals_sign", "=3"])
+@pytest.mark.parametrize(
+    "arg", ["retrieval.k_values=[3,5", "grading={a: 1, a: 2}", "retrieval..pool=3", "no_equals_sign", "=3"]
+)
 def test_malformed_set_names_the_argument(arg):
     """#9: `--set retrieval.k_values=[3,5` gave a YAML traceback with exit 1."""
     with pytest.raises(ConfigError) as e:
@@ -206,8 +227,11 @@ def test_k_above_the_corpus_size_is_refused():
     from spacelm.stages.preflight import check_corpus_size
 
     cfg = load_config(QUICK, sets=["retrieval.k_values=[3, 500]", "retrieval.pool_max=null"])
-    with pytest.raises(ConfigError, match=r"^--set retrieval\.k_values=\[3, 500\]: .*holds 500, above the corpus's "
-                                          r"199 chunks"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^--set retrieval\.k_values=\[3, 500\]: .*holds 500, above the corpus's "
+        r"199 chunks",
+    ):
         check_corpus_size(cfg, 199)
     check_corpus_size(cfg, 500)
     cfg = from_dict({"answer": {"retrieve_k": 3}, "grading": {"top_k": [3, 5]}, "retrieval": {"k_values": [3]}})

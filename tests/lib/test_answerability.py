@@ -1,4 +1,5 @@
 """Refusal metrics on answerable and unanswerable questions, by hand."""
+
 import math
 
 import pytest
@@ -8,8 +9,9 @@ from spacelm.lib import answerability as A
 
 def _rows():
     # 4 answerable (1 refused), 3 unanswerable (2 refused)
-    return ([{"answerable": True, "refused": r} for r in (False, False, False, True)] +
-            [{"answerable": False, "refused": r} for r in (True, True, False)])
+    return [{"answerable": True, "refused": r} for r in (False, False, False, True)] + [
+        {"answerable": False, "refused": r} for r in (True, True, False)
+    ]
 
 
 def test_refusal_metrics_by_hand():
@@ -31,10 +33,12 @@ def test_row_has_the_contract_columns_and_cis():
 
 
 def test_threshold_sweep_moves_from_answering_everything_to_refusing_everything():
-    rows = [{"answerable": True, "generator_refused": False, "score": 0.8},
-            {"answerable": True, "generator_refused": False, "score": 0.4},
-            {"answerable": False, "generator_refused": False, "score": 0.3},
-            {"answerable": False, "generator_refused": True, "score": 0.9}]
+    rows = [
+        {"answerable": True, "generator_refused": False, "score": 0.8},
+        {"answerable": True, "generator_refused": False, "score": 0.4},
+        {"answerable": False, "generator_refused": False, "score": 0.3},
+        {"answerable": False, "generator_refused": True, "score": 0.9},
+    ]
     s = {r["threshold"]: r for r in A.threshold_sweep(rows, [0.0, 0.35, 0.5, 1.0])}
     assert s[0.0]["refusal_recall"] == 0.5 and s[0.0]["false_refusal_rate"] == 0.0  # only the generator refuses
     assert s[0.35]["refusal_recall"] == 1.0 and s[0.35]["false_refusal_rate"] == 0.0

@@ -3,16 +3,19 @@ from types import SimpleNamespace as C
 import pandas as pd
 import pytest
 
-from spacelm.lib import answers as answer
 from spacelm.config import from_dict
+from spacelm.lib import answers as answer
 
 
-@pytest.mark.parametrize("text,refusal", [
-    ("The answer cannot be found in the provided passages.", True),
-    ("The passages do not contain information about that.", True),
-    ("I do not know.", True),
-    ("Operators manoeuvre above a probability of 1e-4 [ca:2].", False),
-])
+@pytest.mark.parametrize(
+    "text,refusal",
+    [
+        ("The answer cannot be found in the provided passages.", True),
+        ("The passages do not contain information about that.", True),
+        ("I do not know.", True),
+        ("Operators manoeuvre above a probability of 1e-4 [ca:2].", False),
+    ],
+)
 def test_refusal_detection(text, refusal):
     assert answer.is_refusal(text) == refusal
 
@@ -29,20 +32,30 @@ def test_citation_check_by_chunk_id():
 
 def test_overall_pass_and_pipeline_columns():
     def item(p, verdicts, claims=None, answerable=True):
-        it = {"pipeline": p, "setting": "retrieved", "answerable": answerable, "latency_s": 1.0, "scores": {},
-              "citation": {"citation_accuracy": None, "n_cited": 0, "n_valid": 0}, "refusal": False,
-              "binary": {k: {"verdict": v} for k, v in verdicts.items()}}
+        it = {
+            "pipeline": p,
+            "setting": "retrieved",
+            "answerable": answerable,
+            "latency_s": 1.0,
+            "scores": {},
+            "citation": {"citation_accuracy": None, "n_cited": 0, "n_valid": 0},
+            "refusal": False,
+            "binary": {k: {"verdict": v} for k, v in verdicts.items()},
+        }
         if claims is not None:
-            it["claims"] = [{"supported": s, "cited": c, "support": {x: (0.9 if s else 0.1) for x in c}}
-                            for s, c in claims]
+            it["claims"] = [
+                {"supported": s, "cited": c, "support": {x: (0.9 if s else 0.1) for x in c}} for s, c in claims
+            ]
         return it
 
     good = {"answer_relevant": True, "grounded": True, "context_relevant": True}
-    items = [item("B", good, [(True, ["a:1"]), (False, [])]),
-             item("B", dict(good, grounded=False), [(True, [])]),
-             item("B", {"answer_relevant": True}),  # a verdict missing: no overall verdict
-             item("B", good, answerable=False),  # unanswerable questions are not in this table
-             item("A", {"answer_relevant": True})]
+    items = [
+        item("B", good, [(True, ["a:1"]), (False, [])]),
+        item("B", dict(good, grounded=False), [(True, [])]),
+        item("B", {"answer_relevant": True}),  # a verdict missing: no overall verdict
+        item("B", good, answerable=False),  # unanswerable questions are not in this table
+        item("A", {"answer_relevant": True}),
+    ]
     assert answer.overall_pass(items[0]) is True and answer.overall_pass(items[1]) is False
     assert answer.overall_pass(items[2]) is None
     t = answer.pipelines_table(items, 100, 0).set_index("pipeline")
@@ -64,8 +77,9 @@ def _chunks():
 
 
 def test_contexts_per_setting():
-    cfg = from_dict({"answer": {"n_wrong_values": [0, 3], "negative_n_wrong": 5, "pipelines": ["A", "B"],
-                                "retrieve_k": 2}})
+    cfg = from_dict(
+        {"answer": {"n_wrong_values": [0, 3], "negative_n_wrong": 5, "pipelines": ["A", "B"], "retrieve_k": 2}}
+    )
     assert [s["name"] for s in answer.settings(cfg)] == ["standard", "3_wrong", "5_wrong"]
     q = {"qid": "q1", "task": "direct_qa", "question": "?", "source_chunk_id": "a:1", "doc_id": "a"}
     items = answer.build_items(cfg, [q], _chunks(), {"q1": ["b:0", "a:1", "c:2"]})
@@ -78,17 +92,26 @@ def test_contexts_per_setting():
     assert three["rubrics"] == ["faithfulness", "relevance", "noise_robustness"]
     assert by[("A", "closed_book")]["passage_ids"] == [] and by[("B", "retrieved")]["passage_ids"] == ["b:0", "a:1"]
     una = answer.unanswerable_items(cfg, [dict(q, qid="u1", answerable=False)], {"u1": ["c:0", "d:1", "b:2"]})
-    assert [(u["pipeline"], u["setting"], u["passage_ids"], u["rubrics"], u["answerable"]) for u in una] == \
-        [("B", "unanswerable", ["c:0", "d:1"], ["negative_rejection"], False)]
+    assert [(u["pipeline"], u["setting"], u["passage_ids"], u["rubrics"], u["answerable"]) for u in una] == [
+        ("B", "unanswerable", ["c:0", "d:1"], ["negative_rejection"], False)
+    ]
     again = answer.build_items(cfg, [q], _chunks(), {"q1": ["b:0", "a:1", "c:2"]})
     assert [it["passage_ids"] for it in again] == [it["passage_ids"] for it in items]  # seeded
 
 
 def test_table2_long_and_wide():
-    items = [{"pipeline": "table2", "setting": "standard", "rubrics": ["faithfulness"], "scores": {"faithfulness": s}}
-             for s in (5, 4, None)]
-    items += [{"pipeline": "table2", "setting": "5_wrong", "rubrics": ["negative_rejection"],
-               "scores": {"negative_rejection": 1}}]
+    items = [
+        {"pipeline": "table2", "setting": "standard", "rubrics": ["faithfulness"], "scores": {"faithfulness": s}}
+        for s in (5, 4, None)
+    ]
+    items += [
+        {
+            "pipeline": "table2",
+            "setting": "5_wrong",
+            "rubrics": ["negative_rejection"],
+            "scores": {"negative_rejection": 1},
+        }
+    ]
     long = answer.table2(items, ["standard", "5_wrong"], 100, 0)
     row = long[(long.metric == "faithfulness")].iloc[0]
     assert row["mean"] == 4.5 and row["n"] == 2 and row["missing"] == 1 and row["std"] == pytest.approx(0.707, abs=1e-3)
@@ -99,8 +122,17 @@ def test_table2_long_and_wide():
 
 
 def test_pipelines_table_latency_and_rates():
-    its = [{"pipeline": "B", "latency_s": t, "binary": {"correct": {"verdict": v}}, "scores": {"faithfulness": 4},
-            "citation": {"citation_accuracy": 1.0, "n_cited": 1}, "refusal": False} for t, v in ((1, True), (3, False))]
+    its = [
+        {
+            "pipeline": "B",
+            "latency_s": t,
+            "binary": {"correct": {"verdict": v}},
+            "scores": {"faithfulness": 4},
+            "citation": {"citation_accuracy": 1.0, "n_cited": 1},
+            "refusal": False,
+        }
+        for t, v in ((1, True), (3, False))
+    ]
     df = answer.pipelines_table(its).iloc[0]
     assert df.correctness == 0.5 and df.latency_p50_s == 2 and df.refusal_rate == 0
 
@@ -123,7 +155,9 @@ def test_table2_tests_pair_questions_and_adjust_the_family():
     # every question its own source chunk: the cluster-robust t test is the one-sample t test of
     # the differences (-1, 0, -2, -1, 0, -2: mean -1, sd √0.8, t = -2.739 on 5 df)
     p = ttest_1samp([b - a for a, b in zip(std, wrong)], 0).pvalue
-    assert f["p_value"] == pytest.approx(p, abs=1e-4) and f["p_holm"] == pytest.approx(p, abs=1e-4)  # one test in its family
+    assert f["p_value"] == pytest.approx(p, abs=1e-4) and f["p_holm"] == pytest.approx(
+        p, abs=1e-4
+    )  # one test in its family
     assert f["n_source_chunks"] == 6 and f["family"] == "faithfulness / settings - standard"
     r = df.loc["relevance"]
     assert r["n_questions"] == 5 and r["diff"] == 0 and pd.isna(r["p_value"]) and pd.isna(r["mde_cell"])
@@ -132,8 +166,12 @@ def test_table2_tests_pair_questions_and_adjust_the_family():
 def test_fact_check_catches_a_vague_answer_against_the_reference():
     from spacelm.lib.answers import fact_check, quantities
 
-    assert quantities("about 100 km in 2 hours, 10,000 kg and 1.5 %") == [(100.0, "km"), (2.0, "hours"),
-                                                                         (10000.0, "kg"), (1.5, "%")]
+    assert quantities("about 100 km in 2 hours, 10,000 kg and 1.5 %") == [
+        (100.0, "km"),
+        (2.0, "hours"),
+        (10000.0, "kg"),
+        (1.5, "%"),
+    ]
     bad = fact_check("The orbit is about 100 km high.", "The perigee is 261 km.")
     assert bad["verdict"] is False and bad["missing_numbers"] == ["261 km"] and bad["contradicted"] == ["261 km"]
     ok = fact_check("ESA measured a perigee of 261 km.", "ESA gives a perigee of 261 km.")
@@ -149,10 +187,22 @@ def test_refusal_rates_phrase_and_judge_side_by_side():
 
     items = []
     for refused, judged, score in [(True, True, 5), (True, False, 5), (False, False, 1), (False, False, 3)]:
-        items.append({"setting": "5_wrong", "rubrics": ["negative_rejection"], "refusal": refused,
-                      "binary": {"refusal": {"verdict": judged}}, "scores": {"negative_rejection": score}})
+        items.append(
+            {
+                "setting": "5_wrong",
+                "rubrics": ["negative_rejection"],
+                "refusal": refused,
+                "binary": {"refusal": {"verdict": judged}},
+                "scores": {"negative_rejection": score},
+            }
+        )
     items.append({"setting": "standard", "rubrics": ["faithfulness"], "refusal": False, "binary": {}, "scores": {}})
     (r,) = refusal_rates(items)
-    assert r["setting"] == "5_wrong" and r["n"] == 4 and r["refusal_rate_phrase"] == 0.5 and r["refusal_rate_judge"] == 0.25
+    assert (
+        r["setting"] == "5_wrong"
+        and r["n"] == 4
+        and r["refusal_rate_phrase"] == 0.5
+        and r["refusal_rate_judge"] == 0.25
+    )
     assert r["agreement"] == 0.75 and r["rubric_mean"] == 3.5 and r["rubric_declines_rate"] == 0.5
     assert 0 < r["judge_ci_low"] < 0.25 < r["judge_ci_high"] < 1

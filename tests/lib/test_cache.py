@@ -1,5 +1,6 @@
 """The persistent call cache when its file is damaged (issue 26, defect #5): a raw
 `sqlite3.DatabaseError` used to break every command, `cache clear` included."""
+
 from __future__ import annotations
 
 import sqlite3

@@ -1,4 +1,5 @@
 """Numbered citations: every accepted form maps back to its chunk id; the rest are invalid."""
+
 import pytest
 
 from spacelm.lib import citations as C
@@ -6,17 +7,20 @@ from spacelm.lib import citations as C
 IDS = ["a:1", "b:2", "c:3"]
 
 
-@pytest.mark.parametrize("text,cited", [
-    ("Drag lowers the orbit [1].", ["a:1"]),
-    ("Both agree [1, 3].", ["a:1", "c:3"]),
-    ("Both agree [1][3].", ["a:1", "c:3"]),
-    ("All three [1-3].", ["a:1", "b:2", "c:3"]),
-    ("Two of them [2 and 3].", ["b:2", "c:3"]),
-    ("See [Passage 2] and (Source 1).", ["b:2", "a:1"]),
-    ("See [Doc 3].", ["c:3"]),
-    ("By id [b:2].", ["b:2"]),
-    ("A list item (1) is not a citation.", []),
-])
+@pytest.mark.parametrize(
+    "text,cited",
+    [
+        ("Drag lowers the orbit [1].", ["a:1"]),
+        ("Both agree [1, 3].", ["a:1", "c:3"]),
+        ("Both agree [1][3].", ["a:1", "c:3"]),
+        ("All three [1-3].", ["a:1", "b:2", "c:3"]),
+        ("Two of them [2 and 3].", ["b:2", "c:3"]),
+        ("See [Passage 2] and (Source 1).", ["b:2", "a:1"]),
+        ("See [Doc 3].", ["c:3"]),
+        ("By id [b:2].", ["b:2"]),
+        ("A list item (1) is not a citation.", []),
+    ],
+)
 def test_accepted_forms(text, cited):
     assert C.cited_markers(text, IDS) == cited
 

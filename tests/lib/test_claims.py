@@ -1,4 +1,5 @@
 """Claim-level support: the split, the checks planned, and the three metrics by hand."""
+
 import pytest
 
 from spacelm.lib import claims as K
@@ -8,8 +9,10 @@ IDS = ["a:1", "b:2"]
 
 
 def test_split_claims_attaches_trailing_markers_and_skips_declines():
-    text = ("Drag lowers the perigee of debris. [1] Solar maximum speeds this up [1][2]. Yes. "
-            "The passages do not contain the launch date.")
+    text = (
+        "Drag lowers the perigee of debris. [1] Solar maximum speeds this up [1][2]. Yes. "
+        "The passages do not contain the launch date."
+    )
     cl = K.split_claims(text, IDS)
     assert [c["claim"] for c in cl] == ["Drag lowers the perigee of debris.", "Solar maximum speeds this up."]
     assert [c["cited"] for c in cl] == [["a:1"], ["a:1", "b:2"]]
@@ -18,8 +21,10 @@ def test_split_claims_attaches_trailing_markers_and_skips_declines():
 
 
 def test_one_check_per_cited_passage_or_the_whole_context():
-    items = [{"answer": "Drag lowers perigee [1][2]. Storms heat the air.", "passage_ids": IDS},
-             {"answer": "Closed book answer here.", "passage_ids": []}]
+    items = [
+        {"answer": "Drag lowers perigee [1][2]. Storms heat the air.", "passage_ids": IDS},
+        {"answer": "Closed book answer here.", "passage_ids": []},
+    ]
     checks = K.plan_claim_checks(items)
     assert [(c["claim_index"], c["ids"]) for c in checks] == [(0, ["a:1"]), (0, ["b:2"]), (1, IDS)]
 
@@ -41,14 +46,27 @@ class Judge:
 
 def test_metrics_by_hand():
     text_of = {"a:1": "PASSAGE-A", "b:2": "PASSAGE-B"}
-    it = {"qid": "q", "setting": "standard", "pipeline": "table2",
-          "answer": "Drag lowers perigee [1][2]. Storms heat the air [2]. Debris is tracked daily.",
-          "passage_ids": IDS}
-    judge = Judge({("Drag", "PASSAGE-A"): 0.9, ("Drag", "PASSAGE-B"): 0.2, ("Storms", "PASSAGE-B"): 0.3,
-                   ("Debris", "PASSAGE-A"): 0.8})
+    it = {
+        "qid": "q",
+        "setting": "standard",
+        "pipeline": "table2",
+        "answer": "Drag lowers perigee [1][2]. Storms heat the air [2]. Debris is tracked daily.",
+        "passage_ids": IDS,
+    }
+    judge = Judge(
+        {
+            ("Drag", "PASSAGE-A"): 0.9,
+            ("Drag", "PASSAGE-B"): 0.2,
+            ("Storms", "PASSAGE-B"): 0.3,
+            ("Debris", "PASSAGE-A"): 0.8,
+        }
+    )
     rows = K.judge_claims(judge, [it], text_of, "ids")
-    assert [(r["claim"][:5], r["supported"], r["p_supported"]) for r in rows] == \
-        [("Drag ", True, 0.9), ("Storm", False, 0.3), ("Debri", True, 0.8)]
+    assert [(r["claim"][:5], r["supported"], r["p_supported"]) for r in rows] == [
+        ("Drag ", True, 0.9),
+        ("Storm", False, 0.3),
+        ("Debri", True, 0.8),
+    ]
     assert rows[2]["support"] == {"context": 0.8} and rows[0]["support"] == {"a:1": 0.9, "b:2": 0.2}
     c = K.answer_counts(it)
     # 3 claims, 2 supported; citations: Drag->a (yes), Drag->b (no), Storms->b (no); claims with a
@@ -62,8 +80,10 @@ def test_metrics_by_hand():
 
 def test_claim_table_pools_answers_with_cis():
     def item(setting, sup):
-        return {"setting": setting, "claims": [{"supported": s, "cited": [], "support": {"context": 0.9 if s else 0.1}}
-                                               for s in sup]}
+        return {
+            "setting": setting,
+            "claims": [{"supported": s, "cited": [], "support": {"context": 0.9 if s else 0.1}} for s in sup],
+        }
 
     items = [item("standard", [True, True]), item("standard", [True, False]), item("5_wrong", [False])]
     t = {r["setting"]: r for r in K.claim_table(items, "setting", 200, 0)}
@@ -76,5 +96,7 @@ def test_claim_table_pools_answers_with_cis():
 
 def test_an_answer_opening_with_a_marker_cites_forwards():
     cl = K.split_claims("[1] Drag lowers the perigee. [2] Storms heat the upper air.", IDS)
-    assert [(c["claim"], c["cited"]) for c in cl] == [("Drag lowers the perigee.", ["a:1"]),
-                                                     ("Storms heat the upper air.", ["b:2"])]
+    assert [(c["claim"], c["cited"]) for c in cl] == [
+        ("Drag lowers the perigee.", ["a:1"]),
+        ("Storms heat the upper air.", ["b:2"]),
+    ]

@@ -1,4 +1,5 @@
 """Corpus lists: verify a folder offline, fetch from sources with sha256 checks, attribution."""
+
 from __future__ import annotations
 
 import hashlib
@@ -22,10 +23,19 @@ def _row(name: str, data: bytes, sources: str) -> str:
 def listed(tmp_path):
     """A list of three files (one joined from two parts) served by a fake downloader."""
     files = {"a.pdf": b"%PDF-a" * 10, "b.txt": b"plain text b", "c.pdf": b"part one|part two"}
-    served = {"http://x/a": files["a.pdf"], "http://x/b": files["b.txt"], "http://x/c1": b"part one|",
-              "http://x/c2": b"part two"}
-    text = "# a comment line\n" + HEADER + _row("a.pdf", files["a.pdf"], "http://x/a") + \
-        _row("b.txt", files["b.txt"], "http://x/b") + _row("c.pdf", files["c.pdf"], "http://x/c1 http://x/c2")
+    served = {
+        "http://x/a": files["a.pdf"],
+        "http://x/b": files["b.txt"],
+        "http://x/c1": b"part one|",
+        "http://x/c2": b"part two",
+    }
+    text = (
+        "# a comment line\n"
+        + HEADER
+        + _row("a.pdf", files["a.pdf"], "http://x/a")
+        + _row("b.txt", files["b.txt"], "http://x/b")
+        + _row("c.pdf", files["c.pdf"], "http://x/c1 http://x/c2")
+    )
     path = tmp_path / "mini.tsv"
     path.write_text(text)
     return cl.load_corpus_list(str(path)), files, served

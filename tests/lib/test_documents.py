@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 
 from spacelm.lib import documents as ingest
-from spacelm.stages import ingest as ingest_stage
 from spacelm.lib.io import InputError
+from spacelm.stages import ingest as ingest_stage
 from tests.conftest import LOREM, make_pdf
 
 
@@ -37,8 +37,11 @@ def test_pages_and_page_offsets(tmp_path):
     assert doc.page_of(0) == 1
     # the footer "Page N of 3" is dropped from every page, each with a row naming its page
     assert "of 3" not in doc.text
-    assert sorted((d["page"], d["reason"]) for d in drops if "of 3" in d["preview"]) == \
-        [(1, "page_number"), (2, "page_number"), (3, "page_number")]
+    assert sorted((d["page"], d["reason"]) for d in drops if "of 3" in d["preview"]) == [
+        (1, "page_number"),
+        (2, "page_number"),
+        (3, "page_number"),
+    ]
 
 
 def test_hyphenation_joined_across_pdf_lines(tmp_path):
@@ -58,8 +61,10 @@ def test_reference_section_dropped_and_counted(tmp_path):
 
 
 def test_text_after_a_reference_list_is_kept(tmp_path):
-    text = ("Body. " * 100 + "\n\nReferences\n\n[1] A. B. Smith, Title of a paper. J. Space Ops. 12 (2020) 1-9.\n\n"
-            "Appendix A. Extra material\n\nKeep me, the appendix explains the procedure in plain words.")
+    text = (
+        "Body. " * 100 + "\n\nReferences\n\n[1] A. B. Smith, Title of a paper. J. Space Ops. 12 (2020) 1-9.\n\n"
+        "Appendix A. Extra material\n\nKeep me, the appendix explains the procedure in plain words."
+    )
     (tmp_path / "a.md").write_text(text)
     doc, drops = ingest.ingest_file(tmp_path / "a.md")
     assert "Keep me" in doc.text and "Appendix A" in doc.text and "Smith" not in doc.text
@@ -130,7 +135,10 @@ def test_stage_writes_outputs_and_skips_when_fresh(tiny_config):
 
 def test_compound_hyphen_at_line_break_is_kept_when_seen_elsewhere():
     vocab = ingest.hyphen_vocabulary("A well-known rule. The 25-year rule applies.")
-    assert ingest.clean_text("a well-\nknown rule and the 25-\nyear limit", vocab) == "a well-known rule and the 25-year limit"
+    assert (
+        ingest.clean_text("a well-\nknown rule and the 25-\nyear limit", vocab)
+        == "a well-known rule and the 25-year limit"
+    )
     assert ingest.clean_text("the manoeu-\nvre", vocab) == "the manoeuvre"
 
 
@@ -143,7 +151,9 @@ def test_truncated_pdf_is_reported_not_half_read_in_silence(tmp_path):
     data = whole.read_bytes()
     (raw / "cut.pdf").write_bytes(data[: int(len(data) * 0.6)])
     make_pdf(raw / "fine.pdf", [LOREM * 3, LOREM * 3])
-    with pytest.warns(UserWarning, match=r"cut\.pdf: the PDF is damaged and PyMuPDF repaired it; pages .* of 10 came back empty"):
+    with pytest.warns(
+        UserWarning, match=r"cut\.pdf: the PDF is damaged and PyMuPDF repaired it; pages .* of 10 came back empty"
+    ):
         res = ingest.ingest_corpus(raw, [".pdf"], [])
     docs = {d.doc_id: d for d in res.documents}
     cut = docs["cut"]

@@ -4,10 +4,23 @@ from spacelm.lib import findings as F
 
 
 def _t(retriever, k, measure, diff, p, comparison="reranked - retrieved", lo=None, hi=None, p_holm=None, se=1.0):
-    return {"comparison": comparison, "retriever": retriever, "top_k": k, "measure": measure, "n_questions": 30,
-            "n_source_chunks": 20, "value_a": 40.0, "value_b": 40.0 + diff, "diff": diff,
-            "ci_low": diff - 1 if lo is None else lo, "ci_high": diff + 1 if hi is None else hi, "p_value": p,
-            "p_holm": p if p_holm is None else p_holm, "se": se, "df": 19}
+    return {
+        "comparison": comparison,
+        "retriever": retriever,
+        "top_k": k,
+        "measure": measure,
+        "n_questions": 30,
+        "n_source_chunks": 20,
+        "value_a": 40.0,
+        "value_b": 40.0 + diff,
+        "diff": diff,
+        "ci_low": diff - 1 if lo is None else lo,
+        "ci_high": diff + 1 if hi is None else hi,
+        "p_value": p,
+        "p_holm": p if p_holm is None else p_holm,
+        "se": se,
+        "df": 19,
+    }
 
 
 def test_intersection_union_needs_no_correction_where_holm_would_refuse():
@@ -70,8 +83,13 @@ def test_gate_no_evidence_and_not_comparable():
 def test_a_judge_that_has_not_passed_its_controls_gives_no_evidence():
     """A rubric whose controls' lower bound is under the bar ("weak", passed False) withholds its
     findings; one that passed keeps them."""
-    v = F.judge_verdicts(None, [{"rubric": "negative_rejection", "verdict": "weak", "passed": False},
-                                {"rubric": "faithfulness", "verdict": "valid", "passed": True}])
+    v = F.judge_verdicts(
+        None,
+        [
+            {"rubric": "negative_rejection", "verdict": "weak", "passed": False},
+            {"rubric": "faithfulness", "verdict": "valid", "passed": True},
+        ],
+    )
     assert v["negative_rejection"] == "weak (controls not passed)" and v["faithfulness"] == "valid"
     assert F.judge_status(v["negative_rejection"]) == "fails"
     assert F.gate(F.HOLDS, v["negative_rejection"], level=False, comparable="yes") == F.NO_EVIDENCE
@@ -82,10 +100,21 @@ def test_table1_findings_rows_and_judge_verdicts():
     tests = [_t(r, k, "share_0_1", -5.0, 0.01) for r in ("bm25", "dense") for k in (3, 10)]
     tests += [_t(r, k, "share_3", 4.0, 0.3) for r in ("bm25", "dense") for k in (3, 10)]
     tests += [_t(r, k, "share_2", -1.0 if k < 10 else 1.0, 0.5) for r in ("bm25", "dense") for k in (3, 10)]
-    tests += [_t("dense vs bm25", k, "mean_grade", 0.3, 0.04, comparison="dense - bm25", p_holm=0.08)
-              for k in (3, 10)]
-    shares = [{"retriever": "bm25", "stage": s, "top_k": k, "n_questions": 30, "n_source_chunks": 20,
-               "percent_2_3": 95.0, "ci_low": 91.0, "ci_high": 98.0} for s in ("retrieved", "reranked") for k in (3, 10)]
+    tests += [_t("dense vs bm25", k, "mean_grade", 0.3, 0.04, comparison="dense - bm25", p_holm=0.08) for k in (3, 10)]
+    shares = [
+        {
+            "retriever": "bm25",
+            "stage": s,
+            "top_k": k,
+            "n_questions": 30,
+            "n_source_chunks": 20,
+            "percent_2_3": 95.0,
+            "ci_low": 91.0,
+            "ci_high": 98.0,
+        }
+        for s in ("retrieved", "reranked")
+        for k in (3, 10)
+    ]
     rows = F.table1_findings(tests, shares, chunk_tokens=256)
     by = {r["finding"]: r for r in rows}
     assert by["Reranking lowers the share of grades 0 and 1 at every top-k"]["verdict"] == F.HOLDS
@@ -98,11 +127,18 @@ def test_table1_findings_rows_and_judge_verdicts():
     assert by["Grades 2-3 exceed 90% in most cells"]["verdict"] == F.HOLDS
     assert by["512-token chunks: reranking raises top-3 grade 3"]["verdict"] == F.NOT_TESTED
     assert all(r["verdict"] in F.VERDICTS for r in rows)
-    verdicts = F.judge_verdicts([{"run": True, "source": "trec-dl-2020", "verdict": "weak"},
-                                 {"run": False, "source": "scifact", "verdict": "not run"}],
-                                [{"rubric": "faithfulness", "verdict": "valid"}])
-    out = F.paper_vs_run(rows + [{"finding": "x", "judge": "negative_rejection", "verdict": F.HOLDS}], verdicts,
-                         comparable="no: judge a vs b")
+    verdicts = F.judge_verdicts(
+        [
+            {"run": True, "source": "trec-dl-2020", "verdict": "weak"},
+            {"run": False, "source": "scifact", "verdict": "not run"},
+        ],
+        [{"rubric": "faithfulness", "verdict": "valid"}],
+    )
+    out = F.paper_vs_run(
+        rows + [{"finding": "x", "judge": "negative_rejection", "verdict": F.HOLDS}],
+        verdicts,
+        comparable="no: judge a vs b",
+    )
     by = {r["finding"]: r for r in out}
     assert out[0]["judge_verdict"] == "trec-dl-2020: weak" and out[-1]["judge_verdict"] == "unchecked"
     assert out[-1]["verdict"] == F.NO_EVIDENCE  # an unchecked judge is no evidence, in the verdict itself
@@ -112,13 +148,45 @@ def test_table1_findings_rows_and_judge_verdicts():
 
 
 def test_table2_findings():
-    long = [{"metric": "noise_robustness", "setting": "3_wrong", "mean": 4.6, "std": 0.5, "n": 24, "n_source_chunks": 20,
-             "ci_low": 4.3, "ci_high": 4.8},
-            {"metric": "negative_rejection", "setting": "5_wrong_only", "mean": 2.0, "std": 1.2, "n": 24, "ci_low": 1.6,
-             "ci_high": 2.5}]
-    tests = [{"metric": "faithfulness", "setting_a": "standard", "setting_b": "3_wrong", "n_questions": 24,
-              "n_source_chunks": 20, "mean_a": 4.4, "mean_b": 4.3, "diff": -0.1, "ci_low": -0.2, "ci_high": 0.05,
-              "p_value": 0.4, "p_holm": 0.8, "se": 0.05, "df": 19}]
+    long = [
+        {
+            "metric": "noise_robustness",
+            "setting": "3_wrong",
+            "mean": 4.6,
+            "std": 0.5,
+            "n": 24,
+            "n_source_chunks": 20,
+            "ci_low": 4.3,
+            "ci_high": 4.8,
+        },
+        {
+            "metric": "negative_rejection",
+            "setting": "5_wrong_only",
+            "mean": 2.0,
+            "std": 1.2,
+            "n": 24,
+            "ci_low": 1.6,
+            "ci_high": 2.5,
+        },
+    ]
+    tests = [
+        {
+            "metric": "faithfulness",
+            "setting_a": "standard",
+            "setting_b": "3_wrong",
+            "n_questions": 24,
+            "n_source_chunks": 20,
+            "mean_a": 4.4,
+            "mean_b": 4.3,
+            "diff": -0.1,
+            "ci_low": -0.2,
+            "ci_high": 0.05,
+            "p_value": 0.4,
+            "p_holm": 0.8,
+            "se": 0.05,
+            "df": 19,
+        }
+    ]
     by = {r["judge"]: r for r in F.table2_findings(long, tests)}
     # 90% CI: -0.1 ± 1.7291 · 0.05 = [-0.186, -0.014], within ±0.25
     assert by["faithfulness"]["verdict"] == F.HOLDS and "4.40 → 4.30" in by["faithfulness"]["this_run"]
@@ -139,7 +207,9 @@ def test_paper_effects_from_the_papers_table():
 
 def test_forest_rows_carry_the_paper_and_the_detectable_band():
     rows = F.forest_rows([_t("bm25", 3, "share_3", 2.0, 0.3), _t("bm25", 3, "mean_grade", 0.1, 0.3)])
-    assert len(rows) == 1 and rows[0]["paper"] == pytest.approx(5.10) and rows[0]["mde"] == pytest.approx(2.954, abs=1e-3)
+    assert (
+        len(rows) == 1 and rows[0]["paper"] == pytest.approx(5.10) and rows[0]["mde"] == pytest.approx(2.954, abs=1e-3)
+    )
 
 
 def test_cell_cis_are_spanned_once():

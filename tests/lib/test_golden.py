@@ -22,16 +22,19 @@ def test_shipped_golden_samples_are_valid():
     assert {s.verdict for s in samples if s.task == "fact_checking"} == {"supported", "refuted", "not_enough_info"}
 
 
-@pytest.mark.parametrize("bad,message", [
-    ("{not json", r"golden.jsonl:2: not valid JSON"),
-    (dict(GOOD, id="g2", task="trivia"), r"golden.jsonl:2: unknown task 'trivia'"),
-    (dict(GOOD, id="g2", question="  "), r"golden.jsonl:2: empty 'question'"),
-    (dict(GOOD), r"golden.jsonl:2: duplicate id 'g1' \(first used on line 1\)"),
-    (dict(GOOD, id="g2", task="fact_checking"), r"golden.jsonl:2: fact_checking needs 'verdict'"),
-    (dict(GOOD, id="g2", colour="red"), r"golden.jsonl:2: unknown field"),
-    (dict(GOOD, id="g2", passage=""), r"golden.jsonl:2: needs a 'passage'"),
-    (dict(GOOD, id="g2", answerable="no"), r"golden.jsonl:2: 'answerable' must be true or false"),
-])
+@pytest.mark.parametrize(
+    "bad,message",
+    [
+        ("{not json", r"golden.jsonl:2: not valid JSON"),
+        (dict(GOOD, id="g2", task="trivia"), r"golden.jsonl:2: unknown task 'trivia'"),
+        (dict(GOOD, id="g2", question="  "), r"golden.jsonl:2: empty 'question'"),
+        (dict(GOOD), r"golden.jsonl:2: duplicate id 'g1' \(first used on line 1\)"),
+        (dict(GOOD, id="g2", task="fact_checking"), r"golden.jsonl:2: fact_checking needs 'verdict'"),
+        (dict(GOOD, id="g2", colour="red"), r"golden.jsonl:2: unknown field"),
+        (dict(GOOD, id="g2", passage=""), r"golden.jsonl:2: needs a 'passage'"),
+        (dict(GOOD, id="g2", answerable="no"), r"golden.jsonl:2: 'answerable' must be true or false"),
+    ],
+)
 def test_errors_name_file_line_and_fix(tmp_path, bad, message):
     with pytest.raises(InputError, match=message):
         load_golden(write(tmp_path, [GOOD, bad]))
@@ -45,7 +48,9 @@ def test_fewer_samples_than_fewshot_count(tmp_path):
 def test_locate_chunk_by_word_overlap():
     from types import SimpleNamespace as C
 
-    chunks = {"d": [C(chunk_id="d:0", text="alpha beta gamma"), C(chunk_id="d:1", text="drag rises during storms today")]}
+    chunks = {
+        "d": [C(chunk_id="d:0", text="alpha beta gamma"), C(chunk_id="d:1", text="drag rises during storms today")]
+    }
     s = GoldenSample(id="x", task="direct_qa", question="q", passage="drag rises during storms", doc_id="d")
     assert locate_chunk(s, chunks) == "d:1"
     s.passage = "nothing in common here"
@@ -66,8 +71,10 @@ def test_a_passage_found_nowhere_is_warned_about_with_its_line(tmp_path):
     from spacelm.lib.golden import locate_samples
 
     p = tmp_path / "g.jsonl"
-    rows = [{"id": "here", "task": "direct_qa", "question": "Q one?", "passage": "operators plan a manoeuvre"},
-            {"id": "gone", "task": "direct_qa", "question": "Q two?", "passage": "lunar regolith sintering"}]
+    rows = [
+        {"id": "here", "task": "direct_qa", "question": "Q one?", "passage": "operators plan a manoeuvre"},
+        {"id": "gone", "task": "direct_qa", "question": "Q two?", "passage": "lunar regolith sintering"},
+    ]
     p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     chunks = [C(chunk_id="d:0", doc_id="d", text="The operators plan a manoeuvre when the risk is high.")]
     with pytest.warns(UserWarning, match=r"g\.jsonl:2: golden sample 'gone'.*not found"):

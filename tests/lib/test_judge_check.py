@@ -1,9 +1,7 @@
 """Judge checks: sampling labelled pairs, agreement figures computed by hand, verdicts, position
 bias, known-answer controls. A scripted judge stands in for a model only to test our wiring."""
-from __future__ import annotations
 
-import json
-from types import SimpleNamespace as C
+from __future__ import annotations
 
 import pytest
 
@@ -41,9 +39,17 @@ def test_graded_sample_takes_one_passage_per_grade(tmp_path):
 
 
 def _rows(labels, grades, expected=None, qids=None):
-    return [{"qid": (qids or [f"q{i}" for i in range(len(labels))])[i], "chunk_id": f"c{i}", "label": l, "grade": g,
-             "expected_grade": None if expected is None else expected[i], "kind": "positive" if l else "hard_negative"}
-            for i, (l, g) in enumerate(zip(labels, grades))]
+    return [
+        {
+            "qid": (qids or [f"q{i}" for i in range(len(labels))])[i],
+            "chunk_id": f"c{i}",
+            "label": lab,
+            "grade": g,
+            "expected_grade": None if expected is None else expected[i],
+            "kind": "positive" if lab else "hard_negative",
+        }
+        for i, (lab, g) in enumerate(zip(labels, grades))
+    ]
 
 
 def test_agreement_by_hand():
@@ -71,8 +77,9 @@ def test_weighted_kappa_on_graded_labels_by_hand():
     perfect = J.agreement(_rows([0, 1, 2, 3], [0, 1, 2, 3]), 50, 0, graded=True)
     assert perfect["kappa_weighted"] == 1.0 and perfect["exact_accuracy"] == 1.0
     m = J.agreement(_rows([0, 1, 2, 3], [0, 1, 3, 2]), 50, 0, graded=True)
-    assert m["kappa_weighted"] == pytest.approx(cohen_kappa_score([0, 1, 2, 3], [0, 1, 3, 2], weights="quadratic"),
-                                                abs=1e-4)
+    assert m["kappa_weighted"] == pytest.approx(
+        cohen_kappa_score([0, 1, 2, 3], [0, 1, 3, 2], weights="quadratic"), abs=1e-4
+    )
     assert m["exact_accuracy"] == 0.5 and m["relevant_from_label"] == 2
 
 
@@ -94,7 +101,9 @@ def test_absolute_verdicts_read_the_ci_bounds():
     assert J.verdict(dict(base, auc=0.6, auc_ci=[0.5, 0.64], kappa_binary_ci=[0, 0.1]), th)[0] == "fails"
     assert J.verdict(dict(base, auc=0.6, auc_ci=[0.5, 0.66], kappa_binary_ci=[0, 0.1]), th)[0] == "weak"
     assert J.verdict(dict(base, n_pairs=29, auc=0.95, auc_ci=[0.9, 1]), th) == (
-        "too few pairs to tell", "only 29 pairs (at least 30 are needed for a verdict)")
+        "too few pairs to tell",
+        "only 29 pairs (at least 30 are needed for a verdict)",
+    )
     v, why = J.verdict(dict(base, auc_ci=[0.5, 0.95], kappa_binary_ci=[0.4, 0.6]), th)
     assert v == "too few pairs to tell" and "wider than 0.3" in why
 
@@ -108,13 +117,17 @@ def test_verdicts_against_reference_judges_on_the_same_pairs():
     weak_ref = {"name": "monot5-base", "auc": 0.70, "kappa_binary": 0.30}
     strong_ref = {"name": "umbrela-gpt-4o", "auc": 0.85, "kappa_binary": 0.35}
     close_ref = {"name": "rank1-7b", "auc": 0.78, "kappa_binary": 0.45}
-    assert J.verdict(m, th, [weak_ref]) [0] == "valid"
+    assert J.verdict(m, th, [weak_ref])[0] == "valid"
     v, why = J.verdict(m, th, [weak_ref])
     assert why.startswith("at least as good as monot5-base on these pairs")
     assert J.verdict(m, th, [strong_ref])[0] == "fails" and "below umbrela-gpt-4o" in J.verdict(m, th, [strong_ref])[1]
     v, why = J.verdict(m, th, [weak_ref, strong_ref, close_ref])
-    assert v == "weak" and "at least as good as monot5-base" in why and "below umbrela-gpt-4o" in why \
+    assert (
+        v == "weak"
+        and "at least as good as monot5-base" in why
+        and "below umbrela-gpt-4o" in why
         and "cannot tell against rank1-7b" in why
+    )
     # the absolute bar is not used where references exist: these bounds would be "weak" without them
     assert J.verdict(m, th)[0] == "weak"
     # a kappa upper bound under the reference's kappa is enough to be below it
@@ -143,8 +156,16 @@ def test_reference_judges_are_read_and_measured_on_our_pairs(tmp_path):
     # (c,b) tie, (c,d) right: 3/4; no weighted kappa for a binary judge
     assert got["mono"]["kappa_binary"] == pytest.approx(0.5) and got["mono"]["auc"] == pytest.approx(0.75)
     assert got["mono"]["kappa_weighted"] is None and got["mono"]["labels"] == "binary"
-    assert set(got["mono"]) == {"name", "n_pairs", "labels", "kappa_binary", "kappa_binary_ci", "kappa_weighted", "auc",
-                                "auc_ci"}
+    assert set(got["mono"]) == {
+        "name",
+        "n_pairs",
+        "labels",
+        "kappa_binary",
+        "kappa_binary_ci",
+        "kappa_weighted",
+        "auc",
+        "auc_ci",
+    }
     (d / "bad.qrels.txt").write_text("q1 Q0 a\n")
     with pytest.raises(ValueError, match="bad.qrels.txt:1"):
         J.read_reference_judges(d)
@@ -164,9 +185,13 @@ def test_position_bias_and_mean_of_both_orders_by_hand():
 def test_change_numbers_and_supporting_sentence():
     assert J.change_numbers("The threshold is 1e-4 at 600 km.") == "The threshold is 10e-19 at 1807 km."
     assert J.change_numbers("No figures here at all.") is None
-    text = ("Ground stations track satellites daily. Operators manoeuvre when the collision probability exceeds "
-            "one in ten thousand. Budgets are tight.")
-    assert J.supporting_sentence("When do operators manoeuvre for collision risk?", text).startswith("Operators manoeuvre")
+    text = (
+        "Ground stations track satellites daily. Operators manoeuvre when the collision probability exceeds "
+        "one in ten thousand. Budgets are tight."
+    )
+    assert J.supporting_sentence("When do operators manoeuvre for collision risk?", text).startswith(
+        "Operators manoeuvre"
+    )
 
 
 def _questions_and_chunks():
@@ -177,10 +202,16 @@ def _questions_and_chunks():
         "d:0": "Telemetry values are compared with soft and hard limits by the flight control team.",
     }
     doc_of = {c: c.split(":")[0] for c in texts}
-    qs = [{"qid": "q1", "question": "When do operators plan a collision manoeuvre?", "source_chunk_id": "a:0",
-           "answer": "When the collision probability exceeds 1 in 10000."},
-          {"qid": "q2", "question": "Why do ground stations in Svalbard see polar satellites?", "source_chunk_id": "b:0"},
-          {"qid": "q3", "question": "How much output do solar arrays lose each year?", "source_chunk_id": "c:0"}]
+    qs = [
+        {
+            "qid": "q1",
+            "question": "When do operators plan a collision manoeuvre?",
+            "source_chunk_id": "a:0",
+            "answer": "When the collision probability exceeds 1 in 10000.",
+        },
+        {"qid": "q2", "question": "Why do ground stations in Svalbard see polar satellites?", "source_chunk_id": "b:0"},
+        {"qid": "q3", "question": "How much output do solar arrays lose each year?", "source_chunk_id": "c:0"},
+    ]
     return qs, texts, doc_of
 
 
@@ -206,26 +237,37 @@ def test_bad_answer_generators_by_hand():
     assert J.closed_book("It flies at 261 km for 101 minutes.") == "It flies at about 100 km for about 40 minutes."
     assert "depends" in J.closed_book("It flies low.")
     text = "Budgets are tight every single year. Operators manoeuvre when the collision probability exceeds a limit."
-    assert J.off_question_sentence("When do operators manoeuvre for collision?", text,
-                                   avoid="Operators manoeuvre when the collision probability exceeds a limit.") \
+    assert (
+        J.off_question_sentence(
+            "When do operators manoeuvre for collision?",
+            text,
+            avoid="Operators manoeuvre when the collision probability exceeds a limit.",
+        )
         == "Budgets are tight every single year."
+    )
 
 
 def _questions_and_chunks():
     texts = {
         "a:0": "Operators plan a manoeuvre when the collision probability exceeds 1 in 10000 for the satellite. "
-               "The flight dynamics team at ESOC reviews the orbit every week.",
+        "The flight dynamics team at ESOC reviews the orbit every week.",
         "b:0": "Ground stations in Svalbard see polar orbiting satellites on almost every orbit they fly. "
-               "The antennas are maintained by KSAT staff on the island.",
+        "The antennas are maintained by KSAT staff on the island.",
         "c:0": "Solar arrays lose about 2 percent of their output each year from radiation damage to cells. "
-               "Engineers at Airbus size the arrays with margin.",
+        "Engineers at Airbus size the arrays with margin.",
         "d:0": "Telemetry values are compared with soft and hard limits by the flight control team at Darmstadt.",
     }
     doc_of = {c: c.split(":")[0] for c in texts}
-    qs = [{"qid": "q1", "question": "When do operators plan a collision manoeuvre?", "source_chunk_id": "a:0",
-           "answer": "When the collision probability exceeds 1 in 10000."},
-          {"qid": "q2", "question": "Why do ground stations in Svalbard see polar satellites?", "source_chunk_id": "b:0"},
-          {"qid": "q3", "question": "How much output do solar arrays lose each year?", "source_chunk_id": "c:0"}]
+    qs = [
+        {
+            "qid": "q1",
+            "question": "When do operators plan a collision manoeuvre?",
+            "source_chunk_id": "a:0",
+            "answer": "When the collision probability exceeds 1 in 10000.",
+        },
+        {"qid": "q2", "question": "Why do ground stations in Svalbard see polar satellites?", "source_chunk_id": "b:0"},
+        {"qid": "q3", "question": "How much output do solar arrays lose each year?", "source_chunk_id": "c:0"},
+    ]
     return qs, texts, doc_of
 
 
@@ -240,8 +282,9 @@ def test_controls_cover_every_judge_with_several_kinds_of_bad_answer():
     assert len({c["kind"] for c in by["faithfulness"]}) >= 4 and len({c["kind"] for c in by["correct"]}) >= 4
     # the first round takes one control per question with the kinds rotating
     assert len({c["kind"] for c in by["faithfulness"][:3]}) == 3
-    assert J.build_controls(qs, texts, doc_of, n=2, seed=0) == [c for r in J.CONTROL_KINDS
-                                                                for c in [x for x in controls if x["rubric"] == r][:2]]
+    assert J.build_controls(qs, texts, doc_of, n=2, seed=0) == [
+        c for r in J.CONTROL_KINDS for c in [x for x in controls if x["rubric"] == r][:2]
+    ]
     src = {q["qid"]: q["source_chunk_id"] for q in qs}
     for c in controls:
         assert c["good"] != c["bad"] and c["context_ids"] and c["kind"]
@@ -265,14 +308,20 @@ def test_controls_table_by_hand():
     passed gives [0.722, 1.0]: not valid (the lower bound is under 0.8), though every control
     passed; 30 of 30 gives [0.886, 1.0]: valid. 2 of 30 gives [0.018, 0.213]: fails."""
     th = JudgeCheckConfig(min_controls=3, valid_pass_rate=0.8, fail_pass_rate=0.6)
-    res = [{"rubric": "faithfulness", "good_score": g, "bad_score": b, "kind": k}
-           for (g, b), k in zip([(5, 1), (4, 2), (3, 3), (5, 2)], ["negated", "negated", "partial", "number_nudged"])]
-    res += [{"rubric": "grounded", "good_score": 1.0, "bad_score": 0.0}, {"rubric": "grounded", "good_score": None,
-                                                                          "bad_score": 0.0}]
+    res = [
+        {"rubric": "faithfulness", "good_score": g, "bad_score": b, "kind": k}
+        for (g, b), k in zip([(5, 1), (4, 2), (3, 3), (5, 2)], ["negated", "negated", "partial", "number_nudged"])
+    ]
+    res += [
+        {"rubric": "grounded", "good_score": 1.0, "bad_score": 0.0},
+        {"rubric": "grounded", "good_score": None, "bad_score": 0.0},
+    ]
     res += [{"rubric": "correct", "good_score": 1.0, "bad_score": 0.0, "kind": "closed_book"}] * 10
     res += [{"rubric": "relevance", "good_score": 5, "bad_score": 1, "kind": "other_question"}] * 30
-    res += [{"rubric": "refusal", "good_score": 1.0, "bad_score": 0.0 if i < 2 else 1.0, "kind": "confident"}
-            for i in range(30)]
+    res += [
+        {"rubric": "refusal", "good_score": 1.0, "bad_score": 0.0 if i < 2 else 1.0, "kind": "confident"}
+        for i in range(30)
+    ]
     t = J.controls_table(res, th).set_index("rubric")
     f = t.loc["faithfulness"]
     assert f["n"] == 4 and f["pass_rate"] == 0.75 and f["n_kinds"] == 3 and f["failed_kinds"] == "partial"
@@ -288,8 +337,16 @@ def test_controls_table_by_hand():
     assert t.loc["relevance", "passed"]
     assert t.loc["refusal", "ci_high"] == pytest.approx(0.213, abs=1e-3) and t.loc["refusal", "verdict"] == "fails"
     cols = list(J.controls_table([], th).columns)
-    assert cols[:8] == ["rubric", "n", "pass_rate", "pass_rate_ci_low", "pass_rate_ci_high", "mean_gap", "missing",
-                        "verdict"] and {"n_kinds", "ci_low", "ci_high", "passed"} <= set(cols)
+    assert cols[:8] == [
+        "rubric",
+        "n",
+        "pass_rate",
+        "pass_rate_ci_low",
+        "pass_rate_ci_high",
+        "mean_gap",
+        "missing",
+        "verdict",
+    ] and {"n_kinds", "ci_low", "ci_high", "passed"} <= set(cols)
 
 
 DECLINES = ("cannot be found", "could not find", "do not contain")
@@ -325,7 +382,9 @@ class ScriptedJudge:
                 p = 0.9 if sum(w in material.lower() for w in words) == len(words) else 0.1
                 on_done(i, Completion(text="yes" if p > 0.5 else "no", choice_probs={"yes": p, "no": 1 - p}))
             elif r.choices:  # a 1-5 rubric or a 0-3 grade
-                answer = user.split("Assistant's answer:")[-1].split("Rubric")[0] if "Assistant's answer:" in user else ""
+                answer = (
+                    user.split("Assistant's answer:")[-1].split("Rubric")[0] if "Assistant's answer:" in user else ""
+                )
                 docs = user.split("Assistant's answer:")[0]
                 words = [w for w in answer.lower().split() if len(w) > 3]
                 share = sum(w in docs.lower() for w in words) / max(1, len(words))

@@ -1,4 +1,5 @@
 """The labelling sample, the labels file and the prediction-powered Table 1, by hand."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,15 @@ def _pairs():
     out = []
     for system, n in (("bm25", 6), ("dense", 4)):
         for i in range(n):
-            out.append({"pair_id": L.pair_id(f"q{i}", f"{system}-c{i}"), "system": system, "grade": i % 2,
-                        "question": f"question {i}", "passage": f"passage {i}"})
+            out.append(
+                {
+                    "pair_id": L.pair_id(f"q{i}", f"{system}-c{i}"),
+                    "system": system,
+                    "grade": i % 2,
+                    "question": f"question {i}",
+                    "passage": f"passage {i}",
+                }
+            )
     return out
 
 
@@ -70,7 +78,9 @@ def test_read_labels_validates_ids_and_grades(tmp_path):
     with pytest.raises(InputError, match="missing column"):
         L.read_labels(f, known)
     j = tmp_path / "human_labels.jsonl"
-    j.write_text(json.dumps({"pair_id": "q1::a", "grade": 2}) + "\n" + json.dumps({"pair_id": "q1::a", "grade": 1}) + "\n")
+    j.write_text(
+        json.dumps({"pair_id": "q1::a", "grade": 2}) + "\n" + json.dumps({"pair_id": "q1::a", "grade": 1}) + "\n"
+    )
     with pytest.raises(InputError, match=r"jsonl:2: pair q1::a is labelled twice"):
         L.read_labels(j, known)
     assert L.labels_file(tmp_path) == f

@@ -2,14 +2,15 @@
 
 Backends are swapped for a scripted stand-in only where the test checks our own logic
 (caching, retries, parsing); real models are exercised in test_llm_real.py."""
+
 import json
 from types import SimpleNamespace
 
 import httpx
 import pytest
 
-from spacelm.lib.cache import CallCache
 from spacelm.config import LLMConfig
+from spacelm.lib.cache import CallCache
 from spacelm.lib.judging import judgement_from, parse_score
 from spacelm.lib.llm import LLM, Completion, Request
 from spacelm.lib.llm.openai import OpenAIBackend
@@ -17,11 +18,21 @@ from spacelm.lib.llm.types import _choice_probs_from_logprobs
 from spacelm.lib.llm.vllm import VLLMBackend
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("<result>4</result>", 4), ("<result>[5]</result>", 5), ("Score: 3", 3), ("3", 3),
-    ("I would give it a 2.", 2), ("between 1 and 5", None), ("no idea", None), ("<result>9</result>", None),
-    ("", None), ("Score: 4. The answer is 4", 4),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("<result>4</result>", 4),
+        ("<result>[5]</result>", 5),
+        ("Score: 3", 3),
+        ("3", 3),
+        ("I would give it a 2.", 2),
+        ("between 1 and 5", None),
+        ("no idea", None),
+        ("<result>9</result>", None),
+        ("", None),
+        ("Score: 4. The answer is 4", 4),
+    ],
+)
 def test_parse_score(text, expected):
     assert parse_score(text, 1, 5) == expected
 
@@ -44,8 +55,15 @@ class Scripted:
     def complete_many(self, reqs, on_done):
         for i, r in enumerate(reqs):
             self.calls += 1
-            on_done(i, Completion(text=f"echo {r.messages[-1]['content']} t={r.temperature}", prompt_tokens=3,
-                                  completion_tokens=2, latency_s=0.01))
+            on_done(
+                i,
+                Completion(
+                    text=f"echo {r.messages[-1]['content']} t={r.temperature}",
+                    prompt_tokens=3,
+                    completion_tokens=2,
+                    latency_s=0.01,
+                ),
+            )
 
 
 def test_cache_warm_rerun_makes_no_calls(tmp_path):
@@ -68,7 +86,7 @@ def test_interrupted_run_resumes(tmp_path):
 
     class Dies(Scripted):
         def complete_many(self, reqs, on_done):
-            for i, r in enumerate(reqs):
+            for i, _r in enumerate(reqs):
                 if self.calls == 2:
                     raise KeyboardInterrupt
                 self.calls += 1
@@ -86,8 +104,10 @@ def test_cache_is_shared_between_processes(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys; from spacelm.lib.cache import CallCache; c = CallCache(sys.argv[1]);"
-            "[c.put(f'{sys.argv[2]}-{i}', {'v': i}) for i in range(200)]")
+    code = (
+        "import sys; from spacelm.lib.cache import CallCache; c = CallCache(sys.argv[1]);"
+        "[c.put(f'{sys.argv[2]}-{i}', {'v': i}) for i in range(200)]"
+    )
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "c.sqlite"), tag]) for tag in "abcd"]
     assert all(p.wait(timeout=120) == 0 for p in procs)
     assert CallCache(tmp_path / "c.sqlite").summary()["entries"] == 800
@@ -98,7 +118,9 @@ def test_openai_body_and_api_key_never_in_identity(monkeypatch):
     cfg = LLMConfig(backend="openai", model="served", base_url="http://127.0.0.1:9/v1", api_key_env="SPACELM_TEST_KEY")
     b = OpenAIBackend(cfg)
     assert b.client.headers["authorization"] == "Bearer sk-secret"
-    body = b.build_body(Request(messages=[{"role": "user", "content": "x"}], max_tokens=1, choices=["0", "1"]).resolved(cfg))
+    body = b.build_body(
+        Request(messages=[{"role": "user", "content": "x"}], max_tokens=1, choices=["0", "1"]).resolved(cfg)
+    )
     assert body["guided_choice"] == ["0", "1"] and 'root ::= "0" | "1"' == body["grammar"] and body["logprobs"]
     ident = LLM(cfg, backend=b).identity
     assert "sk-secret" not in json.dumps(ident)
@@ -113,8 +135,13 @@ def test_openai_retries_on_429_and_5xx_then_succeeds():
             return httpx.Response(429, headers={"retry-after": "0"}, text="slow down")
         if len(seen) == 2:
             return httpx.Response(503, text="busy")
-        return httpx.Response(200, json={"choices": [{"message": {"content": "fine"}, "finish_reason": "stop"}],
-                                         "usage": {"prompt_tokens": 7, "completion_tokens": 1}})
+        return httpx.Response(
+            200,
+            json={
+                "choices": [{"message": {"content": "fine"}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 7, "completion_tokens": 1},
+            },
+        )
 
     cfg = LLMConfig(backend="openai", model="m", base_url="http://test/v1", max_retries=3)
     b = OpenAIBackend(cfg, transport=httpx.MockTransport(handler))
@@ -138,16 +165,33 @@ def test_openai_client_errors_are_not_retried():
 
 
 def test_choice_probs_from_openai_logprobs():
-    lp = {"content": [{"token": "2", "logprob": -0.2,
-                       "top_logprobs": [{"token": "2", "logprob": -0.2}, {"token": "3", "logprob": -2.0},
-                                        {"token": "x", "logprob": -3.0}]}]}
+    lp = {
+        "content": [
+            {
+                "token": "2",
+                "logprob": -0.2,
+                "top_logprobs": [
+                    {"token": "2", "logprob": -0.2},
+                    {"token": "3", "logprob": -2.0},
+                    {"token": "x", "logprob": -3.0},
+                ],
+            }
+        ]
+    }
     p = _choice_probs_from_logprobs(lp, ["0", "1", "2", "3"])
     assert p["2"] > p["3"] > 0 and p["0"] == 0 and abs(sum(p.values()) - 1) < 1e-9
 
 
 def test_vllm_engine_and_sampling_arguments():
-    cfg = LLMConfig(backend="vllm", model="meta-llama/Llama-3.3-70B-Instruct", tensor_parallel_size=4,
-                    pipeline_parallel_size=2, distributed_executor_backend="ray", quantization="fp8", max_model_len=16384)
+    cfg = LLMConfig(
+        backend="vllm",
+        model="meta-llama/Llama-3.3-70B-Instruct",
+        tensor_parallel_size=4,
+        pipeline_parallel_size=2,
+        distributed_executor_backend="ray",
+        quantization="fp8",
+        max_model_len=16384,
+    )
     kw = VLLMBackend.engine_kwargs(cfg)
     assert kw["tensor_parallel_size"] == 4 and kw["pipeline_parallel_size"] == 2
     assert kw["distributed_executor_backend"] == "ray" and kw["enable_prefix_caching"] and kw["quantization"] == "fp8"
@@ -157,8 +201,14 @@ def test_vllm_engine_and_sampling_arguments():
 
 def test_vllm_output_parsing():
     lp = lambda tok, v: SimpleNamespace(decoded_token=tok, logprob=v)
-    out = SimpleNamespace(prompt_token_ids=[1, 2, 3], outputs=[SimpleNamespace(
-        text="3", token_ids=[9], finish_reason="stop", logprobs=[{9: lp("3", -0.1), 8: lp("2", -2.5)}])])
+    out = SimpleNamespace(
+        prompt_token_ids=[1, 2, 3],
+        outputs=[
+            SimpleNamespace(
+                text="3", token_ids=[9], finish_reason="stop", logprobs=[{9: lp("3", -0.1), 8: lp("2", -2.5)}]
+            )
+        ],
+    )
     c = VLLMBackend.parse_output(out, Request(messages=[], choices=["0", "1", "2", "3"]), 0.5)
     assert c.text == "3" and c.prompt_tokens == 3 and c.completion_tokens == 1
     assert c.choice_probs["3"] > c.choice_probs["2"] > 0
@@ -176,8 +226,13 @@ def test_vllm_missing_gives_clear_error():
 
 
 def _ok(text: str) -> httpx.Response:
-    return httpx.Response(200, json={"choices": [{"message": {"content": text}, "finish_reason": "stop"}],
-                                     "usage": {"prompt_tokens": 3, "completion_tokens": 1}})
+    return httpx.Response(
+        200,
+        json={
+            "choices": [{"message": {"content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+        },
+    )
 
 
 def test_openai_error_on_one_request_keeps_every_finished_call(tmp_path):
@@ -206,8 +261,11 @@ def test_openai_error_on_one_request_keeps_every_finished_call(tmp_path):
     with pytest.raises(BackendError, match=r"HTTP 400.*7 of 8 calls finished"):
         llm.chat_many(reqs)
     assert llm.stats.calls == 7
-    again = LLM(cfg, CallCache(tmp_path / "c.sqlite"), backend=OpenAIBackend(cfg, transport=httpx.MockTransport(
-        lambda r: _ok("late"))))
+    again = LLM(
+        cfg,
+        CallCache(tmp_path / "c.sqlite"),
+        backend=OpenAIBackend(cfg, transport=httpx.MockTransport(lambda r: _ok("late"))),
+    )
     out = again.chat_many(reqs)
     assert again.stats.cache_hits == 7 and again.stats.calls == 1
     assert [c.text for c in out] == ["late"] + [f"aq{i}" for i in range(1, 8)]
@@ -216,8 +274,8 @@ def test_openai_error_on_one_request_keeps_every_finished_call(tmp_path):
 def test_openai_dead_server_fails_fast_with_a_circuit_breaker(monkeypatch):
     """With the server gone and 40 requests queued, the old code made 200 attempts over ~85 s;
     now it stops after `breaker_failures` consecutive connection failures."""
-    from spacelm.lib.llm import BackendUnavailable
     import spacelm.lib.llm.openai as L
+    from spacelm.lib.llm import BackendUnavailable
 
     attempts = []
 
@@ -226,8 +284,14 @@ def test_openai_dead_server_fails_fast_with_a_circuit_breaker(monkeypatch):
         raise httpx.ConnectError("connection refused", request=request)
 
     monkeypatch.setattr(L.time, "sleep", lambda s: None)
-    cfg = LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:9/v1", max_retries=4,
-                    max_concurrency=4, breaker_failures=3)
+    cfg = LLMConfig(
+        backend="openai",
+        model="m",
+        base_url="http://127.0.0.1:9/v1",
+        max_retries=4,
+        max_concurrency=4,
+        breaker_failures=3,
+    )
     llm = LLM(cfg, backend=OpenAIBackend(cfg, transport=httpx.MockTransport(refuse)))
     reqs = [Request(messages=[{"role": "user", "content": f"q{i}"}]) for i in range(40)]
     with pytest.raises(BackendUnavailable, match=r"http://127.0.0.1:9/v1 is unreachable.*0 of 40 calls finished"):
@@ -268,8 +332,13 @@ def test_vllm_hands_back_each_batch_before_the_next(tmp_path):
             self.batches.append(list(prompts))
             if len(self.batches) == 2:
                 raise RuntimeError("engine died")
-            return [SimpleNamespace(prompt_token_ids=[1], outputs=[SimpleNamespace(
-                text="A:" + p, token_ids=[2], finish_reason="stop", logprobs=None)]) for p in prompts]
+            return [
+                SimpleNamespace(
+                    prompt_token_ids=[1],
+                    outputs=[SimpleNamespace(text="A:" + p, token_ids=[2], finish_reason="stop", logprobs=None)],
+                )
+                for p in prompts
+            ]
 
     cfg = LLMConfig(backend="vllm", model="x", submit_batch=3)
     b = VLLMBackend.__new__(VLLMBackend)

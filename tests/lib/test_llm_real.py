@@ -1,5 +1,6 @@
 """Real models: llama.cpp in process, and an OpenAI-compatible llama.cpp server on 127.0.0.1.
 Uses the embedded 0.5B GGUF (fast) so these run in CI in well under a minute."""
+
 import os
 import socket
 import subprocess
@@ -9,21 +10,27 @@ import time
 import httpx
 import pytest
 
-from spacelm.lib.cache import CallCache
 from spacelm.config import LLMConfig
+from spacelm.lib.cache import CallCache
 from spacelm.lib.llm import LLM, Request
 from spacelm.lib.models import model_path
 
 pytest.importorskip("llama_cpp")
 
 SMALL = "embedded:qwen2.5-coder-0.5b"
-GRADE = [{"role": "system", "content": "You rate relevance. Reply with one digit from 0 to 3."},
-         {"role": "user", "content": "Question: What threshold triggers a collision avoidance manoeuvre?\n"
-                                     "Passage: Operators usually manoeuvre when the probability of collision exceeds 1e-4.\n"
-                                     "Rate 0 (irrelevant) to 3 (relevant). Digit only."}]
+GRADE = [
+    {"role": "system", "content": "You rate relevance. Reply with one digit from 0 to 3."},
+    {
+        "role": "user",
+        "content": "Question: What threshold triggers a collision avoidance manoeuvre?\n"
+        "Passage: Operators usually manoeuvre when the probability of collision exceeds 1e-4.\n"
+        "Rate 0 (irrelevant) to 3 (relevant). Digit only.",
+    },
+]
 
 
 pytestmark = pytest.mark.slow  # every test here loads a real model or starts a real server
+
 
 @pytest.fixture(scope="module")
 def small_llm(tmp_path_factory):
@@ -76,9 +83,25 @@ def _start_server(log_path):
     port = _free_port()
     log = open(log_path, "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path("qwen2.5-coder-0.5b")),
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "1024", "--n_threads", str(os.cpu_count() or 2)],
-        stdout=log, stderr=subprocess.STDOUT, text=True)
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(model_path("qwen2.5-coder-0.5b")),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "1024",
+            "--n_threads",
+            str(os.cpu_count() or 2),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.time() + 120
     while time.time() < deadline:
@@ -112,8 +135,12 @@ def server(tmp_path_factory):
 def test_openai_backend_against_real_server(server, tmp_path):
     cfg = LLMConfig(backend="openai", model="qwen-small", base_url=server, max_tokens=16, max_concurrency=2)
     llm = LLM(cfg, CallCache(tmp_path / "c.sqlite"))
-    res = llm.chat_many([Request(messages=GRADE, choices=["0", "1", "2", "3"]),
-                         Request(messages=[{"role": "user", "content": "Reply with the word yes."}])])
+    res = llm.chat_many(
+        [
+            Request(messages=GRADE, choices=["0", "1", "2", "3"]),
+            Request(messages=[{"role": "user", "content": "Reply with the word yes."}]),
+        ]
+    )
     assert res[0].text.strip() in {"0", "1", "2", "3"}  # the server honours the grammar
     assert res[1].text.strip() and res[1].prompt_tokens > 0
     again = LLM(cfg, CallCache(tmp_path / "c.sqlite"))
@@ -124,8 +151,9 @@ def test_openai_backend_against_real_server(server, tmp_path):
 def test_openai_backend_gives_up_on_dead_server(tmp_path):
     from spacelm.lib.llm import BackendUnavailable
 
-    cfg = LLMConfig(backend="openai", model="m", base_url=f"http://127.0.0.1:{_free_port()}/v1", max_retries=1,
-                    timeout_s=2)
+    cfg = LLMConfig(
+        backend="openai", model="m", base_url=f"http://127.0.0.1:{_free_port()}/v1", max_retries=1, timeout_s=2
+    )
     with pytest.raises(BackendUnavailable, match="gave up after 2 attempts"):
         LLM(cfg).chat([{"role": "user", "content": "x"}])
 
@@ -139,8 +167,16 @@ def test_server_killed_mid_run_keeps_every_finished_call(tmp_path):
 
     proc, url, log = _start_server(tmp_path / "server.log")
     try:
-        cfg = LLMConfig(backend="openai", model="qwen-small", base_url=url, max_tokens=12, max_concurrency=2,
-                        timeout_s=30, max_retries=4, breaker_failures=2)
+        cfg = LLMConfig(
+            backend="openai",
+            model="qwen-small",
+            base_url=url,
+            max_tokens=12,
+            max_concurrency=2,
+            timeout_s=30,
+            max_retries=4,
+            breaker_failures=2,
+        )
         cache = CallCache(tmp_path / "c.sqlite")
         llm = LLM(cfg, cache)
         reqs = [Request(messages=[{"role": "user", "content": f"Count from {i} to {i + 5}."}]) for i in range(12)]
@@ -177,10 +213,18 @@ def test_table1_regenerates_on_an_openai_compatible_server(server, tiny_config, 
     from spacelm.stages import grade as grading
     from spacelm.stages import retrieve as retrieval
 
-    golden = [{"id": f"g{i}", "task": "direct_qa", "question": q, "passage": p} for i, (q, p) in enumerate([
-        ("What do operators compare with a threshold?", "Operators compare the probability of collision with a threshold"),
-        ("What is reviewed after re-planning?", "The operators then reviewed the orbit determination."),
-    ])]
+    golden = [
+        {"id": f"g{i}", "task": "direct_qa", "question": q, "passage": p}
+        for i, (q, p) in enumerate(
+            [
+                (
+                    "What do operators compare with a threshold?",
+                    "Operators compare the probability of collision with a threshold",
+                ),
+                ("What is reviewed after re-planning?", "The operators then reviewed the orbit determination."),
+            ]
+        )
+    ]
     (tiny_corpus / "golden_samples.jsonl").write_text("".join(json.dumps(g) + "\n" for g in golden))
     tiny_config.retrieval.systems = ["bm25", "bm25+rerank"]
     tiny_config.retrieval.reranker.model = "embedded:minilm"
@@ -188,14 +232,18 @@ def test_table1_regenerates_on_an_openai_compatible_server(server, tiny_config, 
     tiny_config.grading.retrievers = ["bm25"]
     tiny_config.grading.top_k = [1, 3]
     tiny_config.grading.n_bootstrap = 50
-    tiny_config.models.judge = LLMConfig(backend="openai", model="qwen-small", base_url=server, max_tokens=4,
-                                         max_concurrency=2)
+    tiny_config.models.judge = LLMConfig(
+        backend="openai", model="qwen-small", base_url=server, max_tokens=4, max_concurrency=2
+    )
     for stage in (ingest, chunk, retrieval):  # no synth stage: the golden samples are the questions
         stage.run(tiny_config)
     res = grading.run(tiny_config)
     assert res["pairs_graded"] > 0 and res["llm"]["calls"] > 0
     t1 = pd.read_csv(tiny_config.run_dir / "table1_relevance.csv")
-    assert set(t1.stage) == {"retrieved", "reranked"} and t1.groupby(["stage", "top_k"])["percent"].sum().round(1).eq(100).all()
+    assert (
+        set(t1.stage) == {"retrieved", "reranked"}
+        and t1.groupby(["stage", "top_k"])["percent"].sum().round(1).eq(100).all()
+    )
     assert json.loads((tiny_config.run_dir / "judge_validity.json").read_text())["n_pairs"] == 4
 
 

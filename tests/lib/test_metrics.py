@@ -1,7 +1,8 @@
-import numpy as np
 """Conformance: our metrics (ranx) against pytrec_eval (trec_eval) on a fixture, to 1e-6."""
+
 import random
 
+import numpy as np
 import pytest
 
 from spacelm.lib.metrics import compare, evaluate, source_diagnostics, to_run
@@ -27,8 +28,12 @@ def test_ranx_agrees_with_trec_eval(fixture):
     ours = evaluate(qrels, rankings, ["ndcg@10", "recall@5", "recall@20", "ndcg@3"], per_query=True)
     ev = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.3,10", "recall.5,20"})
     ref = ev.evaluate(to_run(rankings))
-    for ours_name, trec_name in [("ndcg@10", "ndcg_cut_10"), ("ndcg@3", "ndcg_cut_3"),
-                                 ("recall@5", "recall_5"), ("recall@20", "recall_20")]:
+    for ours_name, trec_name in [
+        ("ndcg@10", "ndcg_cut_10"),
+        ("ndcg@3", "ndcg_cut_3"),
+        ("recall@5", "recall_5"),
+        ("recall@20", "recall_20"),
+    ]:
         for q in qrels:
             assert ours["per_query"][ours_name][q] == pytest.approx(ref[q][trec_name], abs=1e-6), (ours_name, q)
 
@@ -70,22 +75,38 @@ def test_paired_comparison_table(fixture):
     b = [per_b[q] for q in sorted(qrels)]
     assert row.mean_a == pytest.approx(sum(a) / len(a)) and row.mean_b == pytest.approx(sum(b) / len(b))
     assert row.p_value == pytest.approx(ttest_rel(a, b).pvalue, rel=1e-6)
-    assert (row.wins_a, row.ties, row.wins_b) == (sum(x > y for x, y in zip(a, b)), sum(x == y for x, y in zip(a, b)),
-                                                  sum(x < y for x, y in zip(a, b)))
+    assert (row.wins_a, row.ties, row.wins_b) == (
+        sum(x > y for x, y in zip(a, b)),
+        sum(x == y for x, y in zip(a, b)),
+        sum(x < y for x, y in zip(a, b)),
+    )
     # one comparison: Holm leaves its p-value as it is; the MDE uses the SD of the differences
     from spacelm.lib.stats import min_detectable_difference
 
     assert row.p_holm == pytest.approx(row.p_value)
     sd = np.std(np.subtract(b, a), ddof=1)
-    assert row.mde == pytest.approx(min_detectable_difference(sd / np.sqrt(len(a)), len(a) - 1)) or (np.isnan(row.mde) and sd == 0)
+    assert row.mde == pytest.approx(min_detectable_difference(sd / np.sqrt(len(a)), len(a) - 1)) or (
+        np.isnan(row.mde) and sd == 0
+    )
 
 
 def test_source_diagnostics_strictness_levels():
-    meta = {"d:0": {"doc_id": "d", "page_start": 1, "page_end": 1}, "d:5": {"doc_id": "d", "page_start": 2, "page_end": 2},
-            "d:9": {"doc_id": "d", "page_start": 7, "page_end": 7}, "e:0": {"doc_id": "e", "page_start": 1, "page_end": 1}}
+    meta = {
+        "d:0": {"doc_id": "d", "page_start": 1, "page_end": 1},
+        "d:5": {"doc_id": "d", "page_start": 2, "page_end": 2},
+        "d:9": {"doc_id": "d", "page_start": 7, "page_end": 7},
+        "e:0": {"doc_id": "e", "page_start": 1, "page_end": 1},
+    }
     src = {"q": {"chunk_id": "d:0", "doc_id": "d", "page_start": 1, "page_end": 1}}
     diag = source_diagnostics({"q": [("e:0", 1.0), ("d:5", 0.9), ("d:9", 0.8)]}, src, meta, [1, 2], page_window=1)["q"]
-    assert diag == {"strict@1": 0.0, "doc@1": 0.0, "near_page@1": 0.0, "strict@2": 0.0, "doc@2": 1.0, "near_page@2": 1.0}
+    assert diag == {
+        "strict@1": 0.0,
+        "doc@1": 0.0,
+        "near_page@1": 0.0,
+        "strict@2": 0.0,
+        "doc@2": 1.0,
+        "near_page@2": 1.0,
+    }
 
 
 def test_paired_comparison_clustered_by_source_chunk(fixture):

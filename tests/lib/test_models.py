@@ -1,5 +1,6 @@
 """The embedded models' bookkeeping on small stand-in files: assembling split parts, and
 `spacelm models verify` failing (exit 1, naming the model) when an assembled file is damaged."""
+
 from __future__ import annotations
 
 import hashlib
@@ -16,8 +17,17 @@ def tiny_model(tmp_path, monkeypatch):
     parts[0].write_bytes(b"GGUF" + bytes(range(200)))
     parts[1].write_bytes(bytes(reversed(range(256))))
     sha = hashlib.sha256(parts[0].read_bytes() + parts[1].read_bytes()).hexdigest()
-    m = models.EmbeddedModel(name="tiny", kind="gguf", upstream="test/tiny", packages=("p1", "p2"), part_glob="part",
-                             licence="test", sha256=sha, weights_file="tiny.gguf", layout="split-file")
+    m = models.EmbeddedModel(
+        name="tiny",
+        kind="gguf",
+        upstream="test/tiny",
+        packages=("p1", "p2"),
+        part_glob="part",
+        licence="test",
+        sha256=sha,
+        weights_file="tiny.gguf",
+        layout="split-file",
+    )
     monkeypatch.setattr(models, "EMBEDDED", {"tiny": m})
     monkeypatch.setattr(models, "_part_files", lambda em: parts)
     monkeypatch.setenv("SPACELM_MODELS_DIR", str(tmp_path / "models"))
@@ -27,8 +37,9 @@ def tiny_model(tmp_path, monkeypatch):
 def test_split_parts_are_joined_and_verified(tiny_model):
     path = models.model_path("tiny")
     assert path.read_bytes().startswith(b"GGUF") and path.stat().st_size == 204 + 256
-    assert models.verify_models() == [{"name": "tiny", "ok": True, "expected": tiny_model.sha256,
-                                       "got": tiny_model.sha256, "path": str(path)}]
+    assert models.verify_models() == [
+        {"name": "tiny", "ok": True, "expected": tiny_model.sha256, "got": tiny_model.sha256, "path": str(path)}
+    ]
 
 
 def test_verify_fails_on_a_corrupted_file(tiny_model, capsys):
@@ -48,8 +59,17 @@ def test_verify_fails_on_a_corrupted_file(tiny_model, capsys):
 
 
 def test_verify_reports_a_missing_package(tmp_path, monkeypatch):
-    m = models.EmbeddedModel(name="absent", kind="gguf", upstream="x", packages=("no-such-dist-spacelm",),
-                             part_glob="part", licence="-", sha256="0" * 64, weights_file="a.gguf", layout="split-file")
+    m = models.EmbeddedModel(
+        name="absent",
+        kind="gguf",
+        upstream="x",
+        packages=("no-such-dist-spacelm",),
+        part_glob="part",
+        licence="-",
+        sha256="0" * 64,
+        weights_file="a.gguf",
+        layout="split-file",
+    )
     monkeypatch.setattr(models, "EMBEDDED", {"absent": m})
     monkeypatch.setenv("SPACELM_MODELS_DIR", str(tmp_path))
     (row,) = models.verify_models()

@@ -1,5 +1,6 @@
 """Counting calls and tokens without a model: placeholders, piecewise token counts, the
 stand-in front end counting as the real one does, stand-in rankings and claim answers."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,19 @@ import pytest
 from spacelm.config import LLMConfig
 from spacelm.lib.cache import CallCache
 from spacelm.lib.llm import LLM, Completion, Request
-from spacelm.lib.plan import (PhaseCount, PlanLLM, TokenCounter, claim_answer, placeholder, safe_pieces, spread,
-                              stand_in_ranking, strip_placeholders, typical_order, weakest)
+from spacelm.lib.plan import (
+    PhaseCount,
+    PlanLLM,
+    TokenCounter,
+    claim_answer,
+    placeholder,
+    safe_pieces,
+    spread,
+    stand_in_ranking,
+    strip_placeholders,
+    typical_order,
+    weakest,
+)
 
 
 def _words_counter() -> TokenCounter:
@@ -77,8 +89,13 @@ def test_piecewise_counts_equal_whole_prompt_counts_with_a_real_bpe(monkeypatch)
     assert made == [True]
     vocab = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
     whole = lambda t: len(vocab.tokenize(t.encode(), add_bos=False, special=True))
-    texts = ["Debris removal in 2019\n\nThe ADR mission [1] docked.\n\n\n[2]\nIt failed:\n\n  retried 3 times\n\nEnd",
-             "Ünïcode résumé\n\nnaïve 12,345.67\n\n— dash\n\nok", "x\n\ny\n\n\n\nz", "trailing\n\n", "\n\nleading"]
+    texts = [
+        "Debris removal in 2019\n\nThe ADR mission [1] docked.\n\n\n[2]\nIt failed:\n\n  retried 3 times\n\nEnd",
+        "Ünïcode résumé\n\nnaïve 12,345.67\n\n— dash\n\nok",
+        "x\n\ny\n\n\n\nz",
+        "trailing\n\n",
+        "\n\nleading",
+    ]
     for t in texts * 2:  # the second time from the memo
         assert c.text(t) == whole(t), t
     msgs = [{"role": "system", "content": "You judge."}, {"role": "user", "content": texts[0]}]
@@ -110,9 +127,11 @@ def test_the_stand_in_counts_calls_as_the_front_end_with_its_cache_does(tmp_path
 
     cfg = LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:9", max_tokens=20)
     msg = lambda s: [{"role": "user", "content": s}]
-    batches = [[Request(msg("a")), Request(msg("b")), Request(msg("a"))],  # a repeat within the batch
-               [Request(msg("b")), Request(msg("c")), Request(msg("c"), max_tokens=5)],  # b again; c twice, differently
-               [Request(msg("a"), choices=["yes", "no"], max_tokens=1), Request(msg("a"))]]
+    batches = [
+        [Request(msg("a")), Request(msg("b")), Request(msg("a"))],  # a repeat within the batch
+        [Request(msg("b")), Request(msg("c")), Request(msg("c"), max_tokens=5)],  # b again; c twice, differently
+        [Request(msg("a"), choices=["yes", "no"], max_tokens=1), Request(msg("a"))],
+    ]
     echo = Echo()
     real = LLM(cfg, CallCache(tmp_path / "c.sqlite"), backend=echo)
     stand_in = _recorder(cfg, {})
@@ -130,8 +149,12 @@ def test_the_stand_in_counts_calls_as_the_front_end_with_its_cache_does(tmp_path
 def test_the_stand_in_answers_constrained_requests_with_an_option_and_others_with_a_placeholder():
     cfg = LLMConfig(model="m", max_tokens=30)
     llm = _recorder(cfg, {})
-    a, b = llm.chat_many([Request([{"role": "user", "content": "grade"}], choices=["0", "1", "2", "3"], max_tokens=2),
-                          Request([{"role": "user", "content": "write"}])])
+    a, b = llm.chat_many(
+        [
+            Request([{"role": "user", "content": "grade"}], choices=["0", "1", "2", "3"], max_tokens=2),
+            Request([{"role": "user", "content": "write"}]),
+        ]
+    )
     assert a.text == "0" and strip_placeholders(b.text) == ("", 30)
     # a later prompt holding that output is counted with the output's budget
     llm.chat_many([Request([{"role": "user", "content": "judge: " + b.text}])])
@@ -192,8 +215,10 @@ def test_a_tokenizer_json_with_its_chat_template_counts_the_rendered_prompt(tmp_
     tok = Tokenizer.from_file(str(src))
     tok.no_padding()
     tok.no_truncation()
-    msgs = [{"role": "system", "content": "Grade the passage."},
-            {"role": "user", "content": "Question: why?\n\nPassage: x"}]
+    msgs = [
+        {"role": "system", "content": "Grade the passage."},
+        {"role": "user", "content": "Question: why?\n\nPassage: x"},
+    ]
     rendered = "[CLS][system] Grade the passage.\n[user] Question: why?\n\nPassage: x\n[assistant]"
     assert c.messages(msgs) == (len(tok.encode(rendered, add_special_tokens=False).ids), 0)
     assert c.note == ""

@@ -1,5 +1,6 @@
 """The power table: questions needed under each verdict's rule, from a last run's spread or the
 stated default."""
+
 import pandas as pd
 import pytest
 
@@ -9,9 +10,14 @@ from spacelm.lib.stats import questions_needed
 
 
 def _cfg(tmp_path):
-    return from_dict({"run_name": "r", "paths": {"results_dir": str(tmp_path)},
-                      "grading": {"retrievers": ["bm25", "dense"], "top_k": [3, 5], "max_questions": 30},
-                      "answer": {"max_questions": 8}})
+    return from_dict(
+        {
+            "run_name": "r",
+            "paths": {"results_dir": str(tmp_path)},
+            "grading": {"retrievers": ["bm25", "dense"], "top_k": [3, 5], "max_questions": 30},
+            "answer": {"max_questions": 8},
+        }
+    )
 
 
 def _row(rows, finding):
@@ -22,7 +28,9 @@ def test_default_spread_when_no_run_is_there(tmp_path):
     rows = P.power_table(_cfg(tmp_path))
     top3 = _row(rows, "Reranking raises the share of grade 3 (BM25, top-3)")
     # the paper's +5.10 pp with the default SD of 10 pp, no clustering
-    assert top3["questions_needed"] == questions_needed(5.10, P.DEFAULT_SD["share_3"]) and top3["spread_from"] == "default"
+    assert (
+        top3["questions_needed"] == questions_needed(5.10, P.DEFAULT_SD["share_3"]) and top3["spread_from"] == "default"
+    )
     assert top3["questions_planned"] == 30 and top3["source_chunks_planned"] == 30
     level = _row(rows, "Negative rejection")
     assert level["questions_needed"] == "not comparable" and level["questions_planned"] == 8
@@ -31,9 +39,20 @@ def test_default_spread_when_no_run_is_there(tmp_path):
 def test_last_run_spread_and_clusters(tmp_path):
     cfg = _cfg(tmp_path)
     (tmp_path / "r" / "grading").mkdir(parents=True)
-    pd.DataFrame([{"comparison": "reranked - retrieved", "retriever": "bm25", "top_k": 3, "measure": "share_3",
-                   "n_questions": 30, "n_source_chunks": 15, "sd": 12.0, "deff": 1.5}]).to_csv(
-        tmp_path / "r" / "grading" / "paired_tests.csv", index=False)
+    pd.DataFrame(
+        [
+            {
+                "comparison": "reranked - retrieved",
+                "retriever": "bm25",
+                "top_k": 3,
+                "measure": "share_3",
+                "n_questions": 30,
+                "n_source_chunks": 15,
+                "sd": 12.0,
+                "deff": 1.5,
+            }
+        ]
+    ).to_csv(tmp_path / "r" / "grading" / "paired_tests.csv", index=False)
     top3 = _row(P.power_table(cfg), "Reranking raises the share of grade 3 (BM25, top-3)")
     n = questions_needed(5.10, 12.0, deff=1.5)
     # 2 questions per source chunk in the last run: half as many chunks

@@ -1,4 +1,5 @@
 """Prediction-powered inference computed by hand on tiny cases."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -7,21 +7,27 @@ from spacelm.lib import questions as synth
 from spacelm.lib.golden import GoldenSample
 
 
-@pytest.mark.parametrize("raw,expected", [
-    ("Question: What altitude do Starlink satellites use?", ("What altitude do Starlink satellites use?", None)),
-    ("1. **Statement:** The ISS has a Whipple shield.\nExplanation: ...", ("The ISS has a Whipple shield.", None)),
-    ('"Summarise the debris mitigation rules for GEO."', ("Summarise the debris mitigation rules for GEO.", None)),
-    ("Why?", (None, "too_short")),
-    ("", (None, "empty")),
-    ("What does the passage say about drag?", (None, "refers_to_passage")),
-])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        ("Question: What altitude do Starlink satellites use?", ("What altitude do Starlink satellites use?", None)),
+        ("1. **Statement:** The ISS has a Whipple shield.\nExplanation: ...", ("The ISS has a Whipple shield.", None)),
+        ('"Summarise the debris mitigation rules for GEO."', ("Summarise the debris mitigation rules for GEO.", None)),
+        ("Why?", (None, "too_short")),
+        ("", (None, "empty")),
+        ("What does the passage say about drag?", (None, "refers_to_passage")),
+    ],
+)
 def test_parse_question(raw, expected):
     assert synth.parse_question(raw, min_words=3) == expected
 
 
 def _golden(n=4):
-    return [GoldenSample(id=f"{t}-{i}", task=t, question=f"{t} question {i}?", passage=f"passage {i}")
-            for t in ("direct_qa", "analysis") for i in range(n)]
+    return [
+        GoldenSample(id=f"{t}-{i}", task=t, question=f"{t} question {i}?", passage=f"passage {i}")
+        for t in ("direct_qa", "analysis")
+        for i in range(n)
+    ]
 
 
 def test_plan_fixed_fewshot_shares_prefix_and_is_seeded(tiny_config):
@@ -51,16 +57,27 @@ def test_plan_fixed_fewshot_shares_prefix_and_is_seeded(tiny_config):
 def _chunk(cid: str, doc: str, n_tokens: int = 100):
     from spacelm.lib.chunking import Chunk
 
-    return Chunk(chunk_id=cid, doc_id=doc, text=f"text of {cid}", page_start=1, page_end=1, char_start=0,
-                 char_end=10, n_tokens=n_tokens)
+    return Chunk(
+        chunk_id=cid,
+        doc_id=doc,
+        text=f"text of {cid}",
+        page_start=1,
+        page_end=1,
+        char_start=0,
+        char_end=10,
+        n_tokens=n_tokens,
+    )
 
 
 def test_stratified_targets_spread_over_documents_and_tasks():
     """Hand-built corpus: doc a has 6 chunks, b 3, c 1 (and one too short to count). 7 picks
     take c's one chunk, then at most ceil(7/3) from each other document; every pick is a distinct
     chunk; 5 tasks rotate so no task gets more than 2 of 7."""
-    chunks = ([_chunk(f"a:{i}", "a") for i in range(6)] + [_chunk(f"b:{i}", "b") for i in range(3)]
-              + [_chunk("c:0", "c"), _chunk("c:1", "c", n_tokens=5)])
+    chunks = (
+        [_chunk(f"a:{i}", "a") for i in range(6)]
+        + [_chunk(f"b:{i}", "b") for i in range(3)]
+        + [_chunk("c:0", "c"), _chunk("c:1", "c", n_tokens=5)]
+    )
     tasks = ["direct_qa", "abstract_qa", "analysis", "summarization", "fact_checking"]
     picks = synth.stratified_targets(chunks, 7, tasks, seed=1)
     ids = [c.chunk_id for c, _ in picks]
@@ -110,9 +127,16 @@ def test_synth_stage_end_to_end_with_real_model(tiny_config, tiny_corpus):
     rows = []
     for t in ("direct_qa", "summarization"):
         for i in range(2):
-            rows.append({"id": f"{t}-{i}", "task": t, "question": f"What does note {i} say about collision avoidance?"
-                         if t == "direct_qa" else f"Summarise what note {i} says about conjunction warnings.",
-                         "passage": "Operators compare the probability of collision with a threshold and plan a manoeuvre."})
+            rows.append(
+                {
+                    "id": f"{t}-{i}",
+                    "task": t,
+                    "question": f"What does note {i} say about collision avoidance?"
+                    if t == "direct_qa"
+                    else f"Summarise what note {i} says about conjunction warnings.",
+                    "passage": "Operators compare the probability of collision with a threshold and plan a manoeuvre.",
+                }
+            )
     (tiny_corpus / "golden_samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     tiny_config.synth.tasks = ["direct_qa", "summarization"]
     tiny_config.synth.n_fewshot = 2
@@ -137,8 +161,18 @@ def test_synth_stage_end_to_end_with_real_model(tiny_config, tiny_corpus):
     assert 0 < res["llm_judge"]["calls"] <= res["unanswerable_pairs_graded"]
     assert res["generated"] == 4 and res["llm"]["calls"] == distinct
     for r in recs:
-        assert {"qid", "task", "question", "source_chunk_id", "doc_id", "fewshot_ids", "kept", "drop_reason",
-                "prompt_hash", "model"} <= set(r)
+        assert {
+            "qid",
+            "task",
+            "question",
+            "source_chunk_id",
+            "doc_id",
+            "fewshot_ids",
+            "kept",
+            "drop_reason",
+            "prompt_hash",
+            "model",
+        } <= set(r)
         assert r["kept"] == (r["drop_reason"] is None)
     kept = [r for r in recs if r["kept"]]
     queries = (out / "beir" / "queries.jsonl").read_text().splitlines()
@@ -155,9 +189,18 @@ def test_synth_stage_end_to_end_with_real_model(tiny_config, tiny_corpus):
 
 # --------------------------------------------------------------------------- unanswerable questions
 def _answerable(qid, task, chunk="d:0"):
-    return {"qid": qid, "task": task, "question": f"What does {qid} say about drag?", "answerable": True,
-            "drop_reason": None, "source_chunk_id": chunk, "doc_id": chunk.split(":")[0], "page_start": 1,
-            "page_end": 1, "kept": True}
+    return {
+        "qid": qid,
+        "task": task,
+        "question": f"What does {qid} say about drag?",
+        "answerable": True,
+        "drop_reason": None,
+        "source_chunk_id": chunk,
+        "doc_id": chunk.split(":")[0],
+        "page_start": 1,
+        "page_end": 1,
+        "kept": True,
+    }
 
 
 def test_plan_unanswerable_rounds_take_new_sources(tiny_config):
@@ -183,7 +226,9 @@ def test_subjects_and_replies():
 
     assert Q._mentions("disposal of isro satellites", "the Indian Space Research Organisation (ISRO)")
     assert not Q._mentions("the junonia butterfly", "Juno")
-    assert Q.unanswerable_reply("Does the passage confirm that X?", "strong_claim") == "Does the documents confirm that X?"
+    assert (
+        Q.unanswerable_reply("Does the passage confirm that X?", "strong_claim") == "Does the documents confirm that X?"
+    )
     assert Q.unanswerable_reply("About the passage", "out_of_corpus") == "About the passage"
 
 
@@ -192,11 +237,16 @@ def test_generate_unanswerable_drops_copies_and_missing_subjects(tiny_config):
     from spacelm.lib.llm.types import Completion
 
     src = _answerable("syn-direct_qa-d:0", "direct_qa")
-    plan = [{"kind": "out_of_corpus", "source": src, "messages": [], "subject": "Juno", "prompt_hash": "h1"},
-            {"kind": "out_of_corpus", "source": src, "messages": [], "subject": "Hayabusa2", "prompt_hash": "h2"},
-            {"kind": "strong_claim", "source": src, "messages": [], "subject": None, "prompt_hash": "h3"}]
-    replies = ["How does drag change the orbit of Juno over a year?", src["question"],
-               "Is it confirmed that drag alone ended every mission?"]
+    plan = [
+        {"kind": "out_of_corpus", "source": src, "messages": [], "subject": "Juno", "prompt_hash": "h1"},
+        {"kind": "out_of_corpus", "source": src, "messages": [], "subject": "Hayabusa2", "prompt_hash": "h2"},
+        {"kind": "strong_claim", "source": src, "messages": [], "subject": None, "prompt_hash": "h3"},
+    ]
+    replies = [
+        "How does drag change the orbit of Juno over a year?",
+        src["question"],
+        "Is it confirmed that drag alone ended every mission?",
+    ]
 
     class LLM:
         identity = {"name": "scripted"}
@@ -221,22 +271,37 @@ def test_check_keeps_only_candidates_no_passage_answers():
         def search(self, qs, k):
             return [[(d, 1.0) for d in self.ranks[q]][:k] for q in qs]
 
-    cands = [{"qid": q, "question": q, "answerable": False, "drop_reason": None, "kept": False} for q in ("u1", "u2", "u3")]
+    cands = [
+        {"qid": q, "question": q, "answerable": False, "drop_reason": None, "kept": False} for q in ("u1", "u2", "u3")
+    ]
     cands.append({"qid": "u4", "question": "u4", "answerable": False, "drop_reason": "duplicate", "kept": False})
-    systems = {"bm25": Sys({"u1": ["a", "b", "z"], "u2": ["c"], "u3": ["e"]}),
-               "dense": Sys({"u1": ["b", "d", "z"], "u2": ["c"], "u3": ["f"]})}
+    systems = {
+        "bm25": Sys({"u1": ["a", "b", "z"], "u2": ["c"], "u3": ["e"]}),
+        "dense": Sys({"u1": ["b", "d", "z"], "u2": ["c"], "u3": ["f"]}),
+    }
     pairs = Q.unanswerable_check_pairs(systems, cands, 2)
-    assert [(p["qid"], p["chunk_id"]) for p in pairs] == [("u1", "a"), ("u1", "b"), ("u1", "d"), ("u2", "c"),
-                                                          ("u3", "e"), ("u3", "f")]
+    assert [(p["qid"], p["chunk_id"]) for p in pairs] == [
+        ("u1", "a"),
+        ("u1", "b"),
+        ("u1", "d"),
+        ("u2", "c"),
+        ("u3", "e"),
+        ("u3", "f"),
+    ]
     grades = {("u1", "a"): 1, ("u1", "b"): 0, ("u1", "d"): 1, ("u2", "c"): 2, ("u3", "e"): 1, ("u3", "f"): None}
     Q.mark_unanswerable(cands, [{"qid": q, "chunk_id": c, "grade": g} for (q, c), g in grades.items()], 2)
     assert [(c["kept"], c["drop_reason"]) for c in cands] == [
-        (True, None), (False, "answerable_by_judge"), (False, "unverified"), (False, "duplicate")]
+        (True, None),
+        (False, "answerable_by_judge"),
+        (False, "unverified"),
+        (False, "duplicate"),
+    ]
     assert cands[0]["check_grades"] == {"a": 1, "b": 0, "d": 1}
     assert [c.get("check_passed") for c in cands] == [True, False, None, None]
     # a golden unanswerable question stays as a person labelled it; the check's verdict is recorded
-    gold = Q.golden_unanswerable([C(id="g-1", task="direct_qa", question="Who licensed Tiangong?", doc_id=None,
-                                    answerable=False)])
+    gold = Q.golden_unanswerable(
+        [C(id="g-1", task="direct_qa", question="Who licensed Tiangong?", doc_id=None, answerable=False)]
+    )
     Q.mark_unanswerable(gold, [{"qid": "g-1", "chunk_id": "a", "grade": 3}], 2)
     assert gold[0]["kept"] and gold[0]["drop_reason"] is None and gold[0]["check_passed"] is False
 
@@ -247,12 +312,25 @@ def test_exports_carry_the_answerable_flag(tmp_path):
     from spacelm.lib import questions as Q
 
     chunks = [C(chunk_id="d:0", doc_id="d", text="Drag lowers perigee.")]
-    ans = dict(_answerable("syn-direct_qa-d:0", "direct_qa"), rank_bm25=1, rank_dense=1, model="m", prompt_hash="h",
-               seed=1, fewshot_ids=[])
-    una = dict(ans, qid="una-x", question="Is it confirmed that drag ends all missions?", answerable=False,
-               unanswerable_kind="strong_claim")
-    gold = Q.golden_unanswerable([C(id="g-1", task="direct_qa", question="Who licensed Tiangong?", doc_id=None,
-                                    answerable=False)])[0]
+    ans = dict(
+        _answerable("syn-direct_qa-d:0", "direct_qa"),
+        rank_bm25=1,
+        rank_dense=1,
+        model="m",
+        prompt_hash="h",
+        seed=1,
+        fewshot_ids=[],
+    )
+    una = dict(
+        ans,
+        qid="una-x",
+        question="Is it confirmed that drag ends all missions?",
+        answerable=False,
+        unanswerable_kind="strong_claim",
+    )
+    gold = Q.golden_unanswerable(
+        [C(id="g-1", task="direct_qa", question="Who licensed Tiangong?", doc_id=None, answerable=False)]
+    )[0]
     Q.export_beir(chunks, [ans, una, gold], tmp_path / "beir")
     queries = [json.loads(x) for x in (tmp_path / "beir" / "queries.jsonl").read_text().splitlines()]
     assert {q["_id"]: q["metadata"]["answerable"] for q in queries} == {ans["qid"]: True, "una-x": False, "g-1": False}

@@ -1,5 +1,6 @@
 """No secrets and no machine paths in what a run writes or prints (issue 26, defects #11 and
 #12): hand-made URLs, server bodies and paths, and the OpenAI backend's error messages."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,20 +10,25 @@ import pytest
 from spacelm.lib.redact import portable_path, redact_text, redact_url, scrub, trim_body
 
 
-@pytest.mark.parametrize("url, want", [
-    ("http://alice:hunter2@gpu.example:8000/v1", "http://***@gpu.example:8000/v1"),
-    ("https://tok@host/v1", "https://***@host/v1"),
-    ("https://host/v1?api_key=abc123&model=x", "https://host/v1?api_key=***&model=x"),
-    ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),  # nothing to hide: unchanged
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "url, want",
+    [
+        ("http://alice:hunter2@gpu.example:8000/v1", "http://***@gpu.example:8000/v1"),
+        ("https://tok@host/v1", "https://***@host/v1"),
+        ("https://host/v1?api_key=abc123&model=x", "https://host/v1?api_key=***&model=x"),
+        ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),  # nothing to hide: unchanged
+        (None, None),
+    ],
+)
 def test_urls_lose_their_credentials(url, want):
     assert redact_url(url) == want
 
 
 def test_server_bodies_lose_anything_like_a_credential_and_are_capped():
-    body = ('{"error": {"message": "Incorrect API key provided: sk-proj-abcdEFGH12345678. '
-            'You sent Authorization: Bearer my-secret-token-99", "api_key": "abc"}}\n' + "x" * 1000)
+    body = (
+        '{"error": {"message": "Incorrect API key provided: sk-proj-abcdEFGH12345678. '
+        'You sent Authorization: Bearer my-secret-token-99", "api_key": "abc"}}\n' + "x" * 1000
+    )
     got = trim_body(body, limit=200)
     for secret in ("sk-proj-abcdEFGH12345678", "my-secret-token-99", '"abc"'):
         assert secret not in got
@@ -45,11 +51,16 @@ def test_paths_are_said_relative_to_known_places(monkeypatch):
 
 
 def test_scrub_walks_a_manifest():
-    data = {"config": {"models": {"judge": {"base_url": "http://u:pw@h/v1", "max_tokens": 8}}},
-            "executed": ["/srv/checkout/results/r/nb.ipynb"], "note": "plain"}
+    data = {
+        "config": {"models": {"judge": {"base_url": "http://u:pw@h/v1", "max_tokens": 8}}},
+        "executed": ["/srv/checkout/results/r/nb.ipynb"],
+        "note": "plain",
+    }
     assert scrub(data, [("", Path("/srv/checkout"))]) == {
         "config": {"models": {"judge": {"base_url": "http://***@h/v1", "max_tokens": 8}}},
-        "executed": ["results/r/nb.ipynb"], "note": "plain"}
+        "executed": ["results/r/nb.ipynb"],
+        "note": "plain",
+    }
 
 
 def test_openai_errors_name_the_server_without_its_credentials():

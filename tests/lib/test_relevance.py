@@ -1,8 +1,8 @@
 import pandas as pd
 import pytest
 
-from spacelm.lib import relevance as grading
 from spacelm.config import from_dict
+from spacelm.lib import relevance as grading
 
 
 @pytest.fixture
@@ -12,8 +12,12 @@ def cfg():
 
 def _cells():
     # two questions; retrieved lists grade (0, 3) and (2, None); reranked (3, 0) and (2, 2)
-    return {("bm25", "retrieved", 1): {"a": [0], "b": [2]}, ("bm25", "retrieved", 2): {"a": [0, 3], "b": [2, None]},
-            ("bm25", "reranked", 1): {"a": [3], "b": [2]}, ("bm25", "reranked", 2): {"a": [3, 0], "b": [2, 2]}}
+    return {
+        ("bm25", "retrieved", 1): {"a": [0], "b": [2]},
+        ("bm25", "retrieved", 2): {"a": [0, 3], "b": [2, None]},
+        ("bm25", "reranked", 1): {"a": [3], "b": [2]},
+        ("bm25", "reranked", 2): {"a": [3, 0], "b": [2, 2]},
+    }
 
 
 def test_table1_percentages_exclude_missing_and_have_cis(cfg):
@@ -28,7 +32,7 @@ def test_table1_percentages_exclude_missing_and_have_cis(cfg):
 
 def test_table1_wide_marks_best_and_second(cfg):
     md = grading.table1_wide(grading.table1(cfg, _cells(), 50, 0), "md")
-    top1 = [l for l in md.splitlines() if l.startswith("| Top-1")]
+    top1 = [line for line in md.splitlines() if line.startswith("| Top-1")]
     # grade 3 at top-1: reranked 50% is best (bold), retrieved 0% second (underlined)
     assert "**50.00**" in top1[1] and "<u>0.00</u>" in top1[0]
     # grade 0 (lower is better): reranked 0% bold, retrieved 50% underlined; a tie shares bold
@@ -78,11 +82,14 @@ def _row(qid, purpose, grade, expected=None):
 
 
 def test_judge_validity_flags_a_judge_that_cannot_separate():
-    rows = [_row(f"q{i}", "validity_source", 2) for i in range(5)] + [_row(f"q{i}", "validity_random", 2) for i in range(5)]
+    rows = [_row(f"q{i}", "validity_source", 2) for i in range(5)] + [
+        _row(f"q{i}", "validity_random", 2) for i in range(5)
+    ]
     v = grading.judge_validity(rows, None, 0.75, 0.0)
     assert v["auc"] == 0.5 and v["verdict"].startswith("WARNING") and v["n_pairs"] == 10
-    good = [_row(f"q{i}", "validity_source", 3, 2.8) for i in range(5)] + \
-           [_row(f"q{i}", "validity_random", 0, 0.3 + i / 10) for i in range(5)]
+    good = [_row(f"q{i}", "validity_source", 3, 2.8) for i in range(5)] + [
+        _row(f"q{i}", "validity_random", 0, 0.3 + i / 10) for i in range(5)
+    ]
     v = grading.judge_validity(good, good, 0.75, 0.0, min_pairs=10)
     assert v["auc"] == 1.0 and v["verdict"].startswith("The judge separates") and v["order_swap_agreement"] == 1.0
     # the same perfect separation on too few pairs earns no positive verdict

@@ -1,5 +1,6 @@
 """The calibrated relevance judge: score and grade by hand, cut points, the grading of pairs with a
 scripted judge and a fixed embedding, the config checks, and held-out judge-check sampling."""
+
 import json
 import math
 
@@ -14,9 +15,17 @@ from spacelm.lib.relevance import RelevanceJudging, grade_pairs
 
 
 def _cal(**kw) -> rc.Calibration:
-    base = dict(name="t", features=["fewshot_yes", "cosine"], mean=[0.0, 0.5], scale=[1.0, 0.25], coef=[1.0, 2.0],
-                intercept=-0.5, cut_points=[-1.0, 0.0, 1.0], judge_model="embedded:qwen2.5-coder-1.5b",
-                fitted_on={"trec-dl-2020": ["q1", "q2"]})
+    base = dict(
+        name="t",
+        features=["fewshot_yes", "cosine"],
+        mean=[0.0, 0.5],
+        scale=[1.0, 0.25],
+        coef=[1.0, 2.0],
+        intercept=-0.5,
+        cut_points=[-1.0, 0.0, 1.0],
+        judge_model="embedded:qwen2.5-coder-1.5b",
+        fitted_on={"trec-dl-2020": ["q1", "q2"]},
+    )
     base.update(kw)
     return rc.Calibration(**base)
 
@@ -48,8 +57,7 @@ def test_fit_calibration_recovers_direction_and_round_trips(tmp_path):
     rows = []
     for i in range(80):
         label = i % 4
-        rows.append({"label": label, "graded": True, "cosine": 0.2 * label + rng.normal(0, 0.05),
-                     "fewshot_yes": 0.5})
+        rows.append({"label": label, "graded": True, "cosine": 0.2 * label + rng.normal(0, 0.05), "fewshot_yes": 0.5})
     cal = rc.fit_calibration(rows, ["cosine", "fewshot_yes"], "fit", "embedded:qwen2.5-coder-1.5b")
     assert cal.coef[0] > 0 and cal.cut_points == sorted(cal.cut_points)
     path = tmp_path / "c.json"
@@ -111,9 +119,13 @@ def test_unreadable_feature_gives_no_grade_never_zero():
             for i, _ in enumerate(reqs):
                 on_done(i, Completion(text="yes", prompt_tokens=5))
 
-    rows = rc.grade_pairs_calibrated(LLM(LLMConfig(), backend=NoProbs()),
-                                     [{"qid": "q", "question": "?", "chunk_id": "a", "purpose": []}], {"a": "x"},
-                                     _cal(), encoder=FixedEncoder())
+    rows = rc.grade_pairs_calibrated(
+        LLM(LLMConfig(), backend=NoProbs()),
+        [{"qid": "q", "question": "?", "chunk_id": "a", "purpose": []}],
+        {"a": "x"},
+        _cal(),
+        encoder=FixedEncoder(),
+    )
     assert rows[0]["grade"] is None and rows[0]["score"] is None
 
 
@@ -142,6 +154,8 @@ def test_kappa_by_hand_matches_the_textbook_figure():
     assert rc.kappa(a, b, 2) == pytest.approx((0.75 - 0.5) / (1 - 0.5))
     # quadratic weights on 0-3 with perfect agreement is 1
     assert rc.kappa(np.array([0, 1, 2, 3]), np.array([0, 1, 2, 3]), 4, quadratic=True) == pytest.approx(1.0)
+
+
 def test_shipped_calibration_loads_and_matches_its_model():
     cal = rc.load_calibration("qwen2.5-coder-1.5b")
     assert cal.judge_model == "embedded:qwen2.5-coder-1.5b"
@@ -156,5 +170,3 @@ def test_config_refuses_a_calibration_for_another_model():
         from_dict({"grading": {"method": "calibrated", "calibration": "nope"}})
     with pytest.raises(ConfigError, match="grading.debias"):
         from_dict({"grading": {"method": "calibrated", "debias": "both_orders"}})
-
-

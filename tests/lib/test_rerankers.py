@@ -1,6 +1,7 @@
 """Our reranking logic with scripted stand-ins where no weights exist: the cross-encoder's
 pairs and reshaping, the LLM reranker's expected grades, reordering a pool, and our
 reciprocal-rank fusion against ranx's."""
+
 from __future__ import annotations
 
 import pytest
@@ -65,12 +66,14 @@ class _ScriptedJudge:
 
 
 def test_llm_reranker_scores_by_expected_grade_and_reorders_the_pool():
-    judge = _ScriptedJudge({
-        "alpha": {"0": 0.7, "1": 0.1, "2": 0.1, "3": 0.1},  # expected 0.6
-        "beta": {"0": 0.0, "1": 0.0, "2": 0.5, "3": 0.5},  # expected 2.5
-        "gamma": {"0": 0.0, "1": 1.0, "2": 0.0, "3": 0.0},  # expected 1.0
-        "delta": None,  # unparseable: ranked last (-1), never silently 0
-    })
+    judge = _ScriptedJudge(
+        {
+            "alpha": {"0": 0.7, "1": 0.1, "2": 0.1, "3": 0.1},  # expected 0.6
+            "beta": {"0": 0.0, "1": 0.0, "2": 0.5, "3": 0.5},  # expected 2.5
+            "gamma": {"0": 0.0, "1": 1.0, "2": 0.0, "3": 0.0},  # expected 1.0
+            "delta": None,  # unparseable: ranked last (-1), never silently 0
+        }
+    )
     rr = RerankedRetriever(_FirstStage({"q": ["a", "b", "c", "d"]}), LLMReranker(judge, TEXTS), pool=4)
     (ranking,) = rr.search(["q"], k=3)
     assert [d for d, _ in ranking] == ["b", "c", "a"]

@@ -4,8 +4,15 @@ import numpy as np
 import pytest
 
 from spacelm.config import BM25Config, DenseConfig
-from spacelm.lib.retrieval import (BM25Retriever, DenseRetriever, HybridRetriever, identical_lists, pool_size, rrf_fuse,
-                                   top_k)
+from spacelm.lib.retrieval import (
+    BM25Retriever,
+    DenseRetriever,
+    HybridRetriever,
+    identical_lists,
+    pool_size,
+    rrf_fuse,
+    top_k,
+)
 
 IDS = ["a:0", "a:1", "b:0", "b:1", "c:0"]
 TEXTS = [
@@ -78,8 +85,10 @@ def test_pool_size_share_count_and_bounds():
 
 
 def test_identical_lists_counts_same_order_only():
-    r = {"bm25+rerank": {"q1": [("a", 1), ("b", 0.5)], "q2": [("a", 1), ("b", 0.5)]},
-         "dense+rerank": {"q1": [("a", 0.9), ("b", 0.1)], "q2": [("b", 1), ("a", 0.5)]}}
+    r = {
+        "bm25+rerank": {"q1": [("a", 1), ("b", 0.5)], "q2": [("a", 1), ("b", 0.5)]},
+        "dense+rerank": {"q1": [("a", 0.9), ("b", 0.1)], "q2": [("b", 1), ("a", 0.5)]},
+    }
     assert identical_lists(r, ["q1", "q2"], 2) == 0.5
     assert identical_lists(r, ["q1", "q2"], 1) == 0.5
     assert identical_lists({"bm25+rerank": r["bm25+rerank"]}, ["q1"], 2) is None

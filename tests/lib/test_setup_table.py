@@ -9,10 +9,15 @@ def test_the_papers_setup_matches_on_judge_and_chunk_size_only_when_both_are_the
     by = {r["component"]: r for r in rows}
     assert by["judge"]["match"] == "no" and by["chunking"]["match"] == "no"
     assert by["Table 1 questions"]["this_run"] == "30 questions / 19 source chunks"
-    assert comparability(rows) == ("no: chunks of 256 vs 2,000 tokens; judge embedded:qwen2.5-coder-1.5b vs "
-                                   "Llama 3.3 70B")
-    paper = from_dict({"chunking": {"max_tokens": 2000},
-                       "models": {"judge": {"backend": "vllm", "model": "meta-llama/Llama-3.3-70B-Instruct"}}})
+    assert comparability(rows) == (
+        "no: chunks of 256 vs 2,000 tokens; judge embedded:qwen2.5-coder-1.5b vs Llama 3.3 70B"
+    )
+    paper = from_dict(
+        {
+            "chunking": {"max_tokens": 2000},
+            "models": {"judge": {"backend": "vllm", "model": "meta-llama/Llama-3.3-70B-Instruct"}},
+        }
+    )
     rows = setup_rows(paper)
     assert comparability(rows) == "yes"
     assert {r["component"]: r["match"] for r in rows}["judge"] == "yes"

@@ -1,10 +1,10 @@
 """Chunk-independent gold: spans located verbatim, the overlap rule, coverage, across chunkings."""
+
 from __future__ import annotations
 
 import pytest
 
-from spacelm.lib.span_gold import (ChunkSpan, Span, best_chunk, coverage, is_relevant, locate_passage,
-                                   span_qrels)
+from spacelm.lib.span_gold import ChunkSpan, Span, best_chunk, coverage, is_relevant, locate_passage, span_qrels
 
 
 def test_locate_passage_ignores_whitespace_case_and_quote_style():

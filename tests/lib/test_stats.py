@@ -1,4 +1,5 @@
 """Bootstrap intervals: one statistic, or several from the same resamples."""
+
 import numpy as np
 import pytest
 
@@ -34,10 +35,10 @@ def test_min_detectable_difference_against_the_t_power_function():
     from spacelm.lib.stats import min_detectable_difference
 
     sd, n = 1.2, 24
-    mde = min_detectable_difference(sd / n ** 0.5, n - 1)
+    mde = min_detectable_difference(sd / n**0.5, n - 1)
     # the power of a paired t-test at that true difference is about 80% (exact: noncentral t)
     crit = t.ppf(0.975, n - 1)
-    ncp = mde / (sd / n ** 0.5)
+    ncp = mde / (sd / n**0.5)
     power = 1 - nct.cdf(crit, n - 1, ncp) + nct.cdf(-crit, n - 1, ncp)
     assert 0.78 < power < 0.82
     assert np.isnan(min_detectable_difference(0.0, 10)) and np.isnan(min_detectable_difference(1.0, 0))
@@ -105,7 +106,9 @@ def test_paired_difference_is_clustered():
     flat = paired_difference(a, b)
     chunks = paired_difference(a, b, ["x", "x", "x", "x", "y", "y", "y", "y"])
     assert flat["diff"] == chunks["diff"] == 0.5 and chunks["n_clusters"] == 2 and flat["n_clusters"] == 8
-    assert chunks["p_value"] > flat["p_value"] and chunks["ci_high"] - chunks["ci_low"] > flat["ci_high"] - flat["ci_low"]
+    assert (
+        chunks["p_value"] > flat["p_value"] and chunks["ci_high"] - chunks["ci_low"] > flat["ci_high"] - flat["ci_low"]
+    )
     # two clusters at +1 and 0: se² = 2 · (2² + 2²) / 8² = 0.25, t = 0.5/0.5 = 1 on 1 df: p = 0.5
     assert chunks["p_value"] == pytest.approx(0.5)
 
@@ -124,4 +127,6 @@ def test_questions_needed_by_hand():
     assert min_detectable_difference(se, df, 0.05 / 35) > 1.5 * min_detectable_difference(se, df, 0.05)
     # the n found is consistent with the detectable difference at that n
     n = questions_needed(5.1, 10.0)
-    assert min_detectable_difference(10.0 / n ** 0.5, n - 1) <= 5.1 < min_detectable_difference(10 / (n - 1) ** 0.5, n - 2)
+    assert (
+        min_detectable_difference(10.0 / n**0.5, n - 1) <= 5.1 < min_detectable_difference(10 / (n - 1) ** 0.5, n - 2)
+    )

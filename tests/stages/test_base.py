@@ -1,5 +1,6 @@
 """The stage declarations: every declared input makes its stage and everything downstream
 stale (and nothing upstream); a failed stage keeps its previous outputs and is stale."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -9,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from spacelm.pipeline import status
-from spacelm.stages import BY_NAME, STAGES
-from spacelm.stages import base
+from spacelm.stages import BY_NAME, STAGES, base
 from spacelm.stages.base import Stage, execute, freshness, stage_inputs
 
 
@@ -26,6 +26,7 @@ def _fake_complete(cfg) -> None:
     """Mark every stage complete under `cfg` without running a model: a stand-in build that
     touches the declared outputs, executed through the real machinery."""
     for s in STAGES:
+
         def build(cfg, out, s=s):
             for p in s.outputs(cfg):
                 staged = out(p)
@@ -35,6 +36,7 @@ def _fake_complete(cfg) -> None:
                     staged.mkdir(parents=True, exist_ok=True)
                     (staged / "f").write_text("x")
             return {}
+
         # files a stage reads but no stage writes here (the corpus) already exist
         for p in s.reads(cfg):
             if not Path(p).exists():
@@ -102,21 +104,34 @@ def test_every_declared_input_makes_its_stage_and_downstream_stale(tiny_config, 
                 import spacelm.lib.prompting as P
 
                 orig = P.template_hash
-                m.setattr(P, "template_hash", lambda t, orig=orig: orig(t) + ("-edited" if t == name else ""))
+                m.setattr(
+                    P, "template_hash", lambda t, orig=orig, name=name: orig(t) + ("-edited" if t == name else "")
+                )
             elif kind == "model":
                 orig = base.model_hash
                 role = name
-                m.setattr(base, "model_hash", lambda c, spec, r, orig=orig: orig(c, spec, r) + ("-other" if r == role else ""))
+                m.setattr(
+                    base,
+                    "model_hash",
+                    lambda c, spec, r, orig=orig, role=role: orig(c, spec, r) + ("-other" if r == role else ""),
+                )
             elif kind == "code":
                 orig = base.module_hash
-                m.setattr(base, "module_hash", lambda mod, orig=orig: orig(mod) + ("-edited" if mod == name else ""))
+                m.setattr(
+                    base,
+                    "module_hash",
+                    lambda mod, orig=orig, name=name: orig(mod) + ("-edited" if mod == name else ""),
+                )
             rows = {r["stage"]: r for r in status(cfg)}
             own = rows[stage_name]
-            assert own["state"] == "stale" and key in own["changed"] + [c for c in own["changed"] if c.startswith(kind)], own
+            assert own["state"] == "stale" and key in own["changed"] + [
+                c for c in own["changed"] if c.startswith(kind)
+            ], own
             # every stage that declares this same input is stale too (a model or module can be shared), and so is
             # everything downstream of those; nothing else
-            declaring = {s.name for s in STAGES
-                         if s.name == stage_name or any(_covers(k, key) for k in stage_inputs(s, cfg))}
+            declaring = {
+                s.name for s in STAGES if s.name == stage_name or any(_covers(k, key) for k in stage_inputs(s, cfg))
+            }
             expected = set().union(*(_downstream(n) for n in declaring))
             for s in STAGES:
                 assert (rows[s.name]["state"] == "stale") == (s.name in expected), (key, s.name, rows[s.name])

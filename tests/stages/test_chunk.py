@@ -16,7 +16,7 @@ def test_chunks_respect_budget_and_offsets(tiny_config):
     assert chunks
     for c in chunks:
         assert 0 < c.n_tokens <= tiny_config.chunking.max_tokens
-        assert by_id[c.doc_id].text[c.char_start:c.char_end] == c.text
+        assert by_id[c.doc_id].text[c.char_start : c.char_end] == c.text
         assert 1 <= c.page_start <= c.page_end <= by_id[c.doc_id].n_pages
 
 

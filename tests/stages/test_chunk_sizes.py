@@ -1,5 +1,6 @@
 """The chunk-size study on a hand-built corpus: the same questions scored at two chunk sizes
 against their evidence spans (BM25 only: no model needed)."""
+
 from __future__ import annotations
 
 import json
@@ -12,18 +13,24 @@ from spacelm.stages import chunk_sizes
 from spacelm.stages.report import chunk_size_lines
 
 TOPICS = {
-    "debris": ["Fragments from the breakup spread along the orbit within weeks.",
-               "Small debris below ten centimetres cannot be tracked from the ground.",
-               "Explosions of spent upper stages were the main source of fragments in the 1980s.",
-               "Removal of large derelict objects lowers the rate of future collisions."],
-    "conjunctions": ["A conjunction warning lists the time of closest approach and the miss distance.",
-                     "Operators compare the probability of collision with a threshold of one in ten thousand.",
-                     "Covariance realism decides whether the computed probability can be trusted.",
-                     "A manoeuvre is planned when the risk stays above the threshold two days before the event."],
-    "policy": ["The regulation asks operators to register every satellite with the national authority.",
-               "Space traffic management needs shared data on the positions of objects.",
-               "The council called for a common approach to collision avoidance services.",
-               "Member states contribute sensors to the surveillance and tracking partnership."],
+    "debris": [
+        "Fragments from the breakup spread along the orbit within weeks.",
+        "Small debris below ten centimetres cannot be tracked from the ground.",
+        "Explosions of spent upper stages were the main source of fragments in the 1980s.",
+        "Removal of large derelict objects lowers the rate of future collisions.",
+    ],
+    "conjunctions": [
+        "A conjunction warning lists the time of closest approach and the miss distance.",
+        "Operators compare the probability of collision with a threshold of one in ten thousand.",
+        "Covariance realism decides whether the computed probability can be trusted.",
+        "A manoeuvre is planned when the risk stays above the threshold two days before the event.",
+    ],
+    "policy": [
+        "The regulation asks operators to register every satellite with the national authority.",
+        "Space traffic management needs shared data on the positions of objects.",
+        "The council called for a common approach to collision avoidance services.",
+        "Member states contribute sensors to the surveillance and tracking partnership.",
+    ],
 }
 
 
@@ -33,22 +40,48 @@ def test_chunk_size_study_scores_the_same_questions_at_each_size(tmp_path):
     for doc, sentences in TOPICS.items():
         (raw / f"{doc}.txt").write_text("\n\n".join(" ".join([s] * 3) for s in sentences), encoding="utf-8")
     golden = [
-        {"id": "g1", "task": "direct_qa", "question": "How small is debris that cannot be tracked from the ground?",
-         "passage": TOPICS["debris"][1], "doc_id": "debris"},
-        {"id": "g2", "task": "direct_qa", "question": "What threshold of collision probability do operators use?",
-         "passage": TOPICS["conjunctions"][1], "doc_id": "conjunctions"},
-        {"id": "g3", "task": "analysis", "question": "Who contributes sensors to the tracking partnership?",
-         "passage": TOPICS["policy"][3], "doc_id": "policy"},
+        {
+            "id": "g1",
+            "task": "direct_qa",
+            "question": "How small is debris that cannot be tracked from the ground?",
+            "passage": TOPICS["debris"][1],
+            "doc_id": "debris",
+        },
+        {
+            "id": "g2",
+            "task": "direct_qa",
+            "question": "What threshold of collision probability do operators use?",
+            "passage": TOPICS["conjunctions"][1],
+            "doc_id": "conjunctions",
+        },
+        {
+            "id": "g3",
+            "task": "analysis",
+            "question": "Who contributes sensors to the tracking partnership?",
+            "passage": TOPICS["policy"][3],
+            "doc_id": "policy",
+        },
     ]
     (raw / "golden.jsonl").write_text("".join(json.dumps(g) + "\n" for g in golden))
     (tmp_path / "c.yaml").write_text("run_name: cs\n")
-    cfg = load_config(tmp_path / "c.yaml", {
-        "run_name": "cs", "corpus": {"raw_dir": str(raw), "golden_samples": str(raw / "golden.jsonl")},
-        "paths": {"processed_dir": str(tmp_path / "p"), "synthetic_dir": str(tmp_path / "s"),
-                  "results_dir": str(tmp_path / "r"), "cache_dir": str(tmp_path / "c")},
-        "chunking": {"max_tokens": 40}, "retrieval": {"systems": ["bm25"], "k_values": [1, 3], "pool": 5},
-        "grading": {"top_k": [1, 3]}, "answer": {"retrieve_k": 3},
-        "chunk_study": {"sizes": [24, 200], "systems": ["bm25"], "question_sets": ["golden"]}})
+    cfg = load_config(
+        tmp_path / "c.yaml",
+        {
+            "run_name": "cs",
+            "corpus": {"raw_dir": str(raw), "golden_samples": str(raw / "golden.jsonl")},
+            "paths": {
+                "processed_dir": str(tmp_path / "p"),
+                "synthetic_dir": str(tmp_path / "s"),
+                "results_dir": str(tmp_path / "r"),
+                "cache_dir": str(tmp_path / "c"),
+            },
+            "chunking": {"max_tokens": 40},
+            "retrieval": {"systems": ["bm25"], "k_values": [1, 3], "pool": 5},
+            "grading": {"top_k": [1, 3]},
+            "answer": {"retrieve_k": 3},
+            "chunk_study": {"sizes": [24, 200], "systems": ["bm25"], "question_sets": ["golden"]},
+        },
+    )
     run_stages(cfg, upto="chunk")
     summary = chunk_sizes.run(cfg)
     assert summary["question_sets"] == {"golden": 3}

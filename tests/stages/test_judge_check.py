@@ -1,6 +1,7 @@
 """The judge-check stage end to end on the tiny corpus and a made-up labelled folder, its judge
 a scripted stand-in (our wiring, not a model's quality): the contract files, absent sources
 reported as not run, reuse when up to date."""
+
 from __future__ import annotations
 
 import json
@@ -19,10 +20,18 @@ def test_judge_check_stage_writes_the_contract_and_reports_absent_sources(tiny_c
     from spacelm.stages import chunk, ingest
     from spacelm.stages import judge_check as stage
 
-    golden = [{"id": f"g{i}", "task": "direct_qa", "question": q, "passage": p} for i, (q, p) in enumerate([
-        ("What do operators compare with a threshold?", "Operators compare the probability of collision with a threshold"),
-        ("What is reviewed after re-planning?", "The operators then reviewed the orbit determination."),
-    ])]
+    golden = [
+        {"id": f"g{i}", "task": "direct_qa", "question": q, "passage": p}
+        for i, (q, p) in enumerate(
+            [
+                (
+                    "What do operators compare with a threshold?",
+                    "Operators compare the probability of collision with a threshold",
+                ),
+                ("What is reviewed after re-planning?", "The operators then reviewed the orbit determination."),
+            ]
+        )
+    ]
     (tiny_corpus / "golden_samples.jsonl").write_text("".join(json.dumps(g) + "\n" for g in golden))
     cfg = tiny_config
     cfg.judge_check.sources.append(CheckSource("absent", str(tiny_corpus / "nowhere")))
@@ -37,11 +46,13 @@ def test_judge_check_stage_writes_the_contract_and_reports_absent_sources(tiny_c
     pathlib.Path(refs).mkdir()
     data = load_beir(pathlib.Path(src.path))
     ids, _ = data.passages()
-    (pathlib.Path(refs) / "perfect.qrels.txt").write_text("".join(
-        f"{q} Q0 {d} {rel.get(d, 0)}\n" for q, rel in data.qrels.items() for d in ids))
+    (pathlib.Path(refs) / "perfect.qrels.txt").write_text(
+        "".join(f"{q} Q0 {d} {rel.get(d, 0)}\n" for q, rel in data.qrels.items() for d in ids)
+    )
     # another that labelled only the pairs people judged (not the random negatives)
-    (pathlib.Path(refs) / "partial.qrels.txt").write_text("".join(
-        f"{q} Q0 {d} {g}\n" for q, rel in data.qrels.items() for d, g in rel.items()))
+    (pathlib.Path(refs) / "partial.qrels.txt").write_text(
+        "".join(f"{q} Q0 {d} {g}\n" for q, rel in data.qrels.items() for d, g in rel.items())
+    )
     monkeypatch.setattr(llm_pkg, "open_llm", lambda c, d=None: LLM(c, backend=ScriptedJudge()))
     ingest.run(cfg)
     chunk.run(cfg)
@@ -49,8 +60,18 @@ def test_judge_check_stage_writes_the_contract_and_reports_absent_sources(tiny_c
     out = cfg.run_dir / "judge_check"
     rel = json.loads((out / "relevance.json").read_text())
     assert [m["source"] for m in rel] == ["tiny", "absent", "golden (in-domain)"]
-    need = {"source", "n_pairs", "auc", "auc_ci", "kappa_binary", "kappa_binary_ci", "kappa_weighted", "accuracy",
-            "confusion", "verdict"}
+    need = {
+        "source",
+        "n_pairs",
+        "auc",
+        "auc_ci",
+        "kappa_binary",
+        "kappa_binary_ci",
+        "kappa_weighted",
+        "accuracy",
+        "confusion",
+        "verdict",
+    }
     assert all(need <= set(m) for m in rel)
     tiny, absent, golden_m = rel
     assert tiny["n_pairs"] == 6 and tiny["verdict"] in J.VERDICTS and tiny["position_bias"]["n_pairs"] == 6

@@ -1,5 +1,6 @@
 """Human labels in a run folder: the grade stage's prediction-powered columns read them, and
 `spacelm label --check` rejects a bad file with exit code 2 naming the file and line. No model."""
+
 from __future__ import annotations
 
 import json
@@ -71,9 +72,12 @@ def test_label_sample_writes_the_files_from_the_graded_pairs(tiny_config, monkey
     cfg = tiny_config
     questions, rankings, grades = _fake_run(cfg)
     cfg.run_dir.mkdir(parents=True)
-    (cfg.run_dir / "grades.jsonl").write_text("".join(
-        json.dumps({"qid": q, "chunk_id": c, "grade": g, "prompt": cfg.grading.prompt}) + "\n"
-        for (q, c), g in grades.items()))
+    (cfg.run_dir / "grades.jsonl").write_text(
+        "".join(
+            json.dumps({"qid": q, "chunk_id": c, "grade": g, "prompt": cfg.grading.prompt}) + "\n"
+            for (q, c), g in grades.items()
+        )
+    )
     monkeypatch.setattr(grade, "load_chunks", lambda cfg: [C(chunk_id=c, text=f"text of {c}") for c in "abcdef"])
     monkeypatch.setattr(grade, "load_rankings", lambda cfg: rankings)
     monkeypatch.setattr(grade, "load_questions", lambda cfg, chunks: questions)

@@ -1,5 +1,6 @@
 """One run at a time per folder: a second run exits 4 naming the holder; a lock left by a
 dead process is taken over."""
+
 from __future__ import annotations
 
 import subprocess
@@ -60,8 +61,13 @@ def test_cli_exits_4_when_the_run_folder_is_held(tmp_path, tiny_config_file):
     cfg_file, run_dir = tiny_config_file
     p = _hold(run_dir, 30)
     try:
-        r = subprocess.run([sys.executable, "-m", "spacelm.cli", "ingest", "--config", str(cfg_file)],
-                           capture_output=True, text=True, cwd=ROOT, timeout=120)
+        r = subprocess.run(
+            [sys.executable, "-m", "spacelm.cli", "ingest", "--config", str(cfg_file)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
     finally:
         p.kill()
         p.wait()

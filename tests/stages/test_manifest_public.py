@@ -1,11 +1,11 @@
 """manifest.json holds no credentials and no machine paths (issue 26, defects #11 and #12):
 a `user:pass@` base_url and absolute paths under the models folder and the checkout."""
+
 from __future__ import annotations
 
 import dataclasses
 import json
 
-from spacelm.lib import models
 from spacelm.stages.manifest import Manifest
 
 

@@ -10,10 +10,20 @@ def test_model_time_shares_and_units():
         "chunk": {"wall_seconds": 2.0},
         "retrieve": {"wall_seconds": 12.0, "search_seconds": {"bm25": 0.5, "dense": 9.5}},
         "grade": {"wall_seconds": 100.0, "llm": _llm(90.0, 90.0, 30, 0)},
-        "answer": {"wall_seconds": 20.0, "answers": 4, "llm_generator": _llm(0.0, 40.0, 0, 8),
-                   "llm_judge": _llm(10.0, 60.0, 2, 10)},
-        "synth": {"skipped": True, "wall_seconds": 0.0, "computed_seconds": 50.0, "generated": 10,
-                  "unanswerable_generated": 0, "llm": _llm(45.0, 45.0, 10, 0)},
+        "answer": {
+            "wall_seconds": 20.0,
+            "answers": 4,
+            "llm_generator": _llm(0.0, 40.0, 0, 8),
+            "llm_judge": _llm(10.0, 60.0, 2, 10),
+        },
+        "synth": {
+            "skipped": True,
+            "wall_seconds": 0.0,
+            "computed_seconds": 50.0,
+            "generated": 10,
+            "unanswerable_generated": 0,
+            "llm": _llm(45.0, 45.0, 10, 0),
+        },
     }
     m = model_time(stages, 134.0)
     assert m["model_seconds_this_run"] == 110.0  # the skipped stage made no call now; encoders count
@@ -32,9 +42,14 @@ def test_model_time_shares_and_units():
 def test_run_sizes_from_stage_summaries():
     from spacelm.stages.manifest import run_sizes
 
-    sizes = run_sizes({"synth": {"generated": 12, "kept": 10}, "grade": {"questions": 5, "pairs_graded": 90},
-                       "judge-check": {"labelled_pairs": 150, "control_pairs": 80},
-                       "answer": {"questions": 4, "unanswerable_questions": 3, "answers": 30}})
+    sizes = run_sizes(
+        {
+            "synth": {"generated": 12, "kept": 10},
+            "grade": {"questions": 5, "pairs_graded": 90},
+            "judge-check": {"labelled_pairs": 150, "control_pairs": 80},
+            "answer": {"questions": 4, "unanswerable_questions": 3, "answers": 30},
+        }
+    )
     assert sizes["synthetic_questions_kept"] == 10 and sizes["table1_questions"] == 5
     assert sizes["judge_check_labelled_pairs"] == 150 and sizes["answerability_unanswerable"] == 3
     assert sizes["retrieval_questions"] is None

@@ -2,6 +2,7 @@
 `vllm` package whose engine refuses to start while another engine is alive (alive from
 construction until its engine-core client is shut down, as in vLLM 0.10-0.32). Checks our
 phases and release, not a model; the real engine is exercised in tests/vllm_tier/."""
+
 from __future__ import annotations
 
 import json
@@ -44,8 +45,9 @@ def stand_in_vllm(engines: Engines) -> dict:
     class LLM:
         def __init__(self, **kw):
             if engines.alive:
-                raise AssertionError(f"engine for {kw['model']} starts while {[e.model for e in engines.alive]} "
-                                     f"still holds memory")
+                raise AssertionError(
+                    f"engine for {kw['model']} starts while {[e.model for e in engines.alive]} still holds memory"
+                )
             self.model, self.kwargs = kw["model"], kw
             engines.alive.append(self)
             engines.most_alive = max(engines.most_alive, len(engines.alive))
@@ -61,10 +63,17 @@ def stand_in_vllm(engines: Engines) -> dict:
             for p, sp in zip(prompts, params):
                 h = zlib.crc32(p.encode())
                 so = getattr(sp, "structured_outputs", None)
-                text = so.choice[h % len(so.choice)] if so else \
-                    f"Which probability threshold do operators compare before manoeuvre number {h}?"
-                outs.append(SimpleNamespace(prompt_token_ids=[1, 2, 3], outputs=[SimpleNamespace(
-                    text=text, token_ids=[7], finish_reason="stop", logprobs=None)]))
+                text = (
+                    so.choice[h % len(so.choice)]
+                    if so
+                    else f"Which probability threshold do operators compare before manoeuvre number {h}?"
+                )
+                outs.append(
+                    SimpleNamespace(
+                        prompt_token_ids=[1, 2, 3],
+                        outputs=[SimpleNamespace(text=text, token_ids=[7], finish_reason="stop", logprobs=None)],
+                    )
+                )
             return outs
 
     vllm = types.ModuleType("vllm")
@@ -108,9 +117,16 @@ def vllm_run(tiny_config, tiny_corpus, monkeypatch):
     for name, mod in stand_in_vllm(engines).items():
         monkeypatch.setitem(sys.modules, name, mod)
     monkeypatch.setitem(sys.modules, "sentence_transformers", stand_in_sentence_transformers())
-    rows = [{"id": f"{t}-{i}", "task": t, "question": f"What does note {i} say about collision probability thresholds?",
-             "passage": "Operators compare the probability of collision with a threshold and plan a manoeuvre."}
-            for t in ("direct_qa", "summarization") for i in range(2)]
+    rows = [
+        {
+            "id": f"{t}-{i}",
+            "task": t,
+            "question": f"What does note {i} say about collision probability thresholds?",
+            "passage": "Operators compare the probability of collision with a threshold and plan a manoeuvre.",
+        }
+        for t in ("direct_qa", "summarization")
+        for i in range(2)
+    ]
     (tiny_corpus / "golden_samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     cfg = tiny_config
     from spacelm.config import LLMConfig

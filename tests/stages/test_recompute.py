@@ -1,5 +1,6 @@
 """`spacelm report --recompute`: Table 1 and its tests rebuilt from a run's stored grades and
 rankings, with the questions clustered by the source chunk their validity pair names."""
+
 from __future__ import annotations
 
 import json
@@ -16,23 +17,56 @@ def _write(path, rows):
 
 
 def test_grade_tables_from_stored_grades_cluster_by_source_chunk(tmp_path):
-    cfg = from_dict({"run_name": "r", "paths": {"results_dir": str(tmp_path), "synthetic_dir": str(tmp_path / "syn")},
-                     "grading": {"retrievers": ["bm25"], "top_k": [1, 2], "n_bootstrap": 50, "consistency_check": False}})
+    cfg = from_dict(
+        {
+            "run_name": "r",
+            "paths": {"results_dir": str(tmp_path), "synthetic_dir": str(tmp_path / "syn")},
+            "grading": {"retrievers": ["bm25"], "top_k": [1, 2], "n_bootstrap": 50, "consistency_check": False},
+        }
+    )
     run = cfg.run_dir
     # four questions from two source chunks (q1, q2 from c1; q3, q4 from c2)
     source = {"q1": "c1", "q2": "c1", "q3": "c2", "q4": "c2"}
     rankings, grades = [], []
     for q, src in source.items():
-        rankings += [{"system": "bm25", "qid": q, "ranking": [["a", 1.0], ["b", 0.5]]},
-                     {"system": "bm25+rerank", "qid": q, "ranking": [["b", 1.0], ["a", 0.5]]}]
-        grades += [{"qid": q, "chunk_id": "a", "purpose": ["table"], "prompt": "relevance", "grade": 1,
-                    "expected_grade": None},
-                   {"qid": q, "chunk_id": "b", "purpose": ["table"], "prompt": "relevance", "grade": 3 if src == "c1" else 2,
-                    "expected_grade": None},
-                   {"qid": q, "chunk_id": src, "purpose": ["validity_source"], "prompt": "relevance", "grade": 3,
-                    "expected_grade": None},
-                   {"qid": q, "chunk_id": "z", "purpose": ["validity_random"], "prompt": "relevance", "grade": 0,
-                    "expected_grade": None}]
+        rankings += [
+            {"system": "bm25", "qid": q, "ranking": [["a", 1.0], ["b", 0.5]]},
+            {"system": "bm25+rerank", "qid": q, "ranking": [["b", 1.0], ["a", 0.5]]},
+        ]
+        grades += [
+            {
+                "qid": q,
+                "chunk_id": "a",
+                "purpose": ["table"],
+                "prompt": "relevance",
+                "grade": 1,
+                "expected_grade": None,
+            },
+            {
+                "qid": q,
+                "chunk_id": "b",
+                "purpose": ["table"],
+                "prompt": "relevance",
+                "grade": 3 if src == "c1" else 2,
+                "expected_grade": None,
+            },
+            {
+                "qid": q,
+                "chunk_id": src,
+                "purpose": ["validity_source"],
+                "prompt": "relevance",
+                "grade": 3,
+                "expected_grade": None,
+            },
+            {
+                "qid": q,
+                "chunk_id": "z",
+                "purpose": ["validity_random"],
+                "prompt": "relevance",
+                "grade": 0,
+                "expected_grade": None,
+            },
+        ]
     _write(run / "retrieval" / "rankings.jsonl", rankings)
     _write(run / "grades.jsonl", grades)
     summary = grade.recompute(cfg)

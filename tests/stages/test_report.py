@@ -1,5 +1,6 @@
 """`build_report` from the files the stages wrote: what is there is shown, what is not is
 said to be missing, and every link resolves."""
+
 from __future__ import annotations
 
 import json
@@ -46,13 +47,36 @@ def _write_checks(cfg, verdicts: dict, controls: dict) -> None:
 
     d = cfg.run_dir / "judge_check"
     d.mkdir(parents=True, exist_ok=True)
-    rel = [{"source": s, "run": True, "verdict": v, "n_pairs": 90, "auc": 0.6, "auc_ci": [0.5, 0.7],
-            "kappa_binary": 0.1, "kappa_binary_ci": [0.0, 0.2], "judge": {"name": cfg.models.judge.model}}
-           for s, v in verdicts.items()]
+    rel = [
+        {
+            "source": s,
+            "run": True,
+            "verdict": v,
+            "n_pairs": 90,
+            "auc": 0.6,
+            "auc_ci": [0.5, 0.7],
+            "kappa_binary": 0.1,
+            "kappa_binary_ci": [0.0, 0.2],
+            "judge": {"name": cfg.models.judge.model},
+        }
+        for s, v in verdicts.items()
+    ]
     (d / "relevance.json").write_text(json.dumps(rel))
-    pd.DataFrame([{"rubric": r, "n": 12, "pass_rate": 0.5, "pass_rate_ci_low": 0.2, "pass_rate_ci_high": 0.8,
-                   "mean_gap": 0.1, "missing": 0, "verdict": v} for r, v in controls.items()]).to_csv(
-        d / "controls.csv", index=False)
+    pd.DataFrame(
+        [
+            {
+                "rubric": r,
+                "n": 12,
+                "pass_rate": 0.5,
+                "pass_rate_ci_low": 0.2,
+                "pass_rate_ci_high": 0.8,
+                "mean_gap": 0.1,
+                "missing": 0,
+                "verdict": v,
+            }
+            for r, v in controls.items()
+        ]
+    ).to_csv(d / "controls.csv", index=False)
 
 
 def test_banners_say_in_plain_words_when_a_judge_fails_or_was_never_checked(tiny_config):
@@ -60,8 +84,9 @@ def test_banners_say_in_plain_words_when_a_judge_fails_or_was_never_checked(tiny
 
     assert "Unchecked judge" in judge_banner(tiny_config, "table1")
     assert "Unchecked judge" in judge_banner(tiny_config, "table2")
-    _write_checks(tiny_config, {"scifact": "fails", "trec": "weak"}, {"faithfulness": "valid",
-                                                                       "negative_rejection": "fails"})
+    _write_checks(
+        tiny_config, {"scifact": "fails", "trec": "weak"}, {"faithfulness": "valid", "negative_rejection": "fails"}
+    )
     t1 = judge_banner(tiny_config, "table1")
     assert "scifact: **fails**" in t1 and "trec: **weak**" in t1 and "fails its check on scifact" in t1
     assert "n=90 pairs" in t1 and "0.60 [0.50, 0.70]" in t1
@@ -81,22 +106,70 @@ def test_report_prints_reference_judges_refusal_rates_and_ppi_status(tiny_config
     _write_checks(tiny_config, {"trec": "weak"}, {"negative_rejection": "weak", "refusal": "valid"})
     d = tiny_config.run_dir / "judge_check"
     rel = json.loads((d / "relevance.json").read_text())
-    rel[0].update(labels="graded 0-3", kappa_weighted=0.3, accuracy=0.7, verdict_reason="cannot tell against gpt",
-                  reference_judges=[{"name": "gpt", "labels": "graded 0-3", "n_pairs": 90, "auc": 0.75,
-                                     "auc_ci": [0.7, 0.8], "kappa_binary": 0.35, "kappa_binary_ci": [0.2, 0.5],
-                                     "kappa_weighted": 0.6}])
+    rel[0].update(
+        labels="graded 0-3",
+        kappa_weighted=0.3,
+        accuracy=0.7,
+        verdict_reason="cannot tell against gpt",
+        reference_judges=[
+            {
+                "name": "gpt",
+                "labels": "graded 0-3",
+                "n_pairs": 90,
+                "auc": 0.75,
+                "auc_ci": [0.7, 0.8],
+                "kappa_binary": 0.35,
+                "kappa_binary_ci": [0.2, 0.5],
+                "kappa_weighted": 0.6,
+            }
+        ],
+    )
     (d / "relevance.json").write_text(json.dumps(rel))
     section = "\n".join(judge_check_section(tiny_config))
     assert "| ↳ reference: gpt | graded 0-3 | 90 | 0.75 [0.70, 0.80] | 0.35 [0.20, 0.50] | 0.60 |" in section
-    assert "Not passed" in judge_banner(tiny_config, "table2") and "negative_rejection" in judge_banner(tiny_config, "table2")
-    (tiny_config.run_dir / "answer_checks.json").write_text(json.dumps({"refusals_where_passages_cannot_answer": [
-        {"setting": "5_wrong", "n": 4, "refusal_rate_phrase": 0.5, "phrase_ci_low": 0.15, "phrase_ci_high": 0.85,
-         "refusal_rate_judge": 0.25, "judge_ci_low": 0.05, "judge_ci_high": 0.7, "n_judge": 4, "agreement": 0.75,
-         "kappa": 0.5, "rubric_mean": 3.5, "rubric_declines_rate": 0.5, "n_rubric": 4}]}))
+    assert "Not passed" in judge_banner(tiny_config, "table2") and "negative_rejection" in judge_banner(
+        tiny_config, "table2"
+    )
+    (tiny_config.run_dir / "answer_checks.json").write_text(
+        json.dumps(
+            {
+                "refusals_where_passages_cannot_answer": [
+                    {
+                        "setting": "5_wrong",
+                        "n": 4,
+                        "refusal_rate_phrase": 0.5,
+                        "phrase_ci_low": 0.15,
+                        "phrase_ci_high": 0.85,
+                        "refusal_rate_judge": 0.25,
+                        "judge_ci_low": 0.05,
+                        "judge_ci_high": 0.7,
+                        "n_judge": 4,
+                        "agreement": 0.75,
+                        "kappa": 0.5,
+                        "rubric_mean": 3.5,
+                        "rubric_declines_rate": 0.5,
+                        "n_rubric": 4,
+                    }
+                ]
+            }
+        )
+    )
     lines = "\n".join(refusal_lines(tiny_config))
     assert "rubric mean (1–5 ⚠ not passed its controls)" in lines and "refusal rate (judge)" in lines
     assert "| 5_wrong | 4 | 0.50 [0.15, 0.85] | 0.25 [0.05, 0.70] | 0.75 | 0.50 | 3.50 | 0.50 |" in lines
-    pd.DataFrame([{"retriever": "bm25", "stage": "retrieved", "top_k": 3, "grade": 2, "percent": 50.0,
-                   "ppi_estimate": None, "ppi_ci_low": None, "ppi_ci_high": None, "n_human": 0}]).to_csv(
-        tiny_config.run_dir / "table1_relevance.csv", index=False)
+    pd.DataFrame(
+        [
+            {
+                "retriever": "bm25",
+                "stage": "retrieved",
+                "top_k": 3,
+                "grade": 2,
+                "percent": 50.0,
+                "ppi_estimate": None,
+                "ppi_ci_low": None,
+                "ppi_ci_high": None,
+                "n_human": 0,
+            }
+        ]
+    ).to_csv(tiny_config.run_dir / "table1_relevance.csv", index=False)
     assert "no human labels" in "\n".join(ppi_lines(tiny_config))

@@ -1,4 +1,5 @@
 """synth's models take turns: one engine at a time, shared by roles whose engine settings match."""
+
 from spacelm.config import Config, LLMConfig
 from spacelm.lib.llm.types import Completion
 from spacelm.stages.base import ModelTurns

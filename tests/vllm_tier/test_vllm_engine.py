@@ -13,6 +13,7 @@ quality.
 
 Run by `bash scripts/test_vllm.sh` with the vLLM environment's Python (`pytest -m vllm`);
 skipped wherever vLLM is not installed (the main environment)."""
+
 from __future__ import annotations
 
 import json
@@ -75,15 +76,19 @@ class TreeWatch(threading.Thread):
         """Each stretch with an engine alive: memory just before it, its peak, and the memory
         2 s after it ended (None when the run ended first)."""
         out, start = [], None
-        for i, (t, n, rss) in enumerate(self.samples):
+        for i, (t, n, _rss) in enumerate(self.samples):
             if n and start is None:
                 start = i
             elif not n and start is not None:
                 after = next((r for tt, nn, r in self.samples[i:] if tt >= t + 2.0), None)
-                out.append({"before_gib": round(self.samples[max(0, start - 1)][2], 2),
-                            "peak_gib": round(max(r for _, _, r in self.samples[start:i]), 2),
-                            "after_gib": None if after is None else round(after, 2),
-                            "seconds": round(t - self.samples[start][0], 1)})
+                out.append(
+                    {
+                        "before_gib": round(self.samples[max(0, start - 1)][2], 2),
+                        "peak_gib": round(max(r for _, _, r in self.samples[start:i]), 2),
+                        "after_gib": None if after is None else round(after, 2),
+                        "seconds": round(t - self.samples[start][0], 1),
+                    }
+                )
                 start = None
         return out
 
@@ -91,8 +96,13 @@ class TreeWatch(threading.Thread):
 def spacelm(args: list[str], timeout: float = 900) -> tuple[dict, TreeWatch, str]:
     """Run `python -m spacelm.cli ARGS` (the user's path, main guard included) under a watcher:
     (the stage summary it prints, the watcher, stderr)."""
-    proc = subprocess.Popen([sys.executable, "-m", "spacelm.cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spacelm.cli", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     watch = TreeWatch(proc.pid)
     watch.start()
     try:
@@ -120,9 +130,18 @@ def tiny_generator(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("models") / "tiny-random-qwen2"
     torch.manual_seed(0)
     # head size 64: vLLM's CPU attention has no kernel for the smallest head sizes
-    config = transformers.Qwen2Config(vocab_size=151936, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-                                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096,
-                                      tie_word_embeddings=True, bos_token_id=151643, eos_token_id=151645)
+    config = transformers.Qwen2Config(
+        vocab_size=151936,
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+        bos_token_id=151643,
+        eos_token_id=151645,
+    )
     transformers.Qwen2ForCausalLM(config).to(torch.bfloat16).save_pretrained(folder)
     for f in source.iterdir():
         if f.name.startswith(("tokenizer", "chat_template")):
@@ -141,10 +160,14 @@ def write_config(base: Path, name: str, backend: str, generator: Path) -> Path:
         make_pdf(raw / "ops-note.pdf", [LOREM * 6, LOREM * 5])
         (raw / "guide.md").write_text("# Guide\n\n" + LOREM * 8, encoding="utf-8")
         (raw / "notes.txt").write_text(LOREM * 6, encoding="utf-8")
-        rows = [{"id": f"{t}-{i}", "task": t, "question": q, "passage": LOREM.split(". ")[1]}
-                for t, q in (("direct_qa", "What do operators compare with a threshold?"),
-                             ("summarization", "Summarise how operators decide to plan a manoeuvre."))
-                for i in range(2)]
+        rows = [
+            {"id": f"{t}-{i}", "task": t, "question": q, "passage": LOREM.split(". ")[1]}
+            for t, q in (
+                ("direct_qa", "What do operators compare with a threshold?"),
+                ("summarization", "Summarise how operators decide to plan a manoeuvre."),
+            )
+            for i in range(2)
+        ]
         (raw / "golden_samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         make_beir(base / "beir")
     common = {"max_tokens": 24, "max_concurrency": 4}
@@ -155,18 +178,36 @@ def write_config(base: Path, name: str, backend: str, generator: Path) -> Path:
     cfg = {
         "run_name": name,
         "corpus": {"raw_dir": str(raw), "golden_samples": str(raw / "golden_samples.jsonl")},
-        "paths": {"processed_dir": str(base / "processed"), "synthetic_dir": str(base / "synthetic"),
-                  "results_dir": str(base / "results"), "cache_dir": str(base / "cache")},
+        "paths": {
+            "processed_dir": str(base / "processed"),
+            "synthetic_dir": str(base / "synthetic"),
+            "results_dir": str(base / "results"),
+            "cache_dir": str(base / "cache"),
+        },
         "chunking": {"max_tokens": 64},
-        "retrieval": {"systems": ["bm25", "dense", "bm25+rerank"], "pool": 10,
-                      "reranker": {"kind": "biencoder", "model": "embedded:minilm"}},
+        "retrieval": {
+            "systems": ["bm25", "dense", "bm25+rerank"],
+            "pool": 10,
+            "reranker": {"kind": "biencoder", "model": "embedded:minilm"},
+        },
         "models": {"question_writer": dict(common, backend="vllm", model=JUDGE), "generator": gen, "judge": judge},
-        "synth": {"tasks": ["direct_qa", "summarization"], "n_fewshot": 2, "max_chunks": 2, "filter_top_n": 10,
-                  "sampling": "every_task",
-                  "unanswerable": {"enabled": False}},
+        "synth": {
+            "tasks": ["direct_qa", "summarization"],
+            "n_fewshot": 2,
+            "max_chunks": 2,
+            "filter_top_n": 10,
+            "sampling": "every_task",
+            "unanswerable": {"enabled": False},
+        },
         "grading": {"retrievers": ["bm25"], "top_k": [1, 3], "max_questions": 2, "n_bootstrap": 100},
-        "answer": {"max_questions": 1, "n_wrong_values": [0, 1], "negative_n_wrong": 2, "retrieve_k": 2,
-                   "n_bootstrap": 100, "max_unanswerable": 0},
+        "answer": {
+            "max_questions": 1,
+            "n_wrong_values": [0, 1],
+            "negative_n_wrong": 2,
+            "retrieve_k": 2,
+            "n_bootstrap": 100,
+            "max_unanswerable": 0,
+        },
         "judge_check": {"enabled": False},
     }
     path = base / f"{name}.yaml"

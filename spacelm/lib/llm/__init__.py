@@ -6,8 +6,8 @@
 - `vllm_server.py`: a `vllm serve` started for one model phase, spoken to over `openai.py`;
 - `frontend.py`: :class:`LLM`, a backend plus the persistent call cache.
 """
+
 from .frontend import LLM, CallStats, model_logs, open_llm
 from .types import BackendError, BackendUnavailable, Completion, Request
 
-__all__ = ["LLM", "BackendError", "BackendUnavailable", "CallStats", "Completion", "Request", "model_logs",
-           "open_llm"]
+__all__ = ["LLM", "BackendError", "BackendUnavailable", "CallStats", "Completion", "Request", "model_logs", "open_llm"]

