@@ -25,7 +25,6 @@ import dataclasses
 import json
 import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 from .config import Config, ConfigError, LLMConfig
@@ -154,29 +153,6 @@ class Tokenizers:
 
 
 # --------------------------------------------------------------------------- the planner
-class Engine:
-    """One span between a stage opening a model and releasing it."""
-
-    def __init__(self, planner: Planner, stage: str, role: str, llm: PlanLLM):
-        self.planner, self.stage, self.role, self.llm = planner, stage, role, llm
-        self.phases: list[PhaseCount] = []
-
-    @contextmanager
-    def phase(self, name: str, basis: str = "exact", pseudo_passages: bool = False, note: str = ""):
-        """Requests made inside are counted as phase `name` (calls `basis`; `pseudo_passages`
-        when stand-in passages are in the prompts)."""
-        ph = PhaseCount(
-            self.stage, name, self.role, self.llm.cfg.model, self.llm.cfg.backend, basis, pseudo_passages, note
-        )
-        self.llm.current, self.llm.stage = ph, self.stage
-        self.phases.append(ph)
-        self.planner.phases.append(ph)
-        try:
-            yield ph
-        finally:
-            self.llm.current = None
-
-
 def _settings(llm: LLMConfig) -> str:
     parts = []
     if llm.backend.startswith("vllm"):  # vllm, or a managed vllm server
@@ -205,7 +181,6 @@ class Planner:
         self.serial = [0]
         self.phases: list[PhaseCount] = []
         self.loads: list[dict] = []
-        self._last_cfg = None  # the engine key of the engine loaded last
         self.other_models: list[dict] = []
         self.notes: list[str] = []
         self.warnings: list[str] = []
@@ -217,46 +192,6 @@ class Planner:
                 llm_cfg, role, self.tokenizers.counter(role, llm_cfg), self._answered, self.serial
             )
         return self._llms[role]
-
-    @contextmanager
-    def engine(self, stage: str, role: str, note: str = ""):
-        """A model opened by `stage` and released at the end of the block; it loads (and so
-        enters the load order) only if a phase inside makes a call."""
-        e = Engine(self, stage, role, self.llm(role))
-        yield e
-        made = [p for p in e.phases if p.calls]
-        if made:
-            c = e.llm.cfg
-            last = self.loads[-1] if self.loads else None
-            if (
-                last
-                and stage in ("synth", "answer")
-                and stage == last["stage"]
-                and self._last_cfg == c.engine_key()
-                and role != "generator"
-                and last["role"] != "generator"
-            ):
-                # a stage's writer and judge share one engine when its settings are equal (stages/base.py ModelTurns)
-                last["phases"] += [p.phase for p in made]
-                last["calls"] += sum(p.calls for p in made)
-                last["calls_basis"] = weakest(last["calls_basis"], *[p.calls_basis for p in made])
-                if role not in last["role"].split(" + "):
-                    last["role"] += f" + {role}"
-                return
-            self._last_cfg = c.engine_key()
-            self.loads.append(
-                {
-                    "stage": stage,
-                    "role": role,
-                    "model": c.model,
-                    "backend": c.backend,
-                    "settings": _settings(c),
-                    "phases": [p.phase for p in made],
-                    "note": note,
-                    "calls": sum(p.calls for p in made),
-                    "calls_basis": weakest(*[p.calls_basis for p in made]),
-                }
-            )
 
     def encoder(self, stage: str, role: str, model: str) -> None:
         self.other_models.append({"stage": stage, "role": role, "model": model})
@@ -328,149 +263,215 @@ def read_inputs(cfg: Config, current: dict, use_outputs: bool) -> Inputs:
     return Inputs(chunks, golden, records, rankings, notes)
 
 
-# --------------------------------------------------------------------------- the stages
-def plan_synth(p: Planner, inp: Inputs) -> list[dict]:
-    """The synth stage's calls (see `stages/synth.py`). Returns the question records the later
-    stages read: the file's when current, else the planned ones (every question kept)."""
-    from .lib.questions import add_reference_answers, generate_questions, golden_unanswerable, plan_generation
+# --------------------------------------------------------------------------- the stand-in models
+@dataclasses.dataclass(frozen=True)
+class Basis:
+    """What a phase's count rests on: its calls' basis, whether stand-in passages are in its
+    prompts, a note on the phase, and a note on the engine when the phase loads one."""
 
-    cfg, sc = p.cfg, p.cfg.synth
-    known = inp.records is not None
-    chunks_by_id = {c.chunk_id: c for c in inp.chunks}
-    text_of = {cid: c.text for cid, c in chunks_by_id.items()}
-    with p.engine("synth", "question_writer") as w:
-        with w.phase("questions"):
-            planned = generate_questions(cfg, w.llm, plan_generation(cfg, inp.chunks, inp.golden))
-        answerable = (
-            [dict(r) for r in inp.records if r.get("answerable", True) and r.get("source_chunk_id") in chunks_by_id]
-            if known
-            else planned
+    calls: str = "exact"
+    pseudo_passages: bool = False
+    note: str = ""
+    engine_note: str = ""
+
+
+class Replayed:
+    """A retriever that gives each question a finished run checked the passages its check graded."""
+
+    def __init__(self, by_question: dict):
+        self.by_question = by_question
+
+    def search(self, queries, k: int) -> list:
+        return [[(d, 0.0) for d in self.by_question.get(q, [])[:k]] for q in queries]
+
+
+class PlanTurns:
+    """The stand-in for a stage's :class:`~spacelm.stages.base.ModelTurns`: `spacelm plan` runs
+    the stage's own `compute` against it. Each `use` is answered by the role's
+    :class:`~spacelm.lib.plan.PlanLLM` and counted as phase `phase` of the stage (`basis(phase)`
+    says what the count rests on); a use that makes a call loads its engine unless the same
+    engine is still loaded (ModelTurns shares it), and a phase without a call is not listed.
+
+    Where a count depends on what a model decides, the stand-in decides for the most calls: the
+    retrieval filter keeps every question and the unanswerable check searches stand-in rankings;
+    every unanswerable candidate is well formed and the judge's verdicts on them cannot be read
+    (so every passage is graded and every round runs); the gate stops every answer; the claim judge reads answers holding the
+    estimated number of claims. With `records` (a finished run's questions) the run is replayed
+    instead: requests it made are answered from its call cache, and the filter and the check's
+    rankings are the ones it recorded."""
+
+    def __init__(self, planner: Planner, stage: str, basis, chunks: list, records: list | None = None):
+        self.p, self.cfg, self.stage, self.basis, self.chunks = planner, planner.cfg, stage, basis, chunks
+        self.records = records
+        self.replay = _call_replay(self.cfg) if records is not None else None
+        self.loaded, self._load = None, None
+        self.stats: dict = {}
+        self.identity: dict = {}
+
+    def _phase(self, role: str, llm: PlanLLM, phase: str) -> PhaseCount:
+        for x in self.p.phases:
+            if (x.stage, x.phase, x.role) == (self.stage, phase, role):
+                return x
+        b = self.basis(phase)
+        return PhaseCount(self.stage, phase, role, llm.cfg.model, llm.cfg.backend, b.calls, b.pseudo_passages, b.note)
+
+    def use(self, role: str, fn, phase: str = ""):
+        llm = self.p.llm(role)
+        ph = self._phase(role, llm, phase)
+        before = ph.calls
+        llm.current, llm.stage = ph, self.stage
+        llm.unreadable = self.replay is None and phase.startswith("unanswerable check")
+        llm.replay = (lambda req: self.replay(llm.cfg, req)) if self.replay else None
+        try:
+            out = fn(llm)
+            if self.replay is None and phase.startswith("unanswerable questions"):
+                for r in out:  # every candidate well formed, so every one goes to the check
+                    r["drop_reason"] = None
+            return out
+        finally:
+            llm.current, llm.unreadable, llm.replay = None, False, None
+            self.identity[role] = llm.identity
+            if ph.calls > before:
+                if ph not in self.p.phases:
+                    self.p.phases.append(ph)
+                self._count_load(role, llm, ph, ph.calls - before)
+
+    def _count_load(self, role: str, llm: PlanLLM, ph: PhaseCount, calls: int) -> None:
+        """Enter the engine in the load order, or add to the engine still loaded."""
+        c = llm.cfg
+        last = self._load
+        if last is not None and self.loaded == c.engine_key() and self.p.loads and self.p.loads[-1] is last:
+            if ph.phase not in last["phases"]:
+                last["phases"].append(ph.phase)
+            last["calls"] += calls
+            last["calls_basis"] = weakest(last["calls_basis"], ph.calls_basis)
+            if role not in last["role"].split(" + "):
+                last["role"] += f" + {role}"
+            return
+        self.loaded = c.engine_key()
+        self._load = {
+            "stage": self.stage,
+            "role": role,
+            "model": c.model,
+            "backend": c.backend,
+            "settings": _settings(c),
+            "phases": [ph.phase],
+            "note": self.basis(ph.phase).engine_note,
+            "calls": calls,
+            "calls_basis": ph.calls_basis,
+        }
+        self.p.loads.append(self._load)
+
+    def release(self) -> None:
+        self.loaded, self._load = None, None
+
+    def retrieval_filter(self, chunks: list, records: list[dict]) -> dict:
+        """Every well-formed question kept (or as the run filtered it); the check's retrievers."""
+        self.p.encoder(self.stage, "dense (filter)", self.cfg.retrieval.dense.model)
+        if self.records is None:
+            for r in records:
+                if r["drop_reason"] is None and r["answerable"]:
+                    r["kept"] = True
+            k = self.cfg.synth.unanswerable.check_k
+            order = typical_order(chunks)
+            return {name: StandInRetriever(stand_in_ranking(order, i, k)) for i, name in enumerate(["bm25", "dense"])}
+        ran = {r["qid"]: r for r in self.records}
+        for r in records:
+            if r["drop_reason"] is None and r["answerable"] and r["qid"] in ran:
+                r.update({k: ran[r["qid"]].get(k) for k in ("rank_bm25", "rank_dense", "kept", "drop_reason")})
+        graded = {r["question"]: list(r["check_grades"]) for r in self.records if r.get("check_grades")}
+        # the check takes passages by rank across the two systems: alternate the graded ones
+        return {
+            "bm25": Replayed({q: ids[0::2] for q, ids in graded.items()}),
+            "dense": Replayed({q: ids[1::2] for q, ids in graded.items()}),
+        }
+
+    def gate(self, items: list[dict], text_of: dict) -> None:
+        """Every answer with passages stopped by the gate (the most gated refusals to judge)."""
+        self.p.encoder(self.stage, "dense (gate)", self.cfg.retrieval.dense.model)
+        for it in items:
+            if it.get("passage_ids"):
+                it["gate"] = {"passed": False}
+
+    def as_written(self, items: list[dict]) -> list[dict]:
+        """The answers with the estimated number of claims, each citing a passage."""
+        per_answer, how = _claims_per_answer(self.cfg)
+        self.p.notes.append(
+            f"answer/claim support: an estimate, {how}; the real count depends on how the answers are written"
         )
-        if sc.with_reference_answer:
-            with w.phase("reference answers", "exact" if known else "upper bound"):
-                add_reference_answers(cfg, w.llm, [dict(r) for r in answerable] if known else answerable, chunks_by_id)
-    p.encoder("synth", "dense (filter)", cfg.retrieval.dense.model)
-    if not known:
-        for r in planned:  # upper bound: every question passes the retrieval filter
-            r.update(kept=r["drop_reason"] is None)
-    gold_una = golden_unanswerable(inp.golden)
-    una_kept: list = []
-    if sc.unanswerable.enabled:
-        una_kept = _synth_unanswerable(p, inp, answerable, gold_una, chunks_by_id, text_of)
-    if known:
-        return inp.records
-    return answerable + una_kept + gold_una
+        style = self.cfg.answer.citations
+        return [
+            dict(it, answer=claim_answer(n, it["passage_ids"], style, self.p.serial))
+            for it, n in zip(items, spread(per_answer, len(items)))
+        ]
 
 
-def _synth_unanswerable(
-    p: Planner, inp: Inputs, answerable: list, gold_una: list, chunks_by_id: dict, text_of: dict
-) -> list[dict]:
-    """The unanswerable rounds: from the file when current (the rounds that ran, the pairs the
-    judge graded), else every round the config allows with every task (upper bound: a later
-    round runs only for task types still without a kept question). Returns the planned kept
-    candidates (upper bound: round 0's)."""
-    from .lib.questions import generate_unanswerable, plan_unanswerable, unanswerable_check_pairs
-    from .lib.relevance import grade_pairs
+def _call_replay(cfg: Config):
+    """`replay(llm_cfg, request) -> Completion | None` from the run's call cache, or None."""
+    from .lib.cache import CallCache
+    from .lib.llm import LLM, Completion
 
-    cfg, uc = p.cfg, p.cfg.synth.unanswerable
-    known = inp.records is not None
-    file_una = [r for r in inp.records or [] if not r.get("answerable", True) and r.get("origin") != "golden"]
-    file_gold = [r for r in inp.records or [] if not r.get("answerable", True) and r.get("origin") == "golden"]
-    rounds = sorted({r.get("round", 0) for r in file_una}) if known else list(range(uc.max_rounds))
-    basis = "exact" if known else "upper bound"
-    written: list = []
-    kept: list = []
-    for round_ in rounds:
-        tasks = (
-            list(cfg.synth.tasks)
-            if round_ == 0 or not known
-            else [t for t in cfg.synth.tasks if any(r["task"] == t and r.get("round", 0) == round_ for r in file_una)]
-        )
-        plan = plan_unanswerable(cfg, answerable, chunks_by_id, round_, tasks)
-        if not plan:
-            break
-        later = "" if round_ == 0 or known else "runs only for task types without a kept unanswerable question"
-        with p.engine("synth", "question_writer", note=later) as w:
-            with w.phase(f"unanswerable questions, round {round_ + 1}", basis):
-                new = generate_unanswerable(cfg, w.llm, plan, answerable + written)
-        if known:
-            checked = [r for r in file_una if r.get("round", 0) == round_] + (file_gold if round_ == 0 else [])
-            pairs = [
-                {"qid": r["qid"], "question": r["question"], "chunk_id": cid, "purpose": ["unanswerable_check"]}
-                for r in checked
-                for cid in (r.get("check_grades") or {})
-            ]
-        else:
-            for r in new:  # upper bound: every candidate is well formed and goes to the check
-                r.update(drop_reason=None, round=round_)
-            systems = {
-                name: StandInRetriever(stand_in_ranking(typical_order(inp.chunks), i, uc.check_k))
-                for i, name in enumerate(["bm25", "dense"])
-            }
-            pairs = unanswerable_check_pairs(systems, new + (gold_una if round_ == 0 else []), uc.check_k)
-            if round_ == 0:
-                kept = [dict(r, kept=True) for r in new]
-        written += new
-        if pairs:  # upper bound when not known: the check stops at a candidate's first answering passage
-            with p.engine("synth", "judge", note=later) as j:
-                with j.phase(f"unanswerable check, round {round_ + 1}", basis, pseudo_passages=not known):
-                    grade_pairs(j.llm, pairs, text_of, judging=cfg.grading.judging(cfg.root))
-    return kept
+    path = Path(cfg.cache_dir) / "llm_calls.sqlite" if cfg.cache_dir else None
+    if path is None or not path.is_file():
+        return None
+    cache, fronts = CallCache(path), {}
+
+    def replay(llm_cfg, req):
+        front = fronts.setdefault(id(llm_cfg), LLM(llm_cfg))
+        hit = cache.get(front._key(req))
+        return Completion(**hit, cached=True) if hit is not None else None
+
+    return replay
 
 
-def plan_judge_check(p: Planner, inp: Inputs, cfg_q: Config) -> None:
-    """The judge-check stage's calls (see `stages/judge_check.py`)."""
-    from .lib.beir import load_beir
-    from .lib.golden import load_golden, locate_samples
-    from .lib.judge_check import build_controls, golden_check_pairs, sample_check_pairs, score_controls
-    from .lib.relevance import grade_pairs
+# --------------------------------------------------------------------------- what the counts rest on
+def _synth_basis(known: bool):
+    def basis(phase: str) -> Basis:
+        if phase == "questions" or known:
+            return Basis()
+        later = phase.endswith(tuple(f"round {n}" for n in range(2, 100)))
+        note = "runs only for task types without a kept unanswerable question" if later else ""
+        return Basis("upper bound", phase.startswith("unanswerable check"), engine_note=note)
 
-    cfg, jc = p.cfg, p.cfg.judge_check
-    if not jc.enabled:
-        return
-    two_orders = (jc.position_bias or cfg.grading.debias == "both_orders") and cfg.grading.method == "prompt"
-    text_of = {c.chunk_id: c.text for c in inp.chunks}
-    with p.engine("judge-check", "judge") as j:
+    return basis
 
-        def check(name: str, pairs: list, passages: dict) -> None:
-            with j.phase(f"labelled pairs: {name}"):
-                grade_pairs(j.llm, pairs, passages, judging=cfg.grading.judging(cfg.root))
-            if two_orders:
-                from .stages.judge_check import bias_sample
 
-                sub = pairs if cfg.grading.debias == "both_orders" else bias_sample(pairs, jc.position_bias_queries)
-                with j.phase(f"labelled pairs: {name}, passage first"):
-                    grade_pairs(j.llm, sub, passages, template=cfg.grading.prompt + "_swapped")
+def _judge_check_basis(known_q: bool):
+    return lambda phase: Basis("upper bound" if phase == "known-answer controls" and not known_q else "exact")
 
-        for src in jc.sources:
-            d = cfg.path(src.path)
-            if not d.is_dir():
-                p.notes.append(
-                    f"judge-check: source {src.name} ({src.path}) not found: the stage reports it as not run, no call"
-                )
-                continue
-            data = load_beir(d, src.split)
-            from .stages.judge_check import fitted_queries
 
-            pairs = sample_check_pairs(
-                data, src.n_queries, cfg.seed, src.name, exclude_queries=fitted_queries(cfg, src.name)
-            )
-            need = {x["chunk_id"] for x in pairs}
-            ids, texts = data.passages()
-            check(src.name, pairs, {i: t for i, t in zip(ids, texts) if i in need})
-        if jc.in_domain:
-            samples = load_golden(golden_path(cfg))
-            found, _ = locate_samples(samples, inp.chunks, golden_path(cfg))
-            check(
-                "golden (in-domain)", golden_check_pairs(samples, found, inp.chunks, jc.n_in_domain, cfg.seed), text_of
-            )
-        if jc.controls:
-            questions = load_questions(cfg_q, inp.chunks)
-            controls = build_controls(
-                questions, text_of, {c.chunk_id: c.doc_id for c in inp.chunks}, jc.n_controls, cfg.seed
-            )
-            with j.phase("known-answer controls", "exact" if inp.records is not None else "upper bound"):
-                score_controls(j.llm, controls, text_of)
+def _grade_basis(known_r: bool):
+    return lambda phase: Basis("exact" if known_r else "upper bound", not known_r)
+
+
+def _answer_basis(cfg: Config, known_q: bool, known_r: bool, asks_unanswerable: bool):
+    ac = cfg.answer
+    calls = "exact" if known_q else "upper bound"
+    pseudo = not known_r and (asks_unanswerable or any(x != "A" for x in ac.pipelines))
+
+    def basis(phase: str) -> Basis:
+        if phase == "reference answers":
+            return Basis(calls)
+        if phase == "rubric scores, gated refusals":
+            return Basis("upper bound", pseudo, "one per unanswerable question the gate stops (all, at most)")
+        if phase == "claim support":
+            return Basis("estimate", pseudo, _claims_per_answer(cfg)[1])
+        return Basis(calls, pseudo)
+
+    return basis
+
+
+# --------------------------------------------------------------------------- the stages, run on stand-ins
+def _planned_questions(records: list[dict]) -> list[dict]:
+    """The questions the later stages read when synth has not run: every well-formed question
+    kept, and the first round's unanswerable candidates (an upper bound)."""
+    for r in records:
+        if not r["answerable"]:
+            for k in ("check_grades", "check_expected_grades", "check_passed"):
+                r.pop(k, None)
+            if r.get("origin") != "golden" and r.get("round") == 0:
+                r.update(kept=True, drop_reason=None)
+    return records
 
 
 def _rankings(p: Planner, inp: Inputs, cfg_q: Config) -> dict:
@@ -480,37 +481,6 @@ def _rankings(p: Planner, inp: Inputs, cfg_q: Config) -> dict:
     qids = [q["qid"] for q in load_questions(cfg_q, inp.chunks, answerable=None)]
     width = max(max(p.cfg.grading.top_k), p.cfg.answer.retrieve_k)
     return stand_in_rankings(typical_order(inp.chunks), p.cfg.retrieval.systems, qids, width)
-
-
-def plan_grade(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
-    """The grade stage's calls (see `stages/grade.py`)."""
-    from .lib.relevance import grade_pairs, plan_pairs, select_questions, table_systems
-
-    cfg = p.cfg
-    chunks_by_id = {c.chunk_id: c for c in inp.chunks}
-    need = {s for _, _, s in table_systems(cfg)}
-    if not need <= set(rankings):
-        raise ConfigError(
-            f"grading.retrievers: grading needs retrieval systems {sorted(need)}; add them to "
-            f"retrieval.systems (have {sorted(rankings)})"
-        )
-    all_q = [q for q in load_questions(cfg_q, inp.chunks) if q["qid"] in rankings[next(iter(need))]]
-    questions = select_questions(all_q, cfg.grading.max_questions, cfg.seed)
-    pairs = plan_pairs(cfg, questions, rankings, chunks_by_id)
-    text_of = {cid: c.text for cid, c in chunks_by_id.items()}
-    known = inp.rankings is not None
-    basis = "exact" if known else "upper bound"
-    swapped = cfg.grading.prompt + "_swapped"
-    with p.engine("grade", "judge") as j:
-        with j.phase("relevance grades", basis, pseudo_passages=not known):
-            grade_pairs(j.llm, pairs, text_of, judging=cfg.grading.judging(cfg.root))
-        if cfg.grading.debias == "both_orders":
-            with j.phase("relevance grades, passage first", basis, pseudo_passages=not known):
-                grade_pairs(j.llm, pairs, text_of, template=swapped)
-        elif cfg.grading.consistency_check and cfg.grading.method == "prompt":
-            validity = [x for x in pairs if any(t.startswith("validity") for t in x["purpose"])]
-            with j.phase("validity pairs, passage first", basis, pseudo_passages=not known):
-                grade_pairs(j.llm, validity, text_of, template=swapped)
 
 
 def _claims_per_answer(cfg: Config) -> tuple[float, str]:
@@ -531,89 +501,35 @@ def _claims_per_answer(cfg: Config) -> tuple[float, str]:
     )
 
 
-def plan_answer(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
-    """The answer stage's calls (see `stages/answer.py`): the generator's phase, then the judge's."""
-    from .lib.answers import (
-        JUDGE_STYLE,
-        build_items,
-        cannot_answer,
-        generate,
-        judge_binary,
-        judge_refusal,
-        judge_rubrics,
-        unanswerable_items,
-        verify,
+def _stage_calls(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
+    """Run judge-check, grade and answer's `compute` on stand-in models (after synth)."""
+    from .stages import answer, grade, judge_check
+
+    cfg, known_q, known_r = p.cfg, inp.records is not None, inp.rankings is not None
+    jc = cfg.judge_check
+    questions = load_questions(cfg_q, inp.chunks)
+    checked = judge_check.compute(
+        cfg,
+        inp.chunks,
+        questions if jc.enabled and jc.controls else [],
+        PlanTurns(p, "judge-check", _judge_check_basis(known_q), inp.chunks),
     )
-    from .lib.claims import judge_claims
-    from .lib.gate import REFUSAL_TEXT
-    from .lib.relevance import select_questions
-    from .stages.answer import claim_items, references_needed
-
-    cfg, ac = p.cfg, p.cfg.answer
-    text_of = {c.chunk_id: c.text for c in inp.chunks}
-    questions = select_questions(load_questions(cfg_q, inp.chunks), ac.max_questions, cfg.seed)
-    all_una = load_questions(cfg_q, inp.chunks, answerable=False)
-    una = [] if ac.max_unanswerable == 0 else select_questions(all_una, ac.max_unanswerable, cfg.seed)
-    ranked = rankings.get(ac.retriever)
-    if ranked is None and (una or any(x != "A" for x in ac.pipelines)):
-        raise ConfigError(f"answer.retriever {ac.retriever!r} is not among retrieval.systems")
-    if una and "B" not in ac.pipelines:
-        una = []
-    items = build_items(cfg, questions, inp.chunks, ranked) + unanswerable_items(cfg, una, ranked)
-    known_q, known_r = inp.records is not None, inp.rankings is not None
-    basis = "exact" if known_q else "upper bound"
-    pseudo = not known_r and (bool(una) or any(x != "A" for x in ac.pipelines))
-    if ac.gate.enabled:
-        p.encoder("answer", "dense (gate)", cfg.retrieval.dense.model)
-    with p.engine("answer", "generator") as g:
-        with g.phase("answers", basis, pseudo_passages=pseudo):
-            generate(g.llm, items, text_of, cfg)
-        c_items = [it for it in items if it["pipeline"] == "C"]
-        for it in c_items:
-            it["draft_answer"] = it["answer"]
-        if c_items:
-            with g.phase("verification rewrites", basis, pseudo_passages=pseudo):
-                verify(g.llm, c_items, text_of, cfg)
-    by_id = {c.chunk_id: c for c in inp.chunks}
-    recs = references_needed(cfg, items, by_id)
-    if recs:
-        from .lib.questions import add_reference_answers
-
-        with p.engine("answer", "question_writer") as w:
-            with w.phase("reference answers", basis):
-                add_reference_answers(cfg, w.llm, recs, by_id)
-    with p.engine("answer", "judge") as j:
-        with j.phase("rubric scores", basis, pseudo_passages=pseudo):
-            judge_rubrics(j.llm, items, text_of)
-        una_items = [it for it in items if it["setting"] == "unanswerable"]
-        if ac.gate.enabled and una_items:
-            gated = [dict(it, answer=REFUSAL_TEXT, scores={}, expected_scores={}, raw_judge={}) for it in una_items]
-            with j.phase(
-                "rubric scores, gated refusals",
-                "upper bound",
-                pseudo_passages=pseudo,
-                note="one per unanswerable question the gate stops (all, at most)",
-            ):
-                judge_rubrics(j.llm, gated, text_of)
-        if ac.binary_judges:
-            with j.phase("binary judges", basis, pseudo_passages=pseudo):
-                judge_binary(j.llm, [it for it in items if it["pipeline"] != "table2" and it["answerable"]], text_of)
-        if ac.refusal_judge:
-            with j.phase("refusal judge", basis, pseudo_passages=pseudo):
-                judge_refusal(j.llm, [it for it in items if cannot_answer(it)])
-        if ac.claims:
-            per_answer, how = _claims_per_answer(cfg)
-
-            judged = claim_items(cfg, items)
-            fake = [
-                dict(it, answer=claim_answer(n, it["passage_ids"], ac.citations, p.serial))
-                for it, n in zip(judged, spread(per_answer, len(judged)))
-            ]
-            with j.phase("claim support", "estimate", pseudo_passages=pseudo, note=how):
-                judge_claims(j.llm, fake, text_of, JUDGE_STYLE)
+    for c in checked.sources:
+        if isinstance(c, dict) and c["path"]:
             p.notes.append(
-                f"answer/claim support: an estimate, {how}; the real count depends on how the answers are written"
+                f"judge-check: source {c['source']} ({c['path']}) not found: the stage reports it as not run, no call"
             )
+    grade.compute(cfg, inp.chunks, questions, rankings, PlanTurns(p, "grade", _grade_basis(known_r), inp.chunks))
+    una = load_questions(cfg_q, inp.chunks, answerable=False)
+    asks_una = bool(una) and cfg.answer.max_unanswerable != 0 and "B" in cfg.answer.pipelines
+    answer.compute(
+        cfg,
+        inp.chunks,
+        questions,
+        una,
+        rankings,
+        PlanTurns(p, "answer", _answer_basis(cfg, known_q, known_r, asks_una), inp.chunks),
+    )
 
 
 # --------------------------------------------------------------------------- the whole plan
@@ -679,10 +595,15 @@ def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: str | None = Non
     rows = status(cfg)
     current = {r["stage"]: not r["would_recompute"] for r in rows}
     inp = read_inputs(cfg, current, use_outputs)
-    records = plan_synth(p, inp)
+    from .stages import synth
+
+    known = inp.records is not None
+    turns = PlanTurns(p, "synth", _synth_basis(known), inp.chunks, records=inp.records)
+    planned = synth.compute(cfg, inp.chunks, inp.golden, turns).records
+    records = inp.records if known else _planned_questions(planned)
     with tempfile.TemporaryDirectory(prefix="spacelm-plan-") as tmp:
         cfg_q = cfg
-        if inp.records is None:  # the later stages read the planned questions as they would read the file
+        if not known:  # the later stages read the planned questions as they would read the file
             cfg_q = dataclasses.replace(cfg, paths=dataclasses.replace(cfg.paths, synthetic_dir=tmp))
             write_jsonl(questions_path(cfg_q), records)
         for system in cfg.retrieval.systems:
@@ -691,10 +612,7 @@ def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: str | None = Non
                 break
         if any("+rerank" in s for s in cfg.retrieval.systems) and cfg.retrieval.reranker.kind != "none":
             p.encoder("retrieve", f"reranker ({cfg.retrieval.reranker.kind})", cfg.retrieval.reranker.model)
-        rankings = _rankings(p, inp, cfg_q)
-        plan_judge_check(p, inp, cfg_q)
-        plan_grade(p, inp, cfg_q, rankings)
-        plan_answer(p, inp, cfg_q, rankings)
+        _stage_calls(p, inp, cfg_q, _rankings(p, inp, cfg_q))
     _context_warnings(p)
     _corpus_size_warning(p, cfg, len(inp.chunks))
     cs = cfg.chunk_study

@@ -234,13 +234,18 @@ class PlanLLM:
     stage code builds and answers at once, without a model. It counts as the front end does: a
     request repeated within one batch is one call; one already made earlier (same model, same
     request: a call-cache hit in a real run) is a repeat, not a call. A constrained request is
-    answered with its first option; any other with a placeholder of its `max_tokens`."""
+    answered with its first option (or, while `unreadable` is set, with no option at all: a
+    verdict the stage cannot read, so that it goes on checking); any other with a placeholder of
+    its `max_tokens`. While `replay` is set (`replay(request) -> Completion | None`, a finished
+    run's call cache), a request the run made is answered as the model answered it."""
 
     def __init__(self, cfg, role: str, counter: TokenCounter, answered: dict, serial: list):
         self.cfg, self.role, self.counter = cfg, role, counter
         self.identity = {"name": cfg.model, "backend": cfg.backend, "sha256": None}
         self.stage: str | None = None
         self.current: PhaseCount | None = None
+        self.unreadable = False
+        self.replay: Callable | None = None
         self._answered = answered  # shared by every stand-in: {request key: Completion}
         self._serial = serial  # shared counter for unique placeholders
 
@@ -263,8 +268,12 @@ class PlanLLM:
         ph.completion_tokens_max += completion
         ph.max_prompt_tokens = max(ph.max_prompt_tokens, prompt)
         ph.max_completion_tokens = max(ph.max_completion_tokens, completion)
+        known = self.replay(req) if self.replay else None
+        if known is not None:
+            return known
         if req.choices:
-            return Completion(text=req.choices[0], prompt_tokens=prompt, completion_tokens=completion)
+            text = "" if self.unreadable else req.choices[0]
+            return Completion(text=text, prompt_tokens=prompt, completion_tokens=completion)
         self._serial[0] += 1
         return Completion(
             text=placeholder(self._serial[0], completion), prompt_tokens=prompt, completion_tokens=completion

@@ -6,6 +6,7 @@ model is in memory at a time."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,7 +34,7 @@ from ..lib.answers import (
 )
 from ..lib.citations import citation_check
 from ..lib.claims import claim_table, judge_claims
-from ..lib.gate import REFUSAL_TEXT, gated_answer, score_items
+from ..lib.gate import REFUSAL_TEXT, gated_answer
 from ..lib.io import write_dataframe, write_json, write_jsonl, write_text
 from ..lib.names import scale
 from ..lib.relevance import select_questions
@@ -63,43 +64,49 @@ def outputs(cfg: Config):
     ]
 
 
-def build(cfg: Config, out) -> dict:
-    from ..lib.llm import open_llm
-    from ..lib.retrieval import Encoder
+@dataclass
+class Answers:
+    """What the answer stage computes: every scored answer (`items`), the judged claims, the
+    questions answered (of `n_available`), the unanswerable questions asked, and how many
+    reference answers were written."""
 
-    t0 = time.perf_counter()
-    chunks = load_chunks(cfg)
+    items: list[dict]
+    claim_rows: list[dict]
+    questions: list[dict]
+    n_available: int
+    unanswerable: list[dict]
+    references_written: int
+
+
+def compute(cfg: Config, chunks: list, questions: list[dict], unanswerable: list[dict], rankings: dict, models):
+    """Answer the selected questions under every setting and pipeline with the generator, then
+    have the judge score them (`models`: one model in memory at a time)."""
+    from ..config import ConfigError
+
     text_of = {c.chunk_id: c.text for c in chunks}
-    all_q = load_questions(cfg, chunks)
-    questions = select_questions(all_q, cfg.answer.max_questions, cfg.seed)
-    all_una = load_questions(cfg, chunks, answerable=False)
-    una = [] if cfg.answer.max_unanswerable == 0 else select_questions(all_una, cfg.answer.max_unanswerable, cfg.seed)
-    rankings = load_rankings(cfg).get(cfg.answer.retriever)
-    if rankings is None and (una or any(p != "A" for p in cfg.answer.pipelines)):
-        raise ValueError(f"answer.retriever {cfg.answer.retriever!r} is not among retrieval.systems")
+    chosen = select_questions(questions, cfg.answer.max_questions, cfg.seed)
+    una = (
+        []
+        if cfg.answer.max_unanswerable == 0
+        else select_questions(unanswerable, cfg.answer.max_unanswerable, cfg.seed)
+    )
+    ranked = rankings.get(cfg.answer.retriever)
+    if ranked is None and (una or any(p != "A" for p in cfg.answer.pipelines)):
+        raise ConfigError(f"answer.retriever {cfg.answer.retriever!r} is not among retrieval.systems")
     if una and "B" not in cfg.answer.pipelines:
         una = []  # the refusal evaluation runs pipeline B
-    items = build_items(cfg, questions, chunks, rankings) + unanswerable_items(cfg, una, rankings)
+    items = build_items(cfg, chosen, chunks, ranked) + unanswerable_items(cfg, una, ranked)
     if cfg.answer.gate.enabled:  # the gate reads the passages before any generator call
-        dc = cfg.retrieval.dense
-        score_items(
-            items,
-            text_of,
-            Encoder(dc.model, dc.batch_size, dc.query_prefix, dc.passage_prefix, cfg.cache_dir, dc.max_seq_length),
-            cfg.answer.gate.rules(),
-        )
+        models.gate(items, text_of)
     # phase 1: the generator
-    gen = open_llm(cfg.models.generator, cfg.cache_dir)
-    gen.stage = "answer"
-    generate(gen, items, text_of, cfg)
+    models.use("generator", lambda llm: generate(llm, items, text_of, cfg), "answers")
     c_items = [it for it in items if it["pipeline"] == "C"]
     for it in c_items:
         it["draft_answer"] = it["answer"]
     if c_items:
-        verify(gen, c_items, text_of, cfg)
-    gen.release()
-    turns = ModelTurns(cfg, "answer")
-    n_refs = write_references(cfg, turns, items, {c.chunk_id: c for c in chunks})
+        models.use("generator", lambda llm: verify(llm, c_items, text_of, cfg), "verification rewrites")
+    models.release()
+    n_refs = write_references(cfg, models, items, {c.chunk_id: c for c in chunks})
     known = set(text_of)
     for it in items:
         it["citation"] = citation_check(it["answer"], it["passage_ids"], known)
@@ -108,36 +115,61 @@ def build(cfg: Config, out) -> dict:
             it["gated_answer"] = gated_answer(it["answer"], it["gate"])
             it["gated_refusal"] = is_refusal(it["gated_answer"])
     # phase 2: the judge (sharing the writer's engine when their settings are equal)
-    judge = turns.use("judge", lambda llm: llm)
-    judge_rubrics(judge, items, text_of)
+    judge = lambda phase, fn: models.use("judge", fn, phase)
+    judge("rubric scores", lambda llm: judge_rubrics(llm, items, text_of))
     gated = [it for it in items if it["setting"] == "unanswerable" and not it.get("gate", {}).get("passed", True)]
     gated_refusals = [dict(it, answer=REFUSAL_TEXT, scores={}, expected_scores={}, raw_judge={}) for it in gated]
-    judge_rubrics(judge, gated_refusals, text_of)
+    judge("rubric scores, gated refusals", lambda llm: judge_rubrics(llm, gated_refusals, text_of))
     for g, it in zip(gated_refusals, gated):
         it["gated_scores"] = g["scores"]
     if cfg.answer.binary_judges:
-        judge_binary(judge, [it for it in items if it["pipeline"] != "table2" and it["answerable"]], text_of)
+        binary = [it for it in items if it["pipeline"] != "table2" and it["answerable"]]
+        judge("binary judges", lambda llm: judge_binary(llm, binary, text_of))
     for it in items:  # deterministic, before any judge: the reference's numbers and named entities
         if it.get("reference_answer"):
             it["fact_check"] = fact_check(it["answer"], it["reference_answer"])
     if cfg.answer.refusal_judge:
-        judge_refusal(judge, [it for it in items if cannot_answer(it)])
+        judge("refusal judge", lambda llm: judge_refusal(llm, [it for it in items if cannot_answer(it)]))
     claim_rows = []
     if cfg.answer.claims:
-        claim_rows = judge_claims(judge, claim_items(cfg, items), text_of, JUDGE_STYLE)
-    judge.release()
+        written = models.as_written(claim_items(cfg, items))
+        claim_rows = judge("claim support", lambda llm: judge_claims(llm, written, text_of, JUDGE_STYLE))
+    models.release()
+    return Answers(items, claim_rows, chosen, len(questions), una, n_refs)
+
+
+def build(cfg: Config, out) -> dict:
+    t0 = time.perf_counter()
+    chunks = load_chunks(cfg)
+    models = ModelTurns(cfg, "answer")
+    result = compute(
+        cfg,
+        chunks,
+        load_questions(cfg, chunks),
+        load_questions(cfg, chunks, answerable=False),
+        load_rankings(cfg),
+        models,
+    )
+    gen, judge = models.identity.get("generator", {}), models.identity.get("judge", {})
     summary = write_tables(
-        cfg, items, claim_rows, questions, len(all_q), gen.identity.get("name"), judge.identity.get("name"), out
+        cfg,
+        result.items,
+        result.claim_rows,
+        result.questions,
+        result.n_available,
+        gen.get("name"),
+        judge.get("name"),
+        out,
     )
     return {
         **summary,
-        "unanswerable_questions": len(una),
-        "answers": len(items),
-        "reference_answers_written": n_refs,
-        "llm_writer": turns.stats.get("question_writer"),
-        "llm_generator": gen.stats.to_dict(),
-        "llm_judge": judge.stats.to_dict(),
-        "model_identity": {"generator": gen.identity, "judge": judge.identity},
+        "unanswerable_questions": len(result.unanswerable),
+        "answers": len(result.items),
+        "reference_answers_written": result.references_written,
+        "llm_writer": models.stats.get("question_writer"),
+        "llm_generator": models.stats.get("generator"),
+        "llm_judge": models.stats.get("judge"),
+        "model_identity": {"generator": gen, "judge": judge},
         "wall_seconds_answer": round(time.perf_counter() - t0, 2),
     }
 
@@ -362,7 +394,7 @@ def write_references(cfg: Config, turns: ModelTurns, items: list[dict], chunks_b
     recs = references_needed(cfg, items, chunks_by_id)
     if not recs:
         return 0
-    turns.use("question_writer", lambda llm: add_reference_answers(cfg, llm, recs, chunks_by_id))
+    turns.use("question_writer", lambda llm: add_reference_answers(cfg, llm, recs, chunks_by_id), "reference answers")
     ref = {r["qid"]: r["answer"] for r in recs}
     for it in items:
         if it["qid"] in ref and not it.get("reference_answer"):

@@ -251,25 +251,40 @@ def execute(stage: Stage, cfg: Config, force: bool = False) -> dict:
 
 
 class ModelTurns:
-    """The stage's models taking turns: one in memory at a time, and a role whose engine settings
-    equal the loaded one's (the paper's writer and judge are one 70B model) shares that engine,
-    with its own sampling defaults, instead of loading it again. Per role, the calls it made
-    (`stats`)."""
+    """The seam through which every stage reaches its models: the stage's models taking turns,
+    one in memory at a time, and a role whose engine settings equal the loaded one's (the
+    paper's writer and judge are one 70B model) shares that engine, with its own sampling
+    defaults, instead of loading it again. Per role, the calls it made (`stats`) and the model's
+    identity.
 
-    def __init__(self, cfg: Config, stage: str):
+    A stage's `compute` asks this object for everything a model decides: LLM calls (`use`, each
+    named by its `phase`), the synth retrieval filter (`retrieval_filter`), the answer gate
+    (`gate`). `spacelm plan` runs the same `compute` with a stand-in of this class
+    (`spacelm.plan.PlanTurns`) that answers without a model and counts the calls."""
+
+    def __init__(self, cfg: Config, stage: str, opener: Callable | None = None):
         self.cfg = cfg
         self.stage = stage
+        self.opener = opener
         self.llm, self.loaded = None, None
         self.stats: dict = {}
         self.identity: dict = {}
 
-    def use(self, role: str, fn):
-        from ..lib.llm import LLM, open_llm
+    def _open(self, llm_cfg):
+        if self.opener is not None:
+            return self.opener(llm_cfg, self.cfg.cache_dir)
+        from ..lib.llm import open_llm
+
+        return open_llm(llm_cfg, self.cfg.cache_dir)
+
+    def use(self, role: str, fn, phase: str = ""):
+        """`fn(llm)` with the model of `role` loaded; `phase` names the calls (for the plan)."""
+        from ..lib.llm import LLM
 
         llm_cfg = getattr(self.cfg.models, role)
         if self.llm is None or self.loaded != llm_cfg.engine_key():
             self.release()
-            self.llm, self.loaded = open_llm(llm_cfg, self.cfg.cache_dir), llm_cfg.engine_key()
+            self.llm, self.loaded = self._open(llm_cfg), llm_cfg.engine_key()
             self.llm.stage = self.stage
         elif self.llm.cfg != llm_cfg:  # the same engine, this role's sampling defaults
             old = self.llm
@@ -287,6 +302,30 @@ class ModelTurns:
             self.identity[role] = self.llm.identity
 
     def release(self) -> None:
+        """Give the loaded model's memory back (the next `use` loads again)."""
         if self.llm is not None:
             self.llm.release()
         self.llm, self.loaded = None, None
+
+    def retrieval_filter(self, chunks: list, records: list[dict]) -> dict:
+        """The synth retrieval filter (BM25 and the dense encoder) on the answerable `records`;
+        returns the two retrievers, for the unanswerable check."""
+        from ..lib.questions import retrieval_filter
+
+        return retrieval_filter(self.cfg, chunks, records)
+
+    def gate(self, items: list[dict], text_of: dict) -> None:
+        """Set each item's answerability gate from the dense encoder's similarities."""
+        from ..lib.gate import score_items
+        from ..lib.retrieval import Encoder
+
+        dc = self.cfg.retrieval.dense
+        encoder = Encoder(
+            dc.model, dc.batch_size, dc.query_prefix, dc.passage_prefix, self.cfg.cache_dir, dc.max_seq_length
+        )
+        score_items(items, text_of, encoder, self.cfg.answer.gate.rules())
+
+    def as_written(self, items: list[dict]) -> list[dict]:
+        """The answers as the generator wrote them (the plan's stand-in gives answers whose
+        number of claims is estimated instead)."""
+        return items

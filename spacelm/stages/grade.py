@@ -5,6 +5,7 @@ validity check."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from ..config import Config
 from ..lib.io import write_dataframe, write_json, write_jsonl, write_text
@@ -24,7 +25,7 @@ from ..lib.relevance import (
     table_systems,
 )
 from ..lib.sample import sample_size
-from .base import Stage, execute
+from .base import ModelTurns, Stage, execute
 from .data import chunks_path, load_chunks, load_questions, load_rankings, questions_path, rankings_path
 
 
@@ -142,48 +143,78 @@ def label_sample(cfg: Config, n: int) -> list:
     return write_labelling_files(labels_dir(cfg), stratified_sample(pairs, n, cfg.seed))
 
 
-def build(cfg: Config, out) -> dict:
-    import time
+@dataclass
+class Grades:
+    """What the grade stage computes: the questions graded (of `n_available`), the first-order
+    grades (`rows`), the passage-first grades (all pairs under both-orders debiasing, else the
+    validity pairs or none) and the grades Table 1 uses."""
 
-    from ..lib.llm import open_llm
+    questions: list[dict]
+    n_available: int
+    rows: list[dict]
+    swapped_all: list[dict]
+    swapped: list[dict] | None
+    used: list[dict]
 
-    t0 = time.perf_counter()
-    chunks = load_chunks(cfg)
+
+def compute(cfg: Config, chunks: list, questions: list[dict], rankings: dict, models: ModelTurns) -> Grades:
+    """Grade the distinct (question, passage) pairs of Table 1's lists with the judge (`models`)."""
+    from ..config import ConfigError
+
     chunks_by_id = {c.chunk_id: c for c in chunks}
-    rankings = load_rankings(cfg)
     need = {s for _, _, s in table_systems(cfg)}
     if not need <= set(rankings):
-        raise ValueError(
-            f"grading needs retrieval systems {sorted(need)}; add them to retrieval.systems (have {sorted(rankings)})"
+        raise ConfigError(
+            f"grading.retrievers: grading needs retrieval systems {sorted(need)}; add them to "
+            f"retrieval.systems (have {sorted(rankings)})"
         )
-    all_q = [q for q in load_questions(cfg, chunks) if q["qid"] in rankings[next(iter(need))]]
-    questions = select_questions(all_q, cfg.grading.max_questions, cfg.seed)
-    pairs = plan_pairs(cfg, questions, rankings, chunks_by_id)
-    llm = open_llm(cfg.models.judge, cfg.cache_dir)
-    llm.stage = "grade"
+    all_q = [q for q in questions if q["qid"] in rankings[next(iter(need))]]
+    chosen = select_questions(all_q, cfg.grading.max_questions, cfg.seed)
+    pairs = plan_pairs(cfg, chosen, rankings, chunks_by_id)
     text_of = {cid: c.text for cid, c in chunks_by_id.items()}
     swapped_prompt = cfg.grading.prompt + "_swapped"
     judging = cfg.grading.judging(cfg.root)
-    rows = grade_pairs(llm, pairs, text_of, judging=judging)
+    grade = lambda phase, todo, **kw: models.use("judge", lambda llm: grade_pairs(llm, todo, text_of, **kw), phase)
+    rows = grade("relevance grades", pairs, judging=judging)
     is_validity = lambda p: any(x.startswith("validity") for x in p["purpose"])
     swapped, swapped_all, used = None, [], rows
     if cfg.grading.debias == "both_orders":  # every pair in both orders; the table uses their mean
-        swapped_all = grade_pairs(llm, pairs, text_of, template=swapped_prompt)
+        swapped_all = grade("relevance grades, passage first", pairs, template=swapped_prompt)
         used = mean_of_orders(rows, swapped_all)
         swapped = [r for r in swapped_all if is_validity(r)] if cfg.grading.consistency_check else None
     elif cfg.grading.consistency_check and judging.method == "prompt":
-        swapped = grade_pairs(llm, [p for p in pairs if is_validity(p)], text_of, template=swapped_prompt)
-    llm.release()
-    write_jsonl(out(outputs(cfg)[3]), rows + (swapped_all or swapped or []))
-    summary = write_tables(cfg, questions, len(all_q), rankings, used, swapped, llm.identity.get("name"), out)
+        validity = [p for p in pairs if is_validity(p)]
+        swapped = grade("validity pairs, passage first", validity, template=swapped_prompt)
+    models.release()
+    return Grades(chosen, len(all_q), rows, swapped_all, swapped, used)
+
+
+def write(cfg: Config, result: Grades, rankings: dict, judge_name: str, out) -> dict:
+    """grades.jsonl and every table of the stage (see `write_tables`)."""
+    write_jsonl(out(outputs(cfg)[3]), result.rows + (result.swapped_all or result.swapped or []))
+    return write_tables(
+        cfg, result.questions, result.n_available, rankings, result.used, result.swapped, judge_name, out
+    )
+
+
+def build(cfg: Config, out) -> dict:
+    import time
+
+    t0 = time.perf_counter()
+    chunks = load_chunks(cfg)
+    rankings = load_rankings(cfg)
+    models = ModelTurns(cfg, "grade")
+    result = compute(cfg, chunks, load_questions(cfg, chunks), rankings, models)
+    identity = models.identity.get("judge", {})
+    summary = write(cfg, result, rankings, identity.get("name"), out)
     return {
         **summary,
-        "questions_available": len(all_q),
-        "pairs_graded": len(rows),
-        "missing_grades": sum(r["grade"] is None for r in rows),
+        "questions_available": result.n_available,
+        "pairs_graded": len(result.rows),
+        "missing_grades": sum(r["grade"] is None for r in result.rows),
         "debias": cfg.grading.debias,
-        "llm": llm.stats.to_dict(),
-        "model_identity": llm.identity,
+        "llm": models.stats.get("judge"),
+        "model_identity": identity,
         "wall_seconds_grading": round(time.perf_counter() - t0, 2),
     }
 

@@ -10,11 +10,12 @@ project, `../shared/`) is reported as not run, with the reason."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Config
 from ..lib.io import write_dataframe, write_json, write_jsonl
-from .base import Stage, execute
+from .base import ModelTurns, Stage, execute
 from .data import chunks_path, golden_path, load_chunks, load_questions, questions_path
 from .grade import calibration_files
 
@@ -78,21 +79,69 @@ def reference_folder(cfg: Config, src) -> Path:
     return cfg.path(src.reference_judges) if src.reference_judges else cfg.path(src.path) / "reference_judges"
 
 
-def _check(
-    cfg: Config, judge, name: str, pairs: list[dict], passages: dict, graded: bool, plots: Path, references: dict = None
-) -> tuple:
-    """Grade `pairs` (both orders when asked), measure agreement, put the reference judges'
-    agreement on the same pairs beside it, give the verdict."""
-    from ..lib.judge_check import agreement, mean_of_orders, position_bias, reference_agreement, verdict
-    from ..lib.plots import judge_confusion
+@dataclass
+class Checked:
+    """One labelled source the judge graded: its pairs, the pairs graded passage first (`sub`),
+    both sets of grades, and what the write step needs to measure it."""
+
+    name: str
+    pairs: list[dict]
+    sub: list[dict]
+    rows: list[dict]
+    swapped: list[dict]
+    graded: bool
+    meta: dict
+    references: dict | None = None
+
+
+@dataclass
+class JudgeCheck:
+    """What the judge-check stage computes: per source, a :class:`Checked` or a not-run entry
+    (in the configured order), and the scored known-answer controls."""
+
+    sources: list = field(default_factory=list)
+    control_rows: list[dict] = field(default_factory=list)
+
+
+def _grade_check(cfg: Config, models: ModelTurns, name: str, pairs: list[dict], passages: dict) -> tuple:
+    """Grade `pairs` as Table 1 does, and again passage first when asked: (rows, sub, swapped)."""
     from ..lib.relevance import grade_pairs
 
     jc = cfg.judge_check
-    rows = grade_pairs(judge, pairs, passages, judging=cfg.grading.judging(cfg.root))
+    judging = cfg.grading.judging(cfg.root)
+    rows = models.use(
+        "judge", lambda llm: grade_pairs(llm, pairs, passages, judging=judging), f"labelled pairs: {name}"
+    )
     debias = cfg.grading.debias == "both_orders"
     two_orders = (jc.position_bias or debias) and cfg.grading.method == "prompt"
     sub = pairs if debias else bias_sample(pairs, jc.position_bias_queries)
-    swapped = grade_pairs(judge, sub, passages, template=cfg.grading.prompt + "_swapped") if two_orders else []
+    swapped = []
+    if two_orders:
+        swapped = models.use(
+            "judge",
+            lambda llm: grade_pairs(llm, sub, passages, template=cfg.grading.prompt + "_swapped"),
+            f"labelled pairs: {name}, passage first",
+        )
+    return rows, sub, swapped
+
+
+def _measure(cfg: Config, c: Checked, plots: Path) -> tuple:
+    """Measure the judge's agreement on one graded source, put the reference judges' agreement on
+    the same pairs beside it, give the verdict, draw its confusion plot: (metrics, rows)."""
+    from ..lib.judge_check import agreement, mean_of_orders, position_bias, reference_agreement, verdict
+    from ..lib.plots import judge_confusion
+
+    jc = cfg.judge_check
+    name, pairs, sub, rows, swapped, graded, references = (
+        c.name,
+        c.pairs,
+        c.sub,
+        c.rows,
+        c.swapped,
+        c.graded,
+        c.references,
+    )
+    debias = cfg.grading.debias == "both_orders"
     for r, p in zip(rows + swapped, pairs + sub):
         r.update(source=name, label=p["label"], kind=p["kind"])
     single = agreement(rows, jc.n_bootstrap, cfg.seed, graded)
@@ -129,91 +178,112 @@ def _check(
     return m, rows + swapped
 
 
-def build(cfg: Config, out) -> dict:
+def compute(cfg: Config, chunks: list, questions: list[dict], models: ModelTurns) -> JudgeCheck:
+    """Have the judge (`models`) grade every configured labelled source, the golden passages and
+    the known-answer controls (`questions`: the run's questions, for the controls)."""
     from ..lib.beir import load_beir
     from ..lib.golden import load_golden, locate_samples
     from ..lib.judge_check import (
         build_controls,
-        controls_table,
         golden_check_pairs,
         is_graded,
         read_reference_judges,
         sample_check_pairs,
         score_controls,
     )
-    from ..lib.llm import open_llm
 
     jc = cfg.judge_check
+    result = JudgeCheck()
+    if not jc.enabled:
+        result.sources.append(_not_run("all", "", "judge_check.enabled is false"))
+        return result
+    for src in jc.sources:
+        d = cfg.path(src.path)
+        if not d.is_dir():
+            why = f"{d} not found: point judge_check.sources[].path at a BEIR-format folder with human qrels"
+            result.sources.append(_not_run(src.name, src.path, why))
+            continue
+        data = load_beir(d, src.split)
+        fitted = fitted_queries(cfg, src.name)
+        pairs = sample_check_pairs(data, src.n_queries, cfg.seed, src.name, exclude_queries=fitted)
+        ids, texts = data.passages()
+        need = {p["chunk_id"] for p in pairs}
+        passages = {i: t for i, t in zip(ids, texts) if i in need}
+        refs = read_reference_judges(reference_folder(cfg, src))
+        rows, sub, swapped = _grade_check(cfg, models, src.name, pairs, passages)
+        meta = dict(
+            path=src.path,
+            split=src.split,
+            sample=f"{src.n_queries} queries (seed {cfg.seed})",
+            held_out_queries=f"{len(fitted)} queries the calibration was fitted on are left out"
+            if fitted
+            else "no query of this source was used to fit the judge",
+            reference_judges_from=str(reference_folder(cfg, src)) if refs else None,
+        )
+        result.sources.append(Checked(src.name, pairs, sub, rows, swapped, is_graded(data.qrels), meta, refs))
+    text_of = {c.chunk_id: c.text for c in chunks}
+    if jc.in_domain:
+        samples = load_golden(golden_path(cfg))
+        found, _ = locate_samples(samples, chunks, golden_path(cfg))
+        pairs = golden_check_pairs(samples, found, chunks, jc.n_in_domain, cfg.seed)
+        name = "golden (in-domain)"
+        rows, sub, swapped = _grade_check(cfg, models, name, pairs, text_of)
+        meta = dict(
+            path=str(cfg.corpus.golden_samples),
+            sample=f"{jc.n_in_domain} golden samples",
+            note="negatives are other chunks of the same document and top BM25 chunks of other documents, "
+            "assumed (not judged) non-relevant",
+        )
+        result.sources.append(Checked(name, pairs, sub, rows, swapped, False, meta))
+    if jc.controls:
+        controls = build_controls(questions, text_of, {c.chunk_id: c.doc_id for c in chunks}, jc.n_controls, cfg.seed)
+        result.control_rows = models.use(
+            "judge", lambda llm: score_controls(llm, controls, text_of), "known-answer controls"
+        )
+    models.release()
+    return result
+
+
+def write(cfg: Config, result: JudgeCheck, identity: dict, out) -> tuple:
+    """relevance.json, pairs.jsonl, the controls and the confusion plots: (metrics per source,
+    graded rows, controls table)."""
+    from ..lib.judge_check import controls_table
+
     rel_file, pairs_file, controls_csv, controls_file, plots_dir = outputs(cfg)
     plots = out(plots_dir)
     plots.mkdir(parents=True, exist_ok=True)
-    judge = open_llm(cfg.models.judge, cfg.cache_dir)
-    judge.stage = "judge-check"
-    results, graded_rows, control_rows = [], [], []
-    controls = None
-    if not jc.enabled:
-        results.append(_not_run("all", "", "judge_check.enabled is false"))
-    else:
-        for src in jc.sources:
-            d = cfg.path(src.path)
-            if not d.is_dir():
-                results.append(
-                    _not_run(
-                        src.name,
-                        src.path,
-                        f"{d} not found: point judge_check.sources[].path at a BEIR-format folder with human qrels",
-                    )
-                )
-                continue
-            data = load_beir(d, src.split)
-            fitted = fitted_queries(cfg, src.name)
-            pairs = sample_check_pairs(data, src.n_queries, cfg.seed, src.name, exclude_queries=fitted)
-            ids, texts = data.passages()
-            need = {p["chunk_id"] for p in pairs}
-            passages = {i: t for i, t in zip(ids, texts) if i in need}
-            refs = read_reference_judges(reference_folder(cfg, src))
-            m, rows = _check(cfg, judge, src.name, pairs, passages, is_graded(data.qrels), plots, refs)
-            m.update(
-                path=src.path,
-                split=src.split,
-                sample=f"{src.n_queries} queries (seed {cfg.seed})",
-                held_out_queries=f"{len(fitted)} queries the calibration was fitted on are left out"
-                if fitted
-                else "no query of this source was used to fit the judge",
-            )
-            m["reference_judges_from"] = str(reference_folder(cfg, src)) if refs else None
-            results.append(m)
-            graded_rows += rows
-        chunks = load_chunks(cfg) if jc.in_domain or jc.controls else []
-        text_of = {c.chunk_id: c.text for c in chunks}
-        if jc.in_domain:
-            samples = load_golden(golden_path(cfg))
-            found, _ = locate_samples(samples, chunks, golden_path(cfg))
-            pairs = golden_check_pairs(samples, found, chunks, jc.n_in_domain, cfg.seed)
-            m, rows = _check(cfg, judge, "golden (in-domain)", pairs, text_of, False, plots)
-            m.update(
-                path=str(cfg.corpus.golden_samples),
-                sample=f"{jc.n_in_domain} golden samples",
-                note="negatives are other chunks of the same document and top BM25 chunks of other documents, "
-                "assumed (not judged) non-relevant",
-            )
-            results.append(m)
-            graded_rows += rows
-        if jc.controls:
-            questions = load_questions(cfg, chunks)
-            controls = build_controls(
-                questions, text_of, {c.chunk_id: c.doc_id for c in chunks}, jc.n_controls, cfg.seed
-            )
-            control_rows = score_controls(judge, controls, text_of)
-    judge.release()
-    ident = judge.identity
+    results, graded_rows = [], []
+    for c in result.sources:
+        if isinstance(c, dict):  # not run
+            results.append(c)
+            continue
+        m, rows = _measure(cfg, c, plots)
+        m.update(c.meta)
+        results.append(m)
+        graded_rows += rows
     for m in results:
-        m["judge"] = {"name": ident.get("name"), "sha256": ident.get("sha256"), "backend": ident.get("backend")}
-    table = controls_table(control_rows, jc)
+        m["judge"] = {
+            "name": identity.get("name"),
+            "sha256": identity.get("sha256"),
+            "backend": identity.get("backend"),
+        }
+    table = controls_table(result.control_rows, cfg.judge_check)
     write_json(out(rel_file), results)
     write_jsonl(out(pairs_file), graded_rows)
     write_dataframe(table, out(controls_csv))
-    write_jsonl(out(controls_file), control_rows)
+    write_jsonl(out(controls_file), result.control_rows)
+    return results, graded_rows, table
+
+
+def build(cfg: Config, out) -> dict:
+    jc = cfg.judge_check
+    chunks = load_chunks(cfg) if jc.enabled and (jc.in_domain or jc.controls) else []
+    questions = load_questions(cfg, chunks) if jc.enabled and jc.controls else []
+    models = ModelTurns(cfg, "judge-check")
+    result = compute(cfg, chunks, questions, models)
+    identity = models.identity.get("judge") or _identity(cfg)
+    results, graded_rows, table = write(cfg, result, identity, out)
+    control_rows = result.control_rows
     return {
         "sources": {m["source"]: m["verdict"] for m in results},
         # ours beside each reference judge on the same pairs: (kappa at grade >= 2, AUC)
@@ -230,9 +300,22 @@ def build(cfg: Config, out) -> dict:
         "control_pairs": len(control_rows),
         "controls": {r["rubric"]: r["verdict"] for r in table.to_dict("records")},
         "controls_passed": {r["rubric"]: bool(r["passed"]) for r in table.to_dict("records")},
-        "llm": judge.stats.to_dict(),
-        "model_identity": ident,
+        "llm": models.stats.get("judge") or _no_calls(),
+        "model_identity": identity,
     }
+
+
+def _identity(cfg: Config) -> dict:
+    """The judge's identity when the stage made no call (it is still named in the outputs)."""
+    from ..lib.llm import LLM
+
+    return LLM(cfg.models.judge).identity
+
+
+def _no_calls() -> dict:
+    from ..lib.llm.frontend import CallStats
+
+    return CallStats().to_dict()
 
 
 def fitted_queries(cfg: Config, source: str) -> set:

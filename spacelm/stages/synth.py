@@ -4,6 +4,8 @@ run resumes without repeating them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..config import Config
 from ..lib.golden import load_golden, locate_samples
 from ..lib.io import write_dataframe, write_jsonl
@@ -19,7 +21,6 @@ from ..lib.questions import (
     plan_generation,
     plan_unanswerable,
     retention_table,
-    retrieval_filter,
     unanswerable_check_pairs,
     unanswerable_table,
 )
@@ -41,22 +42,35 @@ def outputs(cfg: Config):
     ]
 
 
-def build(cfg: Config, out) -> dict:
-    chunks = load_chunks(cfg)
-    golden = load_golden(golden_path(cfg), min_per_task=cfg.synth.n_fewshot, tasks=tuple(cfg.synth.tasks))
-    _, not_found = locate_samples(golden, chunks, golden_path(cfg))
+@dataclass
+class Synthesis:
+    """What the synth stage computes: every question record (answerable, written unanswerable
+    candidates, golden unanswerable), the candidates written, and the check pairs graded."""
+
+    records: list[dict]
+    unanswerable: list[dict]
+    pairs_graded: int
+
+
+def compute(cfg: Config, chunks: list, golden: list, models: ModelTurns) -> Synthesis:
+    """Write the questions (and reference answers) with the question writer, apply the retrieval
+    filter, and write and check the unanswerable candidates (`models`: the writer and the judge
+    taking turns)."""
     chunks_by_id = {c.chunk_id: c for c in chunks}
-    models = ModelTurns(cfg, "synth")
     plan = plan_generation(cfg, chunks, golden)
-    records = models.use("question_writer", lambda llm: generate_questions(cfg, llm, plan))
+    records = models.use("question_writer", lambda llm: generate_questions(cfg, llm, plan), "questions")
     if cfg.synth.with_reference_answer:
-        models.use("question_writer", lambda llm: add_reference_answers(cfg, llm, records, chunks_by_id))
+        models.use(
+            "question_writer",
+            lambda llm: add_reference_answers(cfg, llm, records, chunks_by_id),
+            "reference answers",
+        )
     gold_una = golden_unanswerable(golden)
     una, n_pairs, filtered = [], 0, []
 
     def run_filter():
         filtered.append(True)
-        return retrieval_filter(cfg, chunks, records)
+        return models.retrieval_filter(chunks, records)
 
     try:
         if cfg.synth.unanswerable.enabled:  # round 0 is written while the writer is still loaded
@@ -65,7 +79,12 @@ def build(cfg: Config, out) -> dict:
         models.release()
     if not filtered:
         run_filter()
-    records += una + gold_una
+    return Synthesis(records + una + gold_una, una, n_pairs)
+
+
+def write(cfg: Config, chunks: list, result: Synthesis, out) -> None:
+    """questions.jsonl, the retention and unanswerable tables, the BEIR and HF exports."""
+    records = result.records
     retention = retention_table(records)
     q, ret_csv, ret_md, una_csv, beir, hf, attribution = outputs(cfg)
     write_attribution(cfg, out(attribution))
@@ -75,6 +94,16 @@ def build(cfg: Config, out) -> dict:
     write_dataframe(unanswerable_table(records), out(una_csv))
     export_beir(chunks, records, out(beir))
     export_hf(chunks, records, out(hf))
+
+
+def build(cfg: Config, out) -> dict:
+    chunks = load_chunks(cfg)
+    golden = load_golden(golden_path(cfg), min_per_task=cfg.synth.n_fewshot, tasks=tuple(cfg.synth.tasks))
+    _, not_found = locate_samples(golden, chunks, golden_path(cfg))
+    models = ModelTurns(cfg, "synth")
+    result = compute(cfg, chunks, golden, models)
+    write(cfg, chunks, result, out)
+    records = result.records
     reasons: dict = {}
     for r in records:
         if r["drop_reason"]:
@@ -84,9 +113,9 @@ def build(cfg: Config, out) -> dict:
         "generated": sum(r["answerable"] for r in records),
         "kept": sum(r["kept"] for r in records if r["answerable"]),
         "drop_reasons": reasons,
-        "unanswerable_generated": len(una),
+        "unanswerable_generated": len(result.unanswerable),
         "unanswerable_kept": sum(r["kept"] for r in records if not r["answerable"]),
-        "unanswerable_pairs_graded": n_pairs,
+        "unanswerable_pairs_graded": result.pairs_graded,
         "llm_judge": models.stats.get("judge"),
         "fewshot_sampling": cfg.synth.fewshot_sampling,
         "n_fewshot": cfg.synth.n_fewshot,
@@ -116,7 +145,9 @@ def unanswerable_rounds(
         if not plan:
             break
         new = models.use(
-            "question_writer", lambda llm, plan=plan, una=una: generate_unanswerable(cfg, llm, plan, records + una)
+            "question_writer",
+            lambda llm, plan=plan, una=una: generate_unanswerable(cfg, llm, plan, records + una),
+            f"unanswerable questions, round {round_ + 1}",
         )
         for r in new:
             r["round"] = round_
@@ -134,6 +165,7 @@ def unanswerable_rounds(
                     lambda batch: grade_pairs(llm, batch, text_of, judging=cfg.grading.judging(cfg.root)),
                     uc.answerable_grade,
                 ),
+                f"unanswerable check, round {round_ + 1}",
             )
             mark_unanswerable(checked, grades, uc.answerable_grade)
             n_pairs += len(grades)
