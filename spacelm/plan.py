@@ -4,11 +4,11 @@ Per stage and model phase: the number of model calls, the prompt tokens (counted
 model's tokenizer on the prompts the stage would render) and the completion tokens its
 requests allow, and the order in which the engines load, so that a GPU job can be sized first.
 
-The stages' own planning and request-building functions run here (`plan_generation`,
-`plan_unanswerable`, `plan_pairs`, `build_items`, `grade_pairs`, `judge_rubrics`, ...) against a
-stand-in front end (:class:`~spacelm.lib.plan.PlanLLM`), in the order the stages call them.
-What a stage reads comes from the files of earlier stages when those are current, or from the
-plan of those stages when a run would recompute them:
+Each model-using stage runs its own `compute` (the code `spacelm run` runs) with stand-in
+models: :class:`PlanTurns` in place of the stage's `ModelTurns`, answering through
+:class:`~spacelm.lib.plan.PlanLLM` and deciding every model-dependent choice the way that makes
+the most calls (see :class:`PlanTurns`). What a stage reads comes from the files of earlier
+stages when those are current, or from the plan of those stages when a run would recompute them:
 
 - chunks: `chunks.jsonl`, or ingest and chunking done in memory (same functions; seconds);
 - questions: `questions.jsonl`, or every written question assumed kept (an upper bound);
@@ -295,9 +295,10 @@ class PlanTurns:
     Where a count depends on what a model decides, the stand-in decides for the most calls: the
     retrieval filter keeps every question and the unanswerable check searches stand-in rankings;
     every unanswerable candidate is well formed and the judge's verdicts on them cannot be read
-    (so every passage is graded and every round runs); the gate stops every answer; the claim judge reads answers holding the
-    estimated number of claims. With `records` (a finished run's questions) the run is replayed
-    instead: requests it made are answered from its call cache, and the filter and the check's
+    (so every passage is graded and every round runs); the gate stops every answer; the claim
+    judge reads answers holding the estimated number of claims. With `records` (a finished
+    run's questions) the run is replayed instead: requests it made are answered from its call
+    cache, and the filter and the check's
     rankings are the ones it recorded."""
 
     def __init__(self, planner: Planner, stage: str, basis, chunks: list, records: list | None = None):
