@@ -184,21 +184,20 @@ def test_after_a_run_the_exact_counts_are_the_calls_the_stages_made(cfg, monkeyp
     stand-in encoder; the plan of the finished run then reads its files: each stage's exact
     count is the number of requests that reached the model, the upper bounds hold, and the
     claim estimate (from this run's claims) is close."""
-    import spacelm.lib.llm as llm_pkg
     import spacelm.lib.retrieval as retrieval
     from spacelm.lib.cache import CallCache
     from spacelm.lib.io import read_jsonl
     from spacelm.pipeline import run_stages
+    from spacelm.stages.base import models_opened_by
 
     monkeypatch.setattr(retrieval, "Encoder", HashEncoder)
-    monkeypatch.setattr(
-        llm_pkg, "open_llm", lambda c, d=None: LLM(c, CallCache(Path(d) / "llm_calls.sqlite") if d else None, StandIn())
-    )
+    opener = lambda c, d=None: LLM(c, CallCache(Path(d) / "llm_calls.sqlite") if d else None, StandIn())
     cfg.retrieval.systems = ["bm25", "dense", "bm25+rerank", "dense+rerank"]
     made = {}
     for stage in ("synth", "retrieve", "judge-check", "grade", "answer"):
         before = len(StandIn.received)
-        run_stages(cfg, upto=stage)
+        with models_opened_by(opener):
+            run_stages(cfg, upto=stage)
         made[stage] = len(StandIn.received) - before
     StandIn.received.clear()
     _no_models(monkeypatch)
@@ -258,3 +257,22 @@ def test_plan_warns_of_k_above_the_corpus(cfg, monkeypatch):
     cfg = dataclasses.replace(cfg, retrieval=dataclasses.replace(cfg.retrieval, k_values=[3, 100000]))
     plan = plan_run(cfg)
     assert any("retrieval.k_values" in w and "100000" in w for w in plan["warnings"])
+
+
+def test_the_plan_runs_each_stage_s_own_compute(cfg, monkeypatch):
+    """No stage is written twice: `spacelm plan` holds no per-stage orchestration of its own and
+    reaches every model-using stage through the stage's `compute`."""
+    import spacelm.plan as plan_module
+    from spacelm.stages import STAGES, answer, grade, judge_check, synth
+
+    mirrored = [f"plan_{s.name.replace('-', '_')}" for s in STAGES]
+    assert not [n for n in mirrored if hasattr(plan_module, n)]
+    ran = []
+    for module in (synth, judge_check, grade, answer):
+        real = module.compute
+        monkeypatch.setattr(
+            module, "compute", lambda *a, _real=real, _m=module, **kw: ran.append(_m) or _real(*a, **kw)
+        )
+    _no_models(monkeypatch)
+    plan_run(cfg)
+    assert ran == [synth, judge_check, grade, answer]

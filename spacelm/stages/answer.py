@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -43,9 +45,29 @@ from .base import ModelTurns, Stage, execute
 from .data import chunks_path, load_chunks, load_questions, load_rankings, questions_path, rankings_path
 
 
-def outputs(cfg: Config):
+class AnswerFiles(NamedTuple):
+    """Every file the answer stage writes, by name (in the order the stamp lists them)."""
+
+    table_csv: Path
+    table_md: Path
+    table_tex: Path
+    answers: Path
+    pipelines: Path
+    checks: Path
+    scores_plot: Path
+    noise_plot: Path
+    answerability: Path
+    answerability_sweep: Path
+    claims: Path
+    claims_csv: Path
+    refusal_sweep_plot: Path
+    tests: Path
+    per_task: Path
+
+
+def outputs(cfg: Config) -> AnswerFiles:
     d = cfg.run_dir
-    return [
+    return AnswerFiles(
         d / "table2_answer_quality.csv",
         d / "table2_answer_quality.md",
         d / "table2_answer_quality.tex",
@@ -61,7 +83,7 @@ def outputs(cfg: Config):
         d / "plots" / "refusal_sweep.png",
         d / "table2_tests.csv",
         d / "table2_per_task.csv",
-    ]
+    )
 
 
 @dataclass
@@ -193,31 +215,15 @@ def write_tables(
 
     names = [s["name"] for s in settings(cfg)]
     long = table2(items, names, cfg.answer.n_bootstrap, cfg.seed)
-    (
-        csv,
-        md,
-        tex,
-        answers_file,
-        pipelines_file,
-        checks_file,
-        scores_plot,
-        noise_plot,
-        ans_csv,
-        sweep_csv,
-        claims_file,
-        claims_csv,
-        sweep_plot,
-        tests_csv,
-        per_task_csv,
-    ) = outputs(cfg)
-    write_dataframe(long, out(csv))
+    files = outputs(cfg)
+    write_dataframe(long, out(files.table_csv))
     n = sample_size(questions)
     score_rows = [
         {"setting": it["setting"], "task": it["task"], **it["scores"]} for it in items if it["pipeline"] == "table2"
     ]
     rubrics = sorted({r for it in items for r in it["scores"]})
     per_task = per_task_means(score_rows, ["setting"], rubrics)
-    write_dataframe(per_task, out(per_task_csv))
+    write_dataframe(per_task, out(files.per_task))
     if len(per_task) and "faithfulness" in per_task:
         per_task_panels(
             per_task,
@@ -226,26 +232,26 @@ def write_tables(
             out(cfg.run_dir / "plots" / "table2_per_task.png"),
             group="setting",
         )
-    write_dataframe(table2_tests(items, names, cfg.answer.n_bootstrap, cfg.seed), out(tests_csv))
+    write_dataframe(table2_tests(items, names, cfg.answer.n_bootstrap, cfg.seed), out(files.tests))
     run_scale = scale(len(questions))
     write_text(
-        out(md),
+        out(files.table_md),
         table2_wide(long, names, "md")
         + f"\n{n.text()}; {len(questions)} of {n_available} questions ({run_scale}); generator {generator_name}, "
         f"judge {judge_name}; mean ± SD (n); 95% CIs (cluster-robust t over source chunks) in "
         "table2_answer_quality.csv.\n",
     )
-    write_text(out(tex), table2_wide(long, names, "tex"))
-    write_jsonl(out(answers_file), items)
-    write_dataframe(pipelines_table(items, cfg.answer.n_bootstrap, cfg.seed), out(pipelines_file))
+    write_text(out(files.table_tex), table2_wide(long, names, "tex"))
+    write_jsonl(out(files.answers), items)
+    write_dataframe(pipelines_table(items, cfg.answer.n_bootstrap, cfg.seed), out(files.pipelines))
     # refusals on answerable and unanswerable questions, gate off and on
     b_items = [it for it in items if it["pipeline"] == "B" and it["setting"] in ("retrieved", "unanswerable")]
     ans_rows, sweep = answerability(cfg, b_items)
     write_dataframe(
         pd.DataFrame(ans_rows).reindex(columns=list(dict.fromkeys(ANSWERABILITY_COLUMNS + list(ans_rows[0])))),
-        out(ans_csv),
+        out(files.answerability),
     )
-    write_dataframe(pd.DataFrame(sweep), out(sweep_csv))
+    write_dataframe(pd.DataFrame(sweep), out(files.answerability_sweep))
     points = {
         f"gate {r['gate']}": (
             r["false_refusal_rate"],
@@ -260,9 +266,9 @@ def write_tables(
         points,
         sum(it["answerable"] for it in b_items),
         sum(not it["answerable"] for it in b_items),
-        out(sweep_plot),
+        out(files.refusal_sweep_plot),
     )
-    write_jsonl(out(claims_file), claim_rows)
+    write_jsonl(out(files.claims), claim_rows)
     claim_tab = [
         dict(r, group="setting")
         for r in claim_table(
@@ -277,7 +283,7 @@ def write_tables(
             cfg.seed,
         )
     ]
-    write_dataframe(pd.DataFrame(claim_tab), out(claims_csv))
+    write_dataframe(pd.DataFrame(claim_tab), out(files.claims_csv))
     refusals = refusal_rates(items)
     neg = [
         it
@@ -319,9 +325,9 @@ def write_tables(
         "claims_judged": len(claim_rows),
         "claims_unreadable": sum(r["supported"] is None for r in claim_rows),
     }
-    write_json(out(checks_file), checks)
-    score_distributions(long, out(scores_plot))
-    noise_curve(items, settings(cfg), out(noise_plot), cfg.answer.n_bootstrap, cfg.seed)
+    write_json(out(files.checks), checks)
+    score_distributions(long, out(files.scores_plot))
+    noise_curve(items, settings(cfg), out(files.noise_plot), cfg.answer.n_bootstrap, cfg.seed)
     return {
         "questions": len(questions),
         "sample": n.to_dict(),

@@ -20,7 +20,9 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -250,6 +252,20 @@ def execute(stage: Stage, cfg: Config, force: bool = False) -> dict:
     return dict(summary, inputs=inputs)
 
 
+_OPENER: ContextVar = ContextVar("spacelm_model_opener", default=None)
+
+
+@contextmanager
+def models_opened_by(opener: Callable) -> Iterator[None]:
+    """Every stage run inside this block opens its language models with `opener(llm_cfg,
+    cache_dir) -> LLM` instead of `open_llm` (stand-in models in tests, through the one seam)."""
+    token = _OPENER.set(opener)
+    try:
+        yield
+    finally:
+        _OPENER.reset(token)
+
+
 class ModelTurns:
     """The seam through which every stage reaches its models: the stage's models taking turns,
     one in memory at a time, and a role whose engine settings equal the loaded one's (the
@@ -271,8 +287,9 @@ class ModelTurns:
         self.identity: dict = {}
 
     def _open(self, llm_cfg):
-        if self.opener is not None:
-            return self.opener(llm_cfg, self.cfg.cache_dir)
+        opener = self.opener or _OPENER.get()
+        if opener is not None:
+            return opener(llm_cfg, self.cfg.cache_dir)
         from ..lib.llm import open_llm
 
         return open_llm(llm_cfg, self.cfg.cache_dir)

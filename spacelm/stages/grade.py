@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
 
 from ..config import Config
 from ..lib.io import write_dataframe, write_json, write_jsonl, write_text
@@ -29,9 +31,25 @@ from .base import ModelTurns, Stage, execute
 from .data import chunks_path, load_chunks, load_questions, load_rankings, questions_path, rankings_path
 
 
-def outputs(cfg: Config):
+class GradeFiles(NamedTuple):
+    """Every file the grade stage writes, by name (in the order the stamp lists them)."""
+
+    table_csv: Path
+    table_md: Path
+    table_tex: Path
+    grades: Path
+    validity: Path
+    paired_tests: Path
+    graded_metrics: Path
+    distribution_plot: Path
+    relevant_shares: Path
+    per_task: Path
+    ppi_differences: Path
+
+
+def outputs(cfg: Config) -> GradeFiles:
     d = cfg.run_dir
-    return [
+    return GradeFiles(
         d / "table1_relevance.csv",
         d / "table1_relevance.md",
         d / "table1_relevance.tex",
@@ -43,7 +61,7 @@ def outputs(cfg: Config):
         d / "grading" / "relevant_shares.csv",
         d / "grading" / "per_task.csv",
         d / "grading" / "ppi_differences.csv",
-    ]
+    )
 
 
 PPI_KEYS = ["retriever", "stage", "top_k", "grade"]
@@ -191,7 +209,7 @@ def compute(cfg: Config, chunks: list, questions: list[dict], rankings: dict, mo
 
 def write(cfg: Config, result: Grades, rankings: dict, judge_name: str, out) -> dict:
     """grades.jsonl and every table of the stage (see `write_tables`)."""
-    write_jsonl(out(outputs(cfg)[3]), result.rows + (result.swapped_all or result.swapped or []))
+    write_jsonl(out(outputs(cfg).grades), result.rows + (result.swapped_all or result.swapped or []))
     return write_tables(
         cfg, result.questions, result.n_available, rankings, result.used, result.swapped, judge_name, out
     )
@@ -236,20 +254,20 @@ def write_tables(
 
     from ..lib.plots import grade_distribution, per_task_panels
 
-    csv, md, tex, _, validity_file, tests_file, metrics_file, plot, shares_file, per_task, ppi_diff_file = outputs(cfg)
+    files = outputs(cfg)
     cluster_of = {q["qid"]: q.get("source_chunk_id") or q["qid"] for q in questions}
     grades = {(r["qid"], r["chunk_id"]): r["grade"] for r in used}
     cells = grade_lists(cfg, questions, rankings, grades)
     long = table1(cfg, cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of)
     ppi_rows, diffs, _ = prediction_powered(cfg, questions, rankings, grades)
     long = long.merge(pd.DataFrame(ppi_rows, columns=PPI_KEYS + PPI_COLUMNS), on=PPI_KEYS, how="left")
-    write_dataframe(long, out(csv))
-    write_dataframe(pd.DataFrame(diffs, columns=DIFF_COLUMNS), out(ppi_diff_file))
+    write_dataframe(long, out(files.table_csv))
+    write_dataframe(pd.DataFrame(diffs, columns=DIFF_COLUMNS), out(files.ppi_differences))
     run_scale = scale(len(questions))
     n = sample_size(questions)
     if any(q.get("task") for q in questions):
         tasks = grades_per_task(cells, questions)
-        write_dataframe(tasks, out(per_task))
+        write_dataframe(tasks, out(files.per_task))
         per_task_panels(
             tasks, "pct_grade_3", "% of graded passages at grade 3", out(cfg.run_dir / "plots" / "table1_per_task.png")
         )
@@ -259,16 +277,16 @@ def write_tables(
         "grades as % of graded passages; 95% CIs (two-stage cluster bootstrap: source chunks, then questions) "
         "in table1_relevance.csv.\n"
     )
-    write_text(out(md), table1_wide(long, "md") + note)
-    write_text(out(tex), table1_wide(long, "tex"))
+    write_text(out(files.table_md), table1_wide(long, "md") + note)
+    write_text(out(files.table_tex), table1_wide(long, "tex"))
     validity = judge_validity(
         used, swapped, cfg.grading.auc_warning, cfg.models.judge.temperature, cfg.judge_check.min_pairs
     )
-    write_json(out(validity_file), validity)
-    write_dataframe(paired_tests(cells, cfg, cluster_of), out(tests_file))
-    write_dataframe(relevant_shares(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), out(shares_file))
-    write_dataframe(graded_metrics(cfg, questions, rankings, grades), out(metrics_file))
-    grade_distribution(long, out(plot))
+    write_json(out(files.validity), validity)
+    write_dataframe(paired_tests(cells, cfg, cluster_of), out(files.paired_tests))
+    write_dataframe(relevant_shares(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), out(files.relevant_shares))
+    write_dataframe(graded_metrics(cfg, questions, rankings, grades), out(files.graded_metrics))
+    grade_distribution(long, out(files.distribution_plot))
     return {
         "questions": len(questions),
         "sample": n.to_dict(),

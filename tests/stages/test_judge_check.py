@@ -15,10 +15,10 @@ def test_judge_check_stage_writes_the_contract_and_reports_absent_sources(tiny_c
     import pandas as pd
 
     from spacelm.config import CheckSource
-    from spacelm.lib import llm as llm_pkg
     from spacelm.lib.llm import LLM
     from spacelm.stages import chunk, ingest
     from spacelm.stages import judge_check as stage
+    from spacelm.stages.base import models_opened_by
 
     golden = [
         {"id": f"g{i}", "task": "direct_qa", "question": q, "passage": p}
@@ -53,10 +53,10 @@ def test_judge_check_stage_writes_the_contract_and_reports_absent_sources(tiny_c
     (pathlib.Path(refs) / "partial.qrels.txt").write_text(
         "".join(f"{q} Q0 {d} {g}\n" for q, rel in data.qrels.items() for d, g in rel.items())
     )
-    monkeypatch.setattr(llm_pkg, "open_llm", lambda c, d=None: LLM(c, backend=ScriptedJudge()))
     ingest.run(cfg)
     chunk.run(cfg)
-    res = stage.run(cfg)
+    with models_opened_by(lambda c, d=None: LLM(c, backend=ScriptedJudge())):
+        res = stage.run(cfg)
     out = cfg.run_dir / "judge_check"
     rel = json.loads((out / "relevance.json").read_text())
     assert [m["source"] for m in rel] == ["tiny", "absent", "golden (in-domain)"]

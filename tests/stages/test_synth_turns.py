@@ -5,8 +5,7 @@ from spacelm.lib.llm.types import Completion
 from spacelm.stages.base import ModelTurns
 
 
-def test_roles_with_the_same_engine_settings_share_one_engine(monkeypatch):
-    import spacelm.lib.llm as llm_pkg
+def test_roles_with_the_same_engine_settings_share_one_engine():
     from spacelm.lib.llm import LLM
 
     loads, released = [], []
@@ -25,11 +24,10 @@ def test_roles_with_the_same_engine_settings_share_one_engine(monkeypatch):
         loads.append(cfg.model)
         return LLM(cfg, None, backend=Backend())
 
-    monkeypatch.setattr(llm_pkg, "open_llm", open_llm)
     cfg = Config()
     cfg.models.question_writer = LLMConfig(model="m1", max_tokens=96)
     cfg.models.judge = LLMConfig(model="m1", max_tokens=8)  # same engine, other sampling defaults
-    turns = ModelTurns(cfg, "synth")
+    turns = ModelTurns(cfg, "synth", opener=open_llm)
     from spacelm.lib.llm.types import Request
 
     ask = lambda llm: llm.chat_many([Request(messages=[{"role": "user", "content": "x"}])])[0].text
