@@ -487,12 +487,12 @@ def _rankings(p: Planner, inp: Inputs, cfg_q: Config) -> dict:
 def _claims_per_answer(cfg: Config) -> tuple[float, str]:
     """Claim checks per answer with passages: as in this run folder's last answer stage when it
     has one, else one per CLAIM_TOKENS of the generator's max_tokens."""
-    from .lib.io import read_jsonl
+    from .lib.records import Answer, Claim, read_records
 
     claims, answers = cfg.run_dir / "claims.jsonl", cfg.run_dir / "answers.jsonl"
     if claims.is_file() and answers.is_file():
-        checks = sum(len(r.get("support") or {}) for r in read_jsonl(claims))
-        judged = sum(1 for a in read_jsonl(answers) if a.get("answerable", True) and a.get("passage_ids"))
+        checks = sum(len(c.get("support") or {}) for c in read_records(claims, Claim))
+        judged = sum(1 for a in read_records(answers, Answer) if a.get("answerable", True) and a.get("passage_ids"))
         if judged and checks:
             return checks / judged, f"{checks / judged:.2f} checks per answer, as in {claims}"
     n = max(1.0, cfg.models.generator.max_tokens / CLAIM_TOKENS)
