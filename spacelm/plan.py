@@ -296,15 +296,15 @@ class PlanTurns:
     retrieval filter keeps every question and the unanswerable check searches stand-in rankings;
     every unanswerable candidate is well formed and the judge's verdicts on them cannot be read
     (so every passage is graded and every round runs); the gate stops every answer; the claim
-    judge reads answers holding the estimated number of claims. With `records` (a finished
-    run's questions) the run is replayed instead: requests it made are answered from its call
-    cache, and the filter and the check's
-    rankings are the ones it recorded."""
+    judge reads answers holding the estimated number of claims. With `replay` (a finished
+    run's call cache, see :func:`_call_replay`) and `records` (its questions) the run is replayed
+    instead: requests it made are answered as they were, and the filter and the check's rankings
+    are the ones it recorded."""
 
-    def __init__(self, planner: Planner, stage: str, basis, chunks: list, records: list | None = None):
+    def __init__(self, planner: Planner, stage: str, basis, chunks: list, records: list | None = None, replay=None):
         self.p, self.cfg, self.stage, self.basis, self.chunks = planner, planner.cfg, stage, basis, chunks
-        self.records = records
-        self.replay = _call_replay(self.cfg) if records is not None else None
+        self.records = records if replay is not None else None
+        self.replay = replay
         self.loaded, self._load = None, None
         self.stats: dict = {}
         self.identity: dict = {}
@@ -599,7 +599,13 @@ def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: str | None = Non
     from .stages import synth
 
     known = inp.records is not None
-    turns = PlanTurns(p, "synth", _synth_basis(known), inp.chunks, records=inp.records)
+    replay = _call_replay(cfg) if known else None
+    if known and replay is None:
+        p.notes.append(
+            f"synth: {questions_path(cfg)} is current but the call cache is not in {cfg.cache_dir}: its calls are "
+            "counted as a new run would make them (upper bound)"
+        )
+    turns = PlanTurns(p, "synth", _synth_basis(replay is not None), inp.chunks, inp.records, replay)
     planned = synth.compute(cfg, inp.chunks, inp.golden, turns).records
     records = inp.records if known else _planned_questions(planned)
     with tempfile.TemporaryDirectory(prefix="spacelm-plan-") as tmp:

@@ -215,6 +215,10 @@ def test_after_a_run_the_exact_counts_are_the_calls_the_stages_made(cfg, monkeyp
     planned = {p["phase"]: p["calls"] for p in ph}
     assert planned.get("rubric scores, gated refusals", 0) >= gated
     assert abs(planned["claim support"] - checks) <= 1
+    # without the run's call cache the synth stage cannot be replayed: counted as a new run, an upper bound
+    (cfg.cache_dir / "llm_calls.sqlite").rename(cfg.cache_dir / "moved.sqlite")
+    again = {s["stage"]: s for s in plan_run(cfg)["stages"]}
+    assert again["synth"]["calls_basis"] == "upper bound" and again["synth"]["calls"] >= made["synth"]
 
 
 def test_cli_plan_prints_json_and_the_table_reads_it(cfg, monkeypatch, capsys, tmp_path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from ..config import Config
 from ..lib.io import write_dataframe, write_json, write_jsonl
@@ -37,9 +38,21 @@ def folder(cfg: Config) -> Path:
     return cfg.run_dir / "judge_check"
 
 
-def outputs(cfg: Config):
+class JudgeCheckFiles(NamedTuple):
+    """Every file the judge-check stage writes, by name (in the order the stamp lists them)."""
+
+    relevance: Path
+    pairs: Path
+    controls_csv: Path
+    controls: Path
+    plots: Path
+
+
+def outputs(cfg: Config) -> JudgeCheckFiles:
     d = folder(cfg)
-    return [d / "relevance.json", d / "pairs.jsonl", d / "controls.csv", d / "controls.jsonl", d / "plots"]
+    return JudgeCheckFiles(
+        d / "relevance.json", d / "pairs.jsonl", d / "controls.csv", d / "controls.jsonl", d / "plots"
+    )
 
 
 def _source_files(cfg: Config) -> list[Path]:
@@ -249,8 +262,8 @@ def write(cfg: Config, result: JudgeCheck, identity: dict, out) -> tuple:
     graded rows, controls table)."""
     from ..lib.judge_check import controls_table
 
-    rel_file, pairs_file, controls_csv, controls_file, plots_dir = outputs(cfg)
-    plots = out(plots_dir)
+    files = outputs(cfg)
+    plots = out(files.plots)
     plots.mkdir(parents=True, exist_ok=True)
     results, graded_rows = [], []
     for c in result.sources:
@@ -268,10 +281,10 @@ def write(cfg: Config, result: JudgeCheck, identity: dict, out) -> tuple:
             "backend": identity.get("backend"),
         }
     table = controls_table(result.control_rows, cfg.judge_check)
-    write_json(out(rel_file), results)
-    write_jsonl(out(pairs_file), graded_rows)
-    write_dataframe(table, out(controls_csv))
-    write_jsonl(out(controls_file), result.control_rows)
+    write_json(out(files.relevance), results)
+    write_jsonl(out(files.pairs), graded_rows)
+    write_dataframe(table, out(files.controls_csv))
+    write_jsonl(out(files.controls), result.control_rows)
     return results, graded_rows, table
 
 

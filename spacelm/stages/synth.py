@@ -5,6 +5,8 @@ run resumes without repeating them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
 
 from ..config import Config
 from ..lib.golden import load_golden, locate_samples
@@ -29,9 +31,21 @@ from .base import ModelTurns, Stage, execute
 from .data import chunks_path, golden_path, load_chunks, questions_path, write_attribution
 
 
-def outputs(cfg: Config):
+class SynthFiles(NamedTuple):
+    """Every file the synth stage writes, by name (in the order the stamp lists them)."""
+
+    questions: Path
+    retention_csv: Path
+    retention_md: Path
+    unanswerable: Path
+    beir: Path
+    hf_dataset: Path
+    attribution: Path
+
+
+def outputs(cfg: Config) -> SynthFiles:
     d = cfg.synthetic_dir
-    return [
+    return SynthFiles(
         questions_path(cfg),
         d / "retention.csv",
         d / "retention.md",
@@ -39,7 +53,7 @@ def outputs(cfg: Config):
         d / "beir",
         d / "hf_dataset",
         d / "ATTRIBUTION.md",
-    ]
+    )
 
 
 @dataclass
@@ -86,14 +100,14 @@ def write(cfg: Config, chunks: list, result: Synthesis, out) -> None:
     """questions.jsonl, the retention and unanswerable tables, the BEIR and HF exports."""
     records = result.records
     retention = retention_table(records)
-    q, ret_csv, ret_md, una_csv, beir, hf, attribution = outputs(cfg)
-    write_attribution(cfg, out(attribution))
-    write_jsonl(out(q), records)
-    write_dataframe(retention, out(ret_csv))
-    write_dataframe(retention, out(ret_md))
-    write_dataframe(unanswerable_table(records), out(una_csv))
-    export_beir(chunks, records, out(beir))
-    export_hf(chunks, records, out(hf))
+    files = outputs(cfg)
+    write_attribution(cfg, out(files.attribution))
+    write_jsonl(out(files.questions), records)
+    write_dataframe(retention, out(files.retention_csv))
+    write_dataframe(retention, out(files.retention_md))
+    write_dataframe(unanswerable_table(records), out(files.unanswerable))
+    export_beir(chunks, records, out(files.beir))
+    export_hf(chunks, records, out(files.hf_dataset))
 
 
 def build(cfg: Config, out) -> dict:
