@@ -160,6 +160,14 @@ def findings_detail(root: Path, run: str = "standard") -> list[str]:
     return out + ["", source_line(f"results/{run}/paper_vs_run.csv")]
 
 
+def rules(root: Path, run: str = "standard") -> list[str]:
+    """Each finding with the rule its verdict applies, as the run wrote it."""
+    out = []
+    for r in _csv(root, f"results/{run}/paper_vs_run.csv"):
+        out += wrap(f"**{r['finding']}** ({_cell(r.get('judge'))} judge): {_cell(r.get('rule'))}.", "- ")
+    return out + ["", source_line(f"results/{run}/paper_vs_run.csv")]
+
+
 def setup(root: Path, run: str = "standard") -> list[str]:
     rows = _csv(root, f"results/{run}/setup_vs_paper.csv")
     return table(rows, ["component", "paper", "this_run", "match"]) + [
@@ -190,11 +198,18 @@ def stage_seconds(root: Path, run: str = "quick") -> list[str]:
     m = _json(root, f"results/{run}/manifest.json")
     rows = [{"stage": s, "seconds": f"{v['seconds']:.1f}"} for s, v in m["stages"].items() if v.get("seconds")]
     rows.append({"stage": "whole run (wall)", "seconds": f"{m['total_seconds']:.1f}"})
-    lead = f"Run `{run}`, `{m.get('config_file')}` at git `{str(m.get('git_commit'))[:7]}`, caches as the run found them:"
-    return wrap(lead) + [""] + table(rows, ["stage", "seconds"], ("seconds",)) + [
-        "",
-        source_line(f"results/{run}/manifest.json"),
-    ]
+    lead = (
+        f"Run `{run}`, `{m.get('config_file')}` at git `{str(m.get('git_commit'))[:7]}`, caches as the run found them:"
+    )
+    return (
+        wrap(lead)
+        + [""]
+        + table(rows, ["stage", "seconds"], ("seconds",))
+        + [
+            "",
+            source_line(f"results/{run}/manifest.json"),
+        ]
+    )
 
 
 def md_file(name: str):
@@ -369,7 +384,9 @@ def ppi_coverage(root: Path) -> list[str]:
                 "fpc": f"{r['coverage_finite_population']:.3f}",
                 "PPI++": f"{r['coverage_ppi_plus_plus']:.3f} ({r['mean_width_ppi_plus_plus']:.3f})",
                 "labels only": f"{r['coverage_labels_only']:.3f} ({r['mean_width_labels_only']:.3f})",
-                "stratified PPI": "–" if st is None else f"{st['coverage_classic']:.3f} ({st['mean_width_classic']:.3f})",
+                "stratified PPI": "–"
+                if st is None
+                else f"{st['coverage_classic']:.3f} ({st['mean_width_classic']:.3f})",
             }
         )
     cols = ["judge", "run", "N", "true", "judge error", "n", "PPI", "fpc", "PPI++", "labels only", "stratified PPI"]
@@ -436,7 +453,8 @@ def llm_throughput(root: Path) -> list[str]:
                 "seconds": f"{r['seconds']:.2f}",
                 "calls/s": f"{r['calls_per_s']:.3f}",
                 "prompt tok/s": f"{r['prompt_tok_per_s']:.1f}",
-                "evaluated / reused": f"{r['tokens_evaluated']:,} / {r['tokens_reused']:,}" if "tokens_evaluated" in r
+                "evaluated / reused": f"{r['tokens_evaluated']:,} / {r['tokens_reused']:,}"
+                if "tokens_evaluated" in r
                 else "–",
             }
         )
@@ -447,10 +465,15 @@ def llm_throughput(root: Path) -> list[str]:
         f"{d['speedup_ordered_over_interleaved']:.3f}x. Free generation: {g['generated_tok_per_s']:.1f} tokens/s."
     )
     cols = ["path", "seconds", "calls/s", "prompt tok/s", "evaluated / reused"]
-    return table(rows, cols, ("seconds", "calls/s", "prompt tok/s")) + [""] + wrap(tail) + [
-        "",
-        source_line("results/llm_throughput.json"),
-    ]
+    return (
+        table(rows, cols, ("seconds", "calls/s", "prompt tok/s"))
+        + [""]
+        + wrap(tail)
+        + [
+            "",
+            source_line("results/llm_throughput.json"),
+        ]
+    )
 
 
 def citations(root: Path) -> list[str]:
@@ -466,7 +489,13 @@ def citations(root: Path) -> list[str]:
                 "markers naming a passage": f"{r['citation_accuracy']:.0%} (n={r['n_with_markers']})",
             }
         )
-    cols = ["passages shown as", "answers", "with a valid citation", "citation on a sentence", "markers naming a passage"]
+    cols = [
+        "passages shown as",
+        "answers",
+        "with a valid citation",
+        "citation on a sentence",
+        "markers naming a passage",
+    ]
     return table(rows, cols, ("answers",)) + ["", source_line("results/citations_bench.json")]
 
 
@@ -483,12 +512,23 @@ def gate(root: Path) -> list[str]:
     return wrap(text) + ["", source_line("results/gate_calibration.json")]
 
 
+def unanswerable(root: Path, rel: str = "data/synthetic/standard/unanswerable.csv") -> list[str]:
+    """The unanswerable candidates per kind: written, well formed, passing the judge's check, kept."""
+    import pandas as pd
+
+    d = pd.read_csv(root / rel).groupby("kind", sort=False)[["generated", "well_formed", "check_passed", "kept"]].sum()
+    rows = [{"kind": k, **{c: int(v) for c, v in r.items()}} for k, r in d.iterrows()]
+    cols = ["kind", "generated", "well_formed", "check_passed", "kept"]
+    return table(rows, cols, tuple(cols[1:])) + ["", source_line(rel)]
+
+
 GENERATORS = {
     "standard-summary": run_summary,
     "standard-sizes": run_sizes,
     "standard-findings": findings,
     "standard-findings-detail": findings_detail,
     "standard-setup": setup,
+    "standard-rules": rules,
     "standard-model-time": model_time,
     "standard-table1": md_file("table1_relevance.md"),
     "standard-table1-note": note_of("table1_relevance.md"),
@@ -499,6 +539,8 @@ GENERATORS = {
     "standard-controls-vintage": controls_vintage("standard"),
     "quick-stage-seconds": stage_seconds,
     "quick-findings": lambda root: findings(root, "quick"),
+    "quick-model-time": lambda root: model_time(root, "quick"),
+    "standard-unanswerable": unanswerable,
     "quick-controls-vintage": controls_vintage("quick"),
     "judge-reference-relevance": judges_relevance("judge-reference"),
     "judge-reference-controls": judges_controls("judge-reference"),
@@ -537,7 +579,78 @@ def _key(rel: str, *keys, fmt: str = "{}"):
     return read
 
 
+def _control(run: str, rubric: str, fmt: str = "{verdict}"):
+    def read(root: Path) -> str:
+        r = next(c for c in _csv(root, f"results/{run}/judge_check/controls.csv") if c["rubric"] == rubric)
+        return fmt.format(**r)
+
+    return read
+
+
+def _controls_n(run: str):
+    return lambda root: str(max(int(c["n"]) for c in _csv(root, f"results/{run}/judge_check/controls.csv")))
+
+
+def _setup(component: str, words: int):
+    def read(root: Path) -> str:
+        r = next(c for c in _csv(root, "results/standard/setup_vs_paper.csv") if c["component"] == component)
+        return " ".join(str(r["this_run"]).split()[:words])
+
+    return read
+
+
 QUOTED = [
+    ("README.md", "standard corpus size", "sample corpus ({} in `data/raw`)", _setup("corpus", 2)),
+    (
+        "README.md",
+        "standard Table 2 questions",
+        "below the findings scale**: {} questions per setting",
+        _key("results/standard/manifest.json", "sizes", "table2_questions_per_setting"),
+    ),
+    (
+        "README.md",
+        "standard trec grader",
+        "grader is *{}* on TREC DL 2020",
+        _relevance("standard", "trec-dl-2020", "{verdict}"),
+    ),
+    ("README.md", "standard controls n", "come from {} controls each", _controls_n("standard")),
+    (
+        "README.md",
+        "standard negative rejection",
+        "negative-rejection judge *{}* its controls",
+        _control("standard", "negative_rejection"),
+    ),
+    (
+        "docs/judges.md",
+        "standard trec grader",
+        "the grader is *{}* on TREC DL 2020",
+        _relevance("standard", "trec-dl-2020", "{verdict}"),
+    ),
+    (
+        "docs/judges.md",
+        "standard golden grader",
+        "*{}* on the corpus's own golden pairs",
+        _relevance("standard", "golden (in-domain)", "{verdict}"),
+    ),
+    (
+        "docs/judges.md",
+        "standard negative rejection",
+        "negative-rejection rubric *{}* its controls",
+        _control("standard", "negative_rejection"),
+    ),
+    (
+        "docs/judges.md",
+        "standard relevance rubric",
+        "Relevance and answer relevance are *{}*",
+        _control("standard", "relevance"),
+    ),
+    (
+        "docs/judges.md",
+        "standard answer relevant",
+        "Relevance and answer relevance are *{}*",
+        _control("standard", "answer_relevant"),
+    ),
+    ("docs/judges.md", "standard controls n", "on {} controls today's rule", _controls_n("standard")),
     (
         "docs/judges.md",
         "judge-reference scifact hard negatives",
@@ -547,7 +660,7 @@ QUOTED = [
     (
         "docs/judges.md",
         "judge-reference scifact random negatives",
-        "unrelated ones (AUC {} against random",
+        "unrelated ones well (AUC {} against random",
         _relevance("judge-reference", "scifact", "{auc_relevant_vs_random_negative:.2f}"),
     ),
     (
