@@ -87,9 +87,17 @@ def run_summary(root: Path, run: str = "standard") -> list[str]:
         f"Its results cost about {mt.get('cold_seconds_estimate', 0) / 60:.0f} min cold "
         f"({(mt.get('model_share_cold_estimate') or 0):.0%} of it in model calls). "
         f"Table 1 grades {z.get('table1_questions')} questions; Table 2 answers "
-        f"{z.get('table2_questions_per_setting')} per setting."
+        f"{z.get('table2_questions_per_setting')} per setting. " + grading_method(m)
     )
     return wrap(text) + ["", source_line(f"results/{run}/manifest.json")]
+
+
+def grading_method(m: dict) -> str:
+    """How the run's Table 1 grades were made, from its manifest (a run older than the option has none)."""
+    method = m["stages"].get("grade", {}).get("grading_method")
+    if method:
+        return f"Table 1 grades: {method}."
+    return "Its manifest records no grading method (it predates the option): Table 1 grades are the judge's own digit."
 
 
 def run_sizes(root: Path, run: str = "standard") -> list[str]:
@@ -522,12 +530,24 @@ def unanswerable(root: Path, rel: str = "data/synthetic/standard/unanswerable.cs
     return table(rows, cols, tuple(cols[1:])) + ["", source_line(rel)]
 
 
+def rerank_pool(root: Path, run: str = "standard") -> list[str]:
+    """The reranker's resolved pool and whether the two reranked systems returned the same lists."""
+    r = _json(root, f"results/{run}/manifest.json")["stages"]["retrieve"]
+    text = (
+        f"In run `{run}` the pool resolved to {r['rerank_pool']} of the {r['corpus_chunks']} chunks, and the share of "
+        f"questions for which `bm25+rerank` and `dense+rerank` return the same top-10 was "
+        f"{r['reranked_lists_identical']:.2f}."
+    )
+    return wrap(text) + ["", source_line(f"results/{run}/manifest.json")]
+
+
 GENERATORS = {
     "standard-summary": run_summary,
     "standard-sizes": run_sizes,
     "standard-findings": findings,
     "standard-findings-detail": findings_detail,
     "standard-setup": setup,
+    "standard-rerank-pool": rerank_pool,
     "standard-rules": rules,
     "standard-model-time": model_time,
     "standard-table1": md_file("table1_relevance.md"),
