@@ -619,7 +619,13 @@ def _setup(component: str, words: int):
     return read
 
 
+def _ingest_audit_spans(root: Path) -> str:
+    m = re.search(r"Removed as bibliography \((\d+) spans", (root / "results" / "ingest_audit.md").read_text())
+    return m.group(1) if m else "?"
+
+
 QUOTED = [
+    ("docs/stages.md", "ingest audit bibliography spans", "every one of its {} removed spans", _ingest_audit_spans),
     ("README.md", "standard corpus size", "sample corpus ({} in `data/raw`)", _setup("corpus", 2)),
     (
         "README.md",
