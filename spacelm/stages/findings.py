@@ -31,11 +31,20 @@ def _read_csv(p: Path) -> list[dict]:
     return pd.read_csv(p).to_dict("records") if p.is_file() else []
 
 
+def read_judge_check(cfg) -> tuple:
+    """(relevance results, controls rows) from the judge-check stage, or (None, None)."""
+    import pandas as pd
+
+    rel_p, ctl_p = cfg.run_dir / names.JUDGE_RELEVANCE, cfg.run_dir / names.JUDGE_CONTROLS
+    rel = json.loads(rel_p.read_text()) if rel_p.is_file() else None
+    ctl = pd.read_csv(ctl_p).to_dict("records") if ctl_p.is_file() else None
+    return rel, ctl
+
+
 def compute(cfg: Config) -> list[dict]:
     """The findings' rows (lib.findings.COLUMNS) from the run's files; [] before grade and answer."""
     from ..lib.findings import judge_verdicts, paper_vs_run, table1_findings, table2_findings
     from ..lib.setup_table import comparability, setup_rows
-    from .report import read_judge_check
 
     run = cfg.run_dir
     rows = []

@@ -17,6 +17,7 @@ from ..lib.io import write_dataframe, write_text
 from ..lib.names import FINDINGS_MIN_QUESTIONS
 from ..lib.tables import markdown_table, md_cell
 from .base import Stage, execute
+from .findings import read_judge_check
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "report.md"
 
@@ -74,16 +75,6 @@ def _fmt(v, ci=None) -> str:
     lo, hi = ci or (None, None)
     missing = lo is None or hi is None or lo != lo or hi != hi
     return f"{v:.2f}" + ("" if missing else f" [{lo:.2f}, {hi:.2f}]")
-
-
-def read_judge_check(cfg) -> tuple:
-    """(relevance results, controls rows) from the judge-check stage, or (None, None)."""
-    import pandas as pd
-
-    rel_p, ctl_p = cfg.run_dir / names.JUDGE_RELEVANCE, cfg.run_dir / names.JUDGE_CONTROLS
-    rel = json.loads(rel_p.read_text()) if rel_p.is_file() else None
-    ctl = pd.read_csv(ctl_p).to_dict("records") if ctl_p.is_file() else None
-    return rel, ctl
 
 
 def judge_banner(cfg, table: str, rubrics=None) -> str:
