@@ -340,7 +340,8 @@ def plan_synth(p: Planner, inp: Inputs) -> list[dict]:
     text_of = {cid: c.text for cid, c in chunks_by_id.items()}
     with p.engine("synth", "question_writer") as w:
         with w.phase("questions"):
-            planned = generate_questions(cfg, w.llm, plan_generation(cfg, inp.chunks, inp.golden))
+            writing = cfg.question_writing()
+            planned = generate_questions(writing, w.llm, plan_generation(writing, inp.chunks, inp.golden))
         answerable = (
             [dict(r) for r in inp.records if r.get("answerable", True) and r.get("source_chunk_id") in chunks_by_id]
             if known
@@ -348,7 +349,9 @@ def plan_synth(p: Planner, inp: Inputs) -> list[dict]:
         )
         if sc.with_reference_answer:
             with w.phase("reference answers", "exact" if known else "upper bound"):
-                add_reference_answers(cfg, w.llm, [dict(r) for r in answerable] if known else answerable, chunks_by_id)
+                add_reference_answers(
+                    cfg.question_writing(), w.llm, [dict(r) for r in answerable] if known else answerable, chunks_by_id
+                )
     p.encoder("synth", "dense (filter)", cfg.retrieval.dense.model)
     if not known:
         for r in planned:  # upper bound: every question passes the retrieval filter
@@ -386,13 +389,13 @@ def _synth_unanswerable(
             if round_ == 0 or not known
             else [t for t in cfg.synth.tasks if any(r["task"] == t and r.get("round", 0) == round_ for r in file_una)]
         )
-        plan = plan_unanswerable(cfg, answerable, chunks_by_id, round_, tasks)
+        plan = plan_unanswerable(cfg.question_writing(), answerable, chunks_by_id, round_, tasks)
         if not plan:
             break
         later = "" if round_ == 0 or known else "runs only for task types without a kept unanswerable question"
         with p.engine("synth", "question_writer", note=later) as w:
             with w.phase(f"unanswerable questions, round {round_ + 1}", basis):
-                new = generate_unanswerable(cfg, w.llm, plan, answerable + written)
+                new = generate_unanswerable(cfg.question_writing(), w.llm, plan, answerable + written)
         if known:
             checked = [r for r in file_una if r.get("round", 0) == round_] + (file_gold if round_ == 0 else [])
             pairs = [
@@ -488,7 +491,7 @@ def plan_grade(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
 
     cfg = p.cfg
     chunks_by_id = {c.chunk_id: c for c in inp.chunks}
-    need = {s for _, _, s in table_systems(cfg)}
+    need = {s for _, _, s in table_systems(cfg.table_design())}
     if not need <= set(rankings):
         raise ConfigError(
             f"grading.retrievers: grading needs retrieval systems {sorted(need)}; add them to "
@@ -496,7 +499,7 @@ def plan_grade(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
         )
     all_q = [q for q in load_questions(cfg_q, inp.chunks) if q["qid"] in rankings[next(iter(need))]]
     questions = select_questions(all_q, cfg.grading.max_questions, cfg.seed)
-    pairs = plan_pairs(cfg, questions, rankings, chunks_by_id)
+    pairs = plan_pairs(cfg.table_design(), questions, rankings, chunks_by_id)
     text_of = {cid: c.text for cid, c in chunks_by_id.items()}
     known = inp.rankings is not None
     basis = "exact" if known else "upper bound"
@@ -559,7 +562,8 @@ def plan_answer(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
         raise ConfigError(f"answer.retriever {ac.retriever!r} is not among retrieval.systems")
     if una and "B" not in ac.pipelines:
         una = []
-    items = build_items(cfg, questions, inp.chunks, ranked) + unanswerable_items(cfg, una, ranked)
+    design = cfg.answer_design()
+    items = build_items(design, questions, inp.chunks, ranked) + unanswerable_items(design, una, ranked)
     known_q, known_r = inp.records is not None, inp.rankings is not None
     basis = "exact" if known_q else "upper bound"
     pseudo = not known_r and (bool(una) or any(x != "A" for x in ac.pipelines))
@@ -567,13 +571,13 @@ def plan_answer(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
         p.encoder("answer", "dense (gate)", cfg.retrieval.dense.model)
     with p.engine("answer", "generator") as g:
         with g.phase("answers", basis, pseudo_passages=pseudo):
-            generate(g.llm, items, text_of, cfg)
+            generate(g.llm, items, text_of, design)
         c_items = [it for it in items if it["pipeline"] == "C"]
         for it in c_items:
             it["draft_answer"] = it["answer"]
         if c_items:
             with g.phase("verification rewrites", basis, pseudo_passages=pseudo):
-                verify(g.llm, c_items, text_of, cfg)
+                verify(g.llm, c_items, text_of, design)
     by_id = {c.chunk_id: c for c in inp.chunks}
     recs = references_needed(cfg, items, by_id)
     if recs:
@@ -581,7 +585,7 @@ def plan_answer(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
 
         with p.engine("answer", "question_writer") as w:
             with w.phase("reference answers", basis):
-                add_reference_answers(cfg, w.llm, recs, by_id)
+                add_reference_answers(cfg.question_writing(), w.llm, recs, by_id)
     with p.engine("answer", "judge") as j:
         with j.phase("rubric scores", basis, pseudo_passages=pseudo):
             judge_rubrics(j.llm, items, text_of)
@@ -748,7 +752,7 @@ def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: str | None = Non
         "tokenizers": p.tokenizers.labels,
         "notes": p.notes,
         "warnings": p.warnings,
-        "power": power_table(cfg),
+        "power": power_table(cfg.power_plan()),
         "seconds": round(time.perf_counter() - t0, 2),
     }
 

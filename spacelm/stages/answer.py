@@ -79,7 +79,9 @@ def build(cfg: Config, out) -> dict:
         raise ValueError(f"answer.retriever {cfg.answer.retriever!r} is not among retrieval.systems")
     if una and "B" not in cfg.answer.pipelines:
         una = []  # the refusal evaluation runs pipeline B
-    items = build_items(cfg, questions, chunks, rankings) + unanswerable_items(cfg, una, rankings)
+    items = build_items(cfg.answer_design(), questions, chunks, rankings) + unanswerable_items(
+        cfg.answer_design(), una, rankings
+    )
     if cfg.answer.gate.enabled:  # the gate reads the passages before any generator call
         dc = cfg.retrieval.dense
         score_items(
@@ -91,12 +93,12 @@ def build(cfg: Config, out) -> dict:
     # phase 1: the generator
     gen = open_llm(cfg.models.generator, cfg.cache_dir)
     gen.stage = "answer"
-    generate(gen, items, text_of, cfg)
+    generate(gen, items, text_of, cfg.answer_design())
     c_items = [it for it in items if it["pipeline"] == "C"]
     for it in c_items:
         it["draft_answer"] = it["answer"]
     if c_items:
-        verify(gen, c_items, text_of, cfg)
+        verify(gen, c_items, text_of, cfg.answer_design())
     gen.release()
     turns = ModelTurns(cfg, "answer")
     n_refs = write_references(cfg, turns, items, {c.chunk_id: c for c in chunks})
@@ -159,7 +161,7 @@ def write_tables(
 
     from ..lib.plots import noise_curve, per_task_panels, refusal_sweep, score_distributions
 
-    names = [s["name"] for s in settings(cfg)]
+    names = [s["name"] for s in settings(cfg.answer_design())]
     long = table2(items, names, cfg.answer.n_bootstrap, cfg.seed)
     (
         csv,
@@ -289,7 +291,7 @@ def write_tables(
     }
     write_json(out(checks_file), checks)
     score_distributions(long, out(scores_plot))
-    noise_curve(items, settings(cfg), out(noise_plot), cfg.answer.n_bootstrap, cfg.seed)
+    noise_curve(items, settings(cfg.answer_design()), out(noise_plot), cfg.answer.n_bootstrap, cfg.seed)
     return {
         "questions": len(questions),
         "sample": n.to_dict(),
@@ -362,7 +364,7 @@ def write_references(cfg: Config, turns: ModelTurns, items: list[dict], chunks_b
     recs = references_needed(cfg, items, chunks_by_id)
     if not recs:
         return 0
-    turns.use("question_writer", lambda llm: add_reference_answers(cfg, llm, recs, chunks_by_id))
+    turns.use("question_writer", lambda llm: add_reference_answers(cfg.question_writing(), llm, recs, chunks_by_id))
     ref = {r["qid"]: r["answer"] for r in recs}
     for it in items:
         if it["qid"] in ref and not it.get("reference_answer"):

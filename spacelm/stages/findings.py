@@ -56,7 +56,7 @@ def compute(cfg: Config) -> list[dict]:
         rows += table2_findings(_read_csv(run / names.TABLE2), _read_csv(run / names.TABLE2_TESTS))
     rel, ctl = read_judge_check(cfg)
     # what an absolute level needs to match (judge, chunk size) depends on the config alone
-    return paper_vs_run(rows, judge_verdicts(rel, ctl), comparability(setup_rows(cfg)))
+    return paper_vs_run(rows, judge_verdicts(rel, ctl), comparability(setup_rows(cfg.run_setup())))
 
 
 def _outputs(cfg: Config) -> list[Path]:

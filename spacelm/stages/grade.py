@@ -68,7 +68,7 @@ def cell_pairs(cfg: Config, questions: list[dict], rankings: dict) -> dict:
     """{(retriever, stage, k): [(qid, chunk_id), ...]}: the pairs of every Table 1 cell."""
     return {
         (r, stage, k): [(q["qid"], c) for q in questions for c in rankings[system][q["qid"]][:k]]
-        for r, stage, system in table_systems(cfg)
+        for r, stage, system in table_systems(cfg.table_design())
         for k in cfg.grading.top_k
     }
 
@@ -121,7 +121,7 @@ def label_sample(cfg: Config, n: int) -> list:
     qtext = {q["qid"]: q["question"] for q in load_questions(cfg, chunks)}
     kmax = max(cfg.grading.top_k)
     seen, pairs = set(), []
-    for _, _, system in table_systems(cfg):
+    for _, _, system in table_systems(cfg.table_design()):
         for qid in sorted({q for q, _ in graded}):
             for cid in rankings.get(system, {}).get(qid, [])[:kmax]:
                 if (qid, cid) in graded and (qid, cid) not in seen and qid in qtext:
@@ -151,14 +151,14 @@ def build(cfg: Config, out) -> dict:
     chunks = load_chunks(cfg)
     chunks_by_id = {c.chunk_id: c for c in chunks}
     rankings = load_rankings(cfg)
-    need = {s for _, _, s in table_systems(cfg)}
+    need = {s for _, _, s in table_systems(cfg.table_design())}
     if not need <= set(rankings):
         raise ValueError(
             f"grading needs retrieval systems {sorted(need)}; add them to retrieval.systems (have {sorted(rankings)})"
         )
     all_q = [q for q in load_questions(cfg, chunks) if q["qid"] in rankings[next(iter(need))]]
     questions = select_questions(all_q, cfg.grading.max_questions, cfg.seed)
-    pairs = plan_pairs(cfg, questions, rankings, chunks_by_id)
+    pairs = plan_pairs(cfg.table_design(), questions, rankings, chunks_by_id)
     llm = open_llm(cfg.models.judge, cfg.cache_dir)
     llm.stage = "grade"
     text_of = {cid: c.text for cid, c in chunks_by_id.items()}
@@ -208,8 +208,8 @@ def write_tables(
     csv, md, tex, _, validity_file, tests_file, metrics_file, plot, shares_file, per_task, ppi_diff_file = outputs(cfg)
     cluster_of = {q["qid"]: q.get("source_chunk_id") or q["qid"] for q in questions}
     grades = {(r["qid"], r["chunk_id"]): r["grade"] for r in used}
-    cells = grade_lists(cfg, questions, rankings, grades)
-    long = table1(cfg, cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of)
+    cells = grade_lists(cfg.table_design(), questions, rankings, grades)
+    long = table1(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of)
     ppi_rows, diffs, _ = prediction_powered(cfg, questions, rankings, grades)
     long = long.merge(pd.DataFrame(ppi_rows, columns=PPI_KEYS + PPI_COLUMNS), on=PPI_KEYS, how="left")
     write_dataframe(long, out(csv))
@@ -234,9 +234,9 @@ def write_tables(
         used, swapped, cfg.grading.auc_warning, cfg.models.judge.temperature, cfg.judge_check.min_pairs
     )
     write_json(out(validity_file), validity)
-    write_dataframe(paired_tests(cells, cfg, cluster_of), out(tests_file))
+    write_dataframe(paired_tests(cells, cfg.table_design(), cluster_of), out(tests_file))
     write_dataframe(relevant_shares(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), out(shares_file))
-    write_dataframe(graded_metrics(cfg, questions, rankings, grades), out(metrics_file))
+    write_dataframe(graded_metrics(cfg.table_design(), questions, rankings, grades), out(metrics_file))
     grade_distribution(long, out(plot))
     return {
         "questions": len(questions),

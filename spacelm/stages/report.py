@@ -358,7 +358,7 @@ def setup_section(cfg, stages: dict, out=_same) -> list[str]:
 
     from ..lib.setup_table import COLUMNS, comparability, setup_rows
 
-    rows = setup_rows(cfg, stages, table_sizes(cfg.run_dir))
+    rows = setup_rows(cfg.run_setup(), stages, table_sizes(cfg.run_dir))
     write_dataframe(pd.DataFrame(rows, columns=COLUMNS), out(cfg.run_dir / names.SETUP_VS_PAPER))
     comp = comparability(rows)
     return [

@@ -47,16 +47,18 @@ def build(cfg: Config, out) -> dict:
     _, not_found = locate_samples(golden, chunks, golden_path(cfg))
     chunks_by_id = {c.chunk_id: c for c in chunks}
     models = ModelTurns(cfg, "synth")
-    plan = plan_generation(cfg, chunks, golden)
-    records = models.use("question_writer", lambda llm: generate_questions(cfg, llm, plan))
+    plan = plan_generation(cfg.question_writing(), chunks, golden)
+    records = models.use("question_writer", lambda llm: generate_questions(cfg.question_writing(), llm, plan))
     if cfg.synth.with_reference_answer:
-        models.use("question_writer", lambda llm: add_reference_answers(cfg, llm, records, chunks_by_id))
+        models.use(
+            "question_writer", lambda llm: add_reference_answers(cfg.question_writing(), llm, records, chunks_by_id)
+        )
     gold_una = golden_unanswerable(golden)
     una, n_pairs, filtered = [], 0, []
 
     def run_filter():
         filtered.append(True)
-        return retrieval_filter(cfg, chunks, records)
+        return retrieval_filter(cfg.question_writing(), cfg.retrieval.setup(), chunks, records, cfg.cache_dir)
 
     try:
         if cfg.synth.unanswerable.enabled:  # round 0 is written while the writer is still loaded
@@ -112,11 +114,12 @@ def unanswerable_rounds(
     una, n_pairs, tasks, systems = [], 0, list(cfg.synth.tasks), None
     text_of = {cid: c.text for cid, c in chunks_by_id.items()}
     for round_ in range(uc.max_rounds):
-        plan = plan_unanswerable(cfg, records, chunks_by_id, round_, tasks)
+        plan = plan_unanswerable(cfg.question_writing(), records, chunks_by_id, round_, tasks)
         if not plan:
             break
         new = models.use(
-            "question_writer", lambda llm, plan=plan, una=una: generate_unanswerable(cfg, llm, plan, records + una)
+            "question_writer",
+            lambda llm, plan=plan, una=una: generate_unanswerable(cfg.question_writing(), llm, plan, records + una),
         )
         for r in new:
             r["round"] = round_
