@@ -114,7 +114,7 @@ def main() -> None:
     for style in ("ids", "numbered"):
         cfg.answer.citations = style
         items = contexts(questions, chunks, a.wrong, cfg.seed)
-        generate(gen, items, text_of, cfg)
+        generate(gen, items, text_of, cfg.answer_design())
         for it in items:
             it["citation"] = citation_check(it["answer"], it["passage_ids"], known)
         out["styles"][style] = summary(items, cfg.answer.n_bootstrap, cfg.seed)

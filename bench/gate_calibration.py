@@ -48,7 +48,11 @@ def main() -> None:
     unanswerable = load_questions(cfg, chunks, answerable=False)
     qs = [dict(q, answerable=True) for q in answerable] + unanswerable
     system = build_systems(
-        cfg.retrieval, list(text_of), list(text_of.values()), names=[cfg.answer.retriever], cache_dir=cfg.cache_dir
+        cfg.retrieval.setup(),
+        list(text_of),
+        list(text_of.values()),
+        names=[cfg.answer.retriever],
+        cache_dir=cfg.cache_dir,
     )[cfg.answer.retriever]
     rankings = system.search([q["question"] for q in qs], cfg.answer.retrieve_k)
     items = [

@@ -123,12 +123,13 @@ def _throughput(text: str) -> tuple:
 def cmd_report(args) -> int:
     """Rewrite the report of a run that ran, holding the run's folders like a stage does."""
     from .lib.io import InputError
+    from .lib.names import MANIFEST
     from .pipeline import write_folders
     from .stages.lock import folder_locks
     from .stages.report import build_report
 
     cfg = _cfg(args)
-    manifest = cfg.run_dir / "manifest.json"
+    manifest = cfg.run_dir / MANIFEST
     never = InputError(
         f"run '{cfg.run_name}' has not run yet ({manifest} does not exist), so there is nothing to "
         f"report; run `spacelm run --config {args.config}` (or a stage command) first"
@@ -139,19 +140,20 @@ def cmd_report(args) -> int:
         if not manifest.is_file():
             raise never
         if args.recompute:
+            from .lib.names import ANSWERS, GRADES
             from .stages import answer, grade
 
             run = cfg.run_dir
-            if not (run / "grades.jsonl").is_file() and not (run / "answers.jsonl").is_file():
+            if not (run / GRADES).is_file() and not (run / ANSWERS).is_file():
                 print(
                     f"spacelm report --recompute: {run} holds neither grades.jsonl nor answers.jsonl: run the grade "
                     "or answer stage first",
                     file=sys.stderr,
                 )
                 return EXIT_INPUT
-            if (run / "grades.jsonl").is_file():
+            if (run / GRADES).is_file():
                 grade.recompute(cfg)
-            if (run / "answers.jsonl").is_file():
+            if (run / ANSWERS).is_file():
                 answer.recompute(cfg)
         print(build_report(cfg))
     return 0
@@ -361,7 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
         "together): prints an estimated time per model",
     )
     p.set_defaults(func=cmd_plan)
-    for stage in STAGES + OPTIONAL:
+    for stage in [s for s in STAGES + OPTIONAL if s.name != "report"]:  # `spacelm report` below
         p = sub.add_parser(stage.name, help=stage.doc)
         _add_common(p)
         p.set_defaults(func=_stage_cmd(stage.name))

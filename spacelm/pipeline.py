@@ -11,7 +11,7 @@ import logging
 import time
 
 from .config import Config
-from .stages import BY_NAME, STAGES, stages_for
+from .stages import BY_NAME, LAST, STAGES, stages_for
 from .stages.base import execute, freshness, stage_inputs
 from .stages.lock import folder_locks
 from .stages.manifest import Manifest
@@ -38,13 +38,13 @@ def run_stages(cfg: Config, upto: str | None = None, force: bool = False, manife
     from .stages.costs import announce
     from .stages.preflight import check_before_run, check_corpus_size
 
-    names = [s.name for s in stages_for(cfg)]
+    names = [s.name for s in stages_for(cfg) if s is not LAST]
     if upto is not None and upto in names:
         names = names[: names.index(upto) + 1]
     check_before_run(cfg, names)  # before the manifest is written and any model loads
     manifest = manifest or Manifest(cfg, command=upto or "run")
     results = {}
-    for stage in stages_for(cfg):
+    for stage in (s for s in stages_for(cfg) if s is not LAST):  # the report: run_all, `spacelm report`
         t0 = time.perf_counter()
         log.info("%s: %s", stage.name, stage.doc)
         if force or freshness(stage, cfg, stage_inputs(stage, cfg))[0] != "up to date":
@@ -100,7 +100,7 @@ def run_all(cfg: Config, force: bool = False, notebooks: bool = True, wait: bool
                 "notebooks", {"executed": executed, "wall_seconds": round(time.perf_counter() - t0, 3)}
             )
         manifest.finish()
-        log.info("report: %s", build_report(cfg))
+        log.info("report: %s", build_report(cfg, force=force))
         log.info("run '%s' finished in %.1fs: %s", cfg.run_name, manifest.data["total_seconds"], manifest.path)
     return results
 

@@ -673,7 +673,7 @@ def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: str | None = Non
         "tokenizers": p.tokenizers.labels,
         "notes": p.notes,
         "warnings": p.warnings,
-        "power": power_table(cfg),
+        "power": power_table(cfg.power_plan()),
         "seconds": round(time.perf_counter() - t0, 2),
     }
 

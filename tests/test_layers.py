@@ -1,5 +1,6 @@
-"""The package's layers: config and lib (functions of data) below stages (the run folder)
-below pipeline, notebooks and the command line; and no import cycle anywhere."""
+"""The package's layers, bottom up: lib (functions of data), config (the run's settings, which
+builds lib's parameter objects), stages (the run folder), then pipeline, notebooks and the
+command line; a module imports only its own layer or lower ones, and no import cycle anywhere."""
 
 from __future__ import annotations
 
@@ -45,11 +46,13 @@ def _imports() -> dict[str, set[str]]:
 
 
 def _layer(module: str) -> int:
-    if module.startswith(("spacelm.lib", "spacelm.config")):
+    if module.startswith("spacelm.lib"):
         return 0
-    if module.startswith("spacelm.stages"):
+    if module.startswith("spacelm.config"):
         return 1
-    return 2  # spacelm, spacelm.cli, spacelm.pipeline, spacelm.notebooks
+    if module.startswith("spacelm.stages"):
+        return 2
+    return 3  # spacelm, spacelm.cli, spacelm.pipeline, spacelm.notebooks
 
 
 def test_no_import_cycles():
@@ -76,14 +79,44 @@ def test_no_import_cycles():
             visit(n)
 
 
-def test_lower_layers_never_import_higher_ones():
-    bad = [
+def _against_layers(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(module, what it imports) for every import of a higher layer (the package itself and a
+    package importing its own submodules excepted)."""
+    return [
         (m, d)
-        for m, deps in _imports().items()
+        for m, deps in graph.items()
         for d in deps
         if _layer(d) > _layer(m) and not (m == "spacelm" or d.startswith(m + "."))
     ]
+
+
+def test_lower_layers_never_import_higher_ones():
+    bad = _against_layers(_imports())
     assert not bad, f"imports against the layers: {bad}"
+
+
+def test_config_sits_above_lib():
+    """The rule itself: config may import lib; lib may import neither config nor stages."""
+    assert _against_layers({"spacelm.config.schema": {"spacelm.lib.retrieval"}}) == []
+    graph = {"spacelm.lib.retrieval": {"spacelm.config", "spacelm.stages.base"}, "spacelm.config": {"spacelm.cli"}}
+    assert sorted(_against_layers(graph)) == [
+        ("spacelm.config", "spacelm.cli"),
+        ("spacelm.lib.retrieval", "spacelm.config"),
+        ("spacelm.lib.retrieval", "spacelm.stages.base"),
+    ]
+
+
+def test_the_library_never_imports_the_config():
+    """No module under spacelm/lib imports spacelm.config: at the top, under TYPE_CHECKING or
+    inside a function (`_imports` reads every import statement in the source)."""
+    bad = sorted(
+        (m, d)
+        for m, deps in _imports().items()
+        if m.startswith("spacelm.lib")
+        for d in deps
+        if d == "spacelm.config" or d.startswith("spacelm.config.")
+    )
+    assert not bad, f"the library imports the config: {bad}"
 
 
 def test_the_package_imports():

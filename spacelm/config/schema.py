@@ -1,6 +1,10 @@
 """The configuration schema: one typed dataclass per section, and :class:`Config`, the one
 object every stage receives. Defaults live here; loading is in `load.py`, value checks in
-`validate.py`."""
+`validate.py`. The config imports the library, never the reverse: a section the library reads
+whole is defined beside the code that reads it (:class:`LLMConfig` in `lib/llm/settings.py`, the
+retrievers' sections in `lib/retrieval.py`) and used here as a field type; every other section
+gains a method building the small parameter object a library function takes (`ingest.rules()`,
+`grading.judging()`, :meth:`Config.question_writing`, ...)."""
 
 from __future__ import annotations
 
@@ -12,11 +16,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from ..lib.relevance import RelevanceJudging
+    from ..lib.answers import AnswerDesign
+    from ..lib.power import PowerPlan
+    from ..lib.questions import QuestionWriting
+    from ..lib.relevance import RelevanceJudging, TableDesign
+    from ..lib.setup_table import RunSetup
 
 from ..lib.bibliography import BibliographyRules
 from ..lib.gate import CONFIRMATION_PATTERNS, STRONG_CLAIM_PATTERNS
+from ..lib.llm.settings import LLMConfig
 from ..lib.names import TASKS
+from ..lib.retrieval import BM25Config, DenseConfig, HybridConfig, RerankerConfig, RetrievalSetup
 
 
 class ConfigError(ValueError):
@@ -86,39 +96,6 @@ class ChunkingConfig:
 
 
 @dataclass
-class BM25Config:
-    method: str = "lucene"
-    k1: float = 1.2
-    b: float = 0.75
-    stemmer: str | None = "english"
-    stopwords: str | None = "en"
-
-
-@dataclass
-class DenseConfig:
-    model: str = "embedded:minilm"
-    batch_size: int = 32
-    query_prefix: str = ""
-    passage_prefix: str = ""
-    max_seq_length: int | None = None
-
-
-@dataclass
-class HybridConfig:
-    rrf_k: int = 60
-    depth: int = 100
-
-
-@dataclass
-class RerankerConfig:
-    kind: Literal["biencoder", "cross-encoder", "llm", "none"] = "biencoder"
-    model: str = "embedded:mpnet"
-    batch_size: int = 16
-    query_prefix: str = ""
-    passage_prefix: str = ""
-
-
-@dataclass
 class RetrievalConfig:
     systems: list[str] = field(default_factory=lambda: ["bm25", "dense", "bm25+rerank", "dense+rerank", "hybrid"])
     k_values: list[int] = field(default_factory=lambda: [3, 5, 7, 10])
@@ -135,62 +112,18 @@ class RetrievalConfig:
     hybrid: HybridConfig = field(default_factory=HybridConfig)
     reranker: RerankerConfig = field(default_factory=RerankerConfig)
 
-
-@dataclass
-class LLMConfig:
-    """One language model endpoint (generator or judge)."""
-
-    # llamacpp: in process on the CPU; vllm: vLLM in process; vllm-server: a `vllm serve` started for
-    # each model phase on 127.0.0.1 and stopped after it; openai: any OpenAI-compatible server
-    backend: Literal["llamacpp", "vllm", "vllm-server", "openai"] = "llamacpp"
-    model: str = "embedded:qwen2.5-coder-1.5b"
-    n_ctx: int = 4096
-    n_threads: int | None = None
-    temperature: float = 0.0
-    top_p: float = 1.0
-    max_tokens: int = 256
-    seed: int = 0
-    # openai backend
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    max_concurrency: int = 4
-    timeout_s: float = 120.0
-    max_retries: int = 4
-    # give up after this many consecutive failures to reach the server (not per request)
-    breaker_failures: int = 3
-    # vllm and vllm-server backends (an `embedded:` GGUF model is exported once to a safetensors folder)
-    tensor_parallel_size: int = 1
-    pipeline_parallel_size: int = 1
-    # "ray" to spread tensor/pipeline parallel workers over the nodes of a running Ray cluster
-    distributed_executor_backend: Literal["mp", "ray", "uni", "external_launcher"] | None = None
-    gpu_memory_utilization: float = 0.9  # on a GPU: the share of its memory for weights + KV cache
-    # KV-cache size in bytes; null: on a GPU what gpu_memory_utilization leaves, on a CPU 2 GiB
-    # (there gpu_memory_utilization is a share of the machine's RAM)
-    kv_cache_bytes: int | None = None
-    dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
-    # skip torch.compile / CUDA graphs; null: on a CPU yes (compiling costs minutes there), on a GPU no
-    enforce_eager: bool | None = None
-    # vLLM's CPU thread binding (VLLM_CPU_OMP_THREADS_BIND: "auto", "nobind" or cores like "0-31")
-    cpu_threads_bind: str | None = None
-    max_model_len: int | None = None
-    quantization: str | None = None
-    enable_prefix_caching: bool = True
-    # requests handed to the engine at once; finished batches are cached before the next starts
-    submit_batch: int = 256
-    # vllm-server backend: the Python of the environment that has vLLM (null: this one; e.g.
-    # ~/.cache/spacelm/vllm-venv/bin/python), how long to wait for the server's /health, and extra
-    # `vllm serve` flags passed as they are
-    server_python: str | None = None
-    server_start_timeout_s: float = 900.0
-    server_args: list[str] = field(default_factory=list)
-
-    # per-request defaults: two roles that differ only in these can share one loaded engine
-    SAMPLING = ("temperature", "top_p", "max_tokens", "seed")
-
-    def engine_key(self) -> str:
-        """What makes a loaded engine: every setting except the per-request sampling defaults."""
-        d = {k: v for k, v in dataclasses.asdict(self).items() if k not in self.SAMPLING}
-        return json.dumps(d, sort_keys=True)
+    def setup(self) -> RetrievalSetup:
+        """The systems to build and how, as :func:`~spacelm.lib.retrieval.build_systems` takes them."""
+        return RetrievalSetup(
+            tuple(self.systems),
+            self.bm25,
+            self.dense,
+            self.hybrid,
+            self.reranker,
+            self.pool,
+            self.pool_max,
+            tuple(self.k_values),
+        )
 
 
 @dataclass
@@ -463,6 +396,91 @@ class Config:
     @property
     def cache_dir(self) -> Path:
         return self.path(self.paths.cache_dir)
+
+    # ------------------------------------------------------------------ the library's parameters
+    # (imported when asked for: loading a config does not load numpy)
+    def question_writing(self) -> QuestionWriting:
+        """How synth writes and filters questions, as `lib/questions.py` takes it."""
+        from ..lib.questions import QuestionWriting
+
+        sc, uc = self.synth, self.synth.unanswerable
+        return QuestionWriting(
+            seed=self.seed,
+            tasks=tuple(sc.tasks),
+            sampling=sc.sampling,
+            max_chunks=sc.max_chunks,
+            n_fewshot=sc.n_fewshot,
+            fewshot_sampling=sc.fewshot_sampling,
+            min_question_words=sc.min_question_words,
+            max_tokens=self.models.question_writer.max_tokens,
+            reference_max_tokens=self.models.generator.max_tokens,
+            unanswerable_kinds=tuple(uc.kinds),
+            unanswerable_per_task=uc.per_task,
+            filter_top_n=sc.filter_top_n,
+            filter_retriever=sc.filter_retriever,
+        )
+
+    def table_design(self) -> TableDesign:
+        """Table 1's retrievers and top-k cut-offs, as `lib/relevance.py` takes them."""
+        from ..lib.relevance import TableDesign
+
+        return TableDesign(tuple(self.grading.retrievers), tuple(self.grading.top_k), self.seed)
+
+    def answer_design(self) -> AnswerDesign:
+        """The answer stage's settings and generation, as `lib/answers.py` takes them."""
+        from ..lib.answers import AnswerDesign
+
+        a = self.answer
+        return AnswerDesign(
+            seed=self.seed,
+            n_wrong_values=tuple(a.n_wrong_values),
+            negative_n_wrong=a.negative_n_wrong,
+            wrong_sampling=a.wrong_sampling,
+            pipelines=tuple(a.pipelines),
+            retrieve_k=a.retrieve_k,
+            citations=a.citations,
+            max_tokens=self.models.generator.max_tokens,
+        )
+
+    def run_setup(self) -> RunSetup:
+        """What the setup table compares with the paper's (`lib/setup_table.py`)."""
+        from ..lib.setup_table import RunSetup
+
+        r, m = self.retrieval, self.models
+        return RunSetup(
+            corpus_dir=self.corpus.raw_dir,
+            chunk_tokens=self.chunking.max_tokens,
+            tokenizer=self.chunking.tokenizer,
+            dense_model=r.dense.model,
+            reranker_kind=r.reranker.kind,
+            reranker_model=r.reranker.model,
+            pool=r.pool,
+            judge_model=m.judge.model,
+            generator_model=m.generator.model,
+            question_writer_model=m.question_writer.model,
+            n_fewshot=self.synth.n_fewshot,
+            fewshot_sampling=self.synth.fewshot_sampling,
+            filter_retriever=self.synth.filter_retriever,
+            filter_top_n=self.synth.filter_top_n,
+            judge_prompt=self.grading.prompt,
+        )
+
+    def power_plan(self) -> PowerPlan:
+        """What the power table needs (`lib/power.py`): the questions Table 1 will have are
+        grading.max_questions, else one per source chunk (synth.max_chunks); Table 2's are
+        answer.max_questions, else Table 1's."""
+        from ..lib.power import PowerPlan
+
+        planned1 = self.grading.max_questions or self.synth.max_chunks or None
+        return PowerPlan(
+            run_dir=self.run_dir,
+            root=self.root,
+            retrievers=tuple(self.grading.retrievers),
+            top_k=tuple(self.grading.top_k),
+            planned_table1=planned1,
+            planned_table2=self.answer.max_questions or planned1,
+            setup=self.run_setup(),
+        )
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,15 +45,30 @@ def is_refusal(text: str) -> bool:
 
 
 # --------------------------------------------------------------------------- contexts
-def settings(cfg) -> list[dict]:
-    """[{name, n_wrong, keep_relevant}] from answer.n_wrong_values (with the relevant passage)
-    and answer.negative_n_wrong (wrong passages only)."""
+@dataclass(frozen=True)
+class AnswerDesign:
+    """How answers are set up and generated (the run's `answer` section, its seed and the
+    generator's reply length): what the context and generation functions below take."""
+
+    seed: int
+    n_wrong_values: tuple[int, ...]  # settings with the relevant passage plus N wrong ones
+    negative_n_wrong: int  # the negative setting's wrong passages (0: none)
+    wrong_sampling: str  # "random" or "hard"
+    pipelines: tuple[str, ...]
+    retrieve_k: int
+    citations: str  # "numbered" or "ids"
+    max_tokens: int | None  # the generator's reply length
+
+
+def settings(design: AnswerDesign) -> list[dict]:
+    """[{name, n_wrong, keep_relevant}] from `n_wrong_values` (with the relevant passage) and
+    `negative_n_wrong` (wrong passages only)."""
     out = [
         {"name": "standard" if n == 0 else f"{n}_wrong", "n_wrong": n, "keep_relevant": True}
-        for n in cfg.answer.n_wrong_values
+        for n in design.n_wrong_values
     ]
-    if cfg.answer.negative_n_wrong:
-        n = cfg.answer.negative_n_wrong
+    if design.negative_n_wrong:
+        n = design.negative_n_wrong
         out.append(
             {
                 "name": f"{n}_wrong" if f"{n}_wrong" not in {s["name"] for s in out} else f"{n}_wrong_only",
@@ -194,7 +210,7 @@ def judge_refusal(judge, items: list[dict]) -> None:
 
 
 # --------------------------------------------------------------------------- generation
-def generate(gen, items: list[dict], text_of: dict, cfg) -> None:
+def generate(gen, items: list[dict], text_of: dict, design: AnswerDesign) -> None:
     from .llm.types import Request
     from .prompting import render
 
@@ -203,20 +219,20 @@ def generate(gen, items: list[dict], text_of: dict, cfg) -> None:
         if it["pipeline"] == "A":
             msgs = render("answer_closed_book", question=it["question"])
         else:
-            style = cfg.answer.citations
+            style = design.citations
             msgs = render(
                 "answer" if style == "numbered" else "answer_ids",
                 question=it["question"],
                 context=format_context(it["passage_ids"], text_of, style),
             )
-        reqs.append(Request(messages=msgs, max_tokens=cfg.models.generator.max_tokens))
+        reqs.append(Request(messages=msgs, max_tokens=design.max_tokens))
     for it, comp in zip(items, gen.chat_many(reqs, progress="generating answers")):
         it["answer"] = comp.text.strip()
         it["latency_s"] = round(comp.latency_s, 3)
         it["tokens"] = {"prompt": comp.prompt_tokens, "completion": comp.completion_tokens}
 
 
-def verify(gen, items: list[dict], text_of: dict, cfg) -> None:
+def verify(gen, items: list[dict], text_of: dict, design: AnswerDesign) -> None:
     """Pipeline C: one verification pass rewriting unsupported sentences."""
     from .llm.types import Request
     from .prompting import render
@@ -227,9 +243,9 @@ def verify(gen, items: list[dict], text_of: dict, cfg) -> None:
                 "verify_rewrite",
                 question=it["question"],
                 answer=it["draft_answer"],
-                context=format_context(it["passage_ids"], text_of, cfg.answer.citations),
+                context=format_context(it["passage_ids"], text_of, design.citations),
             ),
-            max_tokens=cfg.models.generator.max_tokens,
+            max_tokens=design.max_tokens,
         )
         for it in items
     ]
@@ -261,21 +277,20 @@ def _item(q: dict, setting: str, pipeline: str, passage_ids: list, wrong_ids: li
     }
 
 
-def build_items(cfg, questions: list[dict], chunks: list, rankings: dict | None) -> list[dict]:
+def build_items(design: AnswerDesign, questions: list[dict], chunks: list, rankings: dict | None) -> list[dict]:
     """Every (question, setting) for Table 2 and every (question, pipeline) for A/B/C."""
-    from ..config import BM25Config
-    from .retrieval import BM25Retriever
+    from .retrieval import BM25Config, BM25Retriever
 
     bm25 = (
         BM25Retriever(BM25Config()).index([c.chunk_id for c in chunks], [c.text for c in chunks])
-        if cfg.answer.wrong_sampling == "hard"
+        if design.wrong_sampling == "hard"
         else None
     )
     items = []
     for q in questions:
-        for s in settings(cfg):
-            rng = random.Random(f"{cfg.seed}|{q['qid']}|{s['name']}")
-            wrong = wrong_passages(q, s["n_wrong"], chunks, rng, cfg.answer.wrong_sampling, bm25)
+        for s in settings(design):
+            rng = random.Random(f"{design.seed}|{q['qid']}|{s['name']}")
+            wrong = wrong_passages(q, s["n_wrong"], chunks, rng, design.wrong_sampling, bm25)
             ids = ([q["source_chunk_id"]] if s["keep_relevant"] else []) + wrong
             rng.shuffle(ids)
             if not s["keep_relevant"]:
@@ -283,25 +298,23 @@ def build_items(cfg, questions: list[dict], chunks: list, rankings: dict | None)
             else:
                 rubrics = RUBRICS_WITH_RELEVANT + ((RUBRIC_NOISE,) if wrong else ())
             items.append(_item(q, s["name"], "table2", ids, wrong, rubrics))
-        for p in cfg.answer.pipelines:
+        for p in design.pipelines:
             if p == "A":
                 ids = []
             else:
                 ranked = (rankings or {}).get(q["qid"], [])
-                ids = ranked[: cfg.answer.retrieve_k]
+                ids = ranked[: design.retrieve_k]
             items.append(
                 _item(q, "retrieved" if p != "A" else "closed_book", p, ids, [], () if p == "A" else ("faithfulness",))
             )
     return items
 
 
-def unanswerable_items(cfg, questions: list[dict], rankings: dict | None) -> list[dict]:
+def unanswerable_items(design: AnswerDesign, questions: list[dict], rankings: dict | None) -> list[dict]:
     """Pipeline B on each unanswerable question: its top `retrieve_k` passages, judged on
     negative rejection (the passages cannot answer it, by construction and by the judge's check)."""
     return [
-        _item(
-            q, "unanswerable", "B", (rankings or {}).get(q["qid"], [])[: cfg.answer.retrieve_k], [], (RUBRIC_NEGATIVE,)
-        )
+        _item(q, "unanswerable", "B", (rankings or {}).get(q["qid"], [])[: design.retrieve_k], [], (RUBRIC_NEGATIVE,))
         for q in questions
     ]
 

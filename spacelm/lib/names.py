@@ -1,5 +1,5 @@
 """The suite's shared vocabulary, defined once: task types, retrieval systems, answer
-rubrics, and the scale of a run judged from its numbers."""
+rubrics, the scale of a run judged from its numbers, and the name of every file a run writes."""
 
 from __future__ import annotations
 
@@ -32,3 +32,93 @@ def scale(n_questions: int, min_questions: int = FINDINGS_MIN_QUESTIONS) -> str:
 
 # a ranked list of (chunk_id, score), best first: what every retriever returns per query
 Ranking = list[tuple[str, float]]
+
+
+# --------------------------------------------------------------------------- run-folder files
+# Every file a run writes, named once: paths relative to the run folder (`results/<run>/`), or to
+# the data folders a run shares (`paths.processed_dir`, `paths.synthetic_dir`). A module that reads
+# or writes one of them uses the constant, so a file's name can be searched for and changed here.
+
+# the run as a whole
+MANIFEST = "manifest.json"
+RESOLVED_CONFIG = "config.resolved.yaml"
+REPORT = "report.md"
+ATTRIBUTION = "ATTRIBUTION.md"
+PLOTS = "plots"  # folder of the report's figures
+NOTEBOOKS = "notebooks"
+LOGS = "logs"
+
+# retrieve
+RETRIEVAL = "retrieval"
+RETRIEVAL_SUMMARY = "retrieval/summary.csv"
+RETRIEVAL_SUMMARY_MD = "retrieval/summary.md"
+RETRIEVAL_SIGNIFICANCE = "retrieval/significance.csv"
+RETRIEVAL_PER_QUERY = "retrieval/per_query.jsonl"
+RETRIEVAL_PER_TASK = "retrieval/per_task.csv"
+RANKINGS = "retrieval/rankings.jsonl"
+
+# judge-check
+JUDGE_CHECK = "judge_check"
+JUDGE_RELEVANCE = "judge_check/relevance.json"
+JUDGE_CONTROLS = "judge_check/controls.csv"
+JUDGE_CONTROLS_ROWS = "judge_check/controls.jsonl"
+JUDGE_CHECK_PLOTS = "judge_check/plots"
+
+# grade (Table 1)
+GRADES = "grades.jsonl"
+TABLE1 = "table1_relevance.csv"
+TABLE1_MD = "table1_relevance.md"
+TABLE1_TEX = "table1_relevance.tex"
+JUDGE_VALIDITY = "judge_validity.json"
+GRADING = "grading"
+PAIRED_TESTS = "grading/paired_tests.csv"
+RELEVANT_SHARES = "grading/relevant_shares.csv"
+GRADED_METRICS = "grading/graded_metrics.csv"
+GRADING_PER_TASK = "grading/per_task.csv"
+PPI_DIFFERENCES = "grading/ppi_differences.csv"
+
+# answer (Table 2, the pipelines, answerability, claims)
+ANSWERS = "answers.jsonl"
+TABLE2 = "table2_answer_quality.csv"
+TABLE2_MD = "table2_answer_quality.md"
+TABLE2_TEX = "table2_answer_quality.tex"
+TABLE2_TESTS = "table2_tests.csv"
+TABLE2_PER_TASK = "table2_per_task.csv"
+ANSWER_CHECKS = "answer_checks.json"
+PIPELINES_TABLE = "pipelines.csv"
+ANSWERABILITY = "answerability.csv"
+ANSWERABILITY_SWEEP = "answerability_sweep.csv"
+CLAIMS = "claims.csv"
+CLAIM_ROWS = "claims.jsonl"
+
+# chunk-sizes
+CHUNK_SIZES = "chunk_sizes"
+CHUNK_SIZES_SUMMARY = "chunk_sizes/summary.csv"
+CHUNK_SIZES_COSTS = "chunk_sizes/costs.csv"
+
+# findings and report
+FINDINGS = "findings.json"
+PAPER_VS_RUN = "paper_vs_run.csv"
+SETUP_VS_PAPER = "setup_vs_paper.csv"
+
+# the report's figures, under PLOTS
+PLOT_CHUNK_LENGTHS = "plots/chunk_lengths.png"
+PLOT_SYNTH_KEPT = "plots/synth_generated_kept.png"
+PLOT_RECALL = "plots/recall_at_k.png"
+PLOT_JUDGE_CALIBRATION = "plots/judge_calibration.png"
+PLOT_GRADES = "plots/grade_distribution.png"
+PLOT_TABLE1_PER_TASK = "plots/table1_per_task.png"
+PLOT_FOREST = "plots/findings_forest.png"
+PLOT_ANSWER_SCORES = "plots/answer_scores.png"
+PLOT_NOISE = "plots/noise_curve.png"
+PLOT_TABLE2_PER_TASK = "plots/table2_per_task.png"
+PLOT_REFUSAL_SWEEP = "plots/refusal_sweep.png"
+
+# shared data folders: under paths.processed_dir (ingest, chunk) and paths.synthetic_dir (synth)
+DOCUMENTS = "documents.jsonl"
+DOCUMENTS_TABLE = "documents.csv"
+CHUNKS = "chunks.jsonl"
+QUESTIONS = "questions.jsonl"
+RETENTION = "retention.csv"
+RETENTION_MD = "retention.md"
+UNANSWERABLE = "unanswerable.csv"

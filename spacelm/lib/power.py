@@ -17,10 +17,12 @@ per cell), else from `DEFAULT_SD` with no clustering (a stated default). Rules:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from math import ceil
 from pathlib import Path
 
 from .findings import ALPHA, LITTLE, PAPER_TABLE2, POWER, _num, paper_effect
+from .setup_table import RunSetup, comparability, setup_rows
 
 COLUMNS = [
     "finding",
@@ -85,20 +87,34 @@ def _cells(last: list[dict], comparison: str, measure: str, retrievers, ks) -> l
     return out
 
 
-def power_table(cfg, last_run: Path | None = None) -> list[dict]:
-    """The power table for `cfg` (a Config), from the paired-test tables of `last_run` (a run
-    folder, default `results/<run_name>`) when they exist."""
+@dataclass(frozen=True)
+class PowerPlan:
+    """What the power table needs from a config: the run folder whose last tables give the spread
+    (`root`, the project folder, shortens its name in the table), Table 1's retrievers and top-k,
+    the questions each table will have (None: not capped), and the setup (for comparability)."""
+
+    run_dir: Path
+    root: str | None
+    retrievers: tuple[str, ...]
+    top_k: tuple[int, ...]
+    planned_table1: int | None
+    planned_table2: int | None
+    setup: RunSetup
+
+
+def power_table(plan: PowerPlan, last_run: Path | None = None) -> list[dict]:
+    """The power table for `plan`, from the paired-test tables of `last_run` (a run folder,
+    default `plan.run_dir`) when they exist."""
     import pandas as pd
 
-    run = Path(last_run) if last_run else cfg.run_dir
+    run = Path(last_run) if last_run else plan.run_dir
     read = lambda p: pd.read_csv(p).to_dict("records") if p.is_file() else []
     shown = run  # the run folder as the table names it: relative to the project, no machine path
-    if cfg.root and run.is_absolute() and run.is_relative_to(Path(cfg.root)):
-        shown = run.relative_to(Path(cfg.root))
+    if plan.root and run.is_absolute() and run.is_relative_to(Path(plan.root)):
+        shown = run.relative_to(Path(plan.root))
     t1, t2 = read(run / "grading" / "paired_tests.csv"), read(run / "table2_tests.csv")
-    ks, retrievers = cfg.grading.top_k, list(cfg.grading.retrievers)
-    planned1 = cfg.grading.max_questions or cfg.synth.max_chunks or None
-    planned2 = cfg.answer.max_questions or planned1
+    ks, retrievers = plan.top_k, list(plan.retrievers)
+    planned1, planned2 = plan.planned_table1, plan.planned_table2
     rows = []
 
     def add(finding, rule, effect_text, cells, planned, key, iut=True):
@@ -182,9 +198,7 @@ def power_table(cfg, last_run: Path | None = None) -> list[dict]:
                 "spread_from": basis + (f" ({shown})" if "last" in basis else ""),
             }
         )
-    from .setup_table import comparability, setup_rows
-
-    comparable = comparability(setup_rows(cfg))
+    comparable = comparability(setup_rows(plan.setup))
     for finding, paper in (
         ("Grades 2-3 exceed 90% in most cells", "above 90%"),
         ("Noise robustness is high", "4.87"),

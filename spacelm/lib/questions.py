@@ -8,7 +8,12 @@ import json
 import random
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .retrieval import RetrievalSetup
 
 # --------------------------------------------------------------------------- generation
 DROP_REASONS = (
@@ -23,6 +28,28 @@ DROP_REASONS = (
     "unverified",
 )
 UNANSWERABLE_KINDS = ("out_of_corpus", "strong_claim")
+
+
+@dataclass(frozen=True)
+class QuestionWriting:
+    """How questions are written and filtered (the run's `synth` section, its seed and the
+    models' reply lengths): what the planning, generation and filter functions below take."""
+
+    seed: int
+    tasks: tuple[str, ...]
+    sampling: str  # "stratified" or "every_task" (see plan_generation)
+    max_chunks: int | None
+    n_fewshot: int
+    fewshot_sampling: str  # "per_task_fixed" or "per_chunk"
+    min_question_words: int
+    max_tokens: int | None  # the question writer's reply length
+    reference_max_tokens: int | None  # a reference answer's length (the generator's)
+    unanswerable_kinds: tuple[str, ...]
+    unanswerable_per_task: int | None
+    filter_top_n: int
+    filter_retriever: str  # "bm25", "dense" or "union"
+
+
 _DEICTIC = re.compile(r"\b(?:the|this|given|above|provided) (?:passage|text|excerpt|document)\b", re.I)
 
 
@@ -79,28 +106,29 @@ def stratified_targets(chunks: list, n: int | None, tasks: list[str], seed: int,
     return out
 
 
-def plan_generation(cfg, chunks: list, golden: list) -> list[dict]:
+def plan_generation(writing: QuestionWriting, chunks: list, golden: list) -> list[dict]:
     """The planned question-writing calls, ordered task by task so that prompts sharing few-shot
-    examples run consecutively. `synth.sampling`: "stratified" (one task per source chunk, chunks
+    examples run consecutively. `writing.sampling`: "stratified" (one task per source chunk, chunks
     spread over the documents: `stratified_targets`) or "every_task" (the paper's: every
     selected chunk × every task)."""
-    sc = cfg.synth
-    if sc.sampling == "every_task":
-        picked = select_chunks(chunks, sc.max_chunks, cfg.seed)
-        targets = [(c, t) for t in sc.tasks for c in picked]
+    if writing.sampling == "every_task":
+        picked = select_chunks(chunks, writing.max_chunks, writing.seed)
+        targets = [(c, t) for t in writing.tasks for c in picked]
     else:
-        targets = stratified_targets(chunks, sc.max_chunks, list(sc.tasks), cfg.seed)
+        targets = stratified_targets(chunks, writing.max_chunks, list(writing.tasks), writing.seed)
     plan = []
-    for task in sc.tasks:
+    for task in writing.tasks:
         pool = sorted((g for g in golden if g.task == task and g.answerable), key=lambda g: g.id)
         fixed = (
-            _rng(cfg.seed, "fewshot", task).sample(pool, sc.n_fewshot)
-            if sc.fewshot_sampling == "per_task_fixed"
+            _rng(writing.seed, "fewshot", task).sample(pool, writing.n_fewshot)
+            if writing.fewshot_sampling == "per_task_fixed"
             else None
         )
         for c in sorted((c for c, t in targets if t == task), key=lambda c: c.chunk_id):
             examples = (
-                fixed if fixed is not None else _rng(cfg.seed, "fewshot", task, c.chunk_id).sample(pool, sc.n_fewshot)
+                fixed
+                if fixed is not None
+                else _rng(writing.seed, "fewshot", task, c.chunk_id).sample(pool, writing.n_fewshot)
             )
             msgs = fewshot_messages(task, examples, c.text)
             plan.append(
@@ -123,20 +151,19 @@ def plan_generation(cfg, chunks: list, golden: list) -> list[dict]:
 CHARS_PER_TOKEN_LOW = 6
 
 
-def fewshot_prefix_chars(cfg, golden: list) -> dict[str, int]:
+def fewshot_prefix_chars(writing: QuestionWriting, golden: list) -> dict[str, int]:
     """{task: characters of its few-shot prompt before the target passage}: with fixed examples
     per task, those examples; with examples drawn per chunk, the task's shortest ones (the least
     any of its prompts holds)."""
-    sc = cfg.synth
     out = {}
-    for task in sc.tasks:
+    for task in writing.tasks:
         pool = sorted((g for g in golden if g.task == task and g.answerable), key=lambda g: g.id)
-        if len(pool) < sc.n_fewshot:
+        if len(pool) < writing.n_fewshot:
             continue  # load_golden reports too few samples
-        if sc.fewshot_sampling == "per_task_fixed":
-            examples = _rng(cfg.seed, "fewshot", task).sample(pool, sc.n_fewshot)
+        if writing.fewshot_sampling == "per_task_fixed":
+            examples = _rng(writing.seed, "fewshot", task).sample(pool, writing.n_fewshot)
         else:
-            examples = sorted(pool, key=lambda g: len(g.passage) + len(g.question))[: sc.n_fewshot]
+            examples = sorted(pool, key=lambda g: len(g.passage) + len(g.question))[: writing.n_fewshot]
         out[task] = sum(len(m["content"]) for m in fewshot_messages(task, examples, ""))
     return out
 
@@ -166,17 +193,17 @@ def _norm(q: str) -> str:
     return re.sub(r"[^a-z0-9 ]", "", q.lower()).strip()
 
 
-def generate_questions(cfg, llm, plan: list[dict]) -> list[dict]:
+def generate_questions(writing: QuestionWriting, llm, plan: list[dict]) -> list[dict]:
     """Run the planned calls (cached, resumable) and parse every reply into a record."""
     from .llm.types import Request
 
-    reqs = [Request(messages=p["messages"], max_tokens=cfg.models.question_writer.max_tokens) for p in plan]
+    reqs = [Request(messages=p["messages"], max_tokens=writing.max_tokens) for p in plan]
     comps = llm.chat_many(reqs, progress="writing questions")
     seen: set = set()
     records = []
     for p, comp in zip(plan, comps):
         c = p["chunk"]
-        q, reason = parse_question(comp.text, cfg.synth.min_question_words)
+        q, reason = parse_question(comp.text, writing.min_question_words)
         if q is not None:
             key = _norm(q)
             if any(_norm(e) == key for e in p["examples"]):
@@ -196,11 +223,11 @@ def generate_questions(cfg, llm, plan: list[dict]) -> list[dict]:
                 "span_start": c.char_start,
                 "span_end": c.char_end,
                 "fewshot_ids": p["fewshot_ids"],
-                "fewshot_sampling": cfg.synth.fewshot_sampling,
+                "fewshot_sampling": writing.fewshot_sampling,
                 "model": llm.identity.get("name"),
                 "model_sha256": llm.identity.get("sha256"),
                 "prompt_hash": p["prompt_hash"],
-                "seed": cfg.seed,
+                "seed": writing.seed,
                 "raw_output": comp.text,
                 "kept": False,
                 "drop_reason": reason,
@@ -240,24 +267,29 @@ def _mentions(text: str, subject: str) -> bool:
 
 
 def plan_unanswerable(
-    cfg, records: list[dict], chunks_by_id: dict, round_: int = 0, tasks: Sequence[str] | None = None
+    writing: QuestionWriting,
+    records: list[dict],
+    chunks_by_id: dict,
+    round_: int = 0,
+    tasks: Sequence[str] | None = None,
 ) -> list[dict]:
     """Calls asking the question writer for items the source passage cannot answer, one per
     source question and kind. Per task type and kind, the answerable questions are put in a
-    seeded order: round 0 takes the first `synth.unanswerable.per_task` (all when null), each
+    seeded order: round 0 takes the first `writing.unanswerable_per_task` (all when null), each
     later round the next one, for the `tasks` still without a kept unanswerable question. An
     out-of-corpus prompt names a subject the corpus never mentions."""
     from .prompting import render
 
-    uc = cfg.synth.unanswerable
-    if round_ and not uc.per_task:
+    if round_ and not writing.unanswerable_per_task:
         return []
     absent = (
-        out_of_corpus_subjects("\n".join(c.text for c in chunks_by_id.values())) if "out_of_corpus" in uc.kinds else []
+        out_of_corpus_subjects("\n".join(c.text for c in chunks_by_id.values()))
+        if "out_of_corpus" in writing.unanswerable_kinds
+        else []
     )
     plan = []
-    for kind in uc.kinds:
-        for task in tasks if tasks is not None else cfg.synth.tasks:
+    for kind in writing.unanswerable_kinds:
+        for task in tasks if tasks is not None else writing.tasks:
             pool = sorted(
                 (
                     r
@@ -269,12 +301,12 @@ def plan_unanswerable(
                 ),
                 key=lambda r: r["qid"],
             )
-            order = _rng(cfg.seed, "unanswerable", kind, task).sample(pool, len(pool))
-            if uc.per_task:
-                lo = 0 if round_ == 0 else uc.per_task + round_ - 1
-                order = order[lo : uc.per_task if round_ == 0 else lo + 1]
+            order = _rng(writing.seed, "unanswerable", kind, task).sample(pool, len(pool))
+            if writing.unanswerable_per_task:
+                lo = 0 if round_ == 0 else writing.unanswerable_per_task + round_ - 1
+                order = order[lo : writing.unanswerable_per_task if round_ == 0 else lo + 1]
             for r in sorted(order, key=lambda r: r["qid"]):
-                subject = _rng(cfg.seed, "subjects", r["qid"]).choice(absent) if absent else "another mission"
+                subject = _rng(writing.seed, "subjects", r["qid"]).choice(absent) if absent else "another mission"
                 msgs = render(
                     f"synth_unanswerable_{kind}",
                     passage=chunks_by_id[r["source_chunk_id"]].text,
@@ -302,18 +334,18 @@ def unanswerable_reply(text: str, kind: str) -> str:
     return text if kind == "out_of_corpus" else _THE_PASSAGE.sub("the documents", text or "")
 
 
-def generate_unanswerable(cfg, llm, plan: list[dict], records: list[dict]) -> list[dict]:
+def generate_unanswerable(writing: QuestionWriting, llm, plan: list[dict], records: list[dict]) -> list[dict]:
     """Run the planned calls and parse each reply into a record marked `answerable: false`
     (kept only once :func:`check_unanswerable` has confirmed it)."""
     from .llm.types import Request
 
-    reqs = [Request(messages=p["messages"], max_tokens=cfg.models.question_writer.max_tokens) for p in plan]
+    reqs = [Request(messages=p["messages"], max_tokens=writing.max_tokens) for p in plan]
     comps = llm.chat_many(reqs, progress="writing unanswerable questions")
     seen = {_norm(r["question"]) for r in records if r["question"]}
     out = []
     for p, comp in zip(plan, comps):
         src = p["source"]
-        q, reason = parse_question(unanswerable_reply(comp.text, p["kind"]), cfg.synth.min_question_words)
+        q, reason = parse_question(unanswerable_reply(comp.text, p["kind"]), writing.min_question_words)
         if q is not None:
             key = _norm(q)
             reason = "duplicate" if key in seen else None
@@ -338,7 +370,7 @@ def generate_unanswerable(cfg, llm, plan: list[dict], records: list[dict]) -> li
                 "model": llm.identity.get("name"),
                 "model_sha256": llm.identity.get("sha256"),
                 "prompt_hash": p["prompt_hash"],
-                "seed": cfg.seed,
+                "seed": writing.seed,
                 "raw_output": comp.text,
                 "kept": False,
                 "drop_reason": reason,
@@ -444,7 +476,7 @@ def mark_unanswerable(records: list[dict], grades: list[dict], answerable_grade:
             r["kept"] = True
 
 
-def add_reference_answers(cfg, llm, records: list[dict], chunks_by_id: dict) -> None:
+def add_reference_answers(writing: QuestionWriting, llm, records: list[dict], chunks_by_id: dict) -> None:
     from .llm.types import Request
     from .prompting import render
 
@@ -454,7 +486,7 @@ def add_reference_answers(cfg, llm, records: list[dict], chunks_by_id: dict) -> 
             messages=render(
                 "reference_answer", passage=chunks_by_id[r["source_chunk_id"]].text, question=r["question"]
             ),
-            max_tokens=cfg.models.generator.max_tokens,
+            max_tokens=writing.reference_max_tokens,
         )
         for r in todo
     ]
@@ -462,20 +494,22 @@ def add_reference_answers(cfg, llm, records: list[dict], chunks_by_id: dict) -> 
         r["answer"] = comp.text.strip()
 
 
-def retrieval_filter(cfg, chunks: list, records: list[dict]) -> dict:
+def retrieval_filter(
+    writing: QuestionWriting, setup: RetrievalSetup, chunks: list, records: list[dict], cache_dir: Path | None = None
+) -> dict:
     """Rank of each answerable question's source chunk under BM25 and dense; keep it if within
     top-N of the configured filter retriever (bm25, dense, or union = either). Returns the two
-    retrievers, for the unanswerable check."""
+    retrievers (built as `setup` says), for the unanswerable check."""
     from .retrieval import build_systems
 
-    n = cfg.synth.filter_top_n
+    n = writing.filter_top_n
     valid = [r for r in records if r["drop_reason"] is None and r["answerable"]]
     systems = build_systems(
-        cfg.retrieval,
+        setup,
         [c.chunk_id for c in chunks],
         [c.text for c in chunks],
         names=["bm25", "dense"],
-        cache_dir=cfg.cache_dir,
+        cache_dir=cache_dir,
     )
     for name, system in systems.items():
         rankings = system.search([r["question"] for r in valid], n)
@@ -484,7 +518,7 @@ def retrieval_filter(cfg, chunks: list, records: list[dict]) -> dict:
     for r in valid:
         ok = {"bm25": r["rank_bm25"] is not None, "dense": r["rank_dense"] is not None}
         ok["union"] = ok["bm25"] or ok["dense"]
-        r["kept"] = ok[cfg.synth.filter_retriever]
+        r["kept"] = ok[writing.filter_retriever]
         r["drop_reason"] = None if r["kept"] else "not_retrieved"
     return systems
 

@@ -20,12 +20,22 @@ from .names import reranked
 GRADES = (0, 1, 2, 3)
 
 
+@dataclass(frozen=True)
+class TableDesign:
+    """Table 1's layout: its first-stage retrievers (each with its reranked list), the top-k
+    cut-offs, and the seed of the validity pairs' random chunks."""
+
+    retrievers: tuple[str, ...]
+    top_k: tuple[int, ...]
+    seed: int
+
+
 # --------------------------------------------------------------------------- planning
-def table_systems(cfg) -> list[tuple[str, str, str]]:
+def table_systems(design: TableDesign) -> list[tuple[str, str, str]]:
     """(retriever, stage, system name) for every Table 1 row group."""
     return [
         (r, stage, r if stage == "retrieved" else reranked(r))
-        for r in cfg.grading.retrievers
+        for r in design.retrievers
         for stage in ("retrieved", "reranked")
     ]
 
@@ -37,16 +47,16 @@ def select_questions(questions: list[dict], max_questions: int | None, seed: int
     return [q for q in questions if q["qid"] in keep]
 
 
-def plan_pairs(cfg, questions: list[dict], rankings: dict, chunks_by_id: dict) -> list[dict]:
+def plan_pairs(design: TableDesign, questions: list[dict], rankings: dict, chunks_by_id: dict) -> list[dict]:
     """Distinct (question, chunk) pairs: every chunk in any graded top-k list, plus for judge
     validity the source chunk and one random chunk of another document."""
-    kmax = max(cfg.grading.top_k)
-    rng = random.Random(cfg.seed)
+    kmax = max(design.top_k)
+    rng = random.Random(design.seed)
     all_ids = sorted(chunks_by_id)
     pairs = []
     for q in questions:
         chunks: dict[str, set] = {}
-        for _retriever, _stage, system in table_systems(cfg):
+        for _retriever, _stage, system in table_systems(design):
             for cid in rankings[system][q["qid"]][:kmax]:
                 chunks.setdefault(cid, set()).add("table")
         chunks.setdefault(q["source_chunk_id"], set()).add("validity_source")
@@ -124,11 +134,11 @@ def grade_pairs(
 
 
 # --------------------------------------------------------------------------- Table 1
-def grade_lists(cfg, questions: list[dict], rankings: dict, grades: dict) -> dict:
+def grade_lists(design: TableDesign, questions: list[dict], rankings: dict, grades: dict) -> dict:
     """{(retriever, stage, k): {qid: [grade or None, ...]}} for every Table 1 cell."""
     out = {}
-    for retriever, stage, system in table_systems(cfg):
-        for k in cfg.grading.top_k:
+    for retriever, stage, system in table_systems(design):
+        for k in design.top_k:
             out[(retriever, stage, k)] = {
                 q["qid"]: [grades.get((q["qid"], c)) for c in rankings[system][q["qid"]][:k]] for q in questions
             }
@@ -140,7 +150,7 @@ def _percent(lists: list[list], grade: int) -> tuple[float, int]:
     return (100.0 * sum(g == grade for g in flat) / len(flat) if flat else float("nan")), len(flat)
 
 
-def table1(cfg, cells: dict, n_boot: int, seed: int, cluster_of: dict | None = None):
+def table1(cells: dict, n_boot: int, seed: int, cluster_of: dict | None = None):
     """Long-form Table 1: retriever, stage, top_k, grade, percent, n, ci_low, ci_high, missing.
     CIs: two-stage cluster bootstrap (source chunks `cluster_of[qid]`, then questions within
     them), pooling each drawn question's passages; questions are their own cluster without
@@ -219,7 +229,7 @@ def _per_question(per_q: dict, qids: list, measure: str) -> list[float]:
     return [MEASURES[measure]([g for g in per_q[q] if g is not None]) for q in qids]
 
 
-def paired_tests(cells: dict, cfg, cluster_of: dict | None = None):
+def paired_tests(cells: dict, design: TableDesign, cluster_of: dict | None = None):
     """Table 1's paired tests over questions: per retriever and top-k, reranked minus retrieved
     on the mean grade and the shares (percentage points) of grades 0-1, 2 and 3; per top-k,
     dense minus BM25 on the mean grade. Each row: both values, the difference with its 95%
@@ -234,8 +244,8 @@ def paired_tests(cells: dict, cfg, cluster_of: dict | None = None):
     from .stats import holm, paired_difference
 
     plans = []
-    for retriever in cfg.grading.retrievers:
-        for k in cfg.grading.top_k:
+    for retriever in design.retrievers:
+        for k in design.top_k:
             for measure in MEASURES:
                 plans.append(
                     (
@@ -247,8 +257,8 @@ def paired_tests(cells: dict, cfg, cluster_of: dict | None = None):
                         cells[(retriever, "reranked", k)],
                     )
                 )
-    if {"bm25", "dense"} <= set(cfg.grading.retrievers):
-        for k in cfg.grading.top_k:
+    if {"bm25", "dense"} <= set(design.retrievers):
+        for k in design.top_k:
             plans.append(
                 (
                     "dense - bm25",
@@ -356,7 +366,7 @@ def table1_wide(long_df, fmt: str = "md") -> str:
 
 
 # --------------------------------------------------------------------------- agreement, validity
-def graded_metrics(cfg, questions: list[dict], rankings: dict, grades: dict):
+def graded_metrics(design: TableDesign, questions: list[dict], rankings: dict, grades: dict):
     """Per system: nDCG@k and P@k (grade ≥ 2) from the judge's grades as graded qrels, beside
     nDCG@k from the source chunk; and the per-query rank correlation of the two nDCG@10."""
     import pandas as pd
@@ -372,8 +382,8 @@ def graded_metrics(cfg, questions: list[dict], rankings: dict, grades: dict):
     binary_qrels = {q: {c: 1 for c, g in d.items() if g >= 2} for q, d in judged_qrels.items()}
     source_qrels = {q["qid"]: {q["source_chunk_id"]: 1} for q in questions}
     rows = []
-    ks = cfg.grading.top_k
-    for _, _, system in table_systems(cfg):
+    ks = design.top_k
+    for _, _, system in table_systems(design):
         run = {q: [(c, 0.0) for c in rankings[system][q][: max(ks)]] for q in qids}
         row = {"system": system}
         j = (

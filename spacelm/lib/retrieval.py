@@ -11,16 +11,67 @@ import hashlib
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 
-from ..config import BM25Config, DenseConfig, RerankerConfig
 from .deps import require as _require
 from .names import Ranking
 from .progress import show_progress
+
+
+# --------------------------------------------------------------------------- settings
+# each retriever's settings, read whole by the code below; the run's config holds them as its
+# `retrieval.bm25`, `.dense`, `.hybrid` and `.reranker` sections (defaults here)
+@dataclass
+class BM25Config:
+    method: str = "lucene"
+    k1: float = 1.2
+    b: float = 0.75
+    stemmer: str | None = "english"
+    stopwords: str | None = "en"
+
+
+@dataclass
+class DenseConfig:
+    model: str = "embedded:minilm"
+    batch_size: int = 32
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    max_seq_length: int | None = None
+
+
+@dataclass
+class HybridConfig:
+    rrf_k: int = 60
+    depth: int = 100
+
+
+@dataclass
+class RerankerConfig:
+    kind: Literal["biencoder", "cross-encoder", "llm", "none"] = "biencoder"
+    model: str = "embedded:mpnet"
+    batch_size: int = 16
+    query_prefix: str = ""
+    passage_prefix: str = ""
+
+
+@dataclass(frozen=True)
+class RetrievalSetup:
+    """What :func:`build_systems` builds: the named systems, each base retriever's settings, the
+    reranker's, and its pool (a count or a share of the corpus, capped at `pool_max`, never
+    fewer than the largest of `k_values`: see :func:`pool_size`)."""
+
+    systems: tuple[str, ...]
+    bm25: BM25Config
+    dense: DenseConfig
+    hybrid: HybridConfig
+    reranker: RerankerConfig
+    pool: int | float
+    pool_max: int | None
+    k_values: tuple[int, ...]
 
 
 class Retriever(Protocol):
@@ -401,7 +452,7 @@ def make_reranker(cfg: RerankerConfig, texts: dict[str, str], cache_dir: Path | 
 
 
 def build_systems(
-    cfg,
+    setup: RetrievalSetup,
     ids: Sequence[str],
     texts: Sequence[str],
     names: Sequence[str] | None = None,
@@ -410,22 +461,22 @@ def build_systems(
 ) -> dict[str, Retriever]:
     """Index the chunks once per base retriever and assemble the named systems
     (bm25, dense, bm25+rerank, dense+rerank, hybrid, hybrid+rerank)."""
-    names = list(names or cfg.systems)
+    names = list(names or setup.systems)
     base: dict[str, Retriever] = {}
     if any(n.startswith(("bm25", "hybrid")) for n in names):
-        base["bm25"] = BM25Retriever(cfg.bm25).index(ids, texts)
+        base["bm25"] = BM25Retriever(setup.bm25).index(ids, texts)
     if any(n.startswith(("dense", "hybrid")) for n in names):
-        base["dense"] = DenseRetriever.from_config(cfg.dense, cache_dir).index(ids, texts)
+        base["dense"] = DenseRetriever.from_config(setup.dense, cache_dir).index(ids, texts)
     if any(n.startswith("hybrid") for n in names):
-        base["hybrid"] = HybridRetriever([base["bm25"], base["dense"]], cfg.hybrid.depth, cfg.hybrid.rrf_k)
+        base["hybrid"] = HybridRetriever([base["bm25"], base["dense"]], setup.hybrid.depth, setup.hybrid.rrf_k)
     reranker = None
     systems: dict[str, Retriever] = {}
     for n in names:
         if n.endswith("+rerank"):
             if reranker is None:
-                reranker = make_reranker(cfg.reranker, dict(zip(ids, texts)), cache_dir, llm)
+                reranker = make_reranker(setup.reranker, dict(zip(ids, texts)), cache_dir, llm)
             systems[n] = RerankedRetriever(
-                base[n.split("+")[0]], reranker, pool_size(cfg.pool, len(ids), cfg.k_values, cfg.pool_max)
+                base[n.split("+")[0]], reranker, pool_size(setup.pool, len(ids), setup.k_values, setup.pool_max)
             )
         else:
             systems[n] = base[n]

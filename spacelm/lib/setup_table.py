@@ -8,6 +8,8 @@ appendices B-C) and written here once."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 COLUMNS = ["component", "paper", "this_run", "match"]
 # component -> the paper's value, in words
 PAPER = {
@@ -28,20 +30,40 @@ PAPER = {
 LEVEL_COMPONENTS = ("judge", "chunking")
 
 
+@dataclass(frozen=True)
+class RunSetup:
+    """The settings of a run the setup table compares with the paper's (from its config)."""
+
+    corpus_dir: str
+    chunk_tokens: int
+    tokenizer: str
+    dense_model: str
+    reranker_kind: str
+    reranker_model: str
+    pool: int | float  # the reranker's pool as configured (a count or a share of the corpus)
+    judge_model: str
+    generator_model: str
+    question_writer_model: str
+    n_fewshot: int
+    fewshot_sampling: str
+    filter_retriever: str
+    filter_top_n: int
+    judge_prompt: str
+
+
 def _has(text: str, *needles: str) -> bool:
     t = str(text).lower().replace("-", "").replace("_", "").replace(" ", "")
     return all(n.lower().replace("-", "").replace(" ", "") in t for n in needles)
 
 
-def setup_rows(cfg, stages: dict | None = None, sizes: dict | None = None) -> list[dict]:
-    """[{component, paper, this_run, match}] for `cfg` (a Config) and, when given, the run's
+def setup_rows(setup: RunSetup, stages: dict | None = None, sizes: dict | None = None) -> list[dict]:
+    """[{component, paper, this_run, match}] for a run's `setup` and, when given, the run's
     manifest stages (question counts, the resolved reranker pool) and `sizes` {"grade" |
     "answer": (questions, source chunks)} read from the run's tables, which take precedence."""
     stages = stages or {}
     sizes = sizes or {}
-    r, m = cfg.retrieval, cfg.models
     ing, syn = stages.get("ingest", {}), stages.get("synth", {})
-    pool = stages.get("retrieve", {}).get("rerank_pool", r.pool)
+    pool = stages.get("retrieve", {}).get("rerank_pool", setup.pool)
     pool_text = f"top-{pool}" if isinstance(pool, int) or float(pool) >= 1 else f"top {float(pool):.0%} of the chunks"
 
     def n_of(name: str) -> str:
@@ -50,42 +72,42 @@ def setup_rows(cfg, stages: dict | None = None, sizes: dict | None = None) -> li
         return "–" if q is None else f"{q} questions / {'?' if c is None else c} source chunks"
 
     rows = [
-        ("corpus", f"{ing.get('documents', '?')} documents from {cfg.corpus.raw_dir}", "no"),
+        ("corpus", f"{ing.get('documents', '?')} documents from {setup.corpus_dir}", "no"),
         (
             "chunking",
-            f"at most {cfg.chunking.max_tokens} tokens ({cfg.chunking.tokenizer})",
-            "yes" if cfg.chunking.max_tokens == 2000 else "no",
+            f"at most {setup.chunk_tokens} tokens ({setup.tokenizer})",
+            "yes" if setup.chunk_tokens == 2000 else "no",
         ),
-        ("dense retriever", r.dense.model, "yes" if _has(r.dense.model, "gte-Qwen2-1.5B") else "no"),
+        ("dense retriever", setup.dense_model, "yes" if _has(setup.dense_model, "gte-Qwen2-1.5B") else "no"),
         (
             "reranker and its pool",
-            f"{r.reranker.kind} {r.reranker.model} over {pool_text}",
-            "yes" if _has(r.reranker.model, "bge-m3") and pool == 100 else "no",
+            f"{setup.reranker_kind} {setup.reranker_model} over {pool_text}",
+            "yes" if _has(setup.reranker_model, "bge-m3") and pool == 100 else "no",
         ),
-        ("judge", m.judge.model, "yes" if _has(m.judge.model, "llama-3.3-70b") else "no"),
+        ("judge", setup.judge_model, "yes" if _has(setup.judge_model, "llama-3.3-70b") else "no"),
         (
             "generator",
-            m.generator.model,
-            "yes" if _has(m.generator.model, "llama-3-8b") or _has(m.generator.model, "llama-3.1-8b") else "no",
+            setup.generator_model,
+            "yes" if _has(setup.generator_model, "llama-3-8b") or _has(setup.generator_model, "llama-3.1-8b") else "no",
         ),
         (
             "question writer",
-            f"{m.question_writer.model}, {cfg.synth.n_fewshot} few-shot ({cfg.synth.fewshot_sampling})",
-            "yes" if _has(m.question_writer.model, "llama-3.3-70b") and cfg.synth.n_fewshot == 5 else "no",
+            f"{setup.question_writer_model}, {setup.n_fewshot} few-shot ({setup.fewshot_sampling})",
+            "yes" if _has(setup.question_writer_model, "llama-3.3-70b") and setup.n_fewshot == 5 else "no",
         ),
         ("questions", f"{syn.get('kept', '?')} kept of {syn.get('generated', '?')} written", "no"),
         (
             "question filter",
-            f"source chunk in the {cfg.synth.filter_retriever} top-{cfg.synth.filter_top_n}",
-            "yes" if cfg.synth.filter_top_n == 50 else "no",
+            f"source chunk in the {setup.filter_retriever} top-{setup.filter_top_n}",
+            "yes" if setup.filter_top_n == 50 else "no",
         ),
         ("Table 1 questions", n_of("grade"), "no"),
         ("Table 2 questions", n_of("answer"), "no"),
-        ("prompts", f"spacelm's own wording of the paper's scales ({cfg.grading.prompt}; judge_* rubrics)", "no"),
+        ("prompts", f"spacelm's own wording of the paper's scales ({setup.judge_prompt}; judge_* rubrics)", "no"),
     ]
     short = {
-        "chunking": f"chunks of {cfg.chunking.max_tokens} vs 2,000 tokens",
-        "judge": f"judge {m.judge.model} vs Llama 3.3 70B",
+        "chunking": f"chunks of {setup.chunk_tokens} vs 2,000 tokens",
+        "judge": f"judge {setup.judge_model} vs Llama 3.3 70B",
     }
     return [
         {

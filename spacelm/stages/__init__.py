@@ -1,10 +1,11 @@
 """Stage modules: each reads and writes the run folder through one :class:`~.base.Stage`
 declaration, above the library (`spacelm.lib`) and below the command line and notebooks.
 
-Pipeline order: ingest → chunk → synth → retrieve → judge-check → grade → answer; the report
-is built last from the files they wrote (`report.py`)."""
+Pipeline order: ingest → chunk → synth → retrieve → judge-check → grade → answer → findings;
+the report is built last from the files they wrote (`report.py`): `spacelm run` builds it after
+the notebooks, so `run_stages` leaves it out (see `LAST`)."""
 
-from . import answer, chunk, chunk_sizes, grade, ingest, judge_check, retrieve, synth
+from . import answer, chunk, chunk_sizes, findings, grade, ingest, judge_check, report, retrieve, synth
 from .base import Stage
 
 STAGES: list[Stage] = [
@@ -15,7 +16,11 @@ STAGES: list[Stage] = [
     judge_check.STAGE,
     grade.STAGE,
     answer.STAGE,
+    findings.STAGE,
+    report.STAGE,
 ]
+# built after the notebooks and the manifest's last update, never by `run_stages`
+LAST = report.STAGE
 # stages a config switches on: chunk-sizes runs after retrieve when chunk_study.sizes is set
 OPTIONAL: list[Stage] = [chunk_sizes.STAGE]
 BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES + OPTIONAL}
@@ -31,6 +36,7 @@ def stages_for(cfg) -> list[Stage]:
 
 __all__ = [
     "STAGES",
+    "LAST",
     "OPTIONAL",
     "BY_NAME",
     "Stage",
@@ -38,9 +44,11 @@ __all__ = [
     "answer",
     "chunk",
     "chunk_sizes",
+    "findings",
     "grade",
     "ingest",
     "judge_check",
+    "report",
     "retrieve",
     "synth",
 ]

@@ -117,16 +117,17 @@ def compute(cfg: Config, chunks: list, questions: list[dict], unanswerable: list
         raise ConfigError(f"answer.retriever {cfg.answer.retriever!r} is not among retrieval.systems")
     if una and "B" not in cfg.answer.pipelines:
         una = []  # the refusal evaluation runs pipeline B
-    items = build_items(cfg, chosen, chunks, ranked) + unanswerable_items(cfg, una, ranked)
+    design = cfg.answer_design()
+    items = build_items(design, chosen, chunks, ranked) + unanswerable_items(design, una, ranked)
     if cfg.answer.gate.enabled:  # the gate reads the passages before any generator call
         models.gate(items, text_of)
     # phase 1: the generator
-    models.use("generator", lambda llm: generate(llm, items, text_of, cfg), "answers")
+    models.use("generator", lambda llm: generate(llm, items, text_of, design), "answers")
     c_items = [it for it in items if it["pipeline"] == "C"]
     for it in c_items:
         it["draft_answer"] = it["answer"]
     if c_items:
-        models.use("generator", lambda llm: verify(llm, c_items, text_of, cfg), "verification rewrites")
+        models.use("generator", lambda llm: verify(llm, c_items, text_of, design), "verification rewrites")
     models.release()
     n_refs = write_references(cfg, models, items, {c.chunk_id: c for c in chunks})
     known = set(text_of)
@@ -213,7 +214,7 @@ def write_tables(
 
     from ..lib.plots import noise_curve, per_task_panels, refusal_sweep, score_distributions
 
-    names = [s["name"] for s in settings(cfg)]
+    names = [s["name"] for s in settings(cfg.answer_design())]
     long = table2(items, names, cfg.answer.n_bootstrap, cfg.seed)
     files = outputs(cfg)
     write_dataframe(long, out(files.table_csv))
@@ -327,7 +328,7 @@ def write_tables(
     }
     write_json(out(files.checks), checks)
     score_distributions(long, out(files.scores_plot))
-    noise_curve(items, settings(cfg), out(files.noise_plot), cfg.answer.n_bootstrap, cfg.seed)
+    noise_curve(items, settings(cfg.answer_design()), out(files.noise_plot), cfg.answer.n_bootstrap, cfg.seed)
     return {
         "questions": len(questions),
         "sample": n.to_dict(),
@@ -400,7 +401,11 @@ def write_references(cfg: Config, turns: ModelTurns, items: list[dict], chunks_b
     recs = references_needed(cfg, items, chunks_by_id)
     if not recs:
         return 0
-    turns.use("question_writer", lambda llm: add_reference_answers(cfg, llm, recs, chunks_by_id), "reference answers")
+    turns.use(
+        "question_writer",
+        lambda llm: add_reference_answers(cfg.question_writing(), llm, recs, chunks_by_id),
+        "reference answers",
+    )
     ref = {r["qid"]: r["answer"] for r in recs}
     for it in items:
         if it["qid"] in ref and not it.get("reference_answer"):

@@ -20,6 +20,8 @@ give it scripted models with :func:`models_opened_by`.
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import importlib.util
 import json
@@ -59,12 +61,85 @@ class Stage:
     reads: Callable[[Config], list[Path]] = _const([])  # files it reads
     prompts: Callable[[Config], list[str]] = _const([])  # prompt templates it renders
     models: Callable[[Config], dict] = _const({})  # role -> model spec (config value)
-    code: tuple[str, ...] = ()  # modules whose source it runs
+    code: tuple[str, ...] = ()  # modules whose source it runs: filled from the import graph (see below)
     doc: str = ""
     after: tuple[str, ...] = field(default=())  # stages whose outputs it reads
+    module: str = ""  # the module declaring the stage (default: its build function's)
+
+    def __post_init__(self):
+        """`code` becomes every `spacelm` module the declaring module imports, directly or through
+        others (plus any listed by hand), so that editing any of them makes the stage stale."""
+        module = self.module or self.build.__module__
+        object.__setattr__(self, "module", module)
+        object.__setattr__(self, "code", tuple(sorted(set(imported_modules(module)) | set(self.code))))
 
     def stamp_path(self, cfg: Config) -> Path:
         return self.home(cfg) / f".{self.name}.stamp.json"
+
+
+# --------------------------------------------------------------------------- the import graph
+PACKAGE = "spacelm"
+
+
+_ROOT = Path(__file__).resolve().parents[1]  # the spacelm package folder
+
+
+def _source(module: str) -> Path | None:
+    """The source file of a `spacelm` module, found on disk without importing anything (finding
+    a spec would import its parent packages, and with them the heavy libraries they load)."""
+    if module != PACKAGE and not module.startswith(PACKAGE + "."):
+        return None
+    rel = Path(*module.split(".")[1:])
+    for p in (_ROOT / rel / "__init__.py", (_ROOT / rel).with_suffix(".py")):
+        if p.is_file():
+            return p
+    return None
+
+
+@functools.cache
+def _direct_imports(module: str) -> tuple[str, ...]:
+    """The `spacelm` modules named by the import statements of `module`'s source, at any depth
+    (the code base imports lazily inside functions), relative imports resolved. `from P import n`
+    names the submodule `P.n` when there is one, else the package `P`."""
+    src = _source(module)
+    if src is None:
+        return ()
+    tree = ast.parse(src.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(module, src.name == "__init__.py", node.module, node.level)
+            for a in node.names:
+                sub = f"{base}.{a.name}"
+                found.add(sub if _source(sub) is not None else base)
+    return tuple(sorted(m for m in found if _source(m) is not None))
+
+
+def _absolute(module: str, is_package: bool, name: str | None, level: int) -> str:
+    """The absolute name of `from <level dots><name> import ...` written in `module`."""
+    if level == 0:
+        return name or ""
+    parts = module.split(".") if is_package else module.split(".")[:-1]
+    parts = parts[: len(parts) - (level - 1)]
+    return ".".join(parts + ([name] if name else []))
+
+
+def imported_modules(module: str) -> list[str]:
+    """`module` (when it belongs to spacelm) and every spacelm module it imports, transitively,
+    sorted: the code a stage declared in `module` can run. Parent packages count only where they
+    are imported by name (a package's ``__init__`` imports its siblings, which would tie every
+    stage to every other)."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        todo.extend(_direct_imports(m))
+    return sorted(m for m in seen if _source(m) is not None)
 
 
 # --------------------------------------------------------------------------- inputs
@@ -335,7 +410,8 @@ class ModelTurns:
         returns the two retrievers, for the unanswerable check."""
         from ..lib.questions import retrieval_filter
 
-        return retrieval_filter(self.cfg, chunks, records)
+        cfg = self.cfg
+        return retrieval_filter(cfg.question_writing(), cfg.retrieval.setup(), chunks, records, cfg.cache_dir)
 
     def gate(self, items: list[dict], text_of: dict) -> None:
         """Set each item's answerability gate from the dense encoder's similarities."""

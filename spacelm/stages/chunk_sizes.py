@@ -92,7 +92,7 @@ def build(cfg: Config, out) -> dict:
         t_chunk = time.perf_counter() - t0
         ids, texts = [c.chunk_id for c in chunks], [c.text for c in chunks]
         t0 = time.perf_counter()
-        systems = build_systems(rc, ids, texts, cache_dir=cfg.cache_dir)
+        systems = build_systems(rc.setup(), ids, texts, cache_dir=cfg.cache_dir)
         t_index = time.perf_counter() - t0
         dense = getattr(systems.get("dense"), "encoder", None)
         pool = pool_size(rc.pool, len(ids), rc.k_values, rc.pool_max)
@@ -198,7 +198,7 @@ def grade_sizes(cfg: Config, per_size: dict, sets: dict, out) -> dict:
             questions = [q for q in placed if q["qid"] in chosen]
             rankings = {s: {q: [c for c, _ in r] for q, r in per_q.items()} for s, per_q in res.rankings.items()}
             chunks = {c.chunk_id: c for c in chunk_list}
-            pairs = plan_pairs(gcfg, questions, rankings, chunks)
+            pairs = plan_pairs(gcfg.table_design(), questions, rankings, chunks)
             t0 = time.perf_counter()
             calls_before = llm.stats.to_dict().get("calls", 0)
             rows = grade_pairs(
@@ -207,7 +207,9 @@ def grade_sizes(cfg: Config, per_size: dict, sets: dict, out) -> dict:
             seconds = time.perf_counter() - t0
             calls = llm.stats.to_dict().get("calls", 0) - calls_before
             grades = {(r["qid"], r["chunk_id"]): r["grade"] for r in rows}
-            long = table1(gcfg, grade_lists(gcfg, questions, rankings, grades), cfg.grading.n_bootstrap, cfg.seed)
+            long = table1(
+                grade_lists(gcfg.table_design(), questions, rankings, grades), cfg.grading.n_bootstrap, cfg.seed
+            )
             long.insert(0, "chunk_size", size)
             write_dataframe(long, out(study_dir(cfg) / str(size)) / "table1_relevance.csv")
             write_jsonl(out(study_dir(cfg) / str(size)) / "grades.jsonl", rows)

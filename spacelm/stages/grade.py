@@ -87,7 +87,7 @@ def cell_pairs(cfg: Config, questions: list[dict], rankings: dict) -> dict:
     """{(retriever, stage, k): [(qid, chunk_id), ...]}: the pairs of every Table 1 cell."""
     return {
         (r, stage, k): [(q["qid"], c) for q in questions for c in rankings[system][q["qid"]][:k]]
-        for r, stage, system in table_systems(cfg)
+        for r, stage, system in table_systems(cfg.table_design())
         for k in cfg.grading.top_k
     }
 
@@ -140,7 +140,7 @@ def label_sample(cfg: Config, n: int) -> list:
     qtext = {q["qid"]: q["question"] for q in load_questions(cfg, chunks)}
     kmax = max(cfg.grading.top_k)
     seen, pairs = set(), []
-    for _, _, system in table_systems(cfg):
+    for _, _, system in table_systems(cfg.table_design()):
         for qid in sorted({q for q, _ in graded}):
             for cid in rankings.get(system, {}).get(qid, [])[:kmax]:
                 if (qid, cid) in graded and (qid, cid) not in seen and qid in qtext:
@@ -180,7 +180,7 @@ def compute(cfg: Config, chunks: list, questions: list[dict], rankings: dict, mo
     from ..config import ConfigError
 
     chunks_by_id = {c.chunk_id: c for c in chunks}
-    need = {s for _, _, s in table_systems(cfg)}
+    need = {s for _, _, s in table_systems(cfg.table_design())}
     if not need <= set(rankings):
         raise ConfigError(
             f"grading.retrievers: grading needs retrieval systems {sorted(need)}; add them to "
@@ -188,7 +188,7 @@ def compute(cfg: Config, chunks: list, questions: list[dict], rankings: dict, mo
         )
     all_q = [q for q in questions if q["qid"] in rankings[next(iter(need))]]
     chosen = select_questions(all_q, cfg.grading.max_questions, cfg.seed)
-    pairs = plan_pairs(cfg, chosen, rankings, chunks_by_id)
+    pairs = plan_pairs(cfg.table_design(), chosen, rankings, chunks_by_id)
     text_of = {cid: c.text for cid, c in chunks_by_id.items()}
     swapped_prompt = cfg.grading.prompt + "_swapped"
     judging = cfg.grading.judging(cfg.root)
@@ -257,8 +257,8 @@ def write_tables(
     files = outputs(cfg)
     cluster_of = {q["qid"]: q.get("source_chunk_id") or q["qid"] for q in questions}
     grades = {(r["qid"], r["chunk_id"]): r["grade"] for r in used}
-    cells = grade_lists(cfg, questions, rankings, grades)
-    long = table1(cfg, cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of)
+    cells = grade_lists(cfg.table_design(), questions, rankings, grades)
+    long = table1(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of)
     ppi_rows, diffs, _ = prediction_powered(cfg, questions, rankings, grades)
     long = long.merge(pd.DataFrame(ppi_rows, columns=PPI_KEYS + PPI_COLUMNS), on=PPI_KEYS, how="left")
     write_dataframe(long, out(files.table_csv))
@@ -283,9 +283,9 @@ def write_tables(
         used, swapped, cfg.grading.auc_warning, cfg.models.judge.temperature, cfg.judge_check.min_pairs
     )
     write_json(out(files.validity), validity)
-    write_dataframe(paired_tests(cells, cfg, cluster_of), out(files.paired_tests))
+    write_dataframe(paired_tests(cells, cfg.table_design(), cluster_of), out(files.paired_tests))
     write_dataframe(relevant_shares(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), out(files.relevant_shares))
-    write_dataframe(graded_metrics(cfg, questions, rankings, grades), out(files.graded_metrics))
+    write_dataframe(graded_metrics(cfg.table_design(), questions, rankings, grades), out(files.graded_metrics))
     grade_distribution(long, out(files.distribution_plot))
     return {
         "questions": len(questions),

@@ -147,6 +147,9 @@ class Manifest:
         self.data["total_seconds"] = round(sum(s.get("wall_seconds", s.get("seconds", 0)) for s in stages), 3)
         self.data["model_time"] = model_time(self.data["stages"], self.data["total_seconds"])
         self.data["sizes"] = run_sizes(self.data["stages"])
+        from .report import interval_methods  # how each table's intervals are computed
+
+        self.data["intervals"] = interval_methods(self.cfg.run_dir)
         self.save()
 
     def save(self) -> None:

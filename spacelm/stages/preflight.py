@@ -32,7 +32,7 @@ def _fewshot_fits(cfg: Config) -> None:
     limit, key = (llm.n_ctx, "n_ctx") if llm.backend == "llamacpp" else (llm.max_model_len, "max_model_len")
     if not limit or llm.backend == "openai":
         return
-    for task, chars in fewshot_prefix_chars(cfg, golden).items():
+    for task, chars in fewshot_prefix_chars(cfg.question_writing(), golden).items():
         tokens = math.ceil(chars / CHARS_PER_TOKEN_LOW)
         if tokens + llm.max_tokens > limit:
             err = ConfigError(

@@ -1,14 +1,36 @@
-"""`results/<run>/report.md`: the one page a reviewer reads first — every stage's tables and
-plots, the models used, the scale, and the run time, gathered from the run folder."""
+"""Stage report: `results/<run>/report.md`, the one page a reviewer reads first — every stage's
+tables and plots, the models used, the scale, and the run time, gathered from the run folder.
+
+A declared stage like the others (fingerprinted, written atomically), built last: `spacelm run`
+executes it after the notebooks and the manifest's last update, `spacelm report` on its own. Its
+prose is the template `spacelm/templates/report.md`; the findings it shows are the findings
+stage's `findings.json`. It is not recorded in the manifest, which it reads."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from ..config import Config
+from ..lib import names
 from ..lib.io import write_dataframe, write_text
 from ..lib.names import FINDINGS_MIN_QUESTIONS
 from ..lib.tables import markdown_table, md_cell
+from .base import Stage, execute
+from .findings import read_judge_check
+
+TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "report.md"
+
+
+def _same(p: Path) -> Path:
+    """Outside a stage build a file is written where it belongs."""
+    return p
+
+
+def _present(p: Path, out=_same) -> bool:
+    """`p` exists, or was written in this build (staged beside its final place)."""
+    staged = getattr(out, "moves", {}).get(Path(p))
+    return Path(p).is_file() or (staged is not None and staged.is_file())
 
 
 def _read(p: Path) -> str:
@@ -26,11 +48,12 @@ def _csv_md(p: Path, cols=None, round_to: int = 3) -> str:
     return markdown_table(df.round(round_to))
 
 
-def _img(run: Path, name: str, alt: str) -> str:
-    return f"![{alt}](plots/{name})" if (run / "plots" / name).is_file() else ""
+def _img(run: Path, name: str, alt: str, out=_same) -> str:
+    """A link to the figure `name` (a path in the run folder) when it is there, else ""."""
+    return f"![{alt}]({name})" if _present(run / name, out) else ""
 
 
-def draw_shared_plots(cfg) -> None:
+def draw_shared_plots(cfg, out=_same) -> None:
     """Plots of the data shared between runs (chunks, synthetic questions), drawn into this
     run's folder from the files their stages wrote."""
     import pandas as pd
@@ -38,12 +61,11 @@ def draw_shared_plots(cfg) -> None:
     from ..lib.plots import chunk_length_histogram, generated_vs_kept
     from .data import chunks_path, load_chunks
 
-    plots = cfg.run_dir / "plots"
     if chunks_path(cfg).is_file():
-        chunk_length_histogram(load_chunks(cfg), cfg.chunking.max_tokens, plots / "chunk_lengths.png")
-    retention = cfg.synthetic_dir / "retention.csv"
+        chunk_length_histogram(load_chunks(cfg), cfg.chunking.max_tokens, out(cfg.run_dir / names.PLOT_CHUNK_LENGTHS))
+    retention = cfg.synthetic_dir / names.RETENTION
     if retention.is_file():
-        generated_vs_kept(pd.read_csv(retention), plots / "synth_generated_kept.png")
+        generated_vs_kept(pd.read_csv(retention), out(cfg.run_dir / names.PLOT_SYNTH_KEPT))
 
 
 def _fmt(v, ci=None) -> str:
@@ -53,16 +75,6 @@ def _fmt(v, ci=None) -> str:
     lo, hi = ci or (None, None)
     missing = lo is None or hi is None or lo != lo or hi != hi
     return f"{v:.2f}" + ("" if missing else f" [{lo:.2f}, {hi:.2f}]")
-
-
-def read_judge_check(cfg) -> tuple:
-    """(relevance results, controls rows) from the judge-check stage, or (None, None)."""
-    import pandas as pd
-
-    d = cfg.run_dir / "judge_check"
-    rel = json.loads((d / "relevance.json").read_text()) if (d / "relevance.json").is_file() else None
-    ctl = pd.read_csv(d / "controls.csv").to_dict("records") if (d / "controls.csv").is_file() else None
-    return rel, ctl
 
 
 def judge_banner(cfg, table: str, rubrics=None) -> str:
@@ -142,7 +154,7 @@ def ppi_lines(cfg) -> list[str]:
     import pandas as pd
 
     run = cfg.run_dir
-    t = run / "table1_relevance.csv"
+    t = run / names.TABLE1
     if not t.is_file():
         return []
     df = pd.read_csv(t)
@@ -163,7 +175,7 @@ def ppi_lines(cfg) -> list[str]:
         "",
         "Reranked − retrieved, share graded 2–3 (pp):",
         "",
-        _csv_md(run / "grading" / "ppi_differences.csv"),
+        _csv_md(run / names.PPI_DIFFERENCES),
         "",
     ]
 
@@ -173,7 +185,7 @@ def refusal_lines(cfg) -> list[str]:
     phrase check and the refusal judge with their agreement, the 1-5 rubric beside, marked when
     the judge behind it has not passed its controls."""
     run = cfg.run_dir
-    f = run / "answer_checks.json"
+    f = run / names.ANSWER_CHECKS
     rows = json.loads(f.read_text()).get("refusals_where_passages_cannot_answer") if f.is_file() else None
     if not rows:
         return []
@@ -201,7 +213,7 @@ def refusal_lines(cfg) -> list[str]:
     return out + [""]
 
 
-def judge_check_section(cfg) -> list[str]:
+def judge_check_section(cfg, staged=_same) -> list[str]:
     rel, ctl = read_judge_check(cfg)
     out = ["## Judge checks", ""]
     if rel is None:
@@ -261,14 +273,14 @@ def judge_check_section(cfg) -> list[str]:
                 )
                 + "."
             )
-    plots = sorted((cfg.run_dir / "judge_check" / "plots").glob("confusion_*.png"))
+    plots = sorted((cfg.run_dir / names.JUDGE_CHECK_PLOTS).glob("confusion_*.png"))
     out += [
         "",
         " ".join(f"![{p.stem}](judge_check/plots/{p.name})" for p in plots),
         "",
         "Calibration: the judge's grade distribution for each human label (the same pairs):",
         "",
-        _img(cfg.run_dir, "judge_calibration.png", "judge calibration"),
+        _img(cfg.run_dir, names.PLOT_JUDGE_CALIBRATION, "judge calibration", staged),
         "",
     ]
     out += [
@@ -276,7 +288,7 @@ def judge_check_section(cfg) -> list[str]:
         "the bad one):",
         "",
     ]
-    out.append(_csv_md(cfg.run_dir / "judge_check" / "controls.csv"))
+    out.append(_csv_md(cfg.run_dir / names.JUDGE_CONTROLS))
     return out + [""]
 
 
@@ -291,22 +303,17 @@ def pool_text(r, stages: dict) -> str:
     )
 
 
-def _stages(cfg) -> dict:
-    m = cfg.run_dir / "manifest.json"
-    return json.loads(m.read_text()).get("stages", {}) if m.is_file() else {}
-
-
 INTERVAL_METHODS = {  # file -> how its intervals (and tests) are computed; recorded in the manifest
-    "table1_relevance.csv": "pooled share",
-    "grading/relevant_shares.csv": "pooled share",
-    "grading/paired_tests.csv": "mean",
-    "table2_answer_quality.csv": "mean",
-    "table2_tests.csv": "mean",
-    "pipelines.csv": "proportion",
-    "answerability.csv": "proportion",
-    "claims.csv": "pooled share",
-    "plots/recall_at_k.png": "mean",
-    "plots/refusal_sweep.png": "proportion",
+    names.TABLE1: "pooled share",
+    names.RELEVANT_SHARES: "pooled share",
+    names.PAIRED_TESTS: "mean",
+    names.TABLE2: "mean",
+    names.TABLE2_TESTS: "mean",
+    names.PIPELINES_TABLE: "proportion",
+    names.ANSWERABILITY: "proportion",
+    names.CLAIMS: "pooled share",
+    names.PLOT_RECALL: "mean",
+    names.PLOT_REFUSAL_SWEEP: "proportion",
 }
 
 
@@ -316,15 +323,15 @@ def interval_methods(run: Path | None = None) -> dict:
     from ..lib.stats import INTERVALS
 
     out = {f: INTERVALS[k] for f, k in INTERVAL_METHODS.items()}
-    for f in ("grading/paired_tests.csv", "table2_tests.csv"):
+    for f in (names.PAIRED_TESTS, names.TABLE2_TESTS):
         out[f] += "; test: cluster-robust t, Holm within each `family`"
-    out["answerability.csv"] += "; refusal_f1: " + INTERVALS["pooled share"]
-    out["judge_check/controls.csv"] = "Wilson score interval (each control its own pair)"
-    out["plots/noise_curve.png"] = f"faithfulness: {INTERVALS['mean']}; refusal share: {INTERVALS['proportion']}"
-    out["judge_check/relevance.json"] = "percentile bootstrap over queries (the pairs of one query move together)"
-    sig = run / "retrieval" / "significance.csv" if run is not None else None
+    out[names.ANSWERABILITY] += "; refusal_f1: " + INTERVALS["pooled share"]
+    out[names.JUDGE_CONTROLS] = "Wilson score interval (each control its own pair)"
+    out[names.PLOT_NOISE] = f"faithfulness: {INTERVALS['mean']}; refusal share: {INTERVALS['proportion']}"
+    out[names.JUDGE_RELEVANCE] = "percentile bootstrap over queries (the pairs of one query move together)"
+    sig = run / names.RETRIEVAL_SIGNIFICANCE if run is not None else None
     clustered = sig is None or not sig.is_file() or "cluster" in sig.read_text(encoding="utf-8")
-    out["retrieval/significance.csv"] = (
+    out[names.RETRIEVAL_SIGNIFICANCE] = (
         "cluster-robust paired t over source chunks (p-value and mde; means and wins from ranx)"
         if clustered
         else "ranx paired Student t over queries, not clustered by source chunk (a run made before the clustered test)"
@@ -337,7 +344,7 @@ def table_sizes(run: Path) -> dict:
     import pandas as pd
 
     out = {}
-    for stage, p in (("grade", run / "grading" / "paired_tests.csv"), ("answer", run / "table2_tests.csv")):
+    for stage, p in (("grade", run / names.PAIRED_TESTS), ("answer", run / names.TABLE2_TESTS)):
         if p.is_file():
             t = pd.read_csv(p)
             if len(t) and "n_source_chunks" in t:
@@ -345,14 +352,14 @@ def table_sizes(run: Path) -> dict:
     return out
 
 
-def setup_section(cfg, stages: dict) -> list[str]:
+def setup_section(cfg, stages: dict, out=_same) -> list[str]:
     """The paper's setup beside this run's, component by component (also setup_vs_paper.csv)."""
     import pandas as pd
 
     from ..lib.setup_table import COLUMNS, comparability, setup_rows
 
-    rows = setup_rows(cfg, stages, table_sizes(cfg.run_dir))
-    write_dataframe(pd.DataFrame(rows, columns=COLUMNS), cfg.run_dir / "setup_vs_paper.csv")
+    rows = setup_rows(cfg.run_setup(), stages, table_sizes(cfg.run_dir))
+    write_dataframe(pd.DataFrame(rows, columns=COLUMNS), out(cfg.run_dir / names.SETUP_VS_PAPER))
     comp = comparability(rows)
     return [
         "## This run's setup beside the paper's",
@@ -364,28 +371,6 @@ def setup_section(cfg, stages: dict) -> list[str]:
         pd.DataFrame(rows, columns=COLUMNS).to_markdown(index=False),
         "",
     ]
-
-
-def paper_rows(cfg) -> list[dict]:
-    """The paper's findings beside this run's (see spacelm/lib/findings.py), from the run's files."""
-    import pandas as pd
-
-    from ..lib.findings import judge_verdicts, paper_vs_run, table1_findings, table2_findings
-    from ..lib.setup_table import comparability, setup_rows
-
-    run = cfg.run_dir
-    read = lambda p: pd.read_csv(p).to_dict("records") if p.is_file() else []
-    rows = []
-    if (run / "grading" / "paired_tests.csv").is_file():
-        rows += table1_findings(
-            read(run / "grading" / "paired_tests.csv"),
-            read(run / "grading" / "relevant_shares.csv"),
-            cfg.chunking.max_tokens,
-        )
-    if (run / "table2_tests.csv").is_file():
-        rows += table2_findings(read(run / "table2_answer_quality.csv"), read(run / "table2_tests.csv"))
-    rel, ctl = read_judge_check(cfg)
-    return paper_vs_run(rows, judge_verdicts(rel, ctl), comparability(setup_rows(cfg, _stages(cfg), table_sizes(run))))
 
 
 def paper_section(cfg, rows: list[dict]) -> list[str]:
@@ -412,7 +397,7 @@ def paper_section(cfg, rows: list[dict]) -> list[str]:
         "",
         pd.DataFrame(rows, columns=COLUMNS).to_markdown(index=False),
         "",
-        _img(cfg.run_dir, "findings_forest.png", "forest plot of the findings' cells"),
+        _img(cfg.run_dir, names.PLOT_FOREST, "forest plot of the findings' cells"),
         "",
     ]
     weak = [r["finding"] for r in rows if "weak" in str(r.get("judge_verdict")) and r["verdict"] != "no evidence"]
@@ -492,11 +477,12 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
     """The chunk-size comparison (stage chunk-sizes), when the run has one."""
     import pandas as pd
 
-    d = cfg.run_dir / "chunk_sizes"
-    if not (d / "summary.csv").is_file():
+    d = cfg.run_dir / names.CHUNK_SIZES
+    if not (cfg.run_dir / names.CHUNK_SIZES_SUMMARY).is_file():
         return []
-    summary = pd.read_csv(d / "summary.csv")
-    costs = pd.read_csv(d / "costs.csv") if (d / "costs.csv").is_file() else pd.DataFrame()
+    summary = pd.read_csv(cfg.run_dir / names.CHUNK_SIZES_SUMMARY)
+    costs_p = cfg.run_dir / names.CHUNK_SIZES_COSTS
+    costs = pd.read_csv(costs_p) if costs_p.is_file() else pd.DataFrame()
     ks = cfg.retrieval.k_values
     k = 10 if 10 in ks else max(ks)
     cs = cfg.chunk_study
@@ -539,7 +525,7 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
             "",
         ]
     for size in cs.sizes:
-        t1 = d / str(size) / "table1_relevance.csv"
+        t1 = d / str(size) / names.TABLE1
         if t1.is_file():
             t = pd.read_csv(t1)
             wide = t.pivot_table(index=["retriever", "stage", "top_k"], columns="grade", values="percent").round(1)
@@ -554,7 +540,7 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
     return lines
 
 
-def corpus_list_lines(cfg, ingest: dict) -> list[str]:
+def corpus_list_lines(cfg, ingest: dict, out=_same) -> list[str]:
     """The corpus list the run was checked against, and its attribution file beside the report
     (the report, answers and questions quote the documents)."""
     ident = ingest.get("corpus_list")
@@ -562,7 +548,7 @@ def corpus_list_lines(cfg, ingest: dict) -> list[str]:
         return []
     from .data import write_attribution
 
-    write_attribution(cfg, cfg.run_dir / "ATTRIBUTION.md")
+    write_attribution(cfg, out(cfg.run_dir / names.ATTRIBUTION))
     return [
         f"Corpus list `{ident['name']}` (sha256 `{ident['list_sha256'][:16]}…`): {ident['files']} files, "
         f"{ident['pages']} pages, every file checked against its sha256 before ingest. Quoted documents and "
@@ -571,212 +557,236 @@ def corpus_list_lines(cfg, ingest: dict) -> list[str]:
     ]
 
 
-def build_report(cfg) -> Path:
-    """Write `results/<run>/report.md` from the files the stages wrote (run it last)."""
-    run = cfg.run_dir
-    draw_shared_plots(cfg)
-    manifest = json.loads((run / "manifest.json").read_text()) if (run / "manifest.json").is_file() else {}
-    stages = manifest.get("stages", {})
-    lines = [f"# spacelm report — run `{cfg.run_name}`", ""] + scale_banner(stages)
-    lines += [
-        f"Config `{manifest.get('config_file')}`, git `{manifest.get('git_commit')}`, "
-        f"started {manifest.get('started')}, finished {manifest.get('finished', '(running)')}.",
-        "",
-    ]
-    lines += setup_section(cfg, stages)
-    if manifest:
-        manifest["intervals"] = interval_methods(run)
-        write_text(run / "manifest.json", json.dumps(manifest, indent=2, default=str) + "\n")
-    findings = paper_rows(cfg)
-    if findings:
-        import pandas as pd
+def _manifest(cfg) -> dict:
+    p = cfg.run_dir / names.MANIFEST
+    return json.loads(p.read_text()) if p.is_file() else {}
 
-        from ..lib.findings import COLUMNS, forest_rows
-        from ..lib.plots import forest_plot
 
-        write_dataframe(pd.DataFrame(findings, columns=COLUMNS), run / "paper_vs_run.csv")
-        if (run / "grading" / "paired_tests.csv").is_file():
-            forest_plot(
-                forest_rows(pd.read_csv(run / "grading" / "paired_tests.csv").to_dict("records")),
-                run / "plots" / "findings_forest.png",
-            )
-    lines += paper_section(cfg, findings)
-    lines += chunk_size_lines(cfg, stages)
-    lines += [
-        "## Run time",
-        "",
-        "| stage | seconds this run | skipped (up to date) | seconds when computed |",
-        "|---|---:|---|---:|",
-    ]
+def _run_time_rows(stages: dict) -> list[str]:
+    rows = []
     for name, s in stages.items():
         computed = s.get("computed_seconds")
-        lines.append(
+        rows.append(
             f"| {name} | {s.get('wall_seconds', s.get('seconds', 0)):.1f} | {s.get('skipped', False)} | "
             f"{'' if computed is None else f'{computed:.1f}'} |"
         )
-    lines += time_lines(manifest)
-    lines += ["", "## Models", ""]
+    return rows
+
+
+def _model_lines(manifest: dict) -> list[str]:
+    lines = []
     for role, ident in manifest.get("models", {}).items():
         for sub, m in ident.items() if "name" not in ident else [("", ident)]:
             lines.append(
                 f"- {role}{' ' + sub if sub else ''}: `{m.get('name')}` ({m.get('backend', '')}) "
                 f"sha256 `{(m.get('sha256') or '-')[:16]}…`"
             )
-    r = cfg.retrieval
-    lines += [
-        f"- retrieval: BM25 (bm25s {r.bm25.method}, k1={r.bm25.k1}, b={r.bm25.b}); dense `{r.dense.model}`; "
-        f"reranker {r.reranker.kind} `{r.reranker.model}` over the first stage's {pool_text(r, stages)}",
-        "",
-    ]
-    ing = stages.get("ingest", {})
-    lines += ["## Corpus", ""] + corpus_list_lines(cfg, ing)
-    lines += [
-        f"{ing.get('documents', '?')} documents, {ing.get('pages', '?')} pages, "
-        f"{ing.get('words', '?')} words; {stages.get('chunk', {}).get('chunks', '?')} chunks of at most "
-        f"{cfg.chunking.max_tokens} tokens; garbled-text flags: {ing.get('garbled_flagged', [])}; "
-        f"reference sections dropped: {ing.get('references_dropped_chars', '?')} characters.",
-        "",
-        _img(run, "chunk_lengths.png", "chunk lengths"),
-        "",
-    ]
-    syn = stages.get("synth", {})
-    lines += [
-        "## Synthetic questions",
-        "",
-        f"{syn.get('generated', '?')} generated, {syn.get('kept', '?')} kept "
-        f"(filter: {syn.get('filter', '?')}; few-shot {syn.get('n_fewshot', '?')}, "
-        f"{syn.get('fewshot_sampling', '?')}).",
-        "",
-        _csv_md(cfg.synthetic_dir / "retention.csv"),
-        "",
-        _img(run, "synth_generated_kept.png", "questions"),
-        "",
-    ]
-    ks = r.k_values
-    lines += [
-        "## Retrieval (gold = source chunk)",
-        "",
-        _csv_md(
-            run / "retrieval" / "summary.csv",
-            ["system", "n_queries"] + [f"{m}@{k}" for k in ks for m in ("recall", "ndcg")],
+    return lines
+
+
+PIPELINE_COLUMNS = [
+    "pipeline",
+    "n",
+    "facts_present",
+    "n_facts_present",
+    "correctness",
+    "n_correctness",
+    "correct_after_facts",
+    "faithfulness",
+    "answers_with_valid_citation",
+    "citation_accuracy",
+    "refusal_rate",
+    "claim_faithfulness",
+    "citation_precision",
+    "citation_recall",
+    "overall_pass",
+    "n_overall_pass",
+    "latency_p50_s",
+]
+
+
+def _optional(blocks: dict, name: str, path: Path, fields) -> list[str]:
+    """Block `name` filled from the JSON file `path` by `fields(data)`, or nothing without it."""
+    from ..lib.templates import render
+
+    return render(blocks[name], fields(json.loads(path.read_text()))) if path.is_file() else []
+
+
+def report_values(cfg, out=_same) -> dict:
+    """Every placeholder of the template's `report` block, drawing the report's plots and
+    writing its companion files (setup_vs_paper.csv, ATTRIBUTION.md) through `out`."""
+    from ..lib.templates import read_blocks
+
+    run, blocks = cfg.run_dir, read_blocks(TEMPLATE)
+    manifest = _manifest(cfg)
+    stages = manifest.get("stages", {})
+    draw_shared_plots(cfg, out)
+    findings = json.loads((run / names.FINDINGS).read_text()) if (run / names.FINDINGS).is_file() else []
+    r, ing, syn = cfg.retrieval, stages.get("ingest", {}), stages.get("synth", {})
+    v = dict(
+        run_name=cfg.run_name,
+        scale_banner=scale_banner(stages),
+        config_file=manifest.get("config_file"),
+        git_commit=manifest.get("git_commit"),
+        started=manifest.get("started"),
+        finished=manifest.get("finished", "(running)"),
+        setup=setup_section(cfg, stages, out),
+        paper=paper_section(cfg, findings),
+        chunk_sizes=chunk_size_lines(cfg, stages),
+        run_time_rows=_run_time_rows(stages),
+        model_time=time_lines(manifest),
+        model_lines=_model_lines(manifest),
+        bm25_method=r.bm25.method,
+        bm25_k1=r.bm25.k1,
+        bm25_b=r.bm25.b,
+        dense_model=r.dense.model,
+        reranker_kind=r.reranker.kind,
+        reranker_model=r.reranker.model,
+        pool=pool_text(r, stages),
+        corpus_list=corpus_list_lines(cfg, ing, out),
+        documents=ing.get("documents", "?"),
+        pages=ing.get("pages", "?"),
+        words=ing.get("words", "?"),
+        chunks=stages.get("chunk", {}).get("chunks", "?"),
+        max_tokens=cfg.chunking.max_tokens,
+        garbled=ing.get("garbled_flagged", []),
+        references_dropped=ing.get("references_dropped_chars", "?"),
+        img_chunk_lengths=_img(run, names.PLOT_CHUNK_LENGTHS, "chunk lengths", out),
+        generated=syn.get("generated", "?"),
+        kept=syn.get("kept", "?"),
+        filter=syn.get("filter", "?"),
+        n_fewshot=syn.get("n_fewshot", "?"),
+        fewshot_sampling=syn.get("fewshot_sampling", "?"),
+        retention=_csv_md(cfg.synthetic_dir / names.RETENTION),
+        img_synth=_img(run, names.PLOT_SYNTH_KEPT, "questions", out),
+        retrieval=_csv_md(
+            run / names.RETRIEVAL_SUMMARY,
+            ["system", "n_queries"] + [f"{m}@{k}" for k in r.k_values for m in ("recall", "ndcg")],
         ),
-        "",
-        _img(run, "recall_at_k.png", "recall at k"),
-        "",
-    ]
+        img_recall=_img(run, names.PLOT_RECALL, "recall at k"),
+    )
     rel, _ = read_judge_check(cfg)
     if rel:
         from ..lib.plots import judge_calibration
 
         judge_calibration(
             {m["source"]: m.get("confusion") or {} for m in rel if m.get("run")},
-            run / "plots" / "judge_calibration.png",
+            out(run / names.PLOT_JUDGE_CALIBRATION),
         )
-    lines += judge_check_section(cfg)
-    lines += [
-        "## Table 1 — LLM relevance grades (%)",
-        "",
-        judge_banner(cfg, "table1"),
-        "",
-        _read(run / "table1_relevance.md"),
-        "",
-        _img(run, "grade_distribution.png", "grade distribution"),
-        "",
-        _img(run, "table1_per_task.png", "grade 3 share per task"),
-        "",
-        "Paired tests over questions (reranked − retrieved per retriever and top-k; dense − bm25 before "
-        "reranking), source chunks as clusters: difference with its 95% cluster-robust t interval, the "
-        "cluster-robust t test's p, p_holm adjusted within its `family` (one comparison on one measure: the "
-        "shares and the mean grade are linearly dependent and are not pooled), and mde_cell, the smallest "
-        "difference one cell could detect alone (80% power, α = 0.05; the findings state it at their own "
-        "rule's level); shares in percentage points:",
-        "",
-        _csv_md(run / "grading" / "paired_tests.csv"),
-        "",
-        "Judge-graded metrics beside source-chunk metrics:",
-        "",
-        _csv_md(run / "grading" / "graded_metrics.csv"),
-        "",
-    ]
-    lines += ppi_lines(cfg)
-    if (run / "judge_validity.json").is_file():
-        v = json.loads((run / "judge_validity.json").read_text())
-        lines += [
-            "### Judge validity",
-            "",
-            f"**{v['verdict']}**",
-            "",
-            f"AUC {v.get('auc')} over {v.get('n_pairs')} pairs (source vs random chunk); "
-            f"source grades {v.get('source_grades')}, random grades {v.get('random_grades')}; "
-            f"order-swap agreement {v.get('order_swap_agreement')}.",
-            "",
-        ]
-    lines += [
-        "## Table 2 — answer quality under noise (1–5)",
-        "",
-        judge_banner(cfg, "table2"),
-        "",
-        _read(run / "table2_answer_quality.md"),
-        "",
-        "Paired tests over questions, each setting against the standard one, source chunks as clusters "
-        "(cluster-robust t; Holm within each rubric's family; mde_cell as above):",
-        "",
-        _csv_md(run / "table2_tests.csv"),
-        "",
-        _img(run, "answer_scores.png", "answer scores"),
-        _img(run, "noise_curve.png", "noise curve"),
-        _img(run, "table2_per_task.png", "faithfulness per task"),
-        "",
-    ]
-    lines += refusal_lines(cfg)
-    if (run / "answer_checks.json").is_file():
-        c = json.loads((run / "answer_checks.json").read_text())
-        lines += [
-            f"Refusal rate by setting: {c['refusal_rate_by_setting']}; citation accuracy by setting: "
-            f"{c['citation_accuracy_by_setting']}; judge vs phrase-based refusal agreement: "
-            f"{c['judge_vs_regex_refusal_agreement']} over {c['judge_vs_regex_refusal_pairs']} answers.",
-            "",
-        ]
-    lines += [
-        "## Pipelines A / B / C",
-        "",
-        "A = closed book, B = retrieve + generate, C = B + verify and rewrite; "
-        "overall pass = answer relevant ∧ grounded ∧ passages relevant (binary judges).",
-        "",
-        judge_banner(cfg, "table2", ["correct", "answer_relevant", "grounded", "claim_support"]),
-        "",
-        "Correctness is checked first without a judge: `facts_present` is the share of answers holding every "
-        "number (with its unit) and named entity of the reference answer (where it has any); "
-        '`correct_after_facts` keeps the judge\'s "correct" only where that check found nothing missing.',
-        "",
-        _csv_md(
-            run / "pipelines.csv",
-            [
-                "pipeline",
-                "n",
-                "facts_present",
-                "n_facts_present",
-                "correctness",
-                "n_correctness",
-                "correct_after_facts",
-                "faithfulness",
-                "answers_with_valid_citation",
-                "citation_accuracy",
-                "refusal_rate",
-                "claim_faithfulness",
-                "citation_precision",
-                "citation_recall",
-                "overall_pass",
-                "n_overall_pass",
-                "latency_p50_s",
-            ],
-        ),
-        "",
-    ]
-    lines += answerability_section(cfg)
-    path = run / "report.md"
-    write_text(path, "\n".join(lines) + "\n")
-    return path
+    v.update(
+        judge_checks=judge_check_section(cfg, out),
+        table1_banner=judge_banner(cfg, "table1"),
+        table1=_read(run / names.TABLE1_MD),
+        img_grades=_img(run, names.PLOT_GRADES, "grade distribution"),
+        img_table1_per_task=_img(run, names.PLOT_TABLE1_PER_TASK, "grade 3 share per task"),
+        paired_tests=_csv_md(run / names.PAIRED_TESTS),
+        graded_metrics=_csv_md(run / names.GRADED_METRICS),
+        ppi=ppi_lines(cfg),
+        judge_validity=_optional(blocks, "judge_validity", run / names.JUDGE_VALIDITY, _validity_fields),
+        table2_banner=judge_banner(cfg, "table2"),
+        table2=_read(run / names.TABLE2_MD),
+        table2_tests=_csv_md(run / names.TABLE2_TESTS),
+        img_answer_scores=_img(run, names.PLOT_ANSWER_SCORES, "answer scores"),
+        img_noise=_img(run, names.PLOT_NOISE, "noise curve"),
+        img_table2_per_task=_img(run, names.PLOT_TABLE2_PER_TASK, "faithfulness per task"),
+        refusals=refusal_lines(cfg),
+        answer_checks=_optional(blocks, "answer_checks", run / names.ANSWER_CHECKS, _check_fields),
+        pipelines_banner=judge_banner(cfg, "table2", ["correct", "answer_relevant", "grounded", "claim_support"]),
+        pipelines=_csv_md(run / names.PIPELINES_TABLE, PIPELINE_COLUMNS),
+        answerability=answerability_section(cfg),
+    )
+    return v
+
+
+def _validity_fields(v: dict) -> dict:
+    keys = ("verdict", "auc", "n_pairs", "source_grades", "random_grades", "order_swap_agreement")
+    return {k: v[k] if k == "verdict" else v.get(k) for k in keys}
+
+
+def _check_fields(c: dict) -> dict:
+    return dict(
+        refusal_rate_by_setting=c["refusal_rate_by_setting"],
+        citation_accuracy_by_setting=c["citation_accuracy_by_setting"],
+        agreement=c["judge_vs_regex_refusal_agreement"],
+        pairs=c["judge_vs_regex_refusal_pairs"],
+    )
+
+
+def build(cfg, out) -> dict:
+    """Write report.md (and the plots and tables beside it) through `out`."""
+    from ..lib.templates import read_blocks, render
+
+    lines = render(read_blocks(TEMPLATE)["report"], report_values(cfg, out))
+    write_text(out(cfg.run_dir / names.REPORT), "\n".join(lines) + "\n")
+    return {"lines": len(lines)}
+
+
+# what the report reads from the run folder, beyond the findings and the manifest
+RUN_READS = (
+    names.MANIFEST,
+    names.FINDINGS,
+    names.RETRIEVAL_SUMMARY,
+    names.RETRIEVAL_SIGNIFICANCE,
+    names.JUDGE_RELEVANCE,
+    names.JUDGE_CONTROLS,
+    names.TABLE1,
+    names.TABLE1_MD,
+    names.PAIRED_TESTS,
+    names.GRADED_METRICS,
+    names.PPI_DIFFERENCES,
+    names.JUDGE_VALIDITY,
+    names.TABLE2_MD,
+    names.TABLE2_TESTS,
+    names.ANSWER_CHECKS,
+    names.PIPELINES_TABLE,
+    names.ANSWERABILITY,
+    names.CLAIMS,
+    names.CHUNK_SIZES_SUMMARY,
+    names.CHUNK_SIZES_COSTS,
+)
+
+
+def _reads(cfg) -> list[Path]:
+    from .data import chunks_path
+
+    shared = [chunks_path(cfg), cfg.synthetic_dir / names.RETENTION, cfg.synthetic_dir / names.UNANSWERABLE]
+    sizes = [cfg.run_dir / names.CHUNK_SIZES / str(n) / names.TABLE1 for n in cfg.chunk_study.sizes]
+    return [TEMPLATE] + [cfg.run_dir / f for f in RUN_READS] + sizes + shared
+
+
+def _outputs(cfg) -> list[Path]:
+    return [cfg.run_dir / names.REPORT, cfg.run_dir / names.SETUP_VS_PAPER]
+
+
+STAGE = Stage(
+    name="report",
+    home=lambda cfg: cfg.run_dir,
+    outputs=_outputs,
+    build=build,
+    sections=lambda cfg: [
+        "chunking",
+        "retrieval",
+        "models.judge",
+        "grading",
+        "synth",
+        "answer.gate",
+        "chunk_study",
+    ],
+    reads=_reads,
+    doc="report.md: every stage's tables and plots, the models, the scale and the run time, from the run folder",
+    after=("ingest", "chunk", "synth", "retrieve", "chunk-sizes", "judge-check", "grade", "answer", "findings"),
+)
+
+
+def build_report(cfg: Config, force: bool = True) -> Path:
+    """Write `results/<run>/report.md` from the files the stages wrote (run it last): the findings
+    stage first when its outputs are not current, then this one (by default rebuilt even when
+    current: `spacelm report` is asked for)."""
+    from . import findings
+
+    findings.run(cfg)
+    execute(STAGE, cfg, force=force)
+    return cfg.run_dir / names.REPORT
 
 
 def _too_few(n: int, what: str) -> str:
@@ -795,7 +805,7 @@ def answerability_section(cfg) -> list[str]:
 
     run = cfg.run_dir
     out = ["## Answerability: unanswerable questions, the evidence gate, refusals", ""]
-    una = cfg.synthetic_dir / "unanswerable.csv"
+    una = cfg.synthetic_dir / names.UNANSWERABLE
     if una.is_file():
         t = pd.read_csv(una)
         gold = t[t.kind == "golden"]
@@ -814,7 +824,7 @@ def answerability_section(cfg) -> list[str]:
                 "far a kept synthetic one can be trusted to be unanswerable, and how many it loses.",
                 "",
             ]
-    ans = run / "answerability.csv"
+    ans = run / names.ANSWERABILITY
     if not ans.is_file():
         return out + ["_(not produced in this run)_", ""]
     a = pd.read_csv(ans)
@@ -855,7 +865,7 @@ def answerability_section(cfg) -> list[str]:
         f"{g.weights.confirmation} (strong-claim {g.strong_weights.similarity}/{g.strong_weights.keywords}/"
         f"{g.strong_weights.confirmation}); every question's gate score is in answers.jsonl.",
         "",
-        _img(run, "refusal_sweep.png", "refusal recall against false-refusal rate"),
+        _img(run, names.PLOT_REFUSAL_SWEEP, "refusal recall against false-refusal rate"),
         "",
     ]
     out += [
@@ -870,7 +880,7 @@ def answerability_section(cfg) -> list[str]:
         judge_banner(cfg, "table2", ["claim_support"]),
         "",
     ]
-    claims = run / "claims.csv"
+    claims = run / names.CLAIMS
     if claims.is_file():
         c = pd.read_csv(claims)
         rows = [
@@ -885,8 +895,8 @@ def answerability_section(cfg) -> list[str]:
                 f"{f('claim_faithfulness')} | {f('citation_precision')} | {f('citation_recall')} |"
             )
         out += rows + [""]
-    if (run / "answer_checks.json").is_file():
-        ch = json.loads((run / "answer_checks.json").read_text())
+    if (run / names.ANSWER_CHECKS).is_file():
+        ch = json.loads((run / names.ANSWER_CHECKS).read_text())
         out += [
             f"Answers with at least one valid citation ({ch.get('citation_style')} passages): "
             f"{_fmt(ch.get('answers_with_valid_citation'))} of {ch.get('answers_with_context')} answers with "

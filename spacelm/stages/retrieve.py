@@ -156,7 +156,7 @@ def build(cfg: Config, out) -> dict:
     rc = cfg.retrieval
     ids = [c.chunk_id for c in chunks]
     check_corpus_size(cfg, len(ids))  # before any encoder loads
-    systems = build_systems(rc, ids, [c.text for c in chunks], cache_dir=cfg.cache_dir)
+    systems = build_systems(rc.setup(), ids, [c.text for c in chunks], cache_dir=cfg.cache_dir)
     pool = pool_size(rc.pool, len(ids), rc.k_values, rc.pool_max)
     depth = max(pool, max(rc.k_values), cfg.answer.retrieve_k)
     res = evaluate_retrieval(rc, questions, unanswerable, chunks, systems, depth, pool)

@@ -71,12 +71,13 @@ def compute(cfg: Config, chunks: list, golden: list, models: ModelTurns) -> Synt
     filter, and write and check the unanswerable candidates (`models`: the writer and the judge
     taking turns)."""
     chunks_by_id = {c.chunk_id: c for c in chunks}
-    plan = plan_generation(cfg, chunks, golden)
-    records = models.use("question_writer", lambda llm: generate_questions(cfg, llm, plan), "questions")
+    writing = cfg.question_writing()
+    plan = plan_generation(writing, chunks, golden)
+    records = models.use("question_writer", lambda llm: generate_questions(writing, llm, plan), "questions")
     if cfg.synth.with_reference_answer:
         models.use(
             "question_writer",
-            lambda llm: add_reference_answers(cfg, llm, records, chunks_by_id),
+            lambda llm: add_reference_answers(writing, llm, records, chunks_by_id),
             "reference answers",
         )
     gold_una = golden_unanswerable(golden)
@@ -155,12 +156,12 @@ def unanswerable_rounds(
     una, n_pairs, tasks, systems = [], 0, list(cfg.synth.tasks), None
     text_of = {cid: c.text for cid, c in chunks_by_id.items()}
     for round_ in range(uc.max_rounds):
-        plan = plan_unanswerable(cfg, records, chunks_by_id, round_, tasks)
+        plan = plan_unanswerable(cfg.question_writing(), records, chunks_by_id, round_, tasks)
         if not plan:
             break
         new = models.use(
             "question_writer",
-            lambda llm, plan=plan, una=una: generate_unanswerable(cfg, llm, plan, records + una),
+            lambda llm, plan=plan, una=una: generate_unanswerable(cfg.question_writing(), llm, plan, records + una),
             f"unanswerable questions, round {round_ + 1}",
         )
         for r in new:

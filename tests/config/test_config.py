@@ -153,3 +153,30 @@ def test_cli_rejects_bad_values_with_exit_2_before_loading_a_model(tmp_path):
     )
     assert r.returncode == 2, r.stderr
     assert "'grading.top_k'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_library_parameters_come_from_the_right_sections():
+    """Each parameter object a config builds for the library takes its values from the section
+    the setting lives in: question length from the writer, answer and reference-answer length
+    from the generator, the planned questions from grading / synth / answer in that order."""
+    cfg = from_dict(
+        {
+            "seed": 7,
+            "models": {"question_writer": {"max_tokens": 96}, "generator": {"max_tokens": 300}},
+            "synth": {"max_chunks": 12, "unanswerable": {"kinds": ["strong_claim"], "per_task": None}},
+            "grading": {"retrievers": ["dense"], "top_k": [3]},
+            "answer": {"citations": "ids", "n_wrong_values": [0, 2]},
+            "retrieval": {"pool": 20, "systems": ["bm25", "bm25+rerank"]},
+        }
+    )
+    w, a = cfg.question_writing(), cfg.answer_design()
+    assert (w.seed, w.max_tokens, w.reference_max_tokens, w.max_chunks) == (7, 96, 300, 12)
+    assert (w.unanswerable_kinds, w.unanswerable_per_task) == (("strong_claim",), None)
+    assert (a.seed, a.max_tokens, a.citations, a.n_wrong_values) == (7, 300, "ids", (0, 2))
+    assert cfg.table_design() == type(cfg.table_design())(("dense",), (3,), 7)
+    setup = cfg.retrieval.setup()
+    assert setup.systems == ("bm25", "bm25+rerank") and setup.pool == 20 and setup.bm25 is cfg.retrieval.bm25
+    plan = cfg.power_plan()
+    assert (plan.planned_table1, plan.planned_table2, plan.run_dir) == (12, 12, cfg.run_dir)
+    cfg.grading.max_questions, cfg.answer.max_questions = 30, 8
+    assert (cfg.power_plan().planned_table1, cfg.power_plan().planned_table2) == (30, 8)

@@ -80,9 +80,9 @@ def test_contexts_per_setting():
     cfg = from_dict(
         {"answer": {"n_wrong_values": [0, 3], "negative_n_wrong": 5, "pipelines": ["A", "B"], "retrieve_k": 2}}
     )
-    assert [s["name"] for s in answer.settings(cfg)] == ["standard", "3_wrong", "5_wrong"]
+    assert [s["name"] for s in answer.settings(cfg.answer_design())] == ["standard", "3_wrong", "5_wrong"]
     q = {"qid": "q1", "task": "direct_qa", "question": "?", "source_chunk_id": "a:1", "doc_id": "a"}
-    items = answer.build_items(cfg, [q], _chunks(), {"q1": ["b:0", "a:1", "c:2"]})
+    items = answer.build_items(cfg.answer_design(), [q], _chunks(), {"q1": ["b:0", "a:1", "c:2"]})
     by = {(it["pipeline"], it["setting"]): it for it in items}
     std, three, five = by[("table2", "standard")], by[("table2", "3_wrong")], by[("table2", "5_wrong")]
     assert std["passage_ids"] == ["a:1"] and std["rubrics"] == ["faithfulness", "relevance"]
@@ -91,11 +91,13 @@ def test_contexts_per_setting():
     assert "a:1" not in five["passage_ids"] and five["rubrics"] == ["negative_rejection"]
     assert three["rubrics"] == ["faithfulness", "relevance", "noise_robustness"]
     assert by[("A", "closed_book")]["passage_ids"] == [] and by[("B", "retrieved")]["passage_ids"] == ["b:0", "a:1"]
-    una = answer.unanswerable_items(cfg, [dict(q, qid="u1", answerable=False)], {"u1": ["c:0", "d:1", "b:2"]})
+    una = answer.unanswerable_items(
+        cfg.answer_design(), [dict(q, qid="u1", answerable=False)], {"u1": ["c:0", "d:1", "b:2"]}
+    )
     assert [(u["pipeline"], u["setting"], u["passage_ids"], u["rubrics"], u["answerable"]) for u in una] == [
         ("B", "unanswerable", ["c:0", "d:1"], ["negative_rejection"], False)
     ]
-    again = answer.build_items(cfg, [q], _chunks(), {"q1": ["b:0", "a:1", "c:2"]})
+    again = answer.build_items(cfg.answer_design(), [q], _chunks(), {"q1": ["b:0", "a:1", "c:2"]})
     assert [it["passage_ids"] for it in again] == [it["passage_ids"] for it in items]  # seeded
 
 

@@ -388,3 +388,14 @@ def test_requests_go_in_prompt_order_and_come_back_in_call_order():
     out = LLM(LLMConfig(), backend=Echo()).chat_many(reqs)
     assert sent == ["Q: a P: 1", "Q: a P: 2", "Q: b P: 1", "Q: b P: 2"]  # one question's prompts together
     assert [c.text for c in out] == ["Q: b P: 1", "Q: a P: 1", "Q: b P: 2", "Q: a P: 2"]
+
+
+def test_the_call_cache_key_of_a_request_is_stable():
+    """The key under which a call is cached, for one fixed request: the committed runs
+    regenerate from the cache only while this stays the same (a changed key is a miss for every
+    call made before). The value was computed before LLMConfig moved from config to lib."""
+    from spacelm.lib.llm import LLM, LLMConfig, Request
+
+    llm = LLM(LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:9", max_tokens=20))
+    req = Request(messages=[{"role": "user", "content": "hi"}], choices=["0", "1"]).resolved(llm.cfg)
+    assert llm._key(req) == "be9eaa23a9274c58a5e0ca98d807709090f46e726fb257ffcbbb627f3d62bc4a"

@@ -25,7 +25,7 @@ def _row(rows, finding):
 
 
 def test_default_spread_when_no_run_is_there(tmp_path):
-    rows = P.power_table(_cfg(tmp_path))
+    rows = P.power_table(_cfg(tmp_path).power_plan())
     top3 = _row(rows, "Reranking raises the share of grade 3 (BM25, top-3)")
     # the paper's +5.10 pp with the default SD of 10 pp, no clustering
     assert (
@@ -53,7 +53,7 @@ def test_last_run_spread_and_clusters(tmp_path):
             }
         ]
     ).to_csv(tmp_path / "r" / "grading" / "paired_tests.csv", index=False)
-    top3 = _row(P.power_table(cfg), "Reranking raises the share of grade 3 (BM25, top-3)")
+    top3 = _row(P.power_table(cfg.power_plan()), "Reranking raises the share of grade 3 (BM25, top-3)")
     n = questions_needed(5.10, 12.0, deff=1.5)
     # 2 questions per source chunk in the last run: half as many chunks
     assert top3["questions_needed"] == n and top3["source_chunks_needed"] == -(-n // 2)

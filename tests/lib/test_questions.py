@@ -41,16 +41,16 @@ def test_plan_fixed_fewshot_shares_prefix_and_is_seeded(tiny_config):
     tiny_config.synth.n_fewshot = 2
     tiny_config.synth.max_chunks = 3
     tiny_config.synth.sampling = "every_task"
-    plan = synth.plan_generation(tiny_config, chunks, _golden())
+    plan = synth.plan_generation(tiny_config.question_writing(), chunks, _golden())
     assert len(plan) == 6 and [p["task"] for p in plan] == ["direct_qa"] * 3 + ["analysis"] * 3
     direct = [p for p in plan if p["task"] == "direct_qa"]
     assert all(p["fewshot_ids"] == direct[0]["fewshot_ids"] for p in direct)  # fixed per task
     assert all(p["messages"][:-1] == direct[0]["messages"][:-1] for p in direct)  # shared prefix
     assert len(direct[0]["messages"]) == 1 + 2 * 2 + 1
-    again = synth.plan_generation(tiny_config, chunks, _golden())
+    again = synth.plan_generation(tiny_config.question_writing(), chunks, _golden())
     assert [p["fewshot_ids"] for p in again] == [p["fewshot_ids"] for p in plan]
     tiny_config.synth.fewshot_sampling = "per_chunk"
-    per_chunk = synth.plan_generation(tiny_config, chunks, _golden())
+    per_chunk = synth.plan_generation(tiny_config.question_writing(), chunks, _golden())
     assert len({tuple(p["fewshot_ids"]) for p in per_chunk if p["task"] == "direct_qa"}) > 1
 
 
@@ -101,7 +101,7 @@ def test_stratified_plan_has_one_question_per_source_chunk(tiny_config):
     tiny_config.synth.n_fewshot = 2
     tiny_config.synth.max_chunks = 6
     tiny_config.synth.sampling = "stratified"
-    plan = synth.plan_generation(tiny_config, chunks, _golden())
+    plan = synth.plan_generation(tiny_config.question_writing(), chunks, _golden())
     assert len(plan) == 6 == len({p["chunk"].chunk_id for p in plan})
     assert {p["chunk"].doc_id for p in plan} == set("abcd")
     assert [p["task"] for p in plan] == ["direct_qa"] * 3 + ["analysis"] * 3
@@ -210,12 +210,12 @@ def test_plan_unanswerable_rounds_take_new_sources(tiny_config):
     tiny_config.synth.unanswerable.per_task = 2
     records = [_answerable(f"syn-direct_qa-d:{i}", "direct_qa") for i in range(4)]
     chunks = {"d:0": C(chunk_id="d:0", text="Drag lowers perigee. Nothing about Europa Clipper here.")}
-    first = Q.plan_unanswerable(tiny_config, records, chunks, 0)
+    first = Q.plan_unanswerable(tiny_config.question_writing(), records, chunks, 0)
     assert len(first) == 2 * 2  # two sources x two kinds
-    second = Q.plan_unanswerable(tiny_config, records, chunks, 1, ["direct_qa"])
+    second = Q.plan_unanswerable(tiny_config.question_writing(), records, chunks, 1, ["direct_qa"])
     used = {p["source"]["qid"] for p in first if p["kind"] == "strong_claim"}
     assert len(second) == 2 and all(p["source"]["qid"] not in used for p in second if p["kind"] == "strong_claim")
-    assert Q.plan_unanswerable(tiny_config, records, chunks, 1, []) == []
+    assert Q.plan_unanswerable(tiny_config.question_writing(), records, chunks, 1, []) == []
     ooc = [p for p in first if p["kind"] == "out_of_corpus"]
     assert all(p["subject"] and p["subject"] in p["messages"][-1]["content"] for p in ooc)
     assert all("europa clipper" not in p["subject"].lower() for p in ooc)  # the corpus mentions it
@@ -254,11 +254,14 @@ def test_generate_unanswerable_drops_copies_and_missing_subjects(tiny_config):
         def chat_many(self, reqs, progress=None):
             return [Completion(text=t) for t in replies]
 
-    out = Q.generate_unanswerable(tiny_config, LLM(), plan, [src])
+    out = Q.generate_unanswerable(tiny_config.question_writing(), LLM(), plan, [src])
     assert [r["drop_reason"] for r in out] == [None, "duplicate", None]
     assert all(not r["answerable"] and not r["kept"] and r["derived_from"] == src["qid"] for r in out)
     replies[0] = "How does drag change the orbit of a cubesat over a year?"
-    assert Q.generate_unanswerable(tiny_config, LLM(), plan[:1], [src])[0]["drop_reason"] == "subject_missing"
+    assert (
+        Q.generate_unanswerable(tiny_config.question_writing(), LLM(), plan[:1], [src])[0]["drop_reason"]
+        == "subject_missing"
+    )
 
 
 def test_check_keeps_only_candidates_no_passage_answers():

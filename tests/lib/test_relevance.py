@@ -1,13 +1,13 @@
 import pandas as pd
 import pytest
 
-from spacelm.config import from_dict
 from spacelm.lib import relevance as grading
 
 
 @pytest.fixture
-def cfg():
-    return from_dict({"grading": {"retrievers": ["bm25"], "top_k": [1, 2], "n_bootstrap": 200}})
+def design():
+    """Table 1 with BM25 alone at top-1 and top-2 (the library's own parameters, no config)."""
+    return grading.TableDesign(retrievers=("bm25",), top_k=(1, 2), seed=13)
 
 
 def _cells():
@@ -20,8 +20,8 @@ def _cells():
     }
 
 
-def test_table1_percentages_exclude_missing_and_have_cis(cfg):
-    df = grading.table1(cfg, _cells(), n_boot=200, seed=0)
+def test_table1_percentages_exclude_missing_and_have_cis():
+    df = grading.table1(_cells(), n_boot=200, seed=0)
     cell = df[(df.stage == "retrieved") & (df.top_k == 2)].set_index("grade")
     assert cell.loc[0, "percent"] == pytest.approx(100 / 3, abs=0.01) and cell.loc[0, "n"] == 3
     assert cell.loc[0, "missing"] == 1
@@ -30,24 +30,24 @@ def test_table1_percentages_exclude_missing_and_have_cis(cfg):
     assert list(df.columns[:6]) == ["retriever", "stage", "top_k", "grade", "percent", "n"]
 
 
-def test_table1_wide_marks_best_and_second(cfg):
-    md = grading.table1_wide(grading.table1(cfg, _cells(), 50, 0), "md")
+def test_table1_wide_marks_best_and_second():
+    md = grading.table1_wide(grading.table1(_cells(), 50, 0), "md")
     top1 = [line for line in md.splitlines() if line.startswith("| Top-1")]
     # grade 3 at top-1: reranked 50% is best (bold), retrieved 0% second (underlined)
     assert "**50.00**" in top1[1] and "<u>0.00</u>" in top1[0]
     # grade 0 (lower is better): reranked 0% bold, retrieved 50% underlined; a tie shares bold
     assert top1[1].split("|")[3].strip() == "**0.00**" and top1[0].split("|")[3].strip() == "<u>50.00</u>"
     assert top1[0].split("|")[4].strip() == top1[1].split("|")[4].strip() == "**0.00**"
-    tex = grading.table1_wide(grading.table1(cfg, _cells(), 50, 0), "tex")
+    tex = grading.table1_wide(grading.table1(_cells(), 50, 0), "tex")
     assert "\\textbf{" in tex and "\\begin{tabular}" in tex
 
 
-def test_paired_tests_by_hand(cfg):
+def test_paired_tests_by_hand(design):
     """Means per question, by hand: top-1 retrieved (0, 2) vs reranked (3, 2); top-2 retrieved
     (1.5, 2) vs reranked (1.5, 2). The p-value is the cluster-robust t test's (each question its
     own cluster: the one-sample t test of the differences); Holm multiplies the smallest of the m
     tests that could be run in a family (one measure) by m."""
-    df = grading.paired_tests(_cells(), cfg)
+    df = grading.paired_tests(_cells(), design)
     mg = df[df.measure == "mean_grade"].set_index("top_k")
     assert list(mg.index) == [1, 2] and (mg.n_questions == 2).all()
     assert mg.loc[1, "value_a"] == 1.0 and mg.loc[1, "value_b"] == 2.5 and mg.loc[1, "diff"] == 1.5
@@ -66,13 +66,13 @@ def test_paired_tests_by_hand(cfg):
     assert set(df.comparison) == {"reranked - retrieved"}  # one retriever: no dense - bm25 rows
 
 
-def test_plan_pairs_are_distinct_and_include_validity(cfg):
+def test_plan_pairs_are_distinct_and_include_validity(design):
     from types import SimpleNamespace as C
 
     chunks = {f"d:{i}": C(doc_id="d") for i in range(3)} | {"e:0": C(doc_id="e")}
     q = [{"qid": "q", "question": "?", "source_chunk_id": "d:2", "doc_id": "d"}]
     rankings = {"bm25": {"q": ["d:0", "d:1"]}, "bm25+rerank": {"q": ["d:1", "d:0"]}}
-    pairs = grading.plan_pairs(cfg, q, rankings, chunks)
+    pairs = grading.plan_pairs(design, q, rankings, chunks)
     assert [p["chunk_id"] for p in pairs] == ["d:0", "d:1", "d:2", "e:0"]
     assert pairs[2]["purpose"] == ["validity_source"] and pairs[3]["purpose"] == ["validity_random"]
 

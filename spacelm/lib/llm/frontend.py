@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ...config import LLMConfig
 from ..cache import CallCache, request_key
+from .settings import LLMConfig
 from .types import Completion, Request
 
 

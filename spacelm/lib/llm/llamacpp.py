@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ...config import LLMConfig
+from .settings import LLMConfig
 from .types import BackendUnavailable, Completion, Request, _choice_grammar, _require
 
 

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-from ...config import LLMConfig
 from ..redact import redact_url, trim_body
+from .settings import LLMConfig
 from .types import (
     BackendError,
     BackendUnavailable,

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ...config import LLMConfig
+    from .settings import LLMConfig
 
 
 class BackendError(RuntimeError):

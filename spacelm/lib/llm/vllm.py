@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...config import LLMConfig
+from .settings import LLMConfig
 from .types import BackendUnavailable, Completion, Request, _choice_probs_from_logprobs, _require
 
 log = logging.getLogger("spacelm")

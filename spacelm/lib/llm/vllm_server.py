@@ -21,8 +21,8 @@ import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ...config import LLMConfig
 from .openai import OpenAIBackend
+from .settings import LLMConfig
 from .types import BackendUnavailable, Completion, Request
 from .vllm import CPU_KV_CACHE_BYTES, model_source
 

@@ -1,0 +1,112 @@
+"""Stage findings: the paper's findings beside this run's, computed once from the tests of the
+grade and answer stages and the verdicts of the judge checks (see spacelm/lib/findings.py).
+
+It writes `findings.json` (the rows, read by the report, the notebooks and the README script),
+the same table as `paper_vs_run.csv`, and the forest plot of Table 1's cells. It runs after the
+answer stage and before the notebooks, loads no model and takes a fraction of a second."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..config import Config
+from ..lib import names
+from .base import Stage, execute
+
+# the files it reads, relative to the run folder
+READS = (
+    names.PAIRED_TESTS,
+    names.RELEVANT_SHARES,
+    names.TABLE2,
+    names.TABLE2_TESTS,
+    names.JUDGE_RELEVANCE,
+    names.JUDGE_CONTROLS,
+)
+
+
+def _read_csv(p: Path) -> list[dict]:
+    import pandas as pd
+
+    return pd.read_csv(p).to_dict("records") if p.is_file() else []
+
+
+def read_judge_check(cfg) -> tuple:
+    """(relevance results, controls rows) from the judge-check stage, or (None, None)."""
+    import pandas as pd
+
+    rel_p, ctl_p = cfg.run_dir / names.JUDGE_RELEVANCE, cfg.run_dir / names.JUDGE_CONTROLS
+    rel = json.loads(rel_p.read_text()) if rel_p.is_file() else None
+    ctl = pd.read_csv(ctl_p).to_dict("records") if ctl_p.is_file() else None
+    return rel, ctl
+
+
+def compute(cfg: Config) -> list[dict]:
+    """The findings' rows (lib.findings.COLUMNS) from the run's files; [] before grade and answer."""
+    from ..lib.findings import judge_verdicts, paper_vs_run, table1_findings, table2_findings
+    from ..lib.setup_table import comparability, setup_rows
+
+    run = cfg.run_dir
+    rows = []
+    if (run / names.PAIRED_TESTS).is_file():
+        rows += table1_findings(
+            _read_csv(run / names.PAIRED_TESTS), _read_csv(run / names.RELEVANT_SHARES), cfg.chunking.max_tokens
+        )
+    if (run / names.TABLE2_TESTS).is_file():
+        rows += table2_findings(_read_csv(run / names.TABLE2), _read_csv(run / names.TABLE2_TESTS))
+    rel, ctl = read_judge_check(cfg)
+    # what an absolute level needs to match (judge, chunk size) depends on the config alone
+    return paper_vs_run(rows, judge_verdicts(rel, ctl), comparability(setup_rows(cfg.run_setup())))
+
+
+def _outputs(cfg: Config) -> list[Path]:
+    """findings.json always; the table and the forest plot once there are tests to read."""
+    run = cfg.run_dir
+    out = [run / names.FINDINGS]
+    if (run / names.PAIRED_TESTS).is_file() or (run / names.TABLE2_TESTS).is_file():
+        out.append(run / names.PAPER_VS_RUN)
+    if (run / names.PAIRED_TESTS).is_file():
+        out.append(run / names.PLOT_FOREST)
+    return out
+
+
+def build(cfg: Config, out) -> dict:
+    from ..lib.io import write_json
+
+    run = cfg.run_dir
+    rows = compute(cfg)
+    write_json(out(run / names.FINDINGS), rows)
+    if rows:
+        import pandas as pd
+
+        from ..lib.findings import COLUMNS, forest_rows
+        from ..lib.io import write_dataframe
+        from ..lib.plots import forest_plot
+
+        write_dataframe(pd.DataFrame(rows, columns=COLUMNS), out(run / names.PAPER_VS_RUN))
+        if (run / names.PAIRED_TESTS).is_file():
+            forest_plot(forest_rows(_read_csv(run / names.PAIRED_TESTS)), out(run / names.PLOT_FOREST))
+    verdicts = [r.get("verdict") for r in rows]
+    return {"findings": len(rows), "verdicts": {v: verdicts.count(v) for v in dict.fromkeys(verdicts)}}
+
+
+STAGE = Stage(
+    name="findings",
+    home=lambda cfg: cfg.run_dir,
+    outputs=_outputs,
+    build=build,
+    sections=lambda cfg: ["chunking", "models.judge"],
+    reads=lambda cfg: [cfg.run_dir / f for f in READS],
+    doc="the paper's findings beside this run's (findings.json, paper_vs_run.csv), from the tests and judge checks",
+    after=("judge-check", "grade", "answer"),
+)
+
+
+def run(cfg: Config, force: bool = False) -> dict:
+    return execute(STAGE, cfg, force)
+
+
+def read(cfg: Config) -> list[dict]:
+    """The findings' rows as the stage wrote them (bringing the stage up to date first)."""
+    run(cfg)
+    return json.loads((cfg.run_dir / names.FINDINGS).read_text(encoding="utf-8"))
