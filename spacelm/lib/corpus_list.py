@@ -22,12 +22,13 @@ import io
 import os
 import urllib.request
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 from typing import NamedTuple
 
 from .io import InputError, sha256_file
 
-LISTS_DIR = Path(__file__).resolve().parents[1] / "data" / "corpora"
+LISTS_DIR = Path(str(resources.files("spacelm").joinpath("data", "corpora")))
 COLUMNS = ("file", "sha256", "bytes", "pages", "licence", "source", "attribution")
 
 
