@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from spacelm.config import BM25Config, DenseConfig, HybridConfig, RerankerConfig, RetrievalConfig  # noqa: E402
-from spacelm.lib.beir import load_beir  # noqa: E402
-from spacelm.lib.metrics import evaluate  # noqa: E402
-from spacelm.lib.retrieval import (  # noqa: E402
+from spacelm.lib.retrieval.beir import load_beir  # noqa: E402
+from spacelm.lib.retrieval.metrics import evaluate  # noqa: E402
+from spacelm.lib.retrieval.systems import (  # noqa: E402
     BM25Retriever,
     DenseRetriever,
     HybridRetriever,

@@ -26,14 +26,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from spacelm.config import load_config  # noqa: E402
-from spacelm.lib.chunking import chunk_documents  # noqa: E402
-from spacelm.lib.golden import load_golden  # noqa: E402
+from spacelm.lib.ingest.chunking import chunk_documents  # noqa: E402
+from spacelm.lib.synth.golden import load_golden  # noqa: E402
 from spacelm.pipeline import run_stages  # noqa: E402
 from spacelm.stages.data import golden_path, load_documents  # noqa: E402
 
 
 def time_encoder(spec: str, texts: list[str], passage_prefix: str = "") -> float:
-    from spacelm.lib.retrieval import make_encoder
+    from spacelm.lib.retrieval.systems import make_encoder
 
     enc = make_encoder(spec, 8, "", passage_prefix, None, None)
     enc.encode_passages(texts[:1])  # warm-up: model load and first allocation outside the timing
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
                 row[f"{role}_s_per_chunk"] = round(secs / len(texts), 3)
                 row[f"{role}_corpus_index_s"] = round(secs / len(texts) * len(chunks), 1)
             if judge is not None:
-                from spacelm.lib.relevance import grade_pairs
+                from spacelm.lib.judge.relevance import grade_pairs
 
                 pairs = [
                     {"qid": f"q{i}", "question": rng.choice(questions), "chunk_id": c.chunk_id, "purpose": ["cost"]}

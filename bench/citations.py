@@ -25,12 +25,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from spacelm.config import load_config  # noqa: E402
-from spacelm.lib.answers import generate  # noqa: E402
-from spacelm.lib.citations import citation_check  # noqa: E402
-from spacelm.lib.claims import split_claims  # noqa: E402
-from spacelm.lib.golden import load_golden, locate_samples  # noqa: E402
+from spacelm.lib.answer.answers import generate  # noqa: E402
+from spacelm.lib.answer.citations import citation_check  # noqa: E402
+from spacelm.lib.answer.claims import split_claims  # noqa: E402
 from spacelm.lib.llm import open_llm  # noqa: E402
 from spacelm.lib.stats import bootstrap_ci  # noqa: E402
+from spacelm.lib.synth.golden import load_golden, locate_samples  # noqa: E402
 from spacelm.stages.data import golden_path, load_chunks, load_questions  # noqa: E402
 
 

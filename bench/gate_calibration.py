@@ -25,10 +25,10 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from spacelm.config import load_config  # noqa: E402
-from spacelm.lib.answerability import refusal_metrics  # noqa: E402
-from spacelm.lib.gate import score_items  # noqa: E402
-from spacelm.lib.judge_check import auc  # noqa: E402
-from spacelm.lib.retrieval import Encoder, build_systems  # noqa: E402
+from spacelm.lib.answer.answerability import refusal_metrics  # noqa: E402
+from spacelm.lib.answer.gate import score_items  # noqa: E402
+from spacelm.lib.judge.validity import auc  # noqa: E402
+from spacelm.lib.retrieval.systems import Encoder, build_systems  # noqa: E402
 from spacelm.lib.stats import bootstrap_ci  # noqa: E402
 from spacelm.stages.data import load_chunks, load_questions  # noqa: E402
 

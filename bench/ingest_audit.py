@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from spacelm.config import IngestConfig  # noqa: E402
-from spacelm.lib.documents import DROP_REASONS, documents_table, ingest_corpus  # noqa: E402
+from spacelm.lib.ingest.documents import DROP_REASONS, documents_table, ingest_corpus  # noqa: E402
 
 
 def _cell(text: str, n: int = 160) -> str:

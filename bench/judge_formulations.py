@@ -39,10 +39,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from spacelm.config import LLMConfig  # noqa: E402
-from spacelm.lib.beir import load_beir  # noqa: E402
-from spacelm.lib.judge_check import is_graded, sample_check_pairs  # noqa: E402
+from spacelm.lib.judge.validity import is_graded, sample_check_pairs  # noqa: E402
+from spacelm.lib.llm.prompting import render  # noqa: E402
 from spacelm.lib.llm.types import Request  # noqa: E402
-from spacelm.lib.prompting import render  # noqa: E402
+from spacelm.lib.retrieval.beir import load_beir  # noqa: E402
 
 SOURCES = {
     "trec-dl-2020": ("../shared/judge/trec-dl-2020", "test", 30),
@@ -177,7 +177,7 @@ def logit(p: float, eps: float = 1e-4) -> float:
 
 
 def cosines(pairs: list, passages: dict) -> dict:
-    from spacelm.lib.retrieval import make_encoder
+    from spacelm.lib.retrieval.systems import make_encoder
 
     enc = make_encoder("embedded:minilm")
     qs = sorted({p["question"] for p in pairs})
@@ -272,7 +272,7 @@ def fit_combo(train: list[dict], feats: tuple):
 
 def cut_points(score: np.ndarray, rows: list[dict]) -> list[float]:
     """The library's cut points (the same rule a shipped calibration uses)."""
-    from spacelm.lib.relevance_calibrated import cut_points as fit_cuts
+    from spacelm.lib.judge.calibrated import cut_points as fit_cuts
 
     return fit_cuts(score, np.array([r["label"] for r in rows]), np.array([r["graded"] for r in rows]))
 
@@ -432,9 +432,9 @@ def measure_cost(args) -> int:
     on the same TREC DL pairs in one process (each method over all pairs in turn, twice, so
     prefix reuse is as in a run), through the library code a run uses; also checks that the
     library's features equal the study's."""
+    from spacelm.lib.judge.calibrated import load_calibration
+    from spacelm.lib.judge.relevance import RelevanceJudging, grade_pairs
     from spacelm.lib.llm import LLM
-    from spacelm.lib.relevance import RelevanceJudging, grade_pairs
-    from spacelm.lib.relevance_calibrated import load_calibration
 
     pairs, passages, _ = source_pairs("trec-dl-2020", args.seed)
     pairs = [p for p in pairs if p["kind"] != "random_negative"][: args.n]
@@ -484,8 +484,8 @@ def export(args, tables: dict, out: dict) -> str:
     """Fit the chosen combination on every training pair (TREC DL 2020's study queries and
     SciFact train) with the library's `fit_calibration` and write it as a shipped calibration,
     recording the queries it used (a run's judge check leaves them out)."""
-    from spacelm.lib.models import model_identity
-    from spacelm.lib.relevance_calibrated import calibration_path, fit_calibration
+    from spacelm.lib.judge.calibrated import calibration_path, fit_calibration
+    from spacelm.lib.llm.models import model_identity
 
     feats = COMBOS[args.combo]
     train = [r for r in tables["trec-dl-2020"] if r["kind"].startswith("grade_") and has(r, feats)]

@@ -29,11 +29,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from spacelm.config import LLMConfig  # noqa: E402
-from spacelm.lib.beir import load_beir  # noqa: E402
-from spacelm.lib.cache import CallCache  # noqa: E402
-from spacelm.lib.judge_check import agreement, is_graded, mean_of_orders, sample_check_pairs  # noqa: E402
+from spacelm.lib.judge.relevance import grade_pairs  # noqa: E402
+from spacelm.lib.judge.validity import agreement, is_graded, mean_of_orders, sample_check_pairs  # noqa: E402
 from spacelm.lib.llm import LLM  # noqa: E402
-from spacelm.lib.relevance import grade_pairs  # noqa: E402
+from spacelm.lib.llm.cache import CallCache  # noqa: E402
+from spacelm.lib.retrieval.beir import load_beir  # noqa: E402
 
 
 def parse_source(text: str) -> tuple[str, Path, str, int]:

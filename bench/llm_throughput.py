@@ -22,15 +22,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from spacelm.config import LLMConfig, load_config  # noqa: E402
-from spacelm.lib.judging import score_choices  # noqa: E402
+from spacelm.lib.judge.scores import score_choices  # noqa: E402
 from spacelm.lib.llm import LLM, Request  # noqa: E402
-from spacelm.lib.models import resolve_model_path  # noqa: E402
-from spacelm.lib.prompting import relevance_messages  # noqa: E402
+from spacelm.lib.llm.models import resolve_model_path  # noqa: E402
+from spacelm.lib.llm.prompting import relevance_messages  # noqa: E402
 
 
 def judge_prompts(cfg, n_q: int, n_p: int, seed: int = 0) -> list[tuple[int, list]]:
     """(question index, messages) for n_q golden questions × n_p random chunks, question-major."""
-    from spacelm.lib.golden import load_golden
+    from spacelm.lib.synth.golden import load_golden
     from spacelm.stages.data import load_chunks
 
     rng = random.Random(seed)

@@ -30,10 +30,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from spacelm.lib.beir import load_beir  # noqa: E402
-from spacelm.lib.gguf_embedding import GGUFEncoder, is_gguf_embedding  # noqa: E402
-from spacelm.lib.metrics import evaluate  # noqa: E402
-from spacelm.lib.retrieval import DenseRetriever, Encoder  # noqa: E402
+from spacelm.lib.retrieval.beir import load_beir  # noqa: E402
+from spacelm.lib.retrieval.gguf_embedding import GGUFEncoder, is_gguf_embedding  # noqa: E402
+from spacelm.lib.retrieval.metrics import evaluate  # noqa: E402
+from spacelm.lib.retrieval.systems import DenseRetriever, Encoder  # noqa: E402
 
 NOMIC = "embedded:nomic-embed-text-v1.5"
 MINILM = "embedded:minilm"

@@ -91,13 +91,13 @@ def cmd_status(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from .lib.plan import format_plan
+    from .lib.llm.dry_run import format_plan
     from .plan import plan_json, plan_run
 
     plan = plan_run(_cfg(args), use_outputs=args.use_outputs, tokenizer=args.tokenizer)
     print(plan_json(plan) if args.json else format_plan(plan))
     if args.throughput and not args.json:
-        from .lib.plan import format_time_estimate, time_estimate
+        from .lib.llm.dry_run import format_time_estimate, time_estimate
 
         prompt_tps, gen_tps = args.throughput
         print("\n" + format_time_estimate(time_estimate(plan, prompt_tps, gen_tps), prompt_tps, gen_tps))
@@ -163,7 +163,7 @@ def cmd_label(args) -> int:
     """Draw the labelling sample of a run's graded pairs, or (--check) validate the labels placed
     back in the run and say what the next `spacelm grade` will do with them."""
     from .lib.io import InputError, read_jsonl
-    from .lib.labelling import labels_file, read_labels
+    from .lib.judge.labelling import labels_file, read_labels
     from .stages.grade import label_sample, labels_dir
 
     cfg = load_config(args.config, sets=(args.set or []) + ([f"run_name={args.run}"] if args.run else []))
@@ -206,7 +206,7 @@ def cmd_label(args) -> int:
 
 
 def cmd_models(args) -> int:
-    from .lib import models
+    from .lib.llm import models
 
     if args.action == "list":
         for row in models.list_models():
@@ -223,7 +223,7 @@ def cmd_models(args) -> int:
         print(models.model_path(args.name))
         return 0
     if args.action == "export-hf":
-        from .lib.hf_export import export_hf
+        from .lib.llm.hf_export import export_hf
 
         if not args.name:
             print(
@@ -253,7 +253,7 @@ def cmd_models(args) -> int:
 
 
 def cmd_cache(args) -> int:
-    from .lib.cache import CallCache
+    from .lib.llm.cache import CallCache
 
     cfg = _cfg(args)
     path = cfg.cache_dir / "llm_calls.sqlite"
@@ -274,7 +274,7 @@ def cmd_corpus(args) -> int:
     """Check a corpus folder against its list (offline), or fetch the listed files."""
     from pathlib import Path
 
-    from .lib import corpus_list as cl
+    from .lib.ingest import corpus_list as cl
 
     if args.action == "attribution":
         print(cl.attribution_markdown(cl.load_corpus_list(args.target)), end="")
@@ -314,7 +314,7 @@ def cmd_corpus(args) -> int:
 
 def _guess_list(folder) -> str:
     """The shipped list whose files the folder holds most of (so `verify DIR` needs no --list)."""
-    from .lib import corpus_list as cl
+    from .lib.ingest import corpus_list as cl
 
     names = {p.name for p in folder.iterdir()}
     best = max(
@@ -460,8 +460,8 @@ def main(argv=None) -> int:
 
     from .lib.deps import MissingDependency
     from .lib.io import InputError, describe_os_error
+    from .lib.llm.models import ModelNotFound
     from .lib.llm.types import BackendError, BackendUnavailable
-    from .lib.models import ModelNotFound
     from .stages.base import StaleStage
     from .stages.lock import RunLocked
 

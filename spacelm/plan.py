@@ -6,7 +6,7 @@ requests allow, and the order in which the engines load, so that a GPU job can b
 
 Each model-using stage runs its own `compute` (the code `spacelm run` runs) with stand-in
 models: :class:`PlanTurns` in place of the stage's `ModelTurns`, answering through
-:class:`~spacelm.lib.plan.PlanLLM` and deciding every model-dependent choice the way that makes
+:class:`~spacelm.lib.llm.dry_run.PlanLLM` and deciding every model-dependent choice the way that makes
 the most calls (see :class:`PlanTurns`). What a stage reads comes from the files of earlier
 stages when those are current, or from the plan of those stages when a run would recompute them:
 
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from .config import Config, ConfigError, LLMConfig
-from .lib.plan import (
+from .lib.llm.dry_run import (
     CLAIM_TOKENS,
     PhaseCount,
     PlanLLM,
@@ -41,7 +41,7 @@ from .lib.plan import (
     typical_order,
     weakest,
 )
-from .lib.power import power_table
+from .lib.report.power import power_table
 from .pipeline import status
 from .stages.data import (
     chunks_path,
@@ -62,7 +62,7 @@ ROLES = ("question_writer", "generator", "judge")
 def _own_tokenizer(spec: str, backend: str) -> tuple[str, Path] | None:
     """("gguf" | "hf", path) of a model's own tokenizer when it is on this machine (an embedded
     GGUF, a local file or folder, or a hub model already in the local hub cache), else None."""
-    from .lib.models import EMBEDDED, ModelNotFound, model_path
+    from .lib.llm.models import EMBEDDED, ModelNotFound, model_path
 
     if spec.startswith("embedded:"):
         m = EMBEDDED.get(spec.split(":", 1)[1])
@@ -114,7 +114,7 @@ class Tokenizers:
         self.labels: dict[str, str] = {}
 
     def _load(self, kind: str, path: Path) -> TokenCounter:
-        from .lib.plan import gguf_counter, hf_counter, wordpiece_counter
+        from .lib.llm.dry_run import gguf_counter, hf_counter, wordpiece_counter
 
         key = (kind, str(path))
         if key not in self._counters:
@@ -125,7 +125,7 @@ class Tokenizers:
     def _fallback(self) -> tuple[str, Path, str]:
         """(kind, path, name) of the tokenizer that stands in for one not on this machine: an
         embedded GGUF's (byte-level BPE, as Llama 3 and Qwen use), else the chunking tokenizer."""
-        from .lib.models import EMBEDDED, ModelNotFound, model_path
+        from .lib.llm.models import EMBEDDED, ModelNotFound, model_path
 
         for m in EMBEDDED.values():
             if m.kind == "gguf":
@@ -210,10 +210,10 @@ class Inputs:
 def read_inputs(cfg: Config, current: dict, use_outputs: bool) -> Inputs:
     """Chunks, golden samples, questions and rankings as the stages would find them (see the
     module docstring); `current[stage]` says whether a run would reuse the stage's outputs."""
-    from .lib.chunking import chunk_documents
-    from .lib.documents import ingest_corpus
-    from .lib.golden import load_golden
+    from .lib.ingest.chunking import chunk_documents
+    from .lib.ingest.documents import ingest_corpus
     from .lib.io import read_jsonl
+    from .lib.synth.golden import load_golden
 
     have = lambda stage, path: (current[stage] or use_outputs) and Path(path).is_file()
     notes = []
@@ -288,7 +288,7 @@ class Replayed:
 class PlanTurns:
     """The stand-in for a stage's :class:`~spacelm.stages.base.ModelTurns`: `spacelm plan` runs
     the stage's own `compute` against it. Each `use` is answered by the role's
-    :class:`~spacelm.lib.plan.PlanLLM` and counted as phase `phase` of the stage (`basis(phase)`
+    :class:`~spacelm.lib.llm.dry_run.PlanLLM` and counted as phase `phase` of the stage (`basis(phase)`
     says what the count rests on); a use that makes a call loads its engine unless the same
     engine is still loaded (ModelTurns shares it), and a phase without a call is not listed.
 
@@ -409,8 +409,8 @@ class PlanTurns:
 
 def _call_replay(cfg: Config):
     """`replay(llm_cfg, request) -> Completion | None` from the run's call cache, or None."""
-    from .lib.cache import CallCache
     from .lib.llm import LLM, Completion
+    from .lib.llm.cache import CallCache
 
     path = Path(cfg.cache_dir) / "llm_calls.sqlite" if cfg.cache_dir else None
     if path is None or not path.is_file():
@@ -583,7 +583,7 @@ def _context_warnings(p: Planner) -> None:
 
 
 def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: str | None = None) -> dict:
-    """The plan of `spacelm run` under `cfg`, as a dict (see :func:`~spacelm.lib.plan.format_plan`).
+    """The plan of `spacelm run` under `cfg`, as a dict (see :func:`~spacelm.lib.llm.dry_run.format_plan`).
     Loads no model: only tokenizers. `use_outputs`: read earlier stages' outputs even when a run
     would recompute them (to price one stage with the data at hand)."""
     from .config.validate import check_stage_needs

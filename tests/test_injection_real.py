@@ -13,8 +13,8 @@ def test_injected_note_leaves_the_calibrated_grade_unchanged(tmp_path):
     from pathlib import Path
 
     from spacelm.config import load_config
+    from spacelm.lib.judge.relevance import grade_pairs
     from spacelm.lib.llm import open_llm
-    from spacelm.lib.relevance import grade_pairs
 
     root = Path(__file__).resolve().parents[1]
     spec = importlib.util.spec_from_file_location("prompt_injection", root / "bench" / "prompt_injection.py")

@@ -97,12 +97,15 @@ def test_lower_layers_never_import_higher_ones():
 
 def test_config_sits_above_lib():
     """The rule itself: config may import lib; lib may import neither config nor stages."""
-    assert _against_layers({"spacelm.config.schema": {"spacelm.lib.retrieval"}}) == []
-    graph = {"spacelm.lib.retrieval": {"spacelm.config", "spacelm.stages.base"}, "spacelm.config": {"spacelm.cli"}}
+    assert _against_layers({"spacelm.config.schema": {"spacelm.lib.retrieval.systems"}}) == []
+    graph = {
+        "spacelm.lib.retrieval.systems": {"spacelm.config", "spacelm.stages.base"},
+        "spacelm.config": {"spacelm.cli"},
+    }
     assert sorted(_against_layers(graph)) == [
         ("spacelm.config", "spacelm.cli"),
-        ("spacelm.lib.retrieval", "spacelm.config"),
-        ("spacelm.lib.retrieval", "spacelm.stages.base"),
+        ("spacelm.lib.retrieval.systems", "spacelm.config"),
+        ("spacelm.lib.retrieval.systems", "spacelm.stages.base"),
     ]
 
 

@@ -65,7 +65,7 @@ def _no_models(monkeypatch):
     """Every way a model could load fails the test (a GGUF's vocabulary alone may be read)."""
     import spacelm.lib.llm as llm_pkg
     import spacelm.lib.llm.frontend as frontend
-    import spacelm.lib.retrieval as retrieval
+    import spacelm.lib.retrieval.systems as retrieval
 
     def refuse(*a, **kw):
         raise AssertionError("the plan loaded a model")
@@ -184,9 +184,9 @@ def test_after_a_run_the_exact_counts_are_the_calls_the_stages_made(cfg, monkeyp
     stand-in encoder; the plan of the finished run then reads its files: each stage's exact
     count is the number of requests that reached the model, the upper bounds hold, and the
     claim estimate (from this run's claims) is close."""
-    import spacelm.lib.retrieval as retrieval
-    from spacelm.lib.cache import CallCache
+    import spacelm.lib.retrieval.systems as retrieval
     from spacelm.lib.io import read_jsonl
+    from spacelm.lib.llm.cache import CallCache
     from spacelm.pipeline import run_stages
     from spacelm.stages.base import models_opened_by
 
@@ -225,7 +225,7 @@ def test_cli_plan_prints_json_and_the_table_reads_it(cfg, monkeypatch, capsys, t
     import yaml
 
     from spacelm import cli
-    from spacelm.lib.plan import format_plan
+    from spacelm.lib.llm.dry_run import format_plan
 
     _no_models(monkeypatch)
     path = tmp_path / "plan.yaml"

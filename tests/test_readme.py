@@ -78,7 +78,7 @@ def test_the_readme_is_a_short_front_door():
     assert len(text.splitlines()) <= 150
     assert max(len(line) for line in text.splitlines()) <= 120
     # a newcomer finds from the README alone where Table 1 is computed: the module and the notebook
-    for where in ("spacelm/lib/relevance.py", "spacelm/stages/grade.py", "notebooks/04_relevance_grading.ipynb"):
+    for where in ("spacelm/lib/judge/relevance.py", "spacelm/stages/grade.py", "notebooks/04_relevance_grading.ipynb"):
         assert where in text, where
         assert (ROOT / where).is_file(), where
     assert "bash scripts/setup.sh && .venv/bin/spacelm run --config configs/quick.yaml" in text

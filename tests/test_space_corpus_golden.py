@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from spacelm.lib.golden import load_golden
 from spacelm.lib.names import TASKS
+from spacelm.lib.synth.golden import load_golden
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "data" / "space_corpus" / "golden_samples.jsonl"
@@ -45,7 +45,7 @@ def test_fact_checking_claims_do_not_copy_their_passage():
 def test_every_passage_is_verbatim_in_the_cleaned_corpus(tmp_path):
     """The suite's own ingest, then each passage located as a span of its document."""
     from spacelm.config import load_config
-    from spacelm.lib.span_gold import locate_passage
+    from spacelm.lib.retrieval.span_gold import locate_passage
     from spacelm.stages import ingest
     from spacelm.stages.data import load_documents
 

@@ -2,7 +2,7 @@
 object every stage receives. Defaults live here; loading is in `load.py`, value checks in
 `validate.py`. The config imports the library, never the reverse: a section the library reads
 whole is defined beside the code that reads it (:class:`LLMConfig` in `lib/llm/settings.py`, the
-retrievers' sections in `lib/retrieval.py`) and used here as a field type; every other section
+retrievers' sections in `lib/retrieval/systems.py`) and used here as a field type; every other section
 gains a method building the small parameter object a library function takes (`ingest.rules()`,
 `grading.judging()`, :meth:`Config.question_writing`, ...)."""
 
@@ -16,17 +16,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from ..lib.answers import AnswerDesign
-    from ..lib.power import PowerPlan
-    from ..lib.questions import QuestionWriting
-    from ..lib.relevance import RelevanceJudging, TableDesign
-    from ..lib.setup_table import RunSetup
+    from ..lib.answer.answers import AnswerDesign
+    from ..lib.judge.relevance import RelevanceJudging, TableDesign
+    from ..lib.report.power import PowerPlan
+    from ..lib.report.setup_table import RunSetup
+    from ..lib.synth.questions import QuestionWriting
 
-from ..lib.bibliography import BibliographyRules
-from ..lib.gate import CONFIRMATION_PATTERNS, STRONG_CLAIM_PATTERNS
+from ..lib.answer.gate import CONFIRMATION_PATTERNS, STRONG_CLAIM_PATTERNS
+from ..lib.ingest.bibliography import BibliographyRules
 from ..lib.llm.settings import LLMConfig
 from ..lib.names import TASKS
-from ..lib.retrieval import BM25Config, DenseConfig, HybridConfig, RerankerConfig, RetrievalSetup
+from ..lib.retrieval.systems import BM25Config, DenseConfig, HybridConfig, RerankerConfig, RetrievalSetup
 
 
 class ConfigError(ValueError):
@@ -74,7 +74,7 @@ class IngestConfig:
 
     def rules(self):
         """The ingest rules as the library takes them."""
-        from ..lib.documents import IngestRules
+        from ..lib.ingest.documents import IngestRules
 
         return IngestRules(
             self.reference_filter,
@@ -113,7 +113,7 @@ class RetrievalConfig:
     reranker: RerankerConfig = field(default_factory=RerankerConfig)
 
     def setup(self) -> RetrievalSetup:
-        """The systems to build and how, as :func:`~spacelm.lib.retrieval.build_systems` takes them."""
+        """The systems to build and how, as :func:`~spacelm.lib.retrieval.systems.build_systems` takes them."""
         return RetrievalSetup(
             tuple(self.systems),
             self.bm25,
@@ -187,7 +187,7 @@ class GradingConfig:
     debias: Literal["none", "both_orders"] = "none"
     # "prompt": the judge's own 0-3 digit from `prompt` (what a large judge on vLLM or a server
     # runs, as the paper did); "calibrated": several signals of the judge combined and cut into
-    # 0-3 by a calibration fitted on human labels (spacelm/lib/relevance_calibrated.py), for the
+    # 0-3 by a calibration fitted on human labels (spacelm/lib/judge/calibrated.py), for the
     # small embedded judge whose digit probabilities are nearly flat
     method: Literal["prompt", "calibrated"] = "prompt"
     # a calibration name (spacelm/data/judges/<name>.json) or a path to one; fitted for one judge model
@@ -196,7 +196,7 @@ class GradingConfig:
     def judging(self, base: Path | None = None) -> RelevanceJudging:
         """The library's description of how pairs are graded (a calibration path is resolved
         against `base`, the project folder)."""
-        from ..lib.relevance import RelevanceJudging
+        from ..lib.judge.relevance import RelevanceJudging
 
         cal = self.calibration
         if self.method == "calibrated" and cal.endswith(".json") and base is not None and not Path(cal).is_absolute():
@@ -213,7 +213,7 @@ class GateWeights:
 
 @dataclass
 class GateConfig:
-    """The evidence gate before generation (see spacelm/lib/gate.py): a confidence from the
+    """The evidence gate before generation (see spacelm/lib/answer/gate.py): a confidence from the
     question's similarity to the top passages, its keyword coverage and, for strong-claim
     queries, confirmation language in the same sentence as the claim."""
 
@@ -228,7 +228,7 @@ class GateConfig:
     sweep_steps: int = 41  # thresholds 0..1 drawn in the refusal-recall / false-refusal sweep
 
     def rules(self):
-        from ..lib.gate import GateRules
+        from ..lib.answer.gate import GateRules
 
         return GateRules(
             dataclasses.asdict(self.weights),
@@ -291,7 +291,7 @@ class CheckSource:
 class ChunkStudyConfig:
     """Retrieval, and optionally Table 1, at several chunk sizes over the same documents and the
     same questions, scored against chunk-independent gold (each question's evidence as a span of
-    its document; see lib/span_gold.py). Empty `sizes`: no study."""
+    its document; see lib/retrieval/span_gold.py). Empty `sizes`: no study."""
 
     sizes: list[int] = field(default_factory=list)
     # tokens are counted with this tokenizer (null: chunking.tokenizer); it should be the one of
@@ -400,8 +400,8 @@ class Config:
     # ------------------------------------------------------------------ the library's parameters
     # (imported when asked for: loading a config does not load numpy)
     def question_writing(self) -> QuestionWriting:
-        """How synth writes and filters questions, as `lib/questions.py` takes it."""
-        from ..lib.questions import QuestionWriting
+        """How synth writes and filters questions, as `lib/synth/questions.py` takes it."""
+        from ..lib.synth.questions import QuestionWriting
 
         sc, uc = self.synth, self.synth.unanswerable
         return QuestionWriting(
@@ -421,14 +421,14 @@ class Config:
         )
 
     def table_design(self) -> TableDesign:
-        """Table 1's retrievers and top-k cut-offs, as `lib/relevance.py` takes them."""
-        from ..lib.relevance import TableDesign
+        """Table 1's retrievers and top-k cut-offs, as `lib/judge/relevance.py` takes them."""
+        from ..lib.judge.relevance import TableDesign
 
         return TableDesign(tuple(self.grading.retrievers), tuple(self.grading.top_k), self.seed)
 
     def answer_design(self) -> AnswerDesign:
-        """The answer stage's settings and generation, as `lib/answers.py` takes them."""
-        from ..lib.answers import AnswerDesign
+        """The answer stage's settings and generation, as `lib/answer/answers.py` takes them."""
+        from ..lib.answer.answers import AnswerDesign
 
         a = self.answer
         return AnswerDesign(
@@ -443,8 +443,8 @@ class Config:
         )
 
     def run_setup(self) -> RunSetup:
-        """What the setup table compares with the paper's (`lib/setup_table.py`)."""
-        from ..lib.setup_table import RunSetup
+        """What the setup table compares with the paper's (`lib/report/setup_table.py`)."""
+        from ..lib.report.setup_table import RunSetup
 
         r, m = self.retrieval, self.models
         return RunSetup(
@@ -466,10 +466,10 @@ class Config:
         )
 
     def power_plan(self) -> PowerPlan:
-        """What the power table needs (`lib/power.py`): the questions Table 1 will have are
+        """What the power table needs (`lib/report/power.py`): the questions Table 1 will have are
         grading.max_questions, else one per source chunk (synth.max_chunks); Table 2's are
         answer.max_questions, else Table 1's."""
-        from ..lib.power import PowerPlan
+        from ..lib.report.power import PowerPlan
 
         planned1 = self.grading.max_questions or self.synth.max_chunks or None
         return PowerPlan(

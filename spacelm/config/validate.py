@@ -157,7 +157,7 @@ def validate(cfg: Config, source: str) -> None:
                 re.compile(pat)
             except re.error as e:
                 need(False, f"answer.gate.{part}[{i}]", f"is not a valid regular expression ({e}): {pat!r}")
-    from ..lib.prompting import has_template
+    from ..lib.llm.prompting import has_template
 
     for name in (cfg.grading.prompt, cfg.grading.prompt + "_swapped"):
         need(
@@ -283,7 +283,7 @@ ENCODER_WINDOW = {"embedded:minilm": 256, "embedded:mpnet": 384, "embedded:nomic
 def _validate_corpus_and_chunk_study(cfg: Config, need, at_least) -> None:
     """A named corpus list must exist; the chunk study's sizes must be readable by its dense model."""
     if cfg.corpus.file_list:
-        from ..lib.corpus_list import available_lists, list_path
+        from ..lib.ingest.corpus_list import available_lists, list_path
 
         need(
             list_path(str(cfg.corpus.file_list)).is_file(),
@@ -401,7 +401,7 @@ def _check_model_spec(spec: str | None, key: str, cfg: Config, need) -> None:
     if not spec:
         return
     if spec.startswith("embedded:"):
-        from ..lib.models import EMBEDDED
+        from ..lib.llm.models import EMBEDDED
 
         name = spec.split(":", 1)[1]
         need(
@@ -461,7 +461,7 @@ def hub_cached(repo: str) -> bool:
 
 def _check_calibration(cfg, need) -> None:
     """A calibrated judge needs its calibration file, the model it was fitted for, and one order."""
-    from ..lib.relevance_calibrated import load_calibration
+    from ..lib.judge.calibrated import load_calibration
 
     g = cfg.grading
     try:

@@ -19,8 +19,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .chunking import Chunk
-from .documents import Document
+from .ingest.chunking import Chunk
+from .ingest.documents import Document
 
 __all__ = [
     "ABSENT",

@@ -13,9 +13,9 @@ from typing import NamedTuple
 import numpy as np
 
 from ..config import Config
-from ..lib.answerability import COLUMNS as ANSWERABILITY_COLUMNS
-from ..lib.answerability import agreement, answerability_row, threshold_sweep
-from ..lib.answers import (
+from ..lib.answer.answerability import COLUMNS as ANSWERABILITY_COLUMNS
+from ..lib.answer.answerability import agreement, answerability_row, threshold_sweep
+from ..lib.answer.answers import (
     JUDGE_STYLE,
     build_items,
     cannot_answer,
@@ -34,12 +34,12 @@ from ..lib.answers import (
     unanswerable_items,
     verify,
 )
-from ..lib.citations import citation_check
-from ..lib.claims import claim_table, judge_claims
-from ..lib.gate import REFUSAL_TEXT, gated_answer
+from ..lib.answer.citations import citation_check
+from ..lib.answer.claims import claim_table, judge_claims
+from ..lib.answer.gate import REFUSAL_TEXT, gated_answer
 from ..lib.io import write_dataframe, write_json, write_jsonl, write_text
+from ..lib.judge.relevance import select_questions
 from ..lib.names import scale
-from ..lib.relevance import select_questions
 from ..lib.sample import per_task_means, sample_size
 from .base import ModelTurns, Stage, execute
 from .data import chunks_path, load_chunks, load_questions, load_rankings, questions_path, rankings_path
@@ -212,7 +212,7 @@ def write_tables(
     and by `spacelm report --recompute`."""
     import pandas as pd
 
-    from ..lib.plots import noise_curve, per_task_panels, refusal_sweep, score_distributions
+    from ..lib.report.plots import noise_curve, per_task_panels, refusal_sweep, score_distributions
 
     names = [s["name"] for s in settings(cfg.answer_design())]
     long = table2(items, names, cfg.answer.n_bootstrap, cfg.seed)
@@ -396,7 +396,7 @@ def references_needed(cfg: Config, items: list[dict], chunks_by_id: dict) -> lis
 def write_references(cfg: Config, turns: ModelTurns, items: list[dict], chunks_by_id: dict) -> int:
     """Reference answers for `references_needed`, written by the question writer from the source
     passage as synth would; returns how many were written."""
-    from ..lib.questions import add_reference_answers
+    from ..lib.synth.questions import add_reference_answers
 
     recs = references_needed(cfg, items, chunks_by_id)
     if not recs:
@@ -505,24 +505,6 @@ STAGE = Stage(
     reads=lambda cfg: [rankings_path(cfg), chunks_path(cfg), questions_path(cfg)],
     prompts=_prompts,
     models=_models,
-    code=(
-        "spacelm.lib.llm.frontend",
-        "spacelm.lib.answers",
-        "spacelm.lib.facts",
-        "spacelm.lib.judging",
-        "spacelm.lib.stats",
-        "spacelm.lib.tables",
-        "spacelm.lib.citations",
-        "spacelm.lib.claims",
-        "spacelm.lib.gate",
-        "spacelm.lib.answerability",
-        "spacelm.lib.retrieval",
-        "spacelm.lib.questions",
-        "spacelm.lib.sample",
-        "spacelm.stages.answer",
-        "spacelm.stages.data",
-        "spacelm.stages.base",
-    ),
 )
 
 

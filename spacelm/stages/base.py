@@ -167,7 +167,7 @@ def model_hash(cfg: Config, spec: str, role: str) -> str:
     assembled (so a damaged file shows as a changed model), else its recorded sha256; a local
     file's sha256 (both remembered by inode, size, mtime and ctime); or the name (plus server
     URL) otherwise."""
-    from ..lib.models import EMBEDDED, ModelNotFound, file_sha256, model_path
+    from ..lib.llm.models import EMBEDDED, ModelNotFound, file_sha256, model_path
 
     if spec.startswith("embedded:"):
         name = spec.split(":", 1)[1]
@@ -200,7 +200,7 @@ def _display(cfg: Config, p: Path) -> str:
 
 def stage_inputs(stage: Stage, cfg: Config) -> dict[str, str]:
     """Every declared input of `stage` under this config, as {name: short hash}."""
-    from ..lib.prompting import template_hash
+    from ..lib.llm.prompting import template_hash
 
     out: dict[str, str] = {}
     for s in stage.sections(cfg):
@@ -408,15 +408,15 @@ class ModelTurns:
     def retrieval_filter(self, chunks: list, records: list[dict]) -> dict:
         """The synth retrieval filter (BM25 and the dense encoder) on the answerable `records`;
         returns the two retrievers, for the unanswerable check."""
-        from ..lib.questions import retrieval_filter
+        from ..lib.synth.questions import retrieval_filter
 
         cfg = self.cfg
         return retrieval_filter(cfg.question_writing(), cfg.retrieval.setup(), chunks, records, cfg.cache_dir)
 
     def gate(self, items: list[dict], text_of: dict) -> None:
         """Set each item's answerability gate from the dense encoder's similarities."""
-        from ..lib.gate import score_items
-        from ..lib.retrieval import Encoder
+        from ..lib.answer.gate import score_items
+        from ..lib.retrieval.systems import Encoder
 
         dc = self.cfg.retrieval.dense
         encoder = Encoder(

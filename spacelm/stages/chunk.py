@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..config import Config
-from ..lib.chunking import chunk_documents
+from ..lib.ingest.chunking import chunk_documents
 from ..lib.io import write_dataframe, write_jsonl
 from .base import Stage, execute
 from .data import chunks_path, documents_path, load_documents
@@ -43,7 +43,6 @@ STAGE = Stage(
     sections=lambda cfg: ["chunking"],
     reads=lambda cfg: [documents_path(cfg)],
     models=lambda cfg: {"tokenizer": cfg.chunking.tokenizer},
-    code=("spacelm.lib.chunking", "spacelm.stages.chunk"),
 )
 
 

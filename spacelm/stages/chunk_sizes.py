@@ -1,6 +1,6 @@
 """Stage 3b, chunk-sizes (when `chunk_study.sizes` is set): the same documents chunked at each
 size, every retrieval system run on the same questions, scored against chunk-independent gold
-(each question's evidence span; `lib/span_gold.py`), and optionally Table 1 at each size.
+(each question's evidence span; `lib/retrieval/span_gold.py`), and optionally Table 1 at each size.
 
 Writes `results/<run>/chunk_sizes/<size>/retrieval/summary.csv` and `per_query.jsonl` per size
 and question set, `chunk_sizes/<size>/table1_relevance.csv` when grading, and the comparison
@@ -76,8 +76,8 @@ def on_chunks(questions: list[dict], chunks: list) -> list[dict]:
 def build(cfg: Config, out) -> dict:
     import pandas as pd
 
-    from ..lib.chunking import chunk_documents
-    from ..lib.retrieval import build_systems, pool_size
+    from ..lib.ingest.chunking import chunk_documents
+    from ..lib.retrieval.systems import build_systems, pool_size
     from .retrieve import evaluate_retrieval
 
     cs = cfg.chunk_study
@@ -173,9 +173,9 @@ def build(cfg: Config, out) -> dict:
 def grade_sizes(cfg: Config, per_size: dict, sets: dict, out) -> dict:
     """Table 1 at every size on the same `grade_questions` questions of the run's set; returns
     per size the pairs graded and the judge's seconds per pair."""
+    from ..lib.judge.relevance import grade_lists, grade_pairs, plan_pairs, select_questions, table1
     from ..lib.llm import open_llm
     from ..lib.names import reranked
-    from ..lib.relevance import grade_lists, grade_pairs, plan_pairs, select_questions, table1
 
     cs = cfg.chunk_study
     gcfg = copy.deepcopy(cfg)
@@ -248,16 +248,6 @@ STAGE = Stage(
     reads=lambda cfg: [documents_path(cfg), questions_path(cfg), golden_path(cfg)],
     prompts=lambda cfg: [cfg.grading.prompt] if cfg.chunk_study.grade_questions else [],
     models=_models,
-    code=(
-        "spacelm.lib.chunking",
-        "spacelm.lib.retrieval",
-        "spacelm.lib.span_gold",
-        "spacelm.lib.metrics",
-        "spacelm.lib.relevance",
-        "spacelm.stages.retrieve",
-        "spacelm.stages.chunk_sizes",
-        "spacelm.stages.data",
-    ),
 )
 
 

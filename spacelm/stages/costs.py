@@ -5,7 +5,7 @@ times larger should learn before the work starts which stages grow with the corp
 much. Counts come from the config and the files earlier stages wrote (no model is loaded): the
 passages each encoder must read (the embedding cache makes a second run free), the passages the
 reranker rescores, and the model calls the caps allow. Seconds come from the encoders' own
-first batch at run time (`lib/retrieval.py` logs the projection); `spacelm plan` counts the
+first batch at run time (`lib/retrieval/systems.py` logs the projection); `spacelm plan` counts the
 model calls and tokens exactly.
 """
 
@@ -51,7 +51,7 @@ def corpus_chunks(cfg: Config) -> int:
 def preview(stage_name: str, cfg: Config, n: int) -> list[str]:
     """One line per thing that will cost time in `stage_name`, from counts known before it runs
     (`n`: the corpus's chunks, 0 before chunking)."""
-    from ..lib.retrieval import pool_size
+    from ..lib.retrieval.systems import pool_size
 
     rc = cfg.retrieval
     if stage_name == "ingest":

@@ -7,8 +7,8 @@ import warnings
 from pathlib import Path
 
 from ..config import Config
-from ..lib.chunking import Chunk
-from ..lib.documents import Document
+from ..lib.ingest.chunking import Chunk
+from ..lib.ingest.documents import Document
 from ..lib.io import read_jsonl
 
 
@@ -35,7 +35,7 @@ def golden_path(cfg: Config) -> Path:
 def write_attribution(cfg: Config, path: Path) -> Path:
     """Write the attribution list of `corpus.file_list` to `path` (for outputs quoting the
     corpus); without a list, a note that the documents' sources were not recorded."""
-    from ..lib.corpus_list import attribution_markdown, load_corpus_list
+    from ..lib.ingest.corpus_list import attribution_markdown, load_corpus_list
     from ..lib.io import atomic_open
 
     with atomic_open(path) as f:
@@ -67,7 +67,7 @@ def load_questions(cfg: Config, chunks=None, answerable: bool | None = True, doc
     Each row: qid, task, question, answerable, unanswerable_kind, source_chunk_id (for an
     unanswerable question, the chunk it was written from, or None), doc_id, page_start,
     page_end, span_start, span_end (the evidence as characters of the document: chunk-independent
-    gold, see `lib/span_gold.py`), origin, answer, verdict. Questions written from another
+    gold, see `lib/retrieval/span_gold.py`), origin, answer, verdict. Questions written from another
     chunking of the same documents map onto these chunks by their span. Pass `chunks` (and
     `docs`) when the caller has them loaded already."""
     chunks = {c.chunk_id: c for c in (chunks if chunks is not None else load_chunks(cfg))}
@@ -107,8 +107,8 @@ def load_questions(cfg: Config, chunks=None, answerable: bool | None = True, doc
 def golden_questions(cfg: Config, chunks: list, docs=None) -> list[dict]:
     """The golden samples as evaluation rows: answerable ones with their passage located verbatim
     in its document (span) and in a chunk; unanswerable ones as written."""
-    from ..lib.golden import load_golden, locate_samples
-    from ..lib.span_gold import locate_passage
+    from ..lib.retrieval.span_gold import locate_passage
+    from ..lib.synth.golden import load_golden, locate_samples
 
     samples = load_golden(golden_path(cfg))
     found, _ = locate_samples(samples, chunks, golden_path(cfg))
@@ -147,7 +147,7 @@ def golden_questions(cfg: Config, chunks: list, docs=None) -> list[dict]:
 def _place(rows: list[dict], chunks: dict) -> None:
     """Fill doc, pages and span from the source chunk, or map a span from another chunking onto
     the chunk sharing most of it."""
-    from ..lib.span_gold import ChunkSpan, Span, best_chunk
+    from ..lib.retrieval.span_gold import ChunkSpan, Span, best_chunk
 
     spans_of = None
     for r in rows:
@@ -170,7 +170,7 @@ def _place(rows: list[dict], chunks: dict) -> None:
 
 def question_spans(questions: list[dict]) -> dict:
     """{qid: Span} of the questions with located evidence."""
-    from ..lib.span_gold import Span
+    from ..lib.retrieval.span_gold import Span
 
     return {
         q["qid"]: Span(q["doc_id"], q["span_start"], q["span_end"])

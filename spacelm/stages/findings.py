@@ -1,5 +1,5 @@
 """Stage findings: the paper's findings beside this run's, computed once from the tests of the
-grade and answer stages and the verdicts of the judge checks (see spacelm/lib/findings.py).
+grade and answer stages and the verdicts of the judge checks (see spacelm/lib/report/findings.py).
 
 It writes `findings.json` (the rows, read by the report, the notebooks and the README script),
 the same table as `paper_vs_run.csv`, and the forest plot of Table 1's cells. It runs after the
@@ -43,8 +43,8 @@ def read_judge_check(cfg) -> tuple:
 
 def compute(cfg: Config) -> list[dict]:
     """The findings' rows (lib.findings.COLUMNS) from the run's files; [] before grade and answer."""
-    from ..lib.findings import judge_verdicts, paper_vs_run, table1_findings, table2_findings
-    from ..lib.setup_table import comparability, setup_rows
+    from ..lib.report.findings import judge_verdicts, paper_vs_run, table1_findings, table2_findings
+    from ..lib.report.setup_table import comparability, setup_rows
 
     run = cfg.run_dir
     rows = []
@@ -79,9 +79,9 @@ def build(cfg: Config, out) -> dict:
     if rows:
         import pandas as pd
 
-        from ..lib.findings import COLUMNS, forest_rows
         from ..lib.io import write_dataframe
-        from ..lib.plots import forest_plot
+        from ..lib.report.findings import COLUMNS, forest_rows
+        from ..lib.report.plots import forest_plot
 
         write_dataframe(pd.DataFrame(rows, columns=COLUMNS), out(run / names.PAPER_VS_RUN))
         if (run / names.PAIRED_TESTS).is_file():

@@ -11,9 +11,7 @@ from typing import NamedTuple
 
 from ..config import Config
 from ..lib.io import write_dataframe, write_json, write_jsonl, write_text
-from ..lib.judge_check import mean_of_orders
-from ..lib.names import scale
-from ..lib.relevance import (
+from ..lib.judge.relevance import (
     grade_lists,
     grade_pairs,
     graded_metrics,
@@ -26,6 +24,8 @@ from ..lib.relevance import (
     table1_wide,
     table_systems,
 )
+from ..lib.judge.validity import mean_of_orders
+from ..lib.names import scale
 from ..lib.sample import sample_size
 from .base import ModelTurns, Stage, execute
 from .data import chunks_path, load_chunks, load_questions, load_rankings, questions_path, rankings_path
@@ -96,7 +96,7 @@ def _labelled(cfg: Config, questions: list[dict], rankings: dict) -> tuple:
     """The human labels placed back in the run ({(qid, chunk_id): grade}, {(qid, chunk_id): weight}),
     validated against the pairs of the labelling sample; ({}, {}) when there are none."""
     from ..lib.io import read_jsonl
-    from ..lib.labelling import SEP, labels_file, read_labels
+    from ..lib.judge.labelling import SEP, labels_file, read_labels
 
     f = labels_file(labels_dir(cfg))
     if f is None:
@@ -115,7 +115,7 @@ def _labelled(cfg: Config, questions: list[dict], rankings: dict) -> tuple:
 def prediction_powered(cfg: Config, questions: list[dict], rankings: dict, grades: dict) -> tuple:
     """(Table 1 PPI rows, reranked - retrieved PPI rows, labels) from the labels in
     `results/<run>/labels/`; empty estimates and n_human 0 when there are none."""
-    from ..lib.labelling import ppi_differences, ppi_table1
+    from ..lib.judge.labelling import ppi_differences, ppi_table1
 
     human, weights = _labelled(cfg, questions, rankings)
     cells = cell_pairs(cfg, questions, rankings)
@@ -124,9 +124,9 @@ def prediction_powered(cfg: Config, questions: list[dict], rankings: dict, grade
 
 def label_sample(cfg: Config, n: int) -> list:
     """Draw the labelling sample from the run's graded Table 1 pairs (stratified by system and
-    judge grade, seeded) and write it to `results/<run>/labels/` (see lib/labelling.py)."""
+    judge grade, seeded) and write it to `results/<run>/labels/` (see lib/judge/labelling.py)."""
     from ..lib.io import InputError, read_jsonl
-    from ..lib.labelling import pair_id, stratified_sample, write_labelling_files
+    from ..lib.judge.labelling import pair_id, stratified_sample, write_labelling_files
 
     grades_file = cfg.run_dir / "grades.jsonl"
     if not grades_file.is_file():
@@ -252,7 +252,7 @@ def write_tables(
     judge validity. Called by the stage and by `spacelm report --recompute`."""
     import pandas as pd
 
-    from ..lib.plots import grade_distribution, per_task_panels
+    from ..lib.report.plots import grade_distribution, per_task_panels
 
     files = outputs(cfg)
     cluster_of = {q["qid"]: q.get("source_chunk_id") or q["qid"] for q in questions}
@@ -302,7 +302,7 @@ def recompute(cfg: Config) -> dict:
     from questions.jsonl when it is there, else each graded question with the source chunk its
     validity pair names (no task breakdown then)."""
     from ..lib.io import read_jsonl
-    from ..lib.relevance import clusters_from_grades
+    from ..lib.judge.relevance import clusters_from_grades
 
     d = cfg.run_dir
     rows = read_jsonl(d / "grades.jsonl")
@@ -367,7 +367,7 @@ def _prompts(cfg: Config) -> list[str]:
 def grade_label(cfg: Config) -> str:
     """The `prompt` field of the grade rows Table 1 reads: the template, or `calibrated:<name>`."""
     if cfg.grading.method == "calibrated":
-        from ..lib.relevance_calibrated import load_calibration
+        from ..lib.judge.calibrated import load_calibration
 
         return f"calibrated:{load_calibration(cfg.grading.judging(cfg.root).calibration).name}"
     return cfg.grading.prompt
@@ -377,7 +377,7 @@ def calibration_files(cfg: Config) -> list:
     """The calibration a calibrated judge reads (its fit is part of what the stage computes)."""
     if cfg.grading.method != "calibrated":
         return []
-    from ..lib.relevance_calibrated import calibration_path
+    from ..lib.judge.calibrated import calibration_path
 
     return [calibration_path(cfg.grading.judging(cfg.root).calibration)]
 
@@ -385,7 +385,7 @@ def calibration_files(cfg: Config) -> list:
 def relevance_prompts(cfg: Config, both_orders: bool) -> list[str]:
     """The prompt templates the relevance judge reads (fingerprinted with the stages that grade)."""
     if cfg.grading.method == "calibrated":
-        from ..lib.relevance_calibrated import load_calibration
+        from ..lib.judge.calibrated import load_calibration
 
         return load_calibration(cfg.grading.judging(cfg.root).calibration).templates()
     return [cfg.grading.prompt] + ([cfg.grading.prompt + "_swapped"] if both_orders else [])
@@ -412,19 +412,6 @@ STAGE = Stage(
     ],
     prompts=_prompts,
     models=lambda cfg: {"judge": cfg.models.judge.model},
-    code=(
-        "spacelm.lib.llm.frontend",
-        "spacelm.lib.relevance",
-        "spacelm.lib.judging",
-        "spacelm.lib.judge_check",
-        "spacelm.lib.stats",
-        "spacelm.lib.tables",
-        "spacelm.lib.sample",
-        "spacelm.lib.ppi",
-        "spacelm.lib.labelling",
-        "spacelm.stages.grade",
-        "spacelm.stages.data",
-    ),
 )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from ..config import Config
-from ..lib.documents import DROP_REASONS, documents_table, ingest_corpus, list_sources
+from ..lib.ingest.documents import DROP_REASONS, documents_table, ingest_corpus, list_sources
 from ..lib.io import InputError, write_dataframe, write_json, write_jsonl
 from .base import Stage, execute
 
@@ -35,7 +35,7 @@ def check_corpus_list(cfg: Config) -> dict | None:
     offline by sha256); its identity goes to the manifest. None when no list is named."""
     if not cfg.corpus.file_list:
         return None
-    from ..lib.corpus_list import identity, load_corpus_list, unlisted_files, verify_folder
+    from ..lib.ingest.corpus_list import identity, load_corpus_list, unlisted_files, verify_folder
 
     lst = load_corpus_list(cfg.corpus.file_list)
     raw = cfg.path(cfg.corpus.raw_dir)
@@ -56,7 +56,7 @@ def check_corpus_list(cfg: Config) -> dict | None:
 def build(cfg: Config, out) -> dict:
     corpus_list = check_corpus_list(cfg)
     if cfg.ingest.ocr:
-        from ..lib.documents import ocr_available
+        from ..lib.ingest.documents import ocr_available
 
         why_not = ocr_available()
         if why_not:
@@ -95,7 +95,7 @@ def build(cfg: Config, out) -> dict:
 
 
 def _reads(cfg: Config):
-    from ..lib.corpus_list import list_path
+    from ..lib.ingest.corpus_list import list_path
 
     return sources(cfg) + ([list_path(str(cfg.corpus.file_list))] if cfg.corpus.file_list else [])
 
@@ -108,13 +108,6 @@ STAGE = Stage(
     build=build,
     sections=lambda cfg: ["corpus.raw_dir", "corpus.file_list", "corpus.extensions", "corpus.exclude", "ingest"],
     reads=_reads,
-    code=(
-        "spacelm.lib.documents",
-        "spacelm.lib.blocks",
-        "spacelm.lib.bibliography",
-        "spacelm.lib.corpus_list",
-        "spacelm.stages.ingest",
-    ),
 )
 
 

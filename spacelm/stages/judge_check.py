@@ -56,7 +56,7 @@ def outputs(cfg: Config) -> JudgeCheckFiles:
 
 
 def _source_files(cfg: Config) -> list[Path]:
-    from ..lib.beir import qrels_file
+    from ..lib.retrieval.beir import qrels_file
 
     files = []
     for src in cfg.judge_check.sources:
@@ -118,7 +118,7 @@ class JudgeCheck:
 
 def _grade_check(cfg: Config, models: ModelTurns, name: str, pairs: list[dict], passages: dict) -> tuple:
     """Grade `pairs` as Table 1 does, and again passage first when asked: (rows, sub, swapped)."""
-    from ..lib.relevance import grade_pairs
+    from ..lib.judge.relevance import grade_pairs
 
     jc = cfg.judge_check
     judging = cfg.grading.judging(cfg.root)
@@ -141,8 +141,8 @@ def _grade_check(cfg: Config, models: ModelTurns, name: str, pairs: list[dict], 
 def _measure(cfg: Config, c: Checked, plots: Path) -> tuple:
     """Measure the judge's agreement on one graded source, put the reference judges' agreement on
     the same pairs beside it, give the verdict, draw its confusion plot: (metrics, rows)."""
-    from ..lib.judge_check import agreement, mean_of_orders, position_bias, reference_agreement, verdict
-    from ..lib.plots import judge_confusion
+    from ..lib.judge.validity import agreement, mean_of_orders, position_bias, reference_agreement, verdict
+    from ..lib.report.plots import judge_confusion
 
     jc = cfg.judge_check
     name, pairs, sub, rows, swapped, graded, references = (
@@ -194,9 +194,7 @@ def _measure(cfg: Config, c: Checked, plots: Path) -> tuple:
 def compute(cfg: Config, chunks: list, questions: list[dict], models: ModelTurns) -> JudgeCheck:
     """Have the judge (`models`) grade every configured labelled source, the golden passages and
     the known-answer controls (`questions`: the run's questions, for the controls)."""
-    from ..lib.beir import load_beir
-    from ..lib.golden import load_golden, locate_samples
-    from ..lib.judge_check import (
+    from ..lib.judge.validity import (
         build_controls,
         golden_check_pairs,
         is_graded,
@@ -204,6 +202,8 @@ def compute(cfg: Config, chunks: list, questions: list[dict], models: ModelTurns
         sample_check_pairs,
         score_controls,
     )
+    from ..lib.retrieval.beir import load_beir
+    from ..lib.synth.golden import load_golden, locate_samples
 
     jc = cfg.judge_check
     result = JudgeCheck()
@@ -260,7 +260,7 @@ def compute(cfg: Config, chunks: list, questions: list[dict], models: ModelTurns
 def write(cfg: Config, result: JudgeCheck, identity: dict, out) -> tuple:
     """relevance.json, pairs.jsonl, the controls and the confusion plots: (metrics per source,
     graded rows, controls table)."""
-    from ..lib.judge_check import controls_table
+    from ..lib.judge.validity import controls_table
 
     files = outputs(cfg)
     plots = out(files.plots)
@@ -335,7 +335,7 @@ def fitted_queries(cfg: Config, source: str) -> set:
     """Queries of a labelled source that a calibrated judge was fitted on (left out of its check)."""
     if cfg.grading.method != "calibrated":
         return set()
-    from ..lib.relevance_calibrated import load_calibration
+    from ..lib.judge.calibrated import load_calibration
 
     return set(load_calibration(cfg.grading.judging(cfg.root).calibration).fitted_on.get(source, []))
 
@@ -385,18 +385,6 @@ STAGE = Stage(
     ],
     prompts=_prompts,
     models=lambda cfg: {"judge": cfg.models.judge.model},
-    code=(
-        "spacelm.lib.llm.frontend",
-        "spacelm.lib.judge_check",
-        "spacelm.lib.relevance",
-        "spacelm.lib.answers",
-        "spacelm.lib.claims",
-        "spacelm.lib.citations",
-        "spacelm.lib.judging",
-        "spacelm.lib.beir",
-        "spacelm.stages.judge_check",
-        "spacelm.stages.data",
-    ),
 )
 
 

@@ -100,7 +100,7 @@ def public_view(data: dict, cfg: Config) -> dict:
     the project relative to its root, the home folder as `~`)."""
     from pathlib import Path
 
-    from ..lib.models import path_roots
+    from ..lib.llm.models import path_roots
     from ..lib.redact import scrub
 
     return scrub(data, path_roots() + ([("", Path(cfg.root))] if cfg.root else []))

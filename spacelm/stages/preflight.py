@@ -24,8 +24,8 @@ def _fewshot_fits(cfg: Config) -> None:
     the few-shot examples of each task, with the reply, must fit the question writer's
     context before any passage is added (counted at a low estimate of tokens per character,
     so a failure here is certain; the exact count is `spacelm plan`'s)."""
-    from ..lib.golden import load_golden
-    from ..lib.questions import CHARS_PER_TOKEN_LOW, fewshot_prefix_chars
+    from ..lib.synth.golden import load_golden
+    from ..lib.synth.questions import CHARS_PER_TOKEN_LOW, fewshot_prefix_chars
 
     golden = load_golden(golden_path(cfg), min_per_task=cfg.synth.n_fewshot, tasks=tuple(cfg.synth.tasks))
     llm = cfg.models.question_writer

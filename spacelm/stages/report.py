@@ -15,7 +15,7 @@ from ..config import Config
 from ..lib import names
 from ..lib.io import write_dataframe, write_text
 from ..lib.names import FINDINGS_MIN_QUESTIONS
-from ..lib.tables import markdown_table, md_cell
+from ..lib.report.tables import markdown_table, md_cell
 from .base import Stage, execute
 from .findings import read_judge_check
 
@@ -58,7 +58,7 @@ def draw_shared_plots(cfg, out=_same) -> None:
     run's folder from the files their stages wrote."""
     import pandas as pd
 
-    from ..lib.plots import chunk_length_histogram, generated_vs_kept
+    from ..lib.report.plots import chunk_length_histogram, generated_vs_kept
     from .data import chunks_path, load_chunks
 
     if chunks_path(cfg).is_file():
@@ -107,7 +107,7 @@ def judge_banner(cfg, table: str, rubrics=None) -> str:
             + ("; ".join(parts) if parts else "no labelled source could be read")
             + ".",
         )
-        lines.insert(1, f"Grades are the {cfg.grading.judging(cfg.root).describe()}.")
+        lines.insert(1, f"Grades: {cfg.grading.judging(cfg.root).describe()}.")
         fails = [m["source"] for m in ran if m["verdict"] == "fails"]
         if fails:
             lines.append(
@@ -356,7 +356,7 @@ def setup_section(cfg, stages: dict, out=_same) -> list[str]:
     """The paper's setup beside this run's, component by component (also setup_vs_paper.csv)."""
     import pandas as pd
 
-    from ..lib.setup_table import COLUMNS, comparability, setup_rows
+    from ..lib.report.setup_table import COLUMNS, comparability, setup_rows
 
     rows = setup_rows(cfg.run_setup(), stages, table_sizes(cfg.run_dir))
     write_dataframe(pd.DataFrame(rows, columns=COLUMNS), out(cfg.run_dir / names.SETUP_VS_PAPER))
@@ -376,12 +376,12 @@ def setup_section(cfg, stages: dict, out=_same) -> list[str]:
 def paper_section(cfg, rows: list[dict]) -> list[str]:
     import pandas as pd
 
-    from ..lib.findings import COLUMNS
+    from ..lib.report.findings import COLUMNS
 
     out = ["## The paper and this run", ""]
     if not rows:
         return out + ["_(the grade and answer stages have not produced their tests yet)_", ""]
-    from ..lib.findings import VERDICTS
+    from ..lib.report.findings import VERDICTS
 
     out += [
         "Each finding of the paper (Tables 1 and 2), this run's figure with its 95% CI, and a verdict from "
@@ -393,7 +393,7 @@ def paper_section(cfg, rows: list[dict]) -> list[str]:
         "paper's. A finding whose judge fails its check or is unchecked is *no evidence*. `comparable` states "
         "what differs from the paper's setup; `mde_rule` is the smallest difference the rule detects at this "
         "n (80% power, at the level the rule applies); n is questions / source chunks. Rules: "
-        "`spacelm/lib/findings.py`; the same table is in `paper_vs_run.csv`.",
+        "`spacelm/lib/report/findings.py`; the same table is in `paper_vs_run.csv`.",
         "",
         pd.DataFrame(rows, columns=COLUMNS).to_markdown(index=False),
         "",
@@ -607,7 +607,7 @@ PIPELINE_COLUMNS = [
 
 def _optional(blocks: dict, name: str, path: Path, fields) -> list[str]:
     """Block `name` filled from the JSON file `path` by `fields(data)`, or nothing without it."""
-    from ..lib.templates import render
+    from ..lib.report.templates import render
 
     return render(blocks[name], fields(json.loads(path.read_text()))) if path.is_file() else []
 
@@ -615,7 +615,7 @@ def _optional(blocks: dict, name: str, path: Path, fields) -> list[str]:
 def report_values(cfg, out=_same) -> dict:
     """Every placeholder of the template's `report` block, drawing the report's plots and
     writing its companion files (setup_vs_paper.csv, ATTRIBUTION.md) through `out`."""
-    from ..lib.templates import read_blocks
+    from ..lib.report.templates import read_blocks
 
     run, blocks = cfg.run_dir, read_blocks(TEMPLATE)
     manifest = _manifest(cfg)
@@ -667,7 +667,7 @@ def report_values(cfg, out=_same) -> dict:
     )
     rel, _ = read_judge_check(cfg)
     if rel:
-        from ..lib.plots import judge_calibration
+        from ..lib.report.plots import judge_calibration
 
         judge_calibration(
             {m["source"]: m.get("confusion") or {} for m in rel if m.get("run")},
@@ -714,7 +714,7 @@ def _check_fields(c: dict) -> dict:
 
 def build(cfg, out) -> dict:
     """Write report.md (and the plots and tables beside it) through `out`."""
-    from ..lib.templates import read_blocks, render
+    from ..lib.report.templates import read_blocks, render
 
     lines = render(read_blocks(TEMPLATE)["report"], report_values(cfg, out))
     write_text(out(cfg.run_dir / names.REPORT), "\n".join(lines) + "\n")

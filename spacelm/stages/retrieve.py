@@ -8,8 +8,8 @@ from typing import NamedTuple
 
 from ..config import Config
 from ..lib.io import write_dataframe, write_jsonl
-from ..lib.metrics import compare, evaluate, mean_rows, metric_names, source_diagnostics
-from ..lib.retrieval import build_systems, identical_lists, pool_size
+from ..lib.retrieval.metrics import compare, evaluate, mean_rows, metric_names, source_diagnostics
+from ..lib.retrieval.systems import build_systems, identical_lists, pool_size
 from ..lib.sample import per_task_means, sample_size
 from .base import Stage, execute
 from .data import (
@@ -51,8 +51,8 @@ class RetrievalEval(NamedTuple):
 
 def gold_qrels(questions: list[dict], chunks: list) -> dict:
     """Chunk-independent gold: each question's evidence span mapped onto these chunks by the
-    overlap rule (`lib/span_gold.py`); its source chunk where no span is known."""
-    from ..lib.span_gold import ChunkSpan, span_qrels
+    overlap rule (`lib/retrieval/span_gold.py`); its source chunk where no span is known."""
+    from ..lib.retrieval.span_gold import ChunkSpan, span_qrels
 
     qrels = span_qrels(
         question_spans(questions), [ChunkSpan(c.chunk_id, c.doc_id, c.char_start, c.char_end) for c in chunks]
@@ -70,7 +70,7 @@ def evaluate_retrieval(
     the span qrels, span coverage@k, and where the source passage was found (pages, document)."""
     import pandas as pd
 
-    from ..lib.span_gold import ChunkSpan, coverage
+    from ..lib.retrieval.span_gold import ChunkSpan, coverage
 
     meta = {c.chunk_id: {"doc_id": c.doc_id, "page_start": c.page_start, "page_end": c.page_end} for c in chunks}
     spans_by_id = {c.chunk_id: ChunkSpan(c.chunk_id, c.doc_id, c.char_start, c.char_end) for c in chunks}
@@ -143,7 +143,7 @@ def evaluate_retrieval(
 def build(cfg: Config, out) -> dict:
     import pandas as pd
 
-    from ..lib.plots import recall_curve
+    from ..lib.report.plots import recall_curve
 
     chunks = load_chunks(cfg)
     everything = load_questions(cfg, chunks, answerable=None)
@@ -190,7 +190,7 @@ def build(cfg: Config, out) -> dict:
         "questions": len(qids),
         "unanswerable_left_out": len(unanswerable),
         "question_origin": sorted({q["origin"] for q in questions}),
-        "gold": "span overlap (lib/span_gold.py)",
+        "gold": "span overlap (lib/retrieval/span_gold.py)",
         "systems": list(systems),
         f"best_ndcg@{k_main}": {"system": best["system"], "value": round(float(best[f"ndcg@{k_main}"]), 4)},
         "search_seconds": res.timings,
@@ -217,14 +217,6 @@ STAGE = Stage(
     sections=lambda cfg: ["retrieval", "seed"],
     reads=lambda cfg: [chunks_path(cfg), questions_path(cfg), golden_path(cfg), documents_path(cfg)],
     models=_models,
-    code=(
-        "spacelm.lib.retrieval",
-        "spacelm.lib.metrics",
-        "spacelm.lib.span_gold",
-        "spacelm.lib.sample",
-        "spacelm.stages.retrieve",
-        "spacelm.stages.data",
-    ),
 )
 
 

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..config import Config
-from ..lib.golden import load_golden, locate_samples
 from ..lib.io import write_dataframe, write_jsonl
-from ..lib.questions import (
+from ..lib.judge.relevance import grade_pairs
+from ..lib.synth.golden import load_golden, locate_samples
+from ..lib.synth.questions import (
     add_reference_answers,
     check_waves,
     export_beir,
@@ -26,7 +27,6 @@ from ..lib.questions import (
     unanswerable_check_pairs,
     unanswerable_table,
 )
-from ..lib.relevance import grade_pairs
 from .base import ModelTurns, Stage, execute
 from .data import chunks_path, golden_path, load_chunks, questions_path, write_attribution
 
@@ -226,16 +226,6 @@ STAGE = Stage(
     reads=lambda cfg: [chunks_path(cfg), golden_path(cfg)],
     prompts=_prompts,
     models=_models,
-    code=(
-        "spacelm.lib.llm.frontend",
-        "spacelm.lib.questions",
-        "spacelm.lib.golden",
-        "spacelm.lib.retrieval",
-        "spacelm.lib.beir",
-        "spacelm.lib.relevance",
-        "spacelm.lib.judging",
-        "spacelm.stages.synth",
-    ),
 )
 
 

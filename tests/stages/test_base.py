@@ -101,7 +101,7 @@ def test_every_declared_input_makes_its_stage_and_downstream_stale(tiny_config, 
                 saved_bytes = Path(p).read_bytes() if Path(p).is_file() else None
                 Path(p).write_bytes((saved_bytes or b"") + b"\n")
             elif kind == "prompt":
-                import spacelm.lib.prompting as P
+                import spacelm.lib.llm.prompting as P
 
                 orig = P.template_hash
                 m.setattr(

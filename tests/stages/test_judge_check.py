@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from spacelm.lib import judge_check as J
-from tests.lib.test_judge_check import ScriptedJudge
+from spacelm.lib.judge import validity as J
+from tests.lib.judge.test_judge_check import ScriptedJudge
 
 
 def test_judge_check_stage_writes_the_contract_and_reports_absent_sources(tiny_config, tiny_corpus, monkeypatch):
@@ -37,7 +37,7 @@ def test_judge_check_stage_writes_the_contract_and_reports_absent_sources(tiny_c
     cfg.judge_check.sources.append(CheckSource("absent", str(tiny_corpus / "nowhere")))
     cfg.judge_check.min_pairs = 2
     # reference judges beside the tiny source: one agrees with the labels everywhere
-    from spacelm.lib.beir import load_beir
+    from spacelm.lib.retrieval.beir import load_beir
 
     src = cfg.judge_check.sources[0]
     refs = src.path + "/reference_judges"

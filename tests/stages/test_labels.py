@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from spacelm.lib.labelling import pair_id
+from spacelm.lib.judge.labelling import pair_id
 
 
 def _fake_run(cfg):

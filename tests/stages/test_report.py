@@ -226,12 +226,12 @@ def test_stage_code_is_every_spacelm_module_the_stage_imports():
     code = set(BY_NAME["grade"].code)
     assert {"spacelm.stages.base", "spacelm.lib.io"} <= named and named <= code, named - code
     # and through them, transitively: grade imports stages.data, which imports lib.documents
-    assert {"spacelm.stages.grade", "spacelm.stages.data", "spacelm.lib.documents"} <= code
+    assert {"spacelm.stages.grade", "spacelm.stages.data", "spacelm.lib.ingest.documents"} <= code
     assert all(m.startswith("spacelm") for m in code) and list(BY_NAME["grade"].code) == sorted(code)
 
 
 def test_template_format_slots_and_values(tmp_path):
-    from spacelm.lib.templates import read_blocks, render
+    from spacelm.lib.report.templates import read_blocks, render
 
     t = tmp_path / "t.md"
     t.write_text("comment\n\n@@ a\n# ${title}\n\n${rows}\ncost $$${n}\n\n@@ b\nx\n\n")

@@ -124,7 +124,7 @@ def tiny_generator(tmp_path_factory) -> Path:
     import torch
     import transformers
 
-    from spacelm.lib.hf_export import export_hf
+    from spacelm.lib.llm.hf_export import export_hf
 
     source, _ = export_hf(JUDGE.split(":", 1)[1])
     folder = tmp_path_factory.mktemp("models") / "tiny-random-qwen2"

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cache import CallCache, request_key
+from .cache import CallCache, request_key
 from .settings import LLMConfig
 from .types import Completion, Request
 
@@ -104,7 +104,7 @@ class LLM:
     @property
     def identity(self) -> dict:
         if self._identity is None:
-            from ..models import model_identity
+            from .models import model_identity
 
             ident = model_identity(self.cfg.model) if self.cfg.backend != "openai" else {"name": self.cfg.model}
             self._identity = dict(

@@ -25,7 +25,7 @@ class LlamaCppBackend:
         llama_cpp = _require("llama_cpp", "llamacpp")
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-        from ..models import resolve_model_path
+        from .models import resolve_model_path
 
         self.cfg = cfg
         spec = cfg.model

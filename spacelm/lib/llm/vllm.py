@@ -33,7 +33,7 @@ def model_source(spec: str) -> str:
     first use, about a minute per billion parameters), a local path, or a hub name."""
     if spec.startswith("embedded:"):
         from ..deps import MissingDependency
-        from ..hf_export import export_hf
+        from .hf_export import export_hf
 
         name = spec.split(":", 1)[1]
         try:

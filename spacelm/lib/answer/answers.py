@@ -1,0 +1,576 @@
+"""Answer quality under injected noise (the paper's Table 2), plus citations, refusals and the
+no-RAG / RAG / RAG+verify pipelines.
+
+Contexts: *standard* holds the question's source chunk; *N_wrong* adds N unrelated passages
+from other documents (random, or "hard": high BM25 score but another document); the negative
+setting holds only wrong passages. Passage order is shuffled with a seed, and the setting and
+the exact passage ids are stored with every answer. A generator answers from the passages,
+numbered [1]..[n] (or shown by chunk id, `answer.citations`), citing them by number; a
+separately configured judge scores the answer 1–5 on the paper's four rubrics. Beside the
+judge: deterministic citation and refusal checks, binary judges with one-line reasons, and the
+agreement of the judge with the deterministic refusal check. Unanswerable questions are
+answered by pipeline B only (setting ``unanswerable``), for the refusal evaluation.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..judge.scores import p_yes
+from ..names import RUBRICS
+from .citations import format_context
+from .facts import fact_check, quantities  # noqa: F401 (the deterministic correctness check, re-exported)
+
+REFUSAL = re.compile(
+    r"cannot be found|can ?not be (?:answered|determined)|not (?:contain|include|mention|provide)[a-z]* "
+    r"(?:the |any |enough )?"
+    r"(?:information|details|answer)|no (?:relevant )?information|insufficient information|do(?:es)? not know|"
+    r"not (?:stated|specified|available) in the (?:provided )?(?:passages|documents|context)",
+    re.I,
+)
+# which rubric applies to which kind of setting (the paper's Table 2 layout)
+RUBRICS_WITH_RELEVANT = ("faithfulness", "relevance")
+RUBRIC_NOISE = "noise_robustness"
+RUBRIC_NEGATIVE = "negative_rejection"
+# judges read passages by chunk id: unambiguous whatever numbering the generator saw
+JUDGE_STYLE = "ids"
+
+
+def is_refusal(text: str) -> bool:
+    return bool(REFUSAL.search(text or ""))
+
+
+# --------------------------------------------------------------------------- contexts
+@dataclass(frozen=True)
+class AnswerDesign:
+    """How answers are set up and generated (the run's `answer` section, its seed and the
+    generator's reply length): what the context and generation functions below take."""
+
+    seed: int
+    n_wrong_values: tuple[int, ...]  # settings with the relevant passage plus N wrong ones
+    negative_n_wrong: int  # the negative setting's wrong passages (0: none)
+    wrong_sampling: str  # "random" or "hard"
+    pipelines: tuple[str, ...]
+    retrieve_k: int
+    citations: str  # "numbered" or "ids"
+    max_tokens: int | None  # the generator's reply length
+
+
+def settings(design: AnswerDesign) -> list[dict]:
+    """[{name, n_wrong, keep_relevant}] from `n_wrong_values` (with the relevant passage) and
+    `negative_n_wrong` (wrong passages only)."""
+    out = [
+        {"name": "standard" if n == 0 else f"{n}_wrong", "n_wrong": n, "keep_relevant": True}
+        for n in design.n_wrong_values
+    ]
+    if design.negative_n_wrong:
+        n = design.negative_n_wrong
+        out.append(
+            {
+                "name": f"{n}_wrong" if f"{n}_wrong" not in {s["name"] for s in out} else f"{n}_wrong_only",
+                "n_wrong": n,
+                "keep_relevant": False,
+            }
+        )
+    return out
+
+
+def wrong_passages(q: dict, n: int, chunks: list, rng: random.Random, mode: str, bm25=None) -> list[str]:
+    """n chunk ids from documents other than the question's source document."""
+    others = [c.chunk_id for c in chunks if c.doc_id != q["doc_id"]]
+    if mode == "hard" and bm25 is not None:
+        ranked = [d for d, _ in bm25.search([q["question"]], len(chunks))[0]]
+        doc_of = {c.chunk_id: c.doc_id for c in chunks}
+        return [d for d in ranked if doc_of[d] != q["doc_id"]][:n]
+    return rng.sample(others, min(n, len(others)))
+
+
+# --------------------------------------------------------------------------- judging
+def judge_rubrics(judge, items: list[dict], text_of: dict) -> None:
+    """Score each item's answer on the rubrics its setting calls for (1–5, constrained)."""
+    from ..judge.scores import judgement_from, score_choices
+    from ..llm.prompting import render
+    from ..llm.types import Request
+
+    reqs, where = [], []
+    for it in items:
+        for rubric in it["rubrics"]:
+            ctx_ids = it["wrong_ids"] if rubric == RUBRIC_NOISE else it["passage_ids"]
+            msgs = render(
+                f"judge_{rubric}",
+                question=it["question"],
+                context=format_context(ctx_ids, text_of, JUDGE_STYLE),
+                answer=it["answer"],
+            )
+            reqs.append(Request(messages=msgs, choices=score_choices(1, 5), max_tokens=2))
+            where.append((it, rubric))
+    for (it, rubric), comp in zip(where, judge.chat_many(reqs, progress="judging answers")):
+        j = judgement_from(comp, 1, 5)
+        it["scores"][rubric] = j.value
+        it["raw_judge"][rubric] = j.raw
+        if j.expected is not None:
+            it["expected_scores"][rubric] = round(j.expected, 4)
+
+
+def parse_binary(text: str) -> tuple[bool | None, str]:
+    m = re.match(r"\s*\**\s*(yes|no)\b\W*(.*)", text or "", re.I | re.S)
+    if not m:
+        return None, (text or "").strip()[:300]
+    return m.group(1).lower() == "yes", m.group(2).strip().split("\n")[0][:300]
+
+
+BINARY_JUDGES = ("correct", "answer_relevant", "grounded", "context_relevant")
+
+
+def judge_binary(judge, items: list[dict], text_of: dict, checks=None) -> None:
+    """Yes/no judges with a one-line reason: correctness against the reference answer (when
+    there is one), whether the answer addresses the question, groundedness in the passages, and
+    relevance of the retrieved passages. `checks(item)`, when given, names the judges to run on
+    that item."""
+    from ..llm.prompting import render
+    from ..llm.types import Request
+
+    reqs, where = [], []
+    for it in items:
+        wanted = set(checks(it)) if checks else set(BINARY_JUDGES)
+        todo = []
+        if it.get("reference_answer") and "correct" in wanted:
+            todo.append(
+                (
+                    "correct",
+                    f"Reference answer: {it['reference_answer']}\n\nAssistant's answer: {it['answer']}",
+                    "Is the assistant's answer correct and consistent with the reference answer?",
+                )
+            )
+        if "answer_relevant" in wanted:
+            todo.append(
+                (
+                    "answer_relevant",
+                    f"Assistant's answer: {it['answer']}",
+                    "Does the assistant's answer address the question that was asked, "
+                    "with the information it asks for?",
+                )
+            )
+        if it["passage_ids"]:
+            ctx = format_context(it["passage_ids"], text_of, JUDGE_STYLE)
+            if "grounded" in wanted:
+                todo.append(
+                    (
+                        "grounded",
+                        f"Passages:\n{ctx}\n\nAssistant's answer: {it['answer']}",
+                        "Is every claim in the assistant's answer supported by the passages?",
+                    )
+                )
+            if "context_relevant" in wanted:
+                todo.append(
+                    (
+                        "context_relevant",
+                        f"Passages:\n{ctx}",
+                        "Do the passages contain the information needed to answer the question?",
+                    )
+                )
+        for name, material, check in todo:
+            # one constrained token: the verdict and P(yes) from a single forward pass, no reason
+            # generated (a written reason cost ~4 s of decoding per call on the CPU default)
+            reqs.append(
+                Request(
+                    messages=render("judge_binary", question=it["question"], material=material, check=check),
+                    choices=["yes", "no"],
+                    max_tokens=1,
+                )
+            )
+            where.append((it, name))
+    for (it, name), comp in zip(where, judge.chat_many(reqs, progress="binary judges")):
+        verdict, _ = parse_binary(comp.text)
+        it["binary"][name] = {"verdict": verdict, "p_yes": p_yes(comp), "raw": comp.text}
+
+
+def judge_refusal(judge, items: list[dict]) -> None:
+    """The refusal judge: does the answer decline? (yes/no, one constrained token, its own prompt
+    `judge_refusal`). Reads only the question and the answer: whether the passages hold the
+    answer is the setting's business, not the judge's. Sets `item["binary"]["refusal"]`."""
+    from ..llm.prompting import render
+    from ..llm.types import Request
+
+    reqs = [
+        Request(
+            messages=render("judge_refusal", question=it["question"], answer=it["answer"]),
+            choices=["yes", "no"],
+            max_tokens=1,
+        )
+        for it in items
+    ]
+    for it, comp in zip(items, judge.chat_many(reqs, progress="refusal judge")):
+        verdict, _ = parse_binary(comp.text)
+        it.setdefault("binary", {})["refusal"] = {"verdict": verdict, "p_yes": p_yes(comp), "raw": comp.text}
+
+
+# --------------------------------------------------------------------------- generation
+def generate(gen, items: list[dict], text_of: dict, design: AnswerDesign) -> None:
+    from ..llm.prompting import render
+    from ..llm.types import Request
+
+    reqs = []
+    for it in items:
+        if it["pipeline"] == "A":
+            msgs = render("answer_closed_book", question=it["question"])
+        else:
+            style = design.citations
+            msgs = render(
+                "answer" if style == "numbered" else "answer_ids",
+                question=it["question"],
+                context=format_context(it["passage_ids"], text_of, style),
+            )
+        reqs.append(Request(messages=msgs, max_tokens=design.max_tokens))
+    for it, comp in zip(items, gen.chat_many(reqs, progress="generating answers")):
+        it["answer"] = comp.text.strip()
+        it["latency_s"] = round(comp.latency_s, 3)
+        it["tokens"] = {"prompt": comp.prompt_tokens, "completion": comp.completion_tokens}
+
+
+def verify(gen, items: list[dict], text_of: dict, design: AnswerDesign) -> None:
+    """Pipeline C: one verification pass rewriting unsupported sentences."""
+    from ..llm.prompting import render
+    from ..llm.types import Request
+
+    reqs = [
+        Request(
+            messages=render(
+                "verify_rewrite",
+                question=it["question"],
+                answer=it["draft_answer"],
+                context=format_context(it["passage_ids"], text_of, design.citations),
+            ),
+            max_tokens=design.max_tokens,
+        )
+        for it in items
+    ]
+    for it, comp in zip(items, gen.chat_many(reqs, progress="verifying answers")):
+        it["answer"] = comp.text.strip()
+        it["latency_s"] = round(it["latency_s"] + comp.latency_s, 3)
+        it["tokens"]["prompt"] += comp.prompt_tokens
+        it["tokens"]["completion"] += comp.completion_tokens
+
+
+def _item(q: dict, setting: str, pipeline: str, passage_ids: list, wrong_ids: list, rubrics) -> dict:
+    return {
+        "qid": q["qid"],
+        "task": q["task"],
+        "question": q["question"],
+        "answerable": q.get("answerable", True),
+        "unanswerable_kind": q.get("unanswerable_kind"),
+        "reference_answer": q.get("answer"),
+        "setting": setting,
+        "pipeline": pipeline,
+        "source_chunk_id": q["source_chunk_id"],
+        "passage_ids": passage_ids,
+        "wrong_ids": wrong_ids,
+        "rubrics": list(rubrics),
+        "scores": {},
+        "expected_scores": {},
+        "raw_judge": {},
+        "binary": {},
+    }
+
+
+def build_items(design: AnswerDesign, questions: list[dict], chunks: list, rankings: dict | None) -> list[dict]:
+    """Every (question, setting) for Table 2 and every (question, pipeline) for A/B/C."""
+    from ..retrieval.systems import BM25Config, BM25Retriever
+
+    bm25 = (
+        BM25Retriever(BM25Config()).index([c.chunk_id for c in chunks], [c.text for c in chunks])
+        if design.wrong_sampling == "hard"
+        else None
+    )
+    items = []
+    for q in questions:
+        for s in settings(design):
+            rng = random.Random(f"{design.seed}|{q['qid']}|{s['name']}")
+            wrong = wrong_passages(q, s["n_wrong"], chunks, rng, design.wrong_sampling, bm25)
+            ids = ([q["source_chunk_id"]] if s["keep_relevant"] else []) + wrong
+            rng.shuffle(ids)
+            if not s["keep_relevant"]:
+                rubrics = (RUBRIC_NEGATIVE,)
+            else:
+                rubrics = RUBRICS_WITH_RELEVANT + ((RUBRIC_NOISE,) if wrong else ())
+            items.append(_item(q, s["name"], "table2", ids, wrong, rubrics))
+        for p in design.pipelines:
+            if p == "A":
+                ids = []
+            else:
+                ranked = (rankings or {}).get(q["qid"], [])
+                ids = ranked[: design.retrieve_k]
+            items.append(
+                _item(q, "retrieved" if p != "A" else "closed_book", p, ids, [], () if p == "A" else ("faithfulness",))
+            )
+    return items
+
+
+def unanswerable_items(design: AnswerDesign, questions: list[dict], rankings: dict | None) -> list[dict]:
+    """Pipeline B on each unanswerable question: its top `retrieve_k` passages, judged on
+    negative rejection (the passages cannot answer it, by construction and by the judge's check)."""
+    return [
+        _item(q, "unanswerable", "B", (rankings or {}).get(q["qid"], [])[: design.retrieve_k], [], (RUBRIC_NEGATIVE,))
+        for q in questions
+    ]
+
+
+# --------------------------------------------------------------------------- tables
+def table2(items: list[dict], setting_names: list[str], n_boot: int = None, seed: int = None):
+    """Long form: metric, setting, mean, std (the SD of the scores), n, n_source_chunks, ci_low,
+    ci_high (95% cluster-robust t interval over source chunks, bounded by the 1-5 scale), missing. `n_boot`, `seed`:
+    unused (the interval is analytic)."""
+    import pandas as pd
+
+    from ..stats import cluster_t
+
+    rows = []
+    for metric in RUBRICS:
+        for s in setting_names:
+            its = [it for it in items if it["pipeline"] == "table2" and it["setting"] == s and metric in it["rubrics"]]
+            if not its:
+                continue
+            got = [(it["scores"].get(metric), it.get("source_chunk_id")) for it in its]
+            got = [(v, c) for v, c in got if v is not None]
+            c = cluster_t([v for v, _ in got], [c for _, c in got])
+            # a t interval can pass the ends of the 1-5 scale: the scale bounds it
+            c["ci_low"], c["ci_high"] = (float(np.clip(x, 1, 5)) if x == x else x for x in (c["ci_low"], c["ci_high"]))
+            r3 = lambda x: None if x is None or np.isnan(x) else round(float(x), 3)
+            rows.append(
+                {
+                    "metric": metric,
+                    "setting": s,
+                    "mean": r3(c["mean"]) if got else None,
+                    "std": round(float(np.std([v for v, _ in got], ddof=1)), 3) if len(got) > 1 else None,
+                    "n": len(got),
+                    "n_source_chunks": c["n_clusters"],
+                    "ci_low": r3(c["ci_low"]),
+                    "ci_high": r3(c["ci_high"]),
+                    "missing": len(its) - len(got),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def table2_tests(items: list[dict], setting_names: list[str], n_boot: int = None, seed: int = None):
+    """Table 2's paired tests: every other setting minus the first (standard) on each rubric
+    scored in both, paired over questions and clustered by source chunk: the difference with its
+    95% cluster-robust t interval, the cluster-robust t test's p-value, its standard error and
+    degrees of freedom, `mde_cell` (detectable at α = 0.05, 80% power) and `p_holm`, Holm-adjusted
+    within the row's `family` (one rubric across the settings)."""
+    import pandas as pd
+
+    from ..stats import holm, paired_difference
+
+    def scores(setting: str, metric: str) -> dict:
+        return {
+            it["qid"]: it["scores"].get(metric)
+            for it in items
+            if it["pipeline"] == "table2"
+            and it["setting"] == setting
+            and metric in it["rubrics"]
+            and it["scores"].get(metric) is not None
+        }
+
+    source = {it["qid"]: it.get("source_chunk_id") or it["qid"] for it in items}
+    rows = []
+    base = setting_names[0] if setting_names else None
+    for s in setting_names[1:]:
+        for metric in RUBRICS:
+            a, b = scores(base, metric), scores(s, metric)
+            qids = sorted(set(a) & set(b))
+            if not qids:
+                continue
+            r = paired_difference([a[q] for q in qids], [b[q] for q in qids], [source[q] for q in qids])
+            rows.append(
+                {
+                    "metric": metric,
+                    "family": f"{metric} / settings - {base}",
+                    "setting_a": base,
+                    "setting_b": s,
+                    "n_questions": r["n"],
+                    "n_source_chunks": r["n_clusters"],
+                    "mean_a": float(np.mean([a[q] for q in qids])),
+                    "mean_b": float(np.mean([b[q] for q in qids])),
+                    "diff": r["diff"],
+                    "ci_low": r["ci_low"],
+                    "ci_high": r["ci_high"],
+                    "p_value": r["p_value"],
+                    "se": r["se"],
+                    "df": r["df"],
+                    "sd": r["sd"],
+                    "deff": r["deff"],
+                    "mde_cell": r["mde"],
+                }
+            )
+    for fam in dict.fromkeys(r["family"] for r in rows):
+        members = [r for r in rows if r["family"] == fam]
+        for row, adj in zip(members, holm([r["p_value"] for r in members])):
+            row["p_holm"] = adj
+    cols = [
+        "metric",
+        "family",
+        "setting_a",
+        "setting_b",
+        "n_questions",
+        "n_source_chunks",
+        "mean_a",
+        "mean_b",
+        "diff",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "p_holm",
+        "se",
+        "df",
+        "sd",
+        "deff",
+        "mde_cell",
+    ]
+    return pd.DataFrame(rows, columns=cols).round(4)
+
+
+def table2_wide(long, setting_names: list[str], fmt: str = "md") -> str:
+    """The paper's layout: metrics × settings, `mean ± std (n)`; a dash where a metric does not apply."""
+    import pandas as pd
+
+    from ..report.tables import render
+
+    rows = []
+    for metric in RUBRICS:
+        row = {"Metric": metric.replace("_", " ").capitalize()}
+        for s in setting_names:
+            r = long[(long.metric == metric) & (long.setting == s)] if len(long) else long
+            if not len(r) or r.iloc[0]["mean"] is None or np.isnan(r.iloc[0]["mean"]):
+                row[s] = "–"
+                continue
+            r = r.iloc[0]
+            std = "" if r["std"] is None or np.isnan(r["std"]) else f" ± {r['std']:.2f}"
+            row[s] = f"{r['mean']:.2f}{std} (n={int(r['n'])})"
+        rows.append(row)
+    return render(pd.DataFrame(rows, columns=["Metric", *setting_names]), fmt)
+
+
+def cannot_answer(it: dict) -> bool:
+    """Answers whose passages cannot answer the question: Table 2's negative setting (wrong
+    passages only) and the unanswerable questions. There the right answer is a refusal."""
+    return RUBRIC_NEGATIVE in it.get("rubrics", ()) or it.get("setting") == "unanswerable"
+
+
+def refusal_rates(items: list[dict]) -> list[dict]:
+    """Per setting where the passages cannot answer: the refusal rate by the phrase check and by
+    the refusal judge, each with its 95% Wilson interval, their agreement (share and Cohen's
+    kappa), and the 1-5 negative-rejection rubric beside (its mean, and the share scored 4-5)."""
+    from ..stats import wilson_ci
+    from .answerability import agreement
+
+    rows = []
+    its_all = [it for it in items if cannot_answer(it)]
+    for setting in sorted({it["setting"] for it in its_all}):
+        its = [it for it in its_all if it["setting"] == setting]
+        phrase = [bool(it["refusal"]) for it in its]
+        judged = [it.get("binary", {}).get("refusal", {}).get("verdict") for it in its]
+        rub = [it["scores"].get(RUBRIC_NEGATIVE) for it in its if it["scores"].get(RUBRIC_NEGATIVE) is not None]
+        got = [j for j in judged if j is not None]
+        r3 = lambda x: None if x is None or x != x else round(float(x), 3)
+        p_lo, p_hi = wilson_ci(sum(phrase), len(phrase))
+        j_lo, j_hi = wilson_ci(sum(got), len(got))
+        ag = agreement(phrase, judged)
+        rows.append(
+            {
+                "setting": setting,
+                "n": len(its),
+                "refusal_rate_phrase": r3(np.mean(phrase)) if phrase else None,
+                "phrase_ci_low": r3(p_lo),
+                "phrase_ci_high": r3(p_hi),
+                "refusal_rate_judge": r3(np.mean(got)) if got else None,
+                "judge_ci_low": r3(j_lo),
+                "judge_ci_high": r3(j_hi),
+                "n_judge": len(got),
+                "agreement": ag["agreement"],
+                "kappa": ag["kappa"],
+                "rubric_mean": r3(np.mean(rub)) if rub else None,
+                "rubric_declines_rate": r3(np.mean([x >= 4 for x in rub])) if rub else None,
+                "n_rubric": len(rub),
+            }
+        )
+    return rows
+
+
+def overall_pass(it: dict) -> bool | None:
+    """The answer addresses the question, is grounded in its passages, and the passages hold what
+    is needed (three binary judges); None when a verdict is missing or does not apply."""
+    v = [it["binary"].get(k, {}).get("verdict") for k in ("answer_relevant", "grounded", "context_relevant")]
+    return None if any(x is None for x in v) else all(v)
+
+
+def _share(values: list, clusters: list = None) -> tuple:
+    """(share, ci_low, ci_high, n) of a list of booleans with None left out: the Wilson interval
+    at the effective n of the source-chunk clusters (:func:`~spacelm.lib.stats.share_ci`)."""
+    from ..stats import share_ci
+
+    r = share_ci(values, clusters)
+    if not r["n"]:
+        return None, None, None, 0
+    r3 = lambda x: None if x is None or np.isnan(x) else round(float(x), 3)
+    return r3(r["share"]), r3(r["ci_low"]), r3(r["ci_high"]), r["n"]
+
+
+def pipelines_table(items: list[dict], n_boot: int = 1000, seed: int = 0):
+    """Per pipeline (answerable questions only): correctness, faithfulness, citations, refusals,
+    latency, claim-level support and overall pass, each share of questions with its n and 95% Wilson
+    interval at the effective n of the source-chunk clusters."""
+    import pandas as pd
+
+    from .claims import claim_summary
+
+    rows = []
+    pitems = [it for it in items if it["pipeline"] != "table2" and it.get("answerable", True)]
+    for p in sorted({it["pipeline"] for it in pitems}):
+        its = [it for it in pitems if it["pipeline"] == p]
+        lat = [it["latency_s"] for it in its]
+        faith = [it["scores"].get("faithfulness") for it in its if it["scores"].get("faithfulness") is not None]
+        acc = [it["citation"]["citation_accuracy"] for it in its if it["citation"]["citation_accuracy"] is not None]
+        row = {"pipeline": p, "n": len(its)}
+        facts = [it.get("fact_check", {}).get("verdict") for it in its]
+        for name, vals in (
+            ("facts_present", facts),
+            ("correctness", [it["binary"].get("correct", {}).get("verdict") for it in its]),
+            # the judge's "correct" only where the deterministic check did not find a
+            # reference number or entity missing
+            (
+                "correct_after_facts",
+                [False if f is False else it["binary"].get("correct", {}).get("verdict") for f, it in zip(facts, its)],
+            ),
+            ("answer_relevant", [it["binary"].get("answer_relevant", {}).get("verdict") for it in its]),
+            ("overall_pass", [overall_pass(it) for it in its]),
+        ):
+            m, lo, hi, n = _share(vals, [it.get("source_chunk_id") for it in its])
+            row.update({name: m, f"{name}_ci_low": lo, f"{name}_ci_high": hi, f"n_{name}": n})
+        row.update(
+            {
+                "faithfulness": round(float(np.mean(faith)), 3) if faith else None,
+                "n_faithfulness": len(faith),
+                "citation_accuracy": round(float(np.mean(acc)), 3) if acc else None,
+                "answers_with_citations": round(float(np.mean([it["citation"]["n_cited"] > 0 for it in its])), 3),
+                "answers_with_valid_citation": round(
+                    float(np.mean([it["citation"].get("n_valid", 0) > 0 for it in its])), 3
+                ),
+                "refusal_rate": round(float(np.mean([it["refusal"] for it in its])), 3),
+            }
+        )
+        claims = claim_summary(its, n_boot, seed)
+        claims.pop("n_citations")
+        row.update({k: v for k, v in claims.items() if k != "n_claims"}, n_claims=claims["n_claims"])
+        row.update(
+            {
+                "latency_p50_s": round(float(np.percentile(lat, 50)), 2),
+                "latency_p95_s": round(float(np.percentile(lat, 95)), 2),
+            }
+        )
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,479 @@
+"""Relevance grading 0–3 of retrieved passages, before and after reranking (the paper's
+Table 1): planning the pairs, grading them, the table with bootstrap confidence intervals, a
+paired test, graded-qrels metrics, and a check that the judge can be trusted at all.
+
+Each distinct (question, chunk) pair is graded once, in question order so consecutive prompts
+share the question prefix. The judge's answer is constrained to the four digits; with the
+llama.cpp backend the probability of each grade is also kept (expected grade). An answer that
+cannot be parsed is recorded as missing with its raw text, never as 0.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..names import reranked
+
+GRADES = (0, 1, 2, 3)
+
+
+@dataclass(frozen=True)
+class TableDesign:
+    """Table 1's layout: its first-stage retrievers (each with its reranked list), the top-k
+    cut-offs, and the seed of the validity pairs' random chunks."""
+
+    retrievers: tuple[str, ...]
+    top_k: tuple[int, ...]
+    seed: int
+
+
+# --------------------------------------------------------------------------- planning
+def table_systems(design: TableDesign) -> list[tuple[str, str, str]]:
+    """(retriever, stage, system name) for every Table 1 row group."""
+    return [
+        (r, stage, r if stage == "retrieved" else reranked(r))
+        for r in design.retrievers
+        for stage in ("retrieved", "reranked")
+    ]
+
+
+def select_questions(questions: list[dict], max_questions: int | None, seed: int) -> list[dict]:
+    if not max_questions or max_questions >= len(questions):
+        return questions
+    keep = set(q["qid"] for q in random.Random(seed).sample(questions, max_questions))
+    return [q for q in questions if q["qid"] in keep]
+
+
+def plan_pairs(design: TableDesign, questions: list[dict], rankings: dict, chunks_by_id: dict) -> list[dict]:
+    """Distinct (question, chunk) pairs: every chunk in any graded top-k list, plus for judge
+    validity the source chunk and one random chunk of another document."""
+    kmax = max(design.top_k)
+    rng = random.Random(design.seed)
+    all_ids = sorted(chunks_by_id)
+    pairs = []
+    for q in questions:
+        chunks: dict[str, set] = {}
+        for _retriever, _stage, system in table_systems(design):
+            for cid in rankings[system][q["qid"]][:kmax]:
+                chunks.setdefault(cid, set()).add("table")
+        chunks.setdefault(q["source_chunk_id"], set()).add("validity_source")
+        others = [c for c in all_ids if chunks_by_id[c].doc_id != q["doc_id"]]
+        if others:
+            chunks.setdefault(rng.choice(others), set()).add("validity_random")
+        for cid in sorted(chunks):
+            pairs.append({"qid": q["qid"], "question": q["question"], "chunk_id": cid, "purpose": sorted(chunks[cid])})
+    return pairs
+
+
+# --------------------------------------------------------------------------- judging
+@dataclass(frozen=True)
+class RelevanceJudging:
+    """How a judge turns a (question, passage) pair into a 0-3 grade: `prompt` reads the
+    model's digit from a template; `calibrated` combines several of its signals with a fitted
+    calibration (see `relevance_calibrated`)."""
+
+    method: str = "prompt"
+    prompt: str = "relevance"
+    calibration: str | None = None  # a calibration name or JSON path (method "calibrated")
+
+    def describe(self) -> str:
+        if self.method == "calibrated":
+            return (
+                f"calibrated score ({self.calibration}): judge signals combined by a logistic model fitted on "
+                "human labels and cut into 0-3, not the model's own grade"
+            )
+        return f"the judge's own 0-3 digit (prompt {self.prompt})"
+
+
+def grade_pairs(
+    llm, pairs: list[dict], passages: dict, template: str = "relevance", judging: RelevanceJudging | None = None
+) -> list[dict]:
+    """Grade every pair (`passages` maps each pair's chunk_id to its text); one row per pair
+    with grade (or None), raw output, probabilities. With `judging`, its method decides
+    (a calibrated judge's rows also carry `score` and `features`)."""
+    if judging is not None and judging.method == "calibrated":
+        from .calibrated import grade_pairs_calibrated, load_calibration
+
+        return grade_pairs_calibrated(llm, pairs, passages, load_calibration(judging.calibration))
+    if judging is not None:
+        template = judging.prompt
+    from ..llm.prompting import render
+    from ..llm.types import Request
+    from .scores import judgement_from, score_choices
+
+    reqs = [
+        Request(
+            messages=render(template, question=p["question"], passage=passages[p["chunk_id"]]),
+            choices=score_choices(0, 3),
+            max_tokens=2,
+        )
+        for p in pairs
+    ]
+    comps = llm.chat_many(reqs, progress=f"grading ({template})")
+    rows = []
+    for p, c in zip(pairs, comps):
+        j = judgement_from(c, 0, 3)
+        rows.append(
+            {
+                "qid": p["qid"],
+                "chunk_id": p["chunk_id"],
+                "purpose": p["purpose"],
+                "prompt": template,
+                "grade": j.value,
+                "expected_grade": None if j.expected is None else round(j.expected, 4),
+                "probs": None if j.probs is None else {str(k): round(v, 4) for k, v in j.probs.items()},
+                "raw": j.raw,
+                "prompt_tokens": c.prompt_tokens,
+                "cached": c.cached,
+            }
+        )
+    return rows
+
+
+# --------------------------------------------------------------------------- Table 1
+def grade_lists(design: TableDesign, questions: list[dict], rankings: dict, grades: dict) -> dict:
+    """{(retriever, stage, k): {qid: [grade or None, ...]}} for every Table 1 cell."""
+    out = {}
+    for retriever, stage, system in table_systems(design):
+        for k in design.top_k:
+            out[(retriever, stage, k)] = {
+                q["qid"]: [grades.get((q["qid"], c)) for c in rankings[system][q["qid"]][:k]] for q in questions
+            }
+    return out
+
+
+def _percent(lists: list[list], grade: int) -> tuple[float, int]:
+    flat = [g for lst in lists for g in lst if g is not None]
+    return (100.0 * sum(g == grade for g in flat) / len(flat) if flat else float("nan")), len(flat)
+
+
+def table1(cells: dict, n_boot: int, seed: int, cluster_of: dict | None = None):
+    """Long-form Table 1: retriever, stage, top_k, grade, percent, n, ci_low, ci_high, missing.
+    CIs: two-stage cluster bootstrap (source chunks `cluster_of[qid]`, then questions within
+    them), pooling each drawn question's passages; questions are their own cluster without
+    `cluster_of`."""
+    import pandas as pd
+
+    from ..stats import cluster_bootstrap_cis
+
+    rows = []
+    for (retriever, stage, k), per_q in cells.items():
+        qids = sorted(per_q)
+        lists = [per_q[q] for q in qids]
+        clusters = [(cluster_of or {}).get(q, q) for q in qids]
+        missing = sum(g is None for lst in lists for g in lst)
+        cis = cluster_bootstrap_cis(lists, clusters, lambda ls: {g: _percent(ls, g)[0] for g in GRADES}, n_boot, seed)
+        for grade in GRADES:
+            pct, n = _percent(lists, grade)
+            lo, hi = cis[grade]
+            rows.append(
+                {
+                    "retriever": retriever,
+                    "stage": stage,
+                    "top_k": k,
+                    "grade": grade,
+                    "percent": round(pct, 2),
+                    "n": n,
+                    "n_questions": len(qids),
+                    "n_source_chunks": len(set(clusters)),
+                    "ci_low": round(lo, 2),
+                    "ci_high": round(hi, 2),
+                    "missing": missing,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def relevant_shares(cells: dict, n_boot: int, seed: int, cluster_of: dict | None = None):
+    """Per Table 1 cell (retriever, stage, top-k): the share of graded passages the judge grades
+    2 or 3, in %, with a 95% two-stage cluster-bootstrap CI (source chunks, then questions; the
+    paper: above 90% in most cells)."""
+    import pandas as pd
+
+    from ..stats import cluster_bootstrap_ci
+
+    rows = []
+    for (retriever, stage, k), per_q in cells.items():
+        qids = sorted(per_q)
+        lists = [per_q[q] for q in qids]
+        clusters = [(cluster_of or {}).get(q, q) for q in qids]
+        share = lambda ls: 100.0 - _percent(ls, 0)[0] - _percent(ls, 1)[0]
+        lo, hi = cluster_bootstrap_ci(lists, clusters, share, n_boot, seed)
+        rows.append(
+            {
+                "retriever": retriever,
+                "stage": stage,
+                "top_k": k,
+                "n_questions": len(lists),
+                "n_source_chunks": len(set(clusters)),
+                "percent_2_3": round(share(lists), 2),
+                "ci_low": round(lo, 2),
+                "ci_high": round(hi, 2),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+MEASURES = {  # per question, over its top-k passages with a grade
+    "mean_grade": lambda gs: float(np.mean(gs)),
+    "share_0_1": lambda gs: 100.0 * float(np.mean([g <= 1 for g in gs])),
+    "share_2": lambda gs: 100.0 * float(np.mean([g == 2 for g in gs])),
+    "share_3": lambda gs: 100.0 * float(np.mean([g == 3 for g in gs])),
+}
+
+
+def _per_question(per_q: dict, qids: list, measure: str) -> list[float]:
+    return [MEASURES[measure]([g for g in per_q[q] if g is not None]) for q in qids]
+
+
+def paired_tests(cells: dict, design: TableDesign, cluster_of: dict | None = None):
+    """Table 1's paired tests over questions: per retriever and top-k, reranked minus retrieved
+    on the mean grade and the shares (percentage points) of grades 0-1, 2 and 3; per top-k,
+    dense minus BM25 on the mean grade. Each row: both values, the difference with its 95%
+    cluster-robust t interval over source chunks (`cluster_of[qid]`), the cluster-robust t
+    test's p-value, its standard error and degrees of freedom (what the findings' rules need
+    to state the detectable difference at their own level), `mde_cell` (detectable at α = 0.05,
+    80% power, one cell alone), and `p_holm`, Holm-adjusted within the row's `family`: one
+    comparison on one measure across its cells. The four measures are not pooled into one
+    family: the three shares sum to 100% and the mean grade is a linear function of them."""
+    import pandas as pd
+
+    from ..stats import holm, paired_difference
+
+    plans = []
+    for retriever in design.retrievers:
+        for k in design.top_k:
+            for measure in MEASURES:
+                plans.append(
+                    (
+                        "reranked - retrieved",
+                        retriever,
+                        k,
+                        measure,
+                        cells[(retriever, "retrieved", k)],
+                        cells[(retriever, "reranked", k)],
+                    )
+                )
+    if {"bm25", "dense"} <= set(design.retrievers):
+        for k in design.top_k:
+            plans.append(
+                (
+                    "dense - bm25",
+                    "dense vs bm25",
+                    k,
+                    "mean_grade",
+                    cells[("bm25", "retrieved", k)],
+                    cells[("dense", "retrieved", k)],
+                )
+            )
+    rows = []
+    for comparison, retriever, k, measure, a, b in plans:
+        qids = [q for q in sorted(a) if any(g is not None for g in a[q]) and any(g is not None for g in b.get(q, []))]
+        va, vb = _per_question(a, qids, measure), _per_question(b, qids, measure)
+        r = paired_difference(va, vb, [(cluster_of or {}).get(q, q) for q in qids])
+        rows.append(
+            {
+                "comparison": comparison,
+                "family": f"{comparison} / {measure}",
+                "retriever": retriever,
+                "top_k": k,
+                "measure": measure,
+                "n_questions": r["n"],
+                "n_source_chunks": r["n_clusters"],
+                "value_a": float(np.mean(va)) if va else None,
+                "value_b": float(np.mean(vb)) if vb else None,
+                "diff": r["diff"],
+                "ci_low": r["ci_low"],
+                "ci_high": r["ci_high"],
+                "p_value": r["p_value"],
+                "se": r["se"],
+                "df": r["df"],
+                "sd": r["sd"],
+                "deff": r["deff"],
+                "mde_cell": r["mde"],
+            }
+        )
+    for fam in dict.fromkeys(r["family"] for r in rows):
+        members = [r for r in rows if r["family"] == fam]
+        for row, adj in zip(members, holm([r["p_value"] for r in members])):
+            row["p_holm"] = adj
+    cols = [
+        "comparison",
+        "family",
+        "retriever",
+        "top_k",
+        "measure",
+        "n_questions",
+        "n_source_chunks",
+        "value_a",
+        "value_b",
+        "diff",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "p_holm",
+        "se",
+        "df",
+        "sd",
+        "deff",
+        "mde_cell",
+    ]
+    return pd.DataFrame(rows, columns=cols).round(4)
+
+
+def clusters_from_grades(rows: list[dict]) -> dict:
+    """{qid: source chunk id} from grades.jsonl rows: the pair graded for judge validity as the
+    question's source (every graded question has one)."""
+    return {r["qid"]: r["chunk_id"] for r in rows if "validity_source" in (r.get("purpose") or [])}
+
+
+def table1_wide(long_df, fmt: str = "md") -> str:
+    """The paper's layout: rows top-k × {Retriever, Reranked}, columns grades per retriever, in
+    %; per top-k the best value is bold and the second underlined (lower is better for grades
+    0 and 1, higher for 2 and 3). `fmt` is "md" or "tex"."""
+    import pandas as pd
+
+    from ..report.tables import render
+
+    retrievers = list(dict.fromkeys(long_df["retriever"]))
+    col = {(r, g): f"{r} {g}{'↓' if g < 2 else '↑'}" for r in retrievers for g in GRADES}
+    rows, marks = [], {}
+    for k in sorted(set(long_df["top_k"])):
+        sub = long_df[long_df["top_k"] == k]
+        start = len(rows)
+        for stage, label in (("retrieved", "Retriever"), ("reranked", "Reranked")):
+            row = {"Top-K": f"Top-{k}", "Method": label}
+            for r in retrievers:
+                for g in GRADES:
+                    v = sub[(sub["retriever"] == r) & (sub["stage"] == stage) & (sub["grade"] == g)]["percent"]
+                    row[col[(r, g)]] = f"{float(v.iloc[0]):.2f}" if len(v) and not np.isnan(v.iloc[0]) else "–"
+            rows.append(row)
+        for g in GRADES:  # best and second best per grade within this top-k; ties share a mark
+            vals = {
+                (i, col[(r, g)]): float(rows[i][col[(r, g)]])
+                for i in (start, start + 1)
+                for r in retrievers
+                if rows[i][col[(r, g)]] != "–"
+            }
+            distinct = sorted(set(vals.values()), reverse=g >= 2)
+            for rank, style in enumerate(("bold", "underline")):
+                if rank < len(distinct):
+                    marks.update({key: style for key, v in vals.items() if v == distinct[rank]})
+    return render(pd.DataFrame(rows), fmt, marks)
+
+
+# --------------------------------------------------------------------------- agreement, validity
+def graded_metrics(design: TableDesign, questions: list[dict], rankings: dict, grades: dict):
+    """Per system: nDCG@k and P@k (grade ≥ 2) from the judge's grades as graded qrels, beside
+    nDCG@k from the source chunk; and the per-query rank correlation of the two nDCG@10."""
+    import pandas as pd
+    from scipy.stats import kendalltau
+
+    from ..retrieval.metrics import evaluate
+
+    qids = [q["qid"] for q in questions]
+    judged_qrels: dict = {q: {} for q in qids}
+    for (q, c), g in grades.items():
+        if q in judged_qrels and g is not None and g > 0:
+            judged_qrels[q][c] = g
+    binary_qrels = {q: {c: 1 for c, g in d.items() if g >= 2} for q, d in judged_qrels.items()}
+    source_qrels = {q["qid"]: {q["source_chunk_id"]: 1} for q in questions}
+    rows = []
+    ks = design.top_k
+    for _, _, system in table_systems(design):
+        run = {q: [(c, 0.0) for c in rankings[system][q][: max(ks)]] for q in qids}
+        row = {"system": system}
+        j = (
+            evaluate(judged_qrels, run, [f"ndcg@{k}" for k in ks], per_query=True)
+            if any(judged_qrels.values())
+            else None
+        )
+        p = evaluate(binary_qrels, run, [f"precision@{k}" for k in ks]) if any(binary_qrels.values()) else None
+        s = evaluate(source_qrels, run, [f"ndcg@{k}" for k in ks], per_query=True)
+        for k in ks:
+            row[f"judge_ndcg@{k}"] = round(j["mean"][f"ndcg@{k}"], 4) if j else None
+            # ranx averages P@k only over queries with a relevant passage; count the others as 0
+            n_rel = sum(1 for d in binary_qrels.values() if d)
+            row[f"judge_p@{k}"] = round(p["mean"][f"precision@{k}"] * n_rel / len(qids), 4) if p else 0.0
+            row[f"source_ndcg@{k}"] = round(s["mean"][f"ndcg@{k}"], 4)
+        kk = max(ks)
+        if j:
+            a = [j["per_query"][f"ndcg@{kk}"].get(q, 0.0) for q in qids]
+            b = [s["per_query"][f"ndcg@{kk}"].get(q, 0.0) for q in qids]
+            tau = kendalltau(a, b).statistic if len(set(a)) > 1 and len(set(b)) > 1 else float("nan")
+            row[f"kendall_tau_judge_vs_source_ndcg@{kk}"] = None if np.isnan(tau) else round(float(tau), 3)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def judge_validity(
+    rows: list[dict], swapped: list[dict] | None, auc_warning: float, temperature: float, min_pairs: int = 30
+) -> dict:
+    """Can the judge tell a question's source chunk from a random chunk of another document?
+    (An easy check: the judge checks against human labels are the hard one.) Below
+    `min_pairs` pairs no positive verdict is given."""
+    from .validity import _score as score
+    from .validity import auc
+
+    src = [r for r in rows if "validity_source" in r["purpose"] and score(r) is not None]
+    rnd = [r for r in rows if "validity_random" in r["purpose"] and score(r) is not None]
+    dist = lambda rs: {str(g): sum(r["grade"] == g for r in rs) for g in GRADES}
+    out = {
+        "n_pairs": len(src) + len(rnd),
+        "n_source": len(src),
+        "n_random": len(rnd),
+        "source_grades": dist(src),
+        "random_grades": dist(rnd),
+        "mean_grade_source": round(float(np.mean([r["grade"] for r in src if r["grade"] is not None])), 3)
+        if src
+        else None,
+        "mean_grade_random": round(float(np.mean([r["grade"] for r in rnd if r["grade"] is not None])), 3)
+        if rnd
+        else None,
+        "missing": sum(r["grade"] is None for r in rows),
+    }
+    y = [1] * len(src) + [0] * len(rnd)
+    s = [score(r) for r in src + rnd]
+    a = auc(y, s)
+    out["auc"] = None if np.isnan(a) else round(a, 4)
+    out["auc_uses"] = (
+        "calibrated score"
+        if any(r.get("score") is not None for r in src)
+        else "expected grade (option probabilities)"
+        if any(r["expected_grade"] is not None for r in src)
+        else "grade"
+    )
+    if swapped:
+        by = {(r["qid"], r["chunk_id"]): r["grade"] for r in swapped}
+        same = [by[(r["qid"], r["chunk_id"])] == r["grade"] for r in src + rnd if (r["qid"], r["chunk_id"]) in by]
+        out["order_swap_agreement"] = round(sum(same) / len(same), 4) if same else None
+        out["order_swap_pairs"] = len(same)
+    out["self_consistency"] = (
+        "not applicable: greedy decoding (temperature 0) gives the same grade on a repeated prompt"
+        if temperature == 0
+        else "not measured"
+    )
+    auc = out["auc"]
+    if auc is None:
+        out["verdict"] = "Not enough validity pairs to judge the judge."
+    elif auc < auc_warning:
+        out["verdict"] = (
+            f"WARNING: the judge cannot reliably tell a question's source passage from a random passage "
+            f"of another document (AUC {auc:.2f} < {auc_warning}, {out['n_pairs']} pairs); treat its "
+            "relevance grades with caution."
+        )
+    elif out["n_pairs"] < min_pairs:
+        out["verdict"] = (
+            f"Too few pairs to tell: AUC {auc:.2f} on only {out['n_pairs']} source/random pairs (at least "
+            f"{min_pairs} are needed). Source vs random is the easy case in any event; see the judge "
+            "checks against human labels."
+        )
+    else:
+        out["verdict"] = (
+            f"The judge separates source passages from random ones (AUC {auc:.2f}, {out['n_pairs']} "
+            "pairs); this is the easy case: see the judge checks against human labels for the hard one."
+        )
+    return out

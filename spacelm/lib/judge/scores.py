@@ -1,0 +1,62 @@
+"""Reading a judge's answer: a score constrained to a range of options, never a silent
+default; the expected score from the option probabilities where the backend gives them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..llm.types import Completion
+
+
+@dataclass
+class Judgement:
+    """A parsed judge answer: `value` is None when the output could not be parsed (never a
+    silent default); `raw` keeps what the model said."""
+
+    value: int | None
+    raw: str
+    probs: dict | None = None
+    expected: float | None = None
+    explanation: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+_RESULT_TAG = re.compile(r"<result>\s*\[?\s*(-?\d+)\s*\]?\s*</result>", re.I)
+_SCORE_WORD = re.compile(r"(?:score|grade|rating|result)\s*(?:is|:|=)?\s*\**\s*(-?\d+)", re.I)
+_DIGIT = re.compile(r"(?<![\d.])(-?\d+)(?!\d|\.\d)")
+
+
+def parse_score(text: str, lo: int, hi: int) -> int | None:
+    """The score in a judge's answer, if one in [lo, hi] can be found: a `<result>N</result>`
+    tag, then "score: N", then a lone number when it is the only one in range."""
+    for pat in (_RESULT_TAG, _SCORE_WORD):
+        m = pat.search(text or "")
+        if m and lo <= int(m.group(1)) <= hi:
+            return int(m.group(1))
+    nums = [int(x) for x in _DIGIT.findall(text or "") if lo <= int(x) <= hi]
+    return nums[0] if len(set(nums)) == 1 else None
+
+
+def judgement_from(comp: Completion, lo: int, hi: int) -> Judgement:
+    value = parse_score(comp.text, lo, hi)
+    expected = None
+    probs = None
+    if comp.choice_probs:
+        probs = {int(k): v for k, v in comp.choice_probs.items() if str(k).lstrip("-").isdigit()}
+        if probs:
+            expected = sum(k * v for k, v in probs.items()) / max(1e-12, sum(probs.values()))
+    return Judgement(value=value, raw=comp.text, probs=probs, expected=expected)
+
+
+def score_choices(lo: int, hi: int) -> list[str]:
+    return [str(i) for i in range(lo, hi + 1)]
+
+
+def p_yes(comp) -> float | None:
+    """P(yes) from the option probabilities, or 1/0 from the text when the backend gives none;
+    None when the answer is neither."""
+    if comp.choice_probs and "yes" in comp.choice_probs:
+        return float(comp.choice_probs["yes"])
+    t = (comp.text or "").strip().lower()
+    return 1.0 if t.startswith("yes") else 0.0 if t.startswith("no") else None

@@ -1,0 +1,799 @@
+"""Measuring a judge before trusting it: functions of data, no run folder.
+
+- *Relevance against people*: a stratified sample from a folder of human relevance labels
+  (BEIR format; binary or graded 0-3): per query a relevant passage, a hard negative (the top
+  BM25 passage people did not mark relevant) and a random negative; on graded labels one
+  passage per grade. The judge grades them with the Table 1 prompt; we report the AUC of its
+  expected grade, Cohen's kappa at grade >= 2, quadratic-weighted kappa (graded labels),
+  accuracy and the confusion matrix, each with a bootstrap CI over queries.
+- *In domain*: a golden sample's passage against another chunk of its document and the top
+  BM25 chunk of another document (labelled by construction: the negatives are assumed, not
+  judged, to be non-relevant).
+- *Known-answer controls* for every answer rubric and binary judge: per question a good and a
+  bad answer whose order is known; a rubric passes a control when it scores the good one higher.
+- *Position bias*: the same pairs graded passage-first; agreement, mean shift, and what the
+  mean of both orders does to the figures.
+- *Verdicts*: valid / weak / fails / too few pairs to tell, from thresholds in the config.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..answer.facts import entities
+from ..answer.gate import REFUSAL_TEXT
+from ..stats import bootstrap_cis, wilson_ci
+
+VERDICTS = ("valid", "weak", "fails", "too few pairs to tell")
+ANSWER_RUBRICS = ("faithfulness", "relevance", "noise_robustness", "negative_rejection")
+BINARY_JUDGES = ("correct", "answer_relevant", "grounded")
+# the claim-support judge (yes/no with its probability; scored by P(yes))
+CLAIM_JUDGE = "claim_support"
+# the yes/no refusal judge (does the answer decline?), scored by its yes/no
+REFUSAL_JUDGE = "refusal"
+
+
+# --------------------------------------------------------------------------- sampling
+def is_graded(qrels: dict) -> bool:
+    return max((g for rel in qrels.values() for g in rel.values()), default=0) > 1
+
+
+def relevant_from(graded: bool) -> int:
+    """The human label from which a passage counts as relevant: 1 on binary labels, 2 ("highly
+    relevant") on the 0-3 scale, matching the judge's grade >= 2."""
+    return 2 if graded else 1
+
+
+def sample_check_pairs(
+    data, n_queries: int, seed: int, source: str, hard_depth: int = 30, exclude_queries: set | None = None
+) -> list[dict]:
+    """Pairs to grade from a :class:`~.beir.BeirData`, question-major. Each pair: qid, question,
+    chunk_id (the passage id), label (the human grade), kind, source. `exclude_queries` (those a
+    calibrated judge was fitted on) are never drawn, so the check stays held out."""
+    from ..retrieval.systems import BM25Config, BM25Retriever
+
+    graded = is_graded(data.qrels)
+    rel_from = relevant_from(graded)
+    ids, texts = data.passages()
+    known = set(ids)
+    rng = random.Random(f"{seed}|{source}")
+    eligible = sorted(
+        q
+        for q, rel in data.qrels.items()
+        if q in data.queries
+        and q not in (exclude_queries or ())
+        and any(g >= rel_from and d in known for d, g in rel.items())
+    )
+    chosen = sorted(rng.sample(eligible, min(n_queries, len(eligible))))
+    hard = {}
+    if not graded and chosen:
+        bm25 = BM25Retriever(BM25Config()).index(ids, texts)
+        for q, ranking in zip(chosen, bm25.search([data.queries[q] for q in chosen], hard_depth)):
+            hard[q] = next((d for d, _ in ranking if data.qrels[q].get(d, 0) < rel_from), None)
+    pairs = []
+    for q in chosen:
+        rel = data.qrels[q]
+        picks: list[tuple[str, int, str]] = []
+        if graded:  # one passage per grade people gave for this query (the judged 0s are hard negatives)
+            for g in (3, 2, 1, 0):
+                cands = sorted(d for d, v in rel.items() if v == g and d in known)
+                if cands:
+                    picks.append((rng.choice(cands), g, f"grade_{g}"))
+        else:
+            pos = sorted(d for d, v in rel.items() if v >= rel_from and d in known)
+            picks.append((rng.choice(pos), rel[pos[0]] if len(pos) == 1 else 1, "positive"))
+            if hard.get(q):
+                picks.append((hard[q], rel.get(hard[q], 0), "hard_negative"))
+        taken = {doc for doc, _, _ in picks}
+        unjudged = [d for d in (rng.choice(ids) for _ in range(50)) if d not in rel and d not in taken]
+        if unjudged:
+            picks.append((unjudged[0], 0, "random_negative"))
+        for doc, label, kind in picks:
+            pairs.append(
+                {
+                    "source": source,
+                    "qid": q,
+                    "question": data.queries[q],
+                    "chunk_id": doc,
+                    "label": int(label),
+                    "kind": kind,
+                    "purpose": [kind],
+                }
+            )
+    return pairs
+
+
+def golden_check_pairs(samples: Sequence, found: dict, chunks: Sequence, n: int, seed: int) -> list[dict]:
+    """In-domain pairs from golden samples located in the chunks: the sample's chunk (label 1),
+    another chunk of its document and the top BM25 chunk of another document (label 0)."""
+    from ..retrieval.systems import BM25Config, BM25Retriever
+
+    rng = random.Random(f"{seed}|golden")
+    usable = sorted((s for s in samples if s.id in found), key=lambda s: s.id)
+    chosen = sorted(rng.sample(usable, min(n, len(usable))), key=lambda s: s.id)
+    doc_of = {c.chunk_id: c.doc_id for c in chunks}
+    by_doc: dict = {}
+    for c in chunks:
+        by_doc.setdefault(c.doc_id, []).append(c.chunk_id)
+    bm25 = BM25Retriever(BM25Config()).index(list(doc_of), [c.text for c in chunks]) if chosen else None
+    rankings = bm25.search([s.question for s in chosen], 50) if chosen else []
+    pairs = []
+    for s, ranking in zip(chosen, rankings):
+        pos = found[s.id]
+        picks = [(pos, 1, "positive")]
+        same = sorted(c for c in by_doc[doc_of[pos]] if c != pos)
+        if same:
+            picks.append((rng.choice(same), 0, "same_document"))
+        other = next((d for d, _ in ranking if doc_of[d] != doc_of[pos]), None)
+        if other:
+            picks.append((other, 0, "hard_negative"))
+        for cid, label, kind in picks:
+            pairs.append(
+                {
+                    "source": "golden (in-domain)",
+                    "qid": s.id,
+                    "question": s.question,
+                    "chunk_id": cid,
+                    "label": label,
+                    "kind": kind,
+                    "purpose": [kind],
+                }
+            )
+    return pairs
+
+
+# --------------------------------------------------------------------------- agreement
+def _score(r: dict) -> float | None:
+    """The continuous score a grade row is ranked by: a calibrated judge's score, else the
+    expected grade from the option probabilities, else the grade."""
+    for key in ("score", "expected_grade"):
+        if r.get(key) is not None:
+            return r[key]
+    return r.get("grade")
+
+
+def auc(y: list, s: list) -> float:
+    """ROC AUC of scores `s` for binary labels `y`: 0.5 when every score is equal, NaN with one class."""
+    from sklearn.metrics import roc_auc_score
+
+    if len(set(y)) < 2:
+        return float("nan")
+    return float(roc_auc_score(y, s)) if len(set(s)) > 1 else 0.5
+
+
+def _kappa(a: list, b: list, weights: str | None = None, labels=None) -> float:
+    from sklearn.metrics import cohen_kappa_score
+
+    if len(a) < 2:
+        return float("nan")
+    if len(set(a)) == 1 and len(set(b)) == 1:
+        return 1.0 if a[0] == b[0] else 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(cohen_kappa_score(a, b, weights=weights, labels=labels))
+
+
+def _metrics(rows: list[dict], graded: bool) -> dict:
+    rel_from = relevant_from(graded)
+    y = [int(r["label"] >= rel_from) for r in rows]
+    judged = [int(r["grade"] >= 2) for r in rows]
+    out = {
+        "auc": auc(y, [_score(r) for r in rows]),
+        "kappa_binary": _kappa(y, judged),
+        "accuracy": float(np.mean([a == b for a, b in zip(y, judged)])) if rows else float("nan"),
+    }
+    if graded:
+        out["kappa_weighted"] = _kappa(
+            [r["label"] for r in rows], [r["grade"] for r in rows], "quadratic", [0, 1, 2, 3]
+        )
+        out["exact_accuracy"] = float(np.mean([r["label"] == r["grade"] for r in rows])) if rows else float("nan")
+    return out
+
+
+def _r(x: float, nd: int = 4) -> float | None:
+    return None if x is None or (isinstance(x, float) and np.isnan(x)) else round(float(x), nd)
+
+
+def agreement(rows: list[dict], n_boot: int, seed: int, graded: bool | None = None) -> dict:
+    """The judge's agreement with the human labels on graded check pairs, each figure with a
+    95% bootstrap CI over queries (pairs of one query move together)."""
+    ok = [r for r in rows if r.get("grade") is not None]
+    graded = is_graded({0: {i: r["label"] for i, r in enumerate(ok)}}) if graded is None else graded
+    by_q: dict = {}
+    for r in ok:
+        by_q.setdefault(r["qid"], []).append(r)
+    groups = [by_q[q] for q in sorted(by_q)]
+    point = _metrics(ok, graded)
+    out: dict = {
+        "n_pairs": len(ok),
+        "n_queries": len(groups),
+        "missing": len(rows) - len(ok),
+        "labels": "graded 0-3" if graded else "binary",
+        "relevant_from_label": relevant_from(graded),
+    }
+    cis = bootstrap_cis(groups, lambda gs: _metrics([r for g in gs for r in g], graded), n_boot, seed)
+    for name, value in point.items():
+        out[name] = _r(value)
+        out[f"{name}_ci"] = [_r(x) for x in _undegenerate(value, cis[name], len(groups))]
+    if not graded:
+        out["kappa_weighted"], out["kappa_weighted_ci"] = None, [None, None]
+    out["confusion"] = {
+        str(h): {str(g): sum(1 for r in ok if r["label"] == h and r["grade"] == g) for g in range(4)}
+        for h in sorted({r["label"] for r in ok})
+    }
+    # which comparison is hard: relevant against each kind of negative
+    rel_from = relevant_from(graded)
+    pos = [r for r in ok if r["label"] >= rel_from]
+    for kind in sorted({r["kind"] for r in ok if r["label"] < rel_from}):
+        neg = [r for r in ok if r["kind"] == kind]
+        out[f"auc_relevant_vs_{kind}"] = _r(auc([1] * len(pos) + [0] * len(neg), [_score(r) for r in pos + neg]))
+    out["mean_grade_by_label"] = {
+        str(h): _r(np.mean([r["grade"] for r in ok if r["label"] == h]), 3) for h in sorted({r["label"] for r in ok})
+    }
+    return out
+
+
+# --------------------------------------------------------------------------- reference judges
+def read_reference_judges(folder) -> dict:
+    """{name: {(query id, passage id): label}} from every `<name>.qrels.txt` in `folder` (TREC
+    qrels lines "query-id Q0 passage-id label"); {} when the folder does not exist. A line that
+    is not four fields with an integer label is an error naming the file and line."""
+    from pathlib import Path
+
+    out: dict = {}
+    d = Path(folder) if folder else None
+    if d is None or not d.is_dir():
+        return out
+    for f in sorted(d.glob("*.qrels.txt")):
+        labels = {}
+        for i, line in enumerate(f.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            parts = line.split()
+            if len(parts) != 4 or not parts[3].lstrip("-").isdigit():
+                raise ValueError(f"{f}:{i}: expected 'query-id Q0 passage-id label', got {line!r}")
+            labels[(parts[0], parts[2])] = int(parts[3])
+        out[f.name[: -len(".qrels.txt")]] = labels
+    return out
+
+
+def reference_agreement(rows: list[dict], references: dict, n_boot: int, seed: int, graded: bool) -> list[dict]:
+    """Each reference judge's agreement with the human labels on exactly the pairs our judge
+    graded (`rows` with a grade), by :func:`agreement` with the same bootstrap units (queries)
+    and seed, so its figures compare with ours. A binary reference (labels 0/1, where 1 means
+    relevant) is read as grade 2 or 0: it has no weighted kappa. Pairs the reference did not
+    label are left out and `n_pairs` says how many remain."""
+    ours = [r for r in rows if r.get("grade") is not None]
+    out = []
+    for name in sorted(references):
+        labels = references[name]
+        ref_graded = max(labels.values(), default=0) > 1
+        theirs = []
+        for r in ours:
+            g = labels.get((str(r["qid"]), str(r["chunk_id"])))
+            if g is not None:
+                theirs.append(dict(r, grade=g if ref_graded else 2 * int(g >= 1), expected_grade=None))
+        a = agreement(theirs, n_boot, seed, graded) if theirs else {"n_pairs": 0}
+        item = {"name": name, "n_pairs": a["n_pairs"], "labels": "graded 0-3" if ref_graded else "binary"}
+        for k in ("kappa_binary", "kappa_binary_ci", "kappa_weighted", "auc", "auc_ci"):
+            item[k] = a.get(k)
+        if not ref_graded:
+            item["kappa_weighted"] = None
+        out.append(item)
+    return out
+
+
+def _undegenerate(value: float, ci: tuple, n_units: int) -> tuple:
+    """A bootstrap interval that collapsed onto a perfect figure (every resample gives 1.0, e.g.
+    an AUC of 1 from 10 queries) says nothing about how far below 1 the truth may be; its lower
+    bound becomes the 95% Wilson lower bound of n_units successes in n_units trials (each unit,
+    a query, read as one success), 0.72 for 10 units, 0.89 for 30. Other intervals pass as they
+    are."""
+
+    lo, hi = ci
+    if value is None or np.isnan(value) or np.isnan(lo) or not (lo == hi == value == 1.0):
+        return lo, hi
+    return min(lo, wilson_ci(n_units, n_units)[0]), hi
+
+
+def verdict(m: dict, th, references: Sequence[dict] = ()) -> tuple[str, str]:
+    """(verdict, the reason in plain words) for relevance agreement `m` from the bounds of its
+    95% CIs, never from point estimates alone.
+
+    Rule: fewer than `th.min_pairs` pairs, or no AUC CI -> "too few pairs to tell" (no verdict).
+    With reference judges measured on the same pairs, the bar is theirs: against each reference
+    we are "at least as good as" it when the lower bounds of our AUC and binary kappa reach its
+    point estimates, "below" it when the upper bound of our AUC or kappa is under its point
+    estimate, else "cannot tell against" it; the verdict is "valid" when at least as good as
+    every reference, "fails" when below every reference, else "weak". Without references, the
+    absolute bar of the config: "valid" when the AUC CI's lower bound >= `valid_auc` and the
+    kappa CI's lower bound >= `valid_kappa`, "fails" when the AUC CI's upper bound < `fail_auc`,
+    "too few pairs to tell" when the AUC CI is wider than `max_ci_width`, else "weak"."""
+    n = m.get("n_pairs") or 0
+    auc_v, (lo, hi) = m.get("auc"), (m.get("auc_ci") or [None, None])
+    k_v, (klo, khi) = m.get("kappa_binary"), (m.get("kappa_binary_ci") or [None, None])
+    if n < th.min_pairs:
+        return "too few pairs to tell", f"only {n} pairs (at least {th.min_pairs} are needed for a verdict)"
+    if auc_v is None or lo is None or hi is None:
+        return "too few pairs to tell", "the AUC cannot be computed (one class only)"
+    ours = f"AUC {auc_v:.2f} [{lo:.2f}, {hi:.2f}], kappa " + (
+        "n/a" if k_v is None or klo is None else f"{k_v:.2f} [{klo:.2f}, {khi:.2f}]"
+    )
+    refs = [r for r in references if r.get("auc") is not None and r.get("kappa_binary") is not None]
+    if refs:
+        places = []
+        for r in refs:
+            if klo is not None and lo >= r["auc"] and klo >= r["kappa_binary"]:
+                places.append(("above", f"at least as good as {r['name']}"))
+            elif hi < r["auc"] or (khi is not None and khi < r["kappa_binary"]):
+                places.append(("below", f"below {r['name']}"))
+            else:
+                places.append(("between", f"cannot tell against {r['name']}"))
+        marks = {p for p, _ in places}
+        v = "valid" if marks == {"above"} else "fails" if marks == {"below"} else "weak"
+        theirs = "; ".join(f"{r['name']} AUC {r['auc']:.2f}, kappa {r['kappa_binary']:.2f}" for r in refs)
+        return v, (f"{'; '.join(t for _, t in places)} on these pairs ({ours}; {theirs})")
+    if hi - lo > th.max_ci_width:
+        return "too few pairs to tell", f"the AUC's 95% CI [{lo:.2f}, {hi:.2f}] is wider than {th.max_ci_width}"
+    if hi < th.fail_auc:
+        return "fails", f"{ours}: the AUC's upper bound is under {th.fail_auc}, it barely tells relevant from not"
+    if klo is not None and lo >= th.valid_auc and klo >= th.valid_kappa:
+        return "valid", f"{ours}: lower bounds reach AUC {th.valid_auc} and kappa {th.valid_kappa}"
+    return "weak", (
+        f"{ours}: the lower bounds do not reach AUC {th.valid_auc} and kappa {th.valid_kappa} "
+        "(no reference judge on these pairs)"
+    )
+
+
+# --------------------------------------------------------------------------- position bias
+def position_bias(rows: list[dict], swapped: list[dict]) -> dict:
+    """Agreement between the question-first and passage-first grades of the same pairs, and the
+    mean shift of the (expected) grade when the passage comes first."""
+    by = {(r["qid"], r["chunk_id"]): r for r in swapped if r.get("grade") is not None}
+    both = [
+        (r, by[(r["qid"], r["chunk_id"])])
+        for r in rows
+        if r.get("grade") is not None and (r["qid"], r["chunk_id"]) in by
+    ]
+    if not both:
+        return {"n_pairs": 0, "agreement": None, "mean_shift": None}
+    return {
+        "n_pairs": len(both),
+        "agreement": _r(np.mean([a["grade"] == b["grade"] for a, b in both])),
+        "mean_shift": _r(np.mean([_score(b) - _score(a) for a, b in both])),
+        "mean_abs_shift": _r(np.mean([abs(_score(b) - _score(a)) for a, b in both])),
+    }
+
+
+def mean_of_orders(rows: list[dict], swapped: list[dict]) -> list[dict]:
+    """Rows whose expected grade is the mean of both orders' and whose grade is its rounding
+    (the `both_orders` debiasing); a pair graded in one order only keeps that order's grade."""
+    by = {(r["qid"], r["chunk_id"]): r for r in swapped if r.get("grade") is not None}
+    out = []
+    for r in rows:
+        s = by.get((r["qid"], r["chunk_id"]))
+        if r.get("grade") is None or s is None:
+            out.append(dict(r))
+            continue
+        e = (_score(r) + _score(s)) / 2
+        out.append(dict(r, expected_grade=round(e, 4), grade=int(np.floor(e + 0.5)), debiased="both_orders"))
+    return out
+
+
+# --------------------------------------------------------------------------- controls
+_SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = set(
+    "a an the of and or to in on for with by from at as is are was were be been it its this that these those "
+    "what which who whom how why when where do does did can could should would will may might not no "
+    "into than then there their they them about over under between".split()
+)
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENT.split(" ".join(text.split())) if len(s.split()) >= 5]
+
+
+def supporting_sentence(question: str, text: str) -> str | None:
+    """The sentence of `text` sharing most content words with `question` (first on ties)."""
+    q = {w for w in _WORD.findall(question.lower()) if w not in _STOP}
+    best, best_n = None, -1
+    for s in sentences(text):
+        n = len(q & set(_WORD.findall(s.lower())))
+        if n > best_n:
+            best, best_n = s, n
+    return best
+
+
+def change_numbers(sentence: str) -> str | None:
+    """The sentence with every number changed (None when it holds none): a claim that no longer
+    matches its passage."""
+    if not _NUMBER.search(sentence):
+        return None
+
+    def bump(m: re.Match) -> str:
+        s = m.group(0)
+        if "." in s or "," in s:
+            sep = "." if "." in s else ","
+            a, b = s.split(sep, 1)
+            return f"{int(a) * 3 + 7}{sep}{b}"
+        return str(int(s) * 3 + 7)
+
+    return _NUMBER.sub(bump, sentence)
+
+
+# bad answers that a judge misleading the tables would accept: each a pure function of the good
+# sentence (and, for some, another text), None where it does not apply
+_UNITS = {
+    "km": "m",
+    "m": "km",
+    "kg": "g",
+    "g": "kg",
+    "mm": "cm",
+    "cm": "mm",
+    "s": "ms",
+    "ms": "s",
+    "seconds": "minutes",
+    "minutes": "hours",
+    "hours": "days",
+    "days": "weeks",
+    "weeks": "months",
+    "years": "months",
+    "months": "years",
+    "W": "kW",
+    "kW": "W",
+    "MW": "kW",
+    "Hz": "kHz",
+    "kHz": "MHz",
+    "MHz": "GHz",
+    "GHz": "MHz",
+    "K": "°C",
+    "%": " per mille",
+    "percent": "per mille",
+    "bar": "mbar",
+    "kbps": "Mbps",
+    "Mbps": "kbps",
+    "dB": "dBW",
+    "N": "kN",
+    "kN": "N",
+    "t": "kg",
+    "AU": "km",
+}
+_UNIT = re.compile(
+    r"(?<=\d)(\s?)(" + "|".join(sorted(map(re.escape, _UNITS), key=len, reverse=True)) + r")(?![A-Za-z])"
+)
+_NEGATE = [
+    (r"\bis not\b", "is"),
+    (r"\bare not\b", "are"),
+    (r"\bcannot\b", "can"),
+    (r"\bdoes not\b", "does"),
+    (r"\bis\b", "is not"),
+    (r"\bare\b", "are not"),
+    (r"\bwas\b", "was not"),
+    (r"\bwere\b", "were not"),
+    (r"\bcan\b", "cannot"),
+    (r"\bwill\b", "will not"),
+    (r"\bmust\b", "must not"),
+    (r"\bshould\b", "should not"),
+    (r"\bhas\b", "has no"),
+    (r"\bhave\b", "have no"),
+]
+HEDGED_REFUSALS = (
+    REFUSAL_TEXT,
+    "I could not find this in the documents I was given; they discuss related topics but do not say, so I "
+    "cannot answer reliably.",
+    "The passages do not contain the information needed to answer this question, and I would rather not guess.",
+)
+
+
+def nudge_numbers(sentence: str) -> str | None:
+    """Every number changed by a small relative amount (about +20%, years by +3, at least one unit
+    in the last digit), keeping its form: "261 km" -> "313 km", "2.5" -> "3.0", "2019" -> "2022".
+    A plausible wrong value, not an absurd one. None without a number."""
+    if not _NUMBER.search(sentence):
+        return None
+
+    def bump(m: re.Match) -> str:
+        s = m.group(0)
+        sep = "." if "." in s else "," if "," in s else None
+        if sep is None:
+            v = int(s)
+            return str(v + 3) if 1900 <= v <= 2100 else str(max(v + 1, round(v * 1.2)))
+        a, b = s.split(sep, 1)
+        scale = 10 ** len(b)
+        v = int(a) * scale + int(b)
+        w = max(v + 1, round(v * 1.2))
+        return f"{w // scale}{sep}{w % scale:0{len(b)}d}"
+
+    return _NUMBER.sub(bump, sentence)
+
+
+def swap_unit(sentence: str) -> str | None:
+    """The first unit written after a number swapped for a neighbouring one ("261 km" -> "261 m",
+    "5 hours" -> "5 days"); None when no number carries a unit we know."""
+    m = _UNIT.search(sentence)
+    if not m:
+        return None
+    return sentence[: m.start()] + m.group(1) + _UNITS[m.group(2)] + sentence[m.end() :]
+
+
+def swap_entity(sentence: str, other_text: str) -> str | None:
+    """The first named entity of `sentence` replaced by one from `other_text` that the sentence
+    does not hold ("Svalbard" -> "Kiruna"); None when either side has none."""
+    mine = entities(sentence)
+    theirs = [e for e in entities(other_text) if e not in mine and e.lower() not in sentence.lower()]
+    if not mine or not theirs:
+        return None
+    return re.sub(rf"(?<![\w-]){re.escape(mine[0])}(?![\w-])", theirs[0], sentence, count=1)
+
+
+def negate(sentence: str) -> str | None:
+    """The claim turned into its negation at the first auxiliary verb ("is" -> "is not",
+    "cannot" -> "can"); None when the sentence has none of those we know."""
+    for pat, rep in _NEGATE:
+        if re.search(pat, sentence):
+            return re.sub(pat, rep, sentence, count=1)
+    return None
+
+
+def closed_book(sentence: str) -> str:
+    """What a model answering from memory often writes: the claim with each number replaced by a
+    rounded guess well off the mark ("about 100 km" for "261 km"), or, without numbers, a vague
+    answer that names none of the specifics."""
+    if not _NUMBER.search(sentence):
+        return (
+            "It depends on the mission and the spacecraft; typical values and practices vary widely between operators."
+        )
+
+    def guess(m: re.Match) -> str:
+        v = float(m.group(0).replace(",", "."))
+        g = v * 0.4 if v else 1.0
+        p = 10 ** int(np.floor(np.log10(abs(g)))) if g else 1
+        r = round(g / p) * p
+        return str(int(r)) if r >= 1 else f"{r:g}"
+
+    # "about" once before each guess, whether or not the sentence already hedged the number
+    return re.sub(
+        r"(?:\b(?:about|approximately|around|roughly|some)\s+)?" + _NUMBER.pattern,
+        lambda m: "about " + guess(_NUMBER.search(m.group(0))),
+        sentence,
+    )
+
+
+def off_question_sentence(question: str, text: str, avoid: str) -> str | None:
+    """A sentence of `text` (not `avoid`) sharing the fewest content words with the question: on
+    the same topic, but it does not answer. None when the text has no other sentence."""
+    q = {w for w in _WORD.findall(question.lower()) if w not in _STOP}
+    cands = [x for x in sentences(text) if x != avoid]
+    return min(cands, key=lambda x: len(q & set(_WORD.findall(x.lower())))) if cands else None
+
+
+def _bad_answers(q: dict, sup: str, other_answer: str, wrong_sentence: str, wrong_text: str, source_text: str) -> dict:
+    """{kind: (bad answer, what makes it bad)} for one question; kinds that do not apply are left out."""
+    kinds = {
+        "number_nudged": (nudge_numbers(sup), "a plausible wrong number (about +20%)"),
+        "unit_swapped": (swap_unit(sup), "the unit swapped"),
+        "entity_swapped": (swap_entity(sup, wrong_text), "a named entity swapped for another"),
+        "negated": (negate(sup), "the claim negated"),
+        "partial": (
+            f"{sup} {wrong_sentence}" if wrong_sentence and wrong_sentence != sup else None,
+            "the right claim plus an unsupported one",
+        ),
+        "unrelated_claim": (wrong_sentence if wrong_sentence != sup else None, "a claim from an unrelated passage"),
+        "other_question": (other_answer, "the answer to another question"),
+        "ignores_question": (
+            off_question_sentence(q["question"], source_text, sup),
+            "a sentence of the same passage that does not answer the question",
+        ),
+        "closed_book": (closed_book(sup), "a closed-book answer: rounded guesses instead of the passage's values"),
+    }
+    return {k: v for k, v in kinds.items() if v[0] and v[0] != sup}
+
+
+# which kinds of bad answer test which judge (in the order they are used)
+CONTROL_KINDS = {
+    "faithfulness": ("number_nudged", "entity_swapped", "negated", "unit_swapped", "partial", "unrelated_claim"),
+    "grounded": ("number_nudged", "entity_swapped", "negated", "unit_swapped", "partial", "unrelated_claim"),
+    CLAIM_JUDGE: ("number_nudged", "entity_swapped", "negated", "unit_swapped", "unrelated_claim"),
+    "noise_robustness": ("unrelated_claim", "number_nudged", "entity_swapped", "negated"),
+    "relevance": ("other_question", "ignores_question"),
+    "answer_relevant": ("other_question", "ignores_question"),
+    "correct": ("number_nudged", "closed_book", "entity_swapped", "negated", "unit_swapped", "other_question"),
+    "negative_rejection": ("confident", "confident_nudged", "hedged_guess"),
+    REFUSAL_JUDGE: ("confident", "confident_nudged", "hedged_guess"),
+}
+
+
+def build_controls(questions: Sequence[dict], text_of: dict, doc_of: dict, n: int, seed: int) -> list[dict]:
+    """Up to `n` known-answer controls per judge (every answer rubric, binary judge, the claim
+    judge and the refusal judge), each a good and a bad answer with the context the judge reads.
+    The bad answers are those a judge that would mislead the tables accepts: plausible wrong
+    numbers, swapped units and named entities, negated claims, partly right answers, closed-book
+    guesses against the reference, answers that ignore the question, and for the refusal judges
+    confident or hedged fabrications against (hedged) refusals. Questions are taken in a seeded
+    order, one control each per round, the kind rotating between questions, until `n` per judge.
+    Each control: rubric, kind, qid, question, context_ids, good, bad, how, reference."""
+    rng = random.Random(f"{seed}|controls")
+    usable = []
+    for q in sorted(questions, key=lambda q: q["qid"]):
+        sup = supporting_sentence(q["question"], text_of.get(q["source_chunk_id"], ""))
+        if sup:
+            usable.append((q, sup))
+    order = list(usable)
+    rng.shuffle(order)
+    all_ids = sorted(text_of)
+    cands: dict = {r: [] for r in CONTROL_KINDS}  # per judge: per question, its controls in kind order
+    for i, (q, sup) in enumerate(order):
+        src = q["source_chunk_id"]
+        others = [(q2, s2) for q2, s2 in usable if doc_of.get(q2["source_chunk_id"]) != doc_of.get(src)]
+        wrong_pool = [c for c in all_ids if doc_of.get(c) != doc_of.get(src)]
+        if not others or len(wrong_pool) < 2:
+            continue
+        q2, other_answer = others[i % len(others)]
+        wrong = rng.sample(wrong_pool, 2)
+        # the wrong passage's sentence closest to the question: plausible, and not supported
+        wrong_sentence = supporting_sentence(q["question"], text_of[wrong[0]]) or other_answer
+        bad = _bad_answers(q, sup, other_answer, wrong_sentence, text_of[wrong[0]], text_of[src])
+        nudged = bad.get("number_nudged", (None,))[0] or bad.get("entity_swapped", (None,))[0]
+        refusal_bad = {
+            "confident": (sup, "a confident answer the passages do not hold"),
+            "confident_nudged": (nudged, "a confident answer with a made-up detail"),
+            "hedged_guess": (
+                f"I am not completely sure, but I believe {sup[0].lower()}{sup[1:]}",
+                "a hedged answer that still asserts a claim",
+            ),
+        }
+        refusal_bad = {k: v for k, v in refusal_bad.items() if v[0]}
+        base = {"qid": q["qid"], "question": q["question"]}
+        for rubric, kinds in CONTROL_KINDS.items():
+            mine = []
+            pool = refusal_bad if rubric in ("negative_rejection", REFUSAL_JUDGE) else bad
+            for j, kind in enumerate(k for k in kinds if k in pool):
+                answer, how = pool[kind]
+                c = dict(base, rubric=rubric, kind=kind, bad=answer, how=how, good=sup, context_ids=[src])
+                if rubric == "noise_robustness":
+                    c.update(context_ids=[src, *wrong], noise_ids=wrong)
+                elif rubric in ("negative_rejection", REFUSAL_JUDGE):
+                    c.update(context_ids=wrong, good=HEDGED_REFUSALS[(i + j) % len(HEDGED_REFUSALS)])
+                elif rubric == "correct":
+                    c["reference"] = q.get("answer") or sup
+                if kind == "other_question":
+                    c["how"] = f"the answer to another question ({q2['qid']})"
+                mine.append(c)
+            if mine:  # rotate, so the first round covers the kinds across questions
+                want = kinds[i % len(kinds)]
+                rest = kinds[kinds.index(want) :] + kinds[: kinds.index(want)]
+                first = next(k for k in rest if any(c["kind"] == k for c in mine))
+                r = [c["kind"] for c in mine].index(first)
+                cands[rubric].append(mine[r:] + mine[:r])
+    out = []
+    for per_q in cands.values():
+        picked = []
+        for round_ in range(max((len(x) for x in per_q), default=0)):
+            picked += [x[round_] for x in per_q if round_ < len(x)]
+        out += picked[:n]
+    return out
+
+
+def controls_table(results: list[dict], th) -> pd.DataFrame:
+    """Per judge: n (controls scored on both answers), n_kinds (distinct kinds of bad answer),
+    pass rate (the good answer scored above the bad one, as the tables score them) with its 95%
+    Wilson interval (ci_low, ci_high; also in pass_rate_ci_low/high), mean gap, and a verdict
+    read from the interval: fewer than `min_controls` -> "too few pairs to tell"; ci_low >=
+    `valid_pass_rate` -> "valid"; ci_high < `fail_pass_rate` -> "fails"; else "weak". `passed`
+    is true only for "valid": a judge that has not passed gives no headline figure."""
+    import pandas as pd
+
+    rows = []
+    order = [*ANSWER_RUBRICS, *BINARY_JUDGES, CLAIM_JUDGE, REFUSAL_JUDGE]
+    for rubric in sorted({r["rubric"] for r in results}, key=lambda x: order.index(x) if x in order else 99):
+        got = [
+            r for r in results if r["rubric"] == rubric and r["good_score"] is not None and r["bad_score"] is not None
+        ]
+        passed = [r["good_score"] > r["bad_score"] for r in got]
+        gaps = [r["good_score"] - r["bad_score"] for r in got]
+        lo, hi = wilson_ci(sum(passed), len(passed))  # a proportion: Wilson, as every proportion
+        rate = float(np.mean(passed)) if passed else float("nan")
+        if len(got) < th.min_controls:
+            v = "too few pairs to tell"
+        elif lo >= th.valid_pass_rate:
+            v = "valid"
+        elif hi < th.fail_pass_rate:
+            v = "fails"
+        else:
+            v = "weak"
+        rows.append(
+            {
+                "rubric": rubric,
+                "n": len(got),
+                "pass_rate": _r(rate, 3),
+                "pass_rate_ci_low": _r(lo, 3),
+                "pass_rate_ci_high": _r(hi, 3),
+                "mean_gap": _r(np.mean(gaps), 3) if gaps else None,
+                "missing": sum(1 for r in results if r["rubric"] == rubric) - len(got),
+                "verdict": v,
+                "n_kinds": len({r.get("kind") for r in got}),
+                "ci_low": _r(lo, 3),
+                "ci_high": _r(hi, 3),
+                "passed": v == "valid",
+                "failed_kinds": ", ".join(
+                    sorted({str(r.get("kind")) for r in got if not r["good_score"] > r["bad_score"]})
+                ),
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "rubric",
+            "n",
+            "pass_rate",
+            "pass_rate_ci_low",
+            "pass_rate_ci_high",
+            "mean_gap",
+            "missing",
+            "verdict",
+            "n_kinds",
+            "ci_low",
+            "ci_high",
+            "passed",
+            "failed_kinds",
+        ],
+    )
+
+
+def score_controls(judge, controls: list[dict], text_of: dict) -> list[dict]:
+    """Judge the good and the bad answer of every control with the same prompts as the tables
+    and score them as the tables do: the 1-5 digit for the rubrics, 1/0 for a yes/no judge's
+    verdict, the share of claims judged supported for the claim judge (None when unparseable).
+    The expected score and P(yes) are kept beside (good_expected, bad_expected) for diagnosis."""
+    from ..answer.answers import JUDGE_STYLE, judge_binary, judge_refusal, judge_rubrics
+    from ..answer.claims import judge_claims
+
+    items = []
+    for c in controls:
+        for which in ("good", "bad"):
+            it = {
+                "qid": c["qid"],
+                "setting": "control",
+                "pipeline": which,
+                "question": c["question"],
+                "answer": c[which],
+                "scores": {},
+                "expected_scores": {},
+                "raw_judge": {},
+                "binary": {},
+                "passage_ids": c["context_ids"],
+                "wrong_ids": c.get("noise_ids", c["context_ids"]),
+                "rubrics": [c["rubric"]] if c["rubric"] in ANSWER_RUBRICS else [],
+                "reference_answer": c.get("reference"),
+                "_control": c,
+                "_which": which,
+            }
+            items.append(it)
+    judge_rubrics(judge, [it for it in items if it["rubrics"]], text_of)
+    binary = [it for it in items if it["_control"]["rubric"] in BINARY_JUDGES]
+    judge_binary(judge, binary, text_of, checks=lambda it: (it["_control"]["rubric"],))
+    judge_refusal(judge, [it for it in items if it["_control"]["rubric"] == REFUSAL_JUDGE])
+    judge_claims(judge, [it for it in items if it["_control"]["rubric"] == CLAIM_JUDGE], text_of, JUDGE_STYLE)
+    out: dict = {}
+    for it in items:
+        c = it["_control"]
+        rubric = c["rubric"]
+        if rubric in ANSWER_RUBRICS:
+            s, e = it["scores"].get(rubric), it["expected_scores"].get(rubric)
+        elif rubric == CLAIM_JUDGE:  # Table 2's claim faithfulness: the share of claims judged supported
+            sup = [cl["supported"] for cl in it.get("claims", []) if cl.get("supported") is not None]
+            ps = [cl["p_supported"] for cl in it.get("claims", []) if cl.get("p_supported") is not None]
+            s, e = (float(np.mean(sup)) if sup else None), (float(np.mean(ps)) if ps else None)
+        else:
+            b = it["binary"].get(rubric, {})
+            s, e = (None if b.get("verdict") is None else float(b["verdict"])), b.get("p_yes")
+        row = out.setdefault(id(c), {k: v for k, v in c.items()})
+        row[f"{it['_which']}_score"] = s
+        row[f"{it['_which']}_expected"] = e
+    return list(out.values())

@@ -1,0 +1,524 @@
+"""Counting a run's model calls and tokens before it starts, without loading a model.
+
+The stages' own request-building functions run against :class:`PlanLLM`, a stand-in for the
+LLM front end that records every request and answers at once. Where a later prompt holds an
+earlier model output (a question, an answer), the stand-in's reply is a *placeholder* that
+carries its token budget (the request's ``max_tokens``): a prompt holding placeholders is
+counted as its known text plus those budgets, an upper bound.
+
+Prompt tokens are counted as a backend sees them: the messages rendered with the model's chat
+template, then its tokenizer (a GGUF file's vocabulary read with ``vocab_only``, so no weights
+are loaded; or a ``tokenizer.json``). Passages recur across thousands of prompts, so a prompt
+is counted piece by piece, split only where byte-level BPE cannot merge across the split, and
+each piece's count is remembered.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .types import Completion, Request
+
+BASES = ("exact", "upper bound", "estimate")
+PLACEHOLDER = re.compile(r"Out\d+ ⟦(\d+)⟧(?: x)*")
+_FILLER = " x" * 12  # enough words that a placeholder passes as a well-formed question
+
+
+def placeholder(n: int, budget: int) -> str:
+    """Stand-in text for model output number `n` of at most `budget` tokens; it parses as a
+    question (so the stages' filters keep it: the upper bound) and is unique per `n`."""
+    return f"Out{n} ⟦{budget}⟧{_FILLER}"
+
+
+def strip_placeholders(text: str) -> tuple[str, int]:
+    """(text without placeholders, the sum of their token budgets)."""
+    budget = sum(int(m.group(1)) for m in PLACEHOLDER.finditer(text))
+    return (PLACEHOLDER.sub("", text), budget) if budget else (text, 0)
+
+
+def weakest(*bases: str) -> str:
+    """The least certain of several bases (exact < upper bound < estimate)."""
+    return max(bases, key=BASES.index) if bases else "exact"
+
+
+# --------------------------------------------------------------------------- tokens
+# Byte-level BPE pre-tokenisers (Llama 3, Qwen2, GPT-2 style) never merge a letter or digit with
+# the newlines after it, nor a run of newlines with the non-space character after it: a text
+# split at such a paragraph break counts the same, piece by piece.
+_BREAK = re.compile(r"(\n\n+)")
+_CALIBRATION = "Alpha beta 12\n\nGamma delta.\n\nEpsilon [1]\nZeta:\n\n  eta 2019\n\n\ntheta"
+
+
+def safe_pieces(text: str) -> list[str]:
+    """`text` cut at the paragraph breaks where a byte-level BPE tokeniser cannot merge across
+    the cut (a letter or digit before the break, a non-space after it); the break is a piece."""
+    parts = _BREAK.split(text)
+    out = [parts[0]]
+    for i in range(1, len(parts), 2):
+        brk, nxt = parts[i], parts[i + 1]
+        if out[-1] and out[-1][-1].isalnum() and nxt and not nxt[0].isspace():
+            out += [brk, nxt]
+        else:
+            out[-1] += brk + nxt
+    return out
+
+
+class TokenCounter:
+    """Prompt tokens of chat messages for one tokenizer: `encode(text) -> n` without special
+    tokens added, `render(messages) -> (prompt, extra)` applying the chat template (`extra`:
+    tokens the backend adds, such as a BOS). `note` says what is approximate, if anything."""
+
+    def __init__(self, encode: Callable[[str], int], render: Callable[[list], tuple[str, int]], note: str = ""):
+        self._encode, self._render, self.note = encode, render, note
+        self._memo: dict[str, int] = {}
+        pieces = sum(encode(p) for p in safe_pieces(_CALIBRATION) if p)
+        self._split = pieces == encode(_CALIBRATION)  # else count whole prompts (slower, still exact)
+
+    def text(self, text: str) -> int:
+        """Tokens of a plain text (memoised by piece)."""
+        pieces = safe_pieces(text) if self._split else [text]
+        n = 0
+        for p in pieces:
+            if p:
+                got = self._memo.get(p)
+                if got is None:
+                    got = self._memo[p] = self._encode(p)
+                n += got
+        return n
+
+    def messages(self, messages: list) -> tuple[int, int]:
+        """(prompt tokens, how many of them are placeholder budgets) of a chat request."""
+        budget, clean = 0, []
+        for m in messages:
+            content, b = strip_placeholders(m.get("content") or "")
+            budget += b
+            clean.append(dict(m, content=content))
+        prompt, extra = self._render(clean)
+        return self.text(prompt) + extra + budget, budget
+
+
+def _jinja_render(template: str, bos: str, eos: str) -> Callable[[list], str]:
+    """A chat template applied the way llama-cpp-python and transformers apply it."""
+    import datetime
+
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    def raise_exception(msg):
+        raise ValueError(msg)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    tpl = env.from_string(template)
+    now = lambda fmt: datetime.datetime.now().strftime(fmt)
+
+    return lambda messages: tpl.render(
+        messages=messages,
+        bos_token=bos,
+        eos_token=eos,
+        add_generation_prompt=True,
+        raise_exception=raise_exception,
+        strftime_now=now,
+    )
+
+
+def gguf_counter(path: Path) -> TokenCounter:
+    """A counter from a GGUF file's vocabulary and chat template (llama.cpp `vocab_only`: the
+    weights are not read), applying them as the llama.cpp backend does."""
+    import llama_cpp
+    from llama_cpp._utils import suppress_stdout_stderr
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    with suppress_stdout_stderr(disable=False):
+        vocab = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+    encode = lambda t: len(vocab.tokenize(t.encode("utf-8"), add_bos=False, special=True))
+    bos_extra = len(vocab.tokenize(b"", add_bos=True, special=True))
+    template = vocab.metadata.get("tokenizer.chat_template")
+    if not template:
+        return TokenCounter(
+            encode,
+            lambda ms: ("\n".join(m["content"] for m in ms), bos_extra + 4 * len(ms)),
+            "no chat template: about 4 tokens per message assumed",
+        )
+    tok = lambda i: vocab.detokenize([i], special=True).decode("utf-8", "ignore") if i >= 0 else ""
+    fmt = Jinja2ChatFormatter(template=template, eos_token=tok(vocab.token_eos()), bos_token=tok(vocab.token_bos()))
+
+    def render(messages: list) -> tuple[str, int]:
+        res = fmt(messages=messages)
+        return res.prompt, 0 if res.added_special else bos_extra
+
+    return TokenCounter(encode, render)
+
+
+def hf_counter(tokenizer_json: Path) -> TokenCounter:
+    """A counter from a `tokenizer.json`, with the chat template of the `tokenizer_config.json`
+    (or `chat_template.jinja`) beside it when there is one."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(tokenizer_json))
+    tok.no_truncation()
+    tok.no_padding()
+    encode = lambda t: len(tok.encode(t, add_special_tokens=False).ids)
+    folder = Path(tokenizer_json).parent
+    conf: dict = {}
+    if (folder / "tokenizer_config.json").is_file():
+        conf = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    template = conf.get("chat_template")
+    if isinstance(template, list):  # named templates: the default one
+        template = next((t["template"] for t in template if t.get("name") == "default"), None)
+    if not template and (folder / "chat_template.jinja").is_file():
+        template = (folder / "chat_template.jinja").read_text(encoding="utf-8")
+    special = lambda v: v.get("content", "") if isinstance(v, dict) else (v or "")
+    if not template:
+        return TokenCounter(
+            encode,
+            lambda ms: ("\n".join(m["content"] for m in ms), 4 * len(ms)),
+            "no chat template: about 4 tokens per message assumed",
+        )
+    render_text = _jinja_render(template, special(conf.get("bos_token")), special(conf.get("eos_token")))
+    return TokenCounter(encode, lambda ms: (render_text(ms), 0))
+
+
+def wordpiece_counter(spec) -> TokenCounter:
+    """The last resort: the chunking tokenizer, messages joined, 4 tokens per message."""
+    from ..ingest.chunking import load_tokenizer
+
+    tok = load_tokenizer(str(spec))
+    encode = lambda t: len(tok.encode(t, add_special_tokens=False).ids)
+    return TokenCounter(
+        encode,
+        lambda ms: ("\n".join(m["content"] for m in ms), 4 * len(ms)),
+        "WordPiece, not the model's byte-level BPE; about 4 tokens per message assumed",
+    )
+
+
+# --------------------------------------------------------------------------- the stand-in front end
+@dataclass
+class PhaseCount:
+    """One model phase of a stage: its distinct calls and their tokens."""
+
+    stage: str
+    phase: str
+    role: str
+    model: str
+    backend: str
+    calls_basis: str = "exact"
+    pseudo_passages: bool = False  # passages not known yet: average-length chunks stand in
+    estimate_note: str = ""
+    calls: int = 0
+    repeats: int = 0  # requests an earlier phase already made (served by the call cache)
+    prompt_tokens: int = 0
+    placeholder_tokens: int = 0  # budgets of earlier outputs counted in prompt_tokens
+    completion_tokens_max: int = 0
+    max_prompt_tokens: int = 0
+    max_completion_tokens: int = 0
+
+    @property
+    def tokens_basis(self) -> str:
+        if self.pseudo_passages or self.calls_basis == "estimate":
+            return "estimate"
+        return "upper bound" if self.placeholder_tokens else "exact"
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["tokens_basis"] = self.tokens_basis
+        return d
+
+
+class PlanLLM:
+    """Stands in for :class:`~spacelm.lib.llm.LLM` while planning: records each request the
+    stage code builds and answers at once, without a model. It counts as the front end does: a
+    request repeated within one batch is one call; one already made earlier (same model, same
+    request: a call-cache hit in a real run) is a repeat, not a call. A constrained request is
+    answered with its first option (or, while `unreadable` is set, with no option at all: a
+    verdict the stage cannot read, so that it goes on checking); any other with a placeholder of
+    its `max_tokens`. While `replay` is set (`replay(request) -> Completion | None`, a finished
+    run's call cache), a request the run made is answered as the model answered it."""
+
+    def __init__(self, cfg, role: str, counter: TokenCounter, answered: dict, serial: list):
+        self.cfg, self.role, self.counter = cfg, role, counter
+        self.identity = {"name": cfg.model, "backend": cfg.backend, "sha256": None}
+        self.stage: str | None = None
+        self.current: PhaseCount | None = None
+        self.unreadable = False
+        self.replay: Callable | None = None
+        self._answered = answered  # shared by every stand-in: {request key: Completion}
+        self._serial = serial  # shared counter for unique placeholders
+
+    def _key(self, req: Request) -> str:
+        fields = [getattr(req, f.name) for f in dataclasses.fields(req)]
+        blob = json.dumps([self.cfg.backend, self.cfg.model, self.cfg.base_url, fields], ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def _answer(self, req: Request) -> Completion:
+        ph = self.current
+        prompt, from_outputs = self.counter.messages(req.messages)
+        if req.choices:
+            longest = max(self.counter.text(c) for c in req.choices)
+            completion = min(req.max_tokens, longest) if req.max_tokens else longest
+        else:
+            completion = req.max_tokens or 0
+        ph.calls += 1
+        ph.prompt_tokens += prompt
+        ph.placeholder_tokens += from_outputs
+        ph.completion_tokens_max += completion
+        ph.max_prompt_tokens = max(ph.max_prompt_tokens, prompt)
+        ph.max_completion_tokens = max(ph.max_completion_tokens, completion)
+        known = self.replay(req) if self.replay else None
+        if known is not None:
+            return known
+        if req.choices:
+            text = "" if self.unreadable else req.choices[0]
+            return Completion(text=text, prompt_tokens=prompt, completion_tokens=completion)
+        self._serial[0] += 1
+        return Completion(
+            text=placeholder(self._serial[0], completion), prompt_tokens=prompt, completion_tokens=completion
+        )
+
+    def chat_many(self, requests: Sequence[Request], progress: str | None = None) -> list[Completion]:
+        if self.current is None:
+            raise RuntimeError("PlanLLM: a request outside a phase (the planner must open one first)")
+        out, batch = [], set()
+        for r in requests:
+            req = r.resolved(self.cfg)
+            key = self._key(req)
+            if key not in self._answered:
+                self._answered[key] = self._answer(req)
+            elif key not in batch:
+                self.current.repeats += 1
+            batch.add(key)
+            out.append(self._answered[key])
+        return out
+
+    def chat(self, messages: list, **kw) -> Completion:
+        return self.chat_many([Request(messages=messages, **kw)])[0]
+
+    def release(self) -> None:
+        """Nothing to give back: no model was loaded."""
+
+
+# --------------------------------------------------------------------------- stand-in retrieval
+def typical_order(chunks: Sequence) -> list[str]:
+    """Chunk ids ordered by how close each chunk's length is to the mean (ties by id): where a
+    ranking is not known yet, its passages are taken from the front, so prompts are counted with
+    passages of average length."""
+    if not chunks:
+        return []
+    mean = sum(c.n_tokens for c in chunks) / len(chunks)
+    return [c.chunk_id for c in sorted(chunks, key=lambda c: (abs(c.n_tokens - mean), c.chunk_id))]
+
+
+def stand_in_ranking(order: Sequence[str], slot: int, width: int) -> list[str]:
+    """System number `slot`'s ranking: `order` rotated by `slot * width`, so the top-`width`
+    lists of different systems overlap as little as the corpus allows (the most distinct
+    (question, passage) pairs: an upper bound)."""
+    if not order:
+        return []
+    s = (slot * width) % len(order)
+    return list(order[s:]) + list(order[:s])
+
+
+def stand_in_rankings(order: Sequence[str], systems: Sequence[str], qids: Sequence[str], width: int) -> dict:
+    """{system: {qid: ranking}} for rankings not computed yet (see :func:`stand_in_ranking`)."""
+    out = {}
+    for i, name in enumerate(systems):
+        ranking = stand_in_ranking(order, i, width)
+        out[name] = {q: ranking for q in qids}
+    return out
+
+
+class StandInRetriever:
+    """A retriever for planning: every query gets the same stand-in ranking."""
+
+    def __init__(self, ranking: Sequence[str]):
+        self.ranking = list(ranking)
+
+    def search(self, queries: Sequence[str], k: int) -> list:
+        return [[(d, 0.0) for d in self.ranking[:k]] for _ in queries]
+
+
+# --------------------------------------------------------------------------- claims
+CLAIM_TOKENS = 40  # a claim sentence, and the generator tokens per claim when nothing better is known
+
+
+def claim_answer(n_claims: int, passage_ids: Sequence[str], style: str, serial: list) -> str:
+    """A stand-in answer of `n_claims` sentences, each citing one passage in turn (in the
+    citation `style` the generator is asked for), each sentence a placeholder of
+    :data:`CLAIM_TOKENS` tokens: what the claim-support judge is counted on."""
+    out = []
+    for j in range(n_claims):
+        serial[0] += 1
+        cid = passage_ids[j % len(passage_ids)]
+        marker = f"[{j % len(passage_ids) + 1}]" if style == "numbered" else f"[{cid}]"
+        out.append(f"Out{serial[0]} ⟦{CLAIM_TOKENS}⟧{_FILLER} {marker}.")
+    return " ".join(out)
+
+
+def spread(total_per_item: float, n: int) -> list[int]:
+    """Whole numbers for `n` items adding up to about `total_per_item * n` (at least 1 each)."""
+    return [max(1, int((i + 1) * total_per_item) - int(i * total_per_item)) for i in range(n)]
+
+
+# --------------------------------------------------------------------------- the printed plan
+def _num(n: int, basis: str) -> str:
+    mark = {"exact": "", "upper bound": "≤", "estimate": "~"}[basis]
+    return f"{mark}{n:,}"
+
+
+def short_model(spec: str) -> str:
+    return spec.split(":", 1)[1] if spec.startswith("embedded:") else spec.rstrip("/").split("/")[-1]
+
+
+def format_plan(plan: dict) -> str:
+    """The plan as text: the per-phase table, per-stage and per-model totals, the engines in
+    load order, the tokenizers, notes and warnings."""
+    lines = [f"plan for run '{plan['run_name']}' ({plan['config']}): no model loaded; calls on an empty call cache", ""]
+    for note in plan["inputs"]:
+        lines.append(f"input: {note}")
+    lines.append("")
+    head = ("stage", "phase", "model", "backend", "calls", "basis", "prompt tokens", "completion tokens (max)")
+    rows = [head]
+    for r in plan["phases"]:
+        rows.append(
+            (
+                r["stage"],
+                r["phase"],
+                short_model(r["model"]),
+                r["backend"],
+                f"{r['calls']:,}",
+                r["calls_basis"],
+                _num(r["prompt_tokens"], r["tokens_basis"]),
+                f"{r['completion_tokens_max']:,}",
+            )
+        )
+    for s in plan["stages"]:
+        rows.append(
+            (
+                s["stage"],
+                "stage total",
+                "",
+                "",
+                _num(s["calls"], s["calls_basis"]),
+                s["calls_basis"],
+                _num(s["prompt_tokens"], s["tokens_basis"]),
+                f"{s['completion_tokens_max']:,}",
+            )
+        )
+    t = plan["total"]
+    rows.append(
+        (
+            "all",
+            "total",
+            "",
+            "",
+            _num(t["calls"], t["calls_basis"]),
+            t["calls_basis"],
+            _num(t["prompt_tokens"], t["tokens_basis"]),
+            f"{t['completion_tokens_max']:,}",
+        )
+    )
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(head))]
+    right = {4, 6, 7}
+    fmt = lambda r: "  ".join(
+        str(v).rjust(w) if i in right else str(v).ljust(w) for i, (v, w) in enumerate(zip(r, widths))
+    ).rstrip()
+    n_phases = len(plan["phases"])
+    lines.append(fmt(head))
+    lines.append("  ".join("-" * w for w in widths))
+    for i, r in enumerate(rows[1:]):
+        if i in (n_phases, n_phases + len(plan["stages"])):
+            lines.append("  ".join("-" * w for w in widths))
+        lines.append(fmt(r))
+    lines.append(
+        "prompt tokens: plain = counted on the rendered prompts; ≤ = upper bound (earlier model output "
+        "counted at its max_tokens); ~ = estimate. Completion tokens: the requests' max_tokens (a "
+        "constrained answer: its longest option)."
+    )
+    r = plan["total_to_recompute"]
+    todo = [s["stage"] for s in plan["stages"] if s["would_recompute"]]
+    lines.append(
+        f"a run now recomputes {', '.join(todo) if todo else 'no stage'}: "
+        f"{_num(r['calls'], r['calls_basis'])} calls, {_num(r['prompt_tokens'], r['tokens_basis'])} prompt "
+        f"tokens, {r['completion_tokens_max']:,} completion tokens at most"
+    )
+    lines.append("")
+    lines.append("per model:")
+    for m in plan["models"]:
+        lines.append(
+            f"  {m['model']} ({m['backend']}): {_num(m['calls'], m['calls_basis'])} calls, "
+            f"{_num(m['prompt_tokens'], m['tokens_basis'])} prompt tokens, {m['completion_tokens_max']:,} "
+            f"completion tokens at most; longest prompt {m['max_prompt_tokens']:,} tokens"
+        )
+    lines.append("")
+    lines.append("engines in load order (each released before the next loads):")
+    for i, e in enumerate(plan["load_order"], 1):
+        heads = ", ".join(dict.fromkeys(ph.split(":")[0].split(",")[0] for ph in e["phases"]))
+        lines.append(
+            f"  {i:>2}. {e['stage']:<12} {e['role']:<16} {e['model']} ({e['backend']}{e['settings']}): "
+            f"{_num(e['calls'], e['calls_basis'])} calls ({heads}){'; ' + e['note'] if e['note'] else ''}"
+        )
+    if plan.get("other_models"):
+        lines.append("other models (encoders, loaded on the way):")
+        for m in plan["other_models"]:
+            lines.append(f"      {m['stage']:<12} {m['role']:<20} {m['model']}")
+    lines.append("")
+    lines.append("tokenizers:")
+    for role, label in plan["tokenizers"].items():
+        lines.append(f"  {role}: {label}")
+    lines.append("")
+    lines.append("stages: " + "; ".join(f"{s['stage']} {s['state']}" for s in plan["stages"]))
+    for n in plan["notes"]:
+        lines.append(f"note: {n}")
+    for w in plan["warnings"]:
+        lines.append(f"WARNING: {w}")
+    if plan.get("power"):
+        from ..report.power import format_power
+
+        lines += ["", format_power(plan["power"])]
+    return "\n".join(lines)
+
+
+def time_estimate(plan: dict, prompt_tps: float, gen_tps: float | None = None) -> list[dict]:
+    """Seconds per model and in total from throughputs the user measured on their own serving
+    setup: prompt tokens / `prompt_tps` plus, when `gen_tps` is given, the completion tokens at
+    their maximum / `gen_tps` (an upper bound on generation time). Calls of one model are
+    independent, so replicas or data-parallel ranks divide the time: give their summed rate."""
+    rows = []
+    for m in plan["models"]:
+        prompt_s = m["prompt_tokens"] / prompt_tps
+        gen_s = m["completion_tokens_max"] / gen_tps if gen_tps else None
+        rows.append(
+            {
+                "model": m["model"],
+                "prompt_tokens": m["prompt_tokens"],
+                "prompt_seconds": prompt_s,
+                "completion_tokens_max": m["completion_tokens_max"],
+                "generation_seconds_max": gen_s,
+                "seconds": prompt_s + (gen_s or 0.0),
+            }
+        )
+    return rows
+
+
+def format_time_estimate(rows: list[dict], prompt_tps: float, gen_tps: float | None = None) -> str:
+    hours = lambda s: f"{s / 3600:,.2f} h"
+    lines = [
+        f"time at {prompt_tps:,.0f} prompt tokens/s"
+        + (f" and {gen_tps:,.0f} generated tokens/s" if gen_tps else " (generation not counted: give --throughput P:G)")
+        + ", models one after another:"
+    ]
+    for r in rows:
+        gen = (
+            f" + {hours(r['generation_seconds_max'])} generation at most"
+            if r["generation_seconds_max"] is not None
+            else ""
+        )
+        lines.append(f"  {r['model']}: {hours(r['prompt_seconds'])} prompt{gen}")
+    lines.append(
+        f"  total: {hours(sum(r['seconds'] for r in rows))}" + (" at most" if gen_tps else " (prompt evaluation only)")
+    )
+    return "\n".join(lines)

@@ -1,0 +1,2 @@
+"""Synthetic questions: golden samples (`golden`) and question writing, filtering and export
+(`questions`)."""

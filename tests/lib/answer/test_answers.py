@@ -1,0 +1,210 @@
+from types import SimpleNamespace as C
+
+import pandas as pd
+import pytest
+
+from spacelm.config import from_dict
+from spacelm.lib.answer import answers as answer
+
+
+@pytest.mark.parametrize(
+    "text,refusal",
+    [
+        ("The answer cannot be found in the provided passages.", True),
+        ("The passages do not contain information about that.", True),
+        ("I do not know.", True),
+        ("Operators manoeuvre above a probability of 1e-4 [ca:2].", False),
+    ],
+)
+def test_refusal_detection(text, refusal):
+    assert answer.is_refusal(text) == refusal
+
+
+def test_citation_check_by_chunk_id():
+    from spacelm.lib.answer.citations import citation_check
+
+    c = citation_check("A [d:1]. B [e:2]. C [zz:9].", ["d:1", "e:2"], {"d:1", "e:2", "f:0"})
+    assert c["cited"] == ["d:1", "e:2"] and c["invalid"] == ["zz:9"]
+    assert not c["citations_exist"] and not c["citations_in_context"]
+    assert c["citation_accuracy"] == pytest.approx(2 / 3)
+    assert citation_check("no cites", ["d:1"], set())["citation_accuracy"] is None
+
+
+def test_overall_pass_and_pipeline_columns():
+    def item(p, verdicts, claims=None, answerable=True):
+        it = {
+            "pipeline": p,
+            "setting": "retrieved",
+            "answerable": answerable,
+            "latency_s": 1.0,
+            "scores": {},
+            "citation": {"citation_accuracy": None, "n_cited": 0, "n_valid": 0},
+            "refusal": False,
+            "binary": {k: {"verdict": v} for k, v in verdicts.items()},
+        }
+        if claims is not None:
+            it["claims"] = [
+                {"supported": s, "cited": c, "support": {x: (0.9 if s else 0.1) for x in c}} for s, c in claims
+            ]
+        return it
+
+    good = {"answer_relevant": True, "grounded": True, "context_relevant": True}
+    items = [
+        item("B", good, [(True, ["a:1"]), (False, [])]),
+        item("B", dict(good, grounded=False), [(True, [])]),
+        item("B", {"answer_relevant": True}),  # a verdict missing: no overall verdict
+        item("B", good, answerable=False),  # unanswerable questions are not in this table
+        item("A", {"answer_relevant": True}),
+    ]
+    assert answer.overall_pass(items[0]) is True and answer.overall_pass(items[1]) is False
+    assert answer.overall_pass(items[2]) is None
+    t = answer.pipelines_table(items, 100, 0).set_index("pipeline")
+    assert t.loc["B", "n"] == 3 and t.loc["B", "overall_pass"] == 0.5 and t.loc["B", "n_overall_pass"] == 2
+    assert t.loc["A", "n_overall_pass"] == 0 and pd.isna(t.loc["A", "overall_pass"])
+    # claims: 2 of 3 supported; one citation, and it supports its claim; 1 of 3 claims has a supporting citation
+    assert t.loc["B", "claim_faithfulness"] == pytest.approx(0.667, abs=1e-3)
+    assert t.loc["B", "citation_precision"] == 1.0 and t.loc["B", "citation_recall"] == pytest.approx(0.333, abs=1e-3)
+
+
+def test_parse_binary():
+    assert answer.parse_binary("Yes - it matches the reference.") == (True, "it matches the reference.")
+    assert answer.parse_binary("**No**: unsupported claim") == (False, "unsupported claim")
+    assert answer.parse_binary("maybe")[0] is None
+
+
+def _chunks():
+    return [C(chunk_id=f"{d}:{i}", doc_id=d, text=f"{d} text {i}") for d in "abcd" for i in range(3)]
+
+
+def test_contexts_per_setting():
+    cfg = from_dict(
+        {"answer": {"n_wrong_values": [0, 3], "negative_n_wrong": 5, "pipelines": ["A", "B"], "retrieve_k": 2}}
+    )
+    assert [s["name"] for s in answer.settings(cfg.answer_design())] == ["standard", "3_wrong", "5_wrong"]
+    q = {"qid": "q1", "task": "direct_qa", "question": "?", "source_chunk_id": "a:1", "doc_id": "a"}
+    items = answer.build_items(cfg.answer_design(), [q], _chunks(), {"q1": ["b:0", "a:1", "c:2"]})
+    by = {(it["pipeline"], it["setting"]): it for it in items}
+    std, three, five = by[("table2", "standard")], by[("table2", "3_wrong")], by[("table2", "5_wrong")]
+    assert std["passage_ids"] == ["a:1"] and std["rubrics"] == ["faithfulness", "relevance"]
+    assert sorted(three["passage_ids"]) == sorted(["a:1"] + three["wrong_ids"]) and len(three["wrong_ids"]) == 3
+    assert all(not w.startswith("a:") for w in three["wrong_ids"] + five["wrong_ids"])
+    assert "a:1" not in five["passage_ids"] and five["rubrics"] == ["negative_rejection"]
+    assert three["rubrics"] == ["faithfulness", "relevance", "noise_robustness"]
+    assert by[("A", "closed_book")]["passage_ids"] == [] and by[("B", "retrieved")]["passage_ids"] == ["b:0", "a:1"]
+    una = answer.unanswerable_items(
+        cfg.answer_design(), [dict(q, qid="u1", answerable=False)], {"u1": ["c:0", "d:1", "b:2"]}
+    )
+    assert [(u["pipeline"], u["setting"], u["passage_ids"], u["rubrics"], u["answerable"]) for u in una] == [
+        ("B", "unanswerable", ["c:0", "d:1"], ["negative_rejection"], False)
+    ]
+    again = answer.build_items(cfg.answer_design(), [q], _chunks(), {"q1": ["b:0", "a:1", "c:2"]})
+    assert [it["passage_ids"] for it in again] == [it["passage_ids"] for it in items]  # seeded
+
+
+def test_table2_long_and_wide():
+    items = [
+        {"pipeline": "table2", "setting": "standard", "rubrics": ["faithfulness"], "scores": {"faithfulness": s}}
+        for s in (5, 4, None)
+    ]
+    items += [
+        {
+            "pipeline": "table2",
+            "setting": "5_wrong",
+            "rubrics": ["negative_rejection"],
+            "scores": {"negative_rejection": 1},
+        }
+    ]
+    long = answer.table2(items, ["standard", "5_wrong"], 100, 0)
+    row = long[(long.metric == "faithfulness")].iloc[0]
+    assert row["mean"] == 4.5 and row["n"] == 2 and row["missing"] == 1 and row["std"] == pytest.approx(0.707, abs=1e-3)
+    assert list(long.columns[:5]) == ["metric", "setting", "mean", "std", "n"]
+    md = answer.table2_wide(long, ["standard", "5_wrong"])
+    cells = {ln.split("|")[1].strip(): [c.strip() for c in ln.split("|")[2:-1]] for ln in md.splitlines()[2:]}
+    assert cells["Faithfulness"] == ["4.50 ± 0.71 (n=2)", "–"] and cells["Relevance"] == ["–", "–"]
+
+
+def test_pipelines_table_latency_and_rates():
+    its = [
+        {
+            "pipeline": "B",
+            "latency_s": t,
+            "binary": {"correct": {"verdict": v}},
+            "scores": {"faithfulness": 4},
+            "citation": {"citation_accuracy": 1.0, "n_cited": 1},
+            "refusal": False,
+        }
+        for t, v in ((1, True), (3, False))
+    ]
+    df = answer.pipelines_table(its).iloc[0]
+    assert df.correctness == 0.5 and df.latency_p50_s == 2 and df.refusal_rate == 0
+
+
+def test_table2_tests_pair_questions_and_adjust_the_family():
+    from scipy.stats import ttest_1samp
+
+    def item(q, setting, rubric, score):
+        return {"qid": q, "pipeline": "table2", "setting": setting, "rubrics": [rubric], "scores": {rubric: score}}
+
+    std = [5, 4, 5, 3, 4, 5]
+    wrong = [4, 4, 3, 2, 4, 3]
+    items = [item(f"q{i}", "standard", "faithfulness", s) for i, s in enumerate(std)]
+    items += [item(f"q{i}", "3_wrong", "faithfulness", s) for i, s in enumerate(wrong)]
+    items += [item(f"q{i}", "standard", "relevance", 4) for i in range(6)]
+    items += [item(f"q{i}", "3_wrong", "relevance", 4 if i else None) for i in range(6)]  # q0 unscored
+    df = answer.table2_tests(items, ["standard", "3_wrong"], 200, 0).set_index("metric")
+    f = df.loc["faithfulness"]
+    assert f["n_questions"] == 6 and f["diff"] == pytest.approx(-1.0)
+    # every question its own source chunk: the cluster-robust t test is the one-sample t test of
+    # the differences (-1, 0, -2, -1, 0, -2: mean -1, sd √0.8, t = -2.739 on 5 df)
+    p = ttest_1samp([b - a for a, b in zip(std, wrong)], 0).pvalue
+    assert f["p_value"] == pytest.approx(p, abs=1e-4) and f["p_holm"] == pytest.approx(
+        p, abs=1e-4
+    )  # one test in its family
+    assert f["n_source_chunks"] == 6 and f["family"] == "faithfulness / settings - standard"
+    r = df.loc["relevance"]
+    assert r["n_questions"] == 5 and r["diff"] == 0 and pd.isna(r["p_value"]) and pd.isna(r["mde_cell"])
+
+
+def test_fact_check_catches_a_vague_answer_against_the_reference():
+    from spacelm.lib.answer.answers import fact_check, quantities
+
+    assert quantities("about 100 km in 2 hours, 10,000 kg and 1.5 %") == [
+        (100.0, "km"),
+        (2.0, "hours"),
+        (10000.0, "kg"),
+        (1.5, "%"),
+    ]
+    bad = fact_check("The orbit is about 100 km high.", "The perigee is 261 km.")
+    assert bad["verdict"] is False and bad["missing_numbers"] == ["261 km"] and bad["contradicted"] == ["261 km"]
+    ok = fact_check("ESA measured a perigee of 261 km.", "ESA gives a perigee of 261 km.")
+    assert ok["verdict"] is True and ok["numbers"] == 1 and ok["entities"] == 1
+    assert fact_check("It was Kourou.", "It launched from Baikonur.")["missing_entities"] == ["Baikonur"]
+    assert fact_check("Yes, it does.", "it is a good idea.")["verdict"] is None  # nothing to check
+
+
+def test_refusal_rates_phrase_and_judge_side_by_side():
+    """4 answers where the passages cannot answer: phrase check refusals 1,1,0,0; the judge says
+    yes on 1,0,0,0 -> rates 0.5 and 0.25, agreement 3/4; rubric 5,5,1,3 -> mean 3.5, 4-5 share 0.5."""
+    from spacelm.lib.answer.answers import refusal_rates
+
+    items = []
+    for refused, judged, score in [(True, True, 5), (True, False, 5), (False, False, 1), (False, False, 3)]:
+        items.append(
+            {
+                "setting": "5_wrong",
+                "rubrics": ["negative_rejection"],
+                "refusal": refused,
+                "binary": {"refusal": {"verdict": judged}},
+                "scores": {"negative_rejection": score},
+            }
+        )
+    items.append({"setting": "standard", "rubrics": ["faithfulness"], "refusal": False, "binary": {}, "scores": {}})
+    (r,) = refusal_rates(items)
+    assert (
+        r["setting"] == "5_wrong"
+        and r["n"] == 4
+        and r["refusal_rate_phrase"] == 0.5
+        and r["refusal_rate_judge"] == 0.25
+    )
+    assert r["agreement"] == 0.75 and r["rubric_mean"] == 3.5 and r["rubric_declines_rate"] == 0.5
+    assert 0 < r["judge_ci_low"] < 0.25 < r["judge_ci_high"] < 1

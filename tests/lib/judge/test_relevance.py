@@ -1,0 +1,97 @@
+import pandas as pd
+import pytest
+
+from spacelm.lib.judge import relevance as grading
+
+
+@pytest.fixture
+def design():
+    """Table 1 with BM25 alone at top-1 and top-2 (the library's own parameters, no config)."""
+    return grading.TableDesign(retrievers=("bm25",), top_k=(1, 2), seed=13)
+
+
+def _cells():
+    # two questions; retrieved lists grade (0, 3) and (2, None); reranked (3, 0) and (2, 2)
+    return {
+        ("bm25", "retrieved", 1): {"a": [0], "b": [2]},
+        ("bm25", "retrieved", 2): {"a": [0, 3], "b": [2, None]},
+        ("bm25", "reranked", 1): {"a": [3], "b": [2]},
+        ("bm25", "reranked", 2): {"a": [3, 0], "b": [2, 2]},
+    }
+
+
+def test_table1_percentages_exclude_missing_and_have_cis():
+    df = grading.table1(_cells(), n_boot=200, seed=0)
+    cell = df[(df.stage == "retrieved") & (df.top_k == 2)].set_index("grade")
+    assert cell.loc[0, "percent"] == pytest.approx(100 / 3, abs=0.01) and cell.loc[0, "n"] == 3
+    assert cell.loc[0, "missing"] == 1
+    assert cell["percent"].sum() == pytest.approx(100, abs=0.05)
+    assert (df["ci_low"] <= df["percent"] + 1e-9).all() and (df["percent"] <= df["ci_high"] + 1e-9).all()
+    assert list(df.columns[:6]) == ["retriever", "stage", "top_k", "grade", "percent", "n"]
+
+
+def test_table1_wide_marks_best_and_second():
+    md = grading.table1_wide(grading.table1(_cells(), 50, 0), "md")
+    top1 = [line for line in md.splitlines() if line.startswith("| Top-1")]
+    # grade 3 at top-1: reranked 50% is best (bold), retrieved 0% second (underlined)
+    assert "**50.00**" in top1[1] and "<u>0.00</u>" in top1[0]
+    # grade 0 (lower is better): reranked 0% bold, retrieved 50% underlined; a tie shares bold
+    assert top1[1].split("|")[3].strip() == "**0.00**" and top1[0].split("|")[3].strip() == "<u>50.00</u>"
+    assert top1[0].split("|")[4].strip() == top1[1].split("|")[4].strip() == "**0.00**"
+    tex = grading.table1_wide(grading.table1(_cells(), 50, 0), "tex")
+    assert "\\textbf{" in tex and "\\begin{tabular}" in tex
+
+
+def test_paired_tests_by_hand(design):
+    """Means per question, by hand: top-1 retrieved (0, 2) vs reranked (3, 2); top-2 retrieved
+    (1.5, 2) vs reranked (1.5, 2). The p-value is the cluster-robust t test's (each question its
+    own cluster: the one-sample t test of the differences); Holm multiplies the smallest of the m
+    tests that could be run in a family (one measure) by m."""
+    df = grading.paired_tests(_cells(), design)
+    mg = df[df.measure == "mean_grade"].set_index("top_k")
+    assert list(mg.index) == [1, 2] and (mg.n_questions == 2).all()
+    assert mg.loc[1, "value_a"] == 1.0 and mg.loc[1, "value_b"] == 2.5 and mg.loc[1, "diff"] == 1.5
+    # differences (3, 0): mean 1.5, sd 2.1213, se 1.5, t = 1 on 1 df: p = 0.5
+    assert mg.loc[1, "p_value"] == pytest.approx(0.5, abs=1e-4)
+    # identical means: no test can be drawn, and the table says so instead of a p-value of 1
+    assert mg.loc[2, "value_a"] == mg.loc[2, "value_b"] == 1.75 and pd.isna(mg.loc[2, "p_value"])
+    for _, fam in df.groupby("family"):
+        tested = fam["p_value"].notna().sum()
+        if tested:
+            assert fam["p_holm"].min() == pytest.approx(min(1.0, fam["p_value"].min() * tested), abs=1e-4)
+    assert mg.loc[1, "p_holm"] == pytest.approx(0.5)  # the only test of its family that could run
+    # shares in percentage points: top-1 grade 3 goes from 0% to 50%
+    s3 = df[(df.measure == "share_3") & (df.top_k == 1)].iloc[0]
+    assert s3["value_a"] == 0.0 and s3["value_b"] == 50.0 and s3["ci_low"] <= s3["diff"] <= s3["ci_high"]
+    assert set(df.comparison) == {"reranked - retrieved"}  # one retriever: no dense - bm25 rows
+
+
+def test_plan_pairs_are_distinct_and_include_validity(design):
+    from types import SimpleNamespace as C
+
+    chunks = {f"d:{i}": C(doc_id="d") for i in range(3)} | {"e:0": C(doc_id="e")}
+    q = [{"qid": "q", "question": "?", "source_chunk_id": "d:2", "doc_id": "d"}]
+    rankings = {"bm25": {"q": ["d:0", "d:1"]}, "bm25+rerank": {"q": ["d:1", "d:0"]}}
+    pairs = grading.plan_pairs(design, q, rankings, chunks)
+    assert [p["chunk_id"] for p in pairs] == ["d:0", "d:1", "d:2", "e:0"]
+    assert pairs[2]["purpose"] == ["validity_source"] and pairs[3]["purpose"] == ["validity_random"]
+
+
+def _row(qid, purpose, grade, expected=None):
+    return {"qid": qid, "chunk_id": qid + purpose, "purpose": [purpose], "grade": grade, "expected_grade": expected}
+
+
+def test_judge_validity_flags_a_judge_that_cannot_separate():
+    rows = [_row(f"q{i}", "validity_source", 2) for i in range(5)] + [
+        _row(f"q{i}", "validity_random", 2) for i in range(5)
+    ]
+    v = grading.judge_validity(rows, None, 0.75, 0.0)
+    assert v["auc"] == 0.5 and v["verdict"].startswith("WARNING") and v["n_pairs"] == 10
+    good = [_row(f"q{i}", "validity_source", 3, 2.8) for i in range(5)] + [
+        _row(f"q{i}", "validity_random", 0, 0.3 + i / 10) for i in range(5)
+    ]
+    v = grading.judge_validity(good, good, 0.75, 0.0, min_pairs=10)
+    assert v["auc"] == 1.0 and v["verdict"].startswith("The judge separates") and v["order_swap_agreement"] == 1.0
+    # the same perfect separation on too few pairs earns no positive verdict
+    v = grading.judge_validity(good, good, 0.75, 0.0, min_pairs=30)
+    assert v["verdict"].startswith("Too few pairs to tell") and "10 source/random pairs" in v["verdict"]

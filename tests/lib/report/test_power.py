@@ -1,0 +1,67 @@
+"""The power table: questions needed under each verdict's rule, from a last run's spread or the
+stated default."""
+
+import pandas as pd
+import pytest
+
+from spacelm.config import from_dict
+from spacelm.lib.report import power as P
+from spacelm.lib.stats import questions_needed
+
+
+def _cfg(tmp_path):
+    return from_dict(
+        {
+            "run_name": "r",
+            "paths": {"results_dir": str(tmp_path)},
+            "grading": {"retrievers": ["bm25", "dense"], "top_k": [3, 5], "max_questions": 30},
+            "answer": {"max_questions": 8},
+        }
+    )
+
+
+def _row(rows, finding):
+    return next(r for r in rows if r["finding"] == finding)
+
+
+def test_default_spread_when_no_run_is_there(tmp_path):
+    rows = P.power_table(_cfg(tmp_path).power_plan())
+    top3 = _row(rows, "Reranking raises the share of grade 3 (BM25, top-3)")
+    # the paper's +5.10 pp with the default SD of 10 pp, no clustering
+    assert (
+        top3["questions_needed"] == questions_needed(5.10, P.DEFAULT_SD["share_3"]) and top3["spread_from"] == "default"
+    )
+    assert top3["questions_planned"] == 30 and top3["source_chunks_planned"] == 30
+    level = _row(rows, "Negative rejection")
+    assert level["questions_needed"] == "not comparable" and level["questions_planned"] == 8
+
+
+def test_last_run_spread_and_clusters(tmp_path):
+    cfg = _cfg(tmp_path)
+    (tmp_path / "r" / "grading").mkdir(parents=True)
+    pd.DataFrame(
+        [
+            {
+                "comparison": "reranked - retrieved",
+                "retriever": "bm25",
+                "top_k": 3,
+                "measure": "share_3",
+                "n_questions": 30,
+                "n_source_chunks": 15,
+                "sd": 12.0,
+                "deff": 1.5,
+            }
+        ]
+    ).to_csv(tmp_path / "r" / "grading" / "paired_tests.csv", index=False)
+    top3 = _row(P.power_table(cfg.power_plan()), "Reranking raises the share of grade 3 (BM25, top-3)")
+    n = questions_needed(5.10, 12.0, deff=1.5)
+    # 2 questions per source chunk in the last run: half as many chunks
+    assert top3["questions_needed"] == n and top3["source_chunks_needed"] == -(-n // 2)
+    assert top3["source_chunks_planned"] == 15 and top3["spread_from"].startswith("last run")
+
+
+def test_spread_solved_back_from_an_old_tables_mde():
+    # mde 4.5 pp at n = 30 (α 0.05, 80%): sd = 4.5·√30 / (t_0.975,29 + t_0.8,29) = 24.648 / 2.8994 = 8.501
+    sd, deff, per, basis = P.spread({"n_questions": 30, "mde": 4.5}, "share_3")
+    assert sd == pytest.approx(8.501, abs=1e-2) and deff == 1.0 and basis == "last run (unclustered)"
+    assert P.spread(None, "share_3")[0] == P.DEFAULT_SD["share_3"]

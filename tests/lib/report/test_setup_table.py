@@ -1,0 +1,23 @@
+from spacelm.config import from_dict
+from spacelm.lib.report.setup_table import COLUMNS, comparability, setup_rows
+
+
+def test_the_papers_setup_matches_on_judge_and_chunk_size_only_when_both_are_the_papers():
+    ours = from_dict({"chunking": {"max_tokens": 256}, "models": {"judge": {"model": "embedded:qwen2.5-coder-1.5b"}}})
+    rows = setup_rows(ours.run_setup(), sizes={"grade": (30, 19)})
+    assert all(set(COLUMNS) <= set(r) for r in rows)
+    by = {r["component"]: r for r in rows}
+    assert by["judge"]["match"] == "no" and by["chunking"]["match"] == "no"
+    assert by["Table 1 questions"]["this_run"] == "30 questions / 19 source chunks"
+    assert comparability(rows) == (
+        "no: chunks of 256 vs 2,000 tokens; judge embedded:qwen2.5-coder-1.5b vs Llama 3.3 70B"
+    )
+    paper = from_dict(
+        {
+            "chunking": {"max_tokens": 2000},
+            "models": {"judge": {"backend": "vllm", "model": "meta-llama/Llama-3.3-70B-Instruct"}},
+        }
+    )
+    rows = setup_rows(paper.run_setup())
+    assert comparability(rows) == "yes"
+    assert {r["component"]: r["match"] for r in rows}["judge"] == "yes"
