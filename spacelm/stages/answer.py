@@ -22,9 +22,8 @@ from ..lib.answer.answers import (
     fact_check,
     generate,
     is_refusal,
-    judge_binary,
+    judge_answers,
     judge_refusal,
-    judge_rubrics,
     pipelines_table,
     refusal_rates,
     settings,
@@ -139,15 +138,13 @@ def compute(cfg: Config, chunks: list, questions: list[dict], unanswerable: list
             it["gated_refusal"] = is_refusal(it["gated_answer"])
     # phase 2: the judge (sharing the writer's engine when their settings are equal)
     judge = lambda phase, fn: models.use("judge", fn, phase)
-    judge("rubric scores", lambda llm: judge_rubrics(llm, items, text_of))
     gated = [it for it in items if it["setting"] == "unanswerable" and not it.get("gate", {}).get("passed", True)]
     gated_refusals = [dict(it, answer=REFUSAL_TEXT, scores={}, expected_scores={}, raw_judge={}) for it in gated]
-    judge("rubric scores, gated refusals", lambda llm: judge_rubrics(llm, gated_refusals, text_of))
+    binary = [it for it in items if it["pipeline"] != "table2" and it["answerable"]] if cfg.answer.binary_judges else []
+    # one batch: every judge call on one answer runs back to back, sharing the answer's prefix
+    judge("answer judges", lambda llm: judge_answers(llm, items + gated_refusals, binary, text_of))
     for g, it in zip(gated_refusals, gated):
         it["gated_scores"] = g["scores"]
-    if cfg.answer.binary_judges:
-        binary = [it for it in items if it["pipeline"] != "table2" and it["answerable"]]
-        judge("binary judges", lambda llm: judge_binary(llm, binary, text_of))
     for it in items:  # deterministic, before any judge: the reference's numbers and named entities
         if it.get("reference_answer"):
             it["fact_check"] = fact_check(it["answer"], it["reference_answer"])
@@ -467,7 +464,7 @@ def _prompts(cfg: Config) -> list[str]:
         p.append("verify_rewrite")
     if cfg.answer.reference_answers:
         p.append("reference_answer")
-    p += ["judge_faithfulness", "judge_relevance", "judge_noise_robustness", "judge_negative_rejection"]
+    p += ["judge_answer", "judge_faithfulness", "judge_relevance", "judge_noise_robustness", "judge_negative_rejection"]
     if cfg.answer.binary_judges:
         p.append("judge_binary")
     if cfg.answer.refusal_judge:

@@ -349,6 +349,7 @@ def _prompts(cfg: Config) -> list[str]:
     p = relevance_prompts(cfg, jc.position_bias or cfg.grading.debias == "both_orders")
     if jc.controls:
         p += [
+            "judge_answer",
             "judge_faithfulness",
             "judge_relevance",
             "judge_noise_robustness",

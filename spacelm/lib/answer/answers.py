@@ -90,30 +90,112 @@ def wrong_passages(q: dict, n: int, chunks: list, rng: random.Random, mode: str,
 
 
 # --------------------------------------------------------------------------- judging
-def judge_rubrics(judge, items: list[dict], text_of: dict) -> None:
-    """Score each item's answer on the rubrics its setting calls for (1–5, constrained)."""
-    from ..judge.scores import judgement_from, score_choices
-    from ..llm.prompting import render
+DOCUMENTS_HEADER = "Documents given to the assistant"
+NOISE_HEADER = "Documents mixed into the assistant's context as noise"
+NO_DOCUMENTS = "(none: the assistant answered without documents)"
+
+
+def answer_judge_messages(
+    item: dict, task: str, text_of: dict, ctx_ids=None, header: str = DOCUMENTS_HEADER, **task_fields
+) -> list[dict]:
+    """The messages of one judge call on an answer: the frame `judge_answer` (question, documents,
+    answer) with the task last, so every judge of one answer shares all but the task's tokens."""
+    from ..llm.prompting import render_in_frame
+
+    ids = item["passage_ids"] if ctx_ids is None else ctx_ids
+    return render_in_frame(
+        "judge_answer",
+        task,
+        task_fields,
+        question=item["question"],
+        documents_header=header,
+        context=format_context(ids, text_of, JUDGE_STYLE) if ids else NO_DOCUMENTS,
+        answer=item["answer"],
+    )
+
+
+def rubric_requests(items: list[dict], text_of: dict) -> list[tuple[dict, str, object]]:
+    """(item, rubric, request) for each rubric each item's setting calls for (1-5, constrained).
+    Noise robustness reads the item's wrong passages (under their own header); the others read
+    the passages the answer was written from."""
+    from ..judge.scores import score_choices
     from ..llm.types import Request
 
-    reqs, where = [], []
+    out = []
     for it in items:
         for rubric in it["rubrics"]:
-            ctx_ids = it["wrong_ids"] if rubric == RUBRIC_NOISE else it["passage_ids"]
-            msgs = render(
-                f"judge_{rubric}",
-                question=it["question"],
-                context=format_context(ctx_ids, text_of, JUDGE_STYLE),
-                answer=it["answer"],
-            )
-            reqs.append(Request(messages=msgs, choices=score_choices(1, 5), max_tokens=2))
-            where.append((it, rubric))
-    for (it, rubric), comp in zip(where, judge.chat_many(reqs, progress="judging answers")):
+            if rubric == RUBRIC_NOISE:
+                msgs = answer_judge_messages(it, f"judge_{rubric}", text_of, it["wrong_ids"], NOISE_HEADER)
+            else:
+                msgs = answer_judge_messages(it, f"judge_{rubric}", text_of)
+            out.append((it, rubric, Request(messages=msgs, choices=score_choices(1, 5), max_tokens=2)))
+    return out
+
+
+BINARY_JUDGES = ("correct", "answer_relevant", "grounded", "context_relevant")
+BINARY_CHECKS = {
+    "correct": "correctness: is the assistant's answer correct and consistent with the reference answer?",
+    "answer_relevant": "answer relevance: does the assistant's answer address the question that was asked, "
+    "with the information it asks for?",
+    "grounded": "groundedness: is every claim in the assistant's answer supported by the documents?",
+    "context_relevant": "context relevance: do the documents contain the information needed to answer the question?",
+}
+
+
+def binary_requests(items: list[dict], text_of: dict, checks=None) -> list[tuple[dict, str, object]]:
+    """(item, judge, request) for the yes/no judges: correctness against the reference answer
+    (when there is one), whether the answer addresses the question, groundedness in the passages
+    and relevance of the passages (these two only when there are passages). `checks(item)`, when
+    given, names the judges to run on that item. One constrained token each: the verdict and
+    P(yes) from one forward pass (a written reason cost ~4 s of decoding per call on the CPU)."""
+    from ..llm.types import Request
+
+    out = []
+    for it in items:
+        wanted = set(checks(it)) if checks else set(BINARY_JUDGES)
+        names = [
+            n
+            for n in BINARY_JUDGES
+            if n in wanted
+            and (n != "correct" or it.get("reference_answer"))
+            and (n not in ("grounded", "context_relevant") or it["passage_ids"])
+        ]
+        for name in names:
+            ref = f"Reference answer:\n{it['reference_answer']}\n\n" if name == "correct" else ""
+            msgs = answer_judge_messages(it, "judge_binary", text_of, reference=ref, check=BINARY_CHECKS[name])
+            out.append((it, name, Request(messages=msgs, choices=["yes", "no"], max_tokens=1)))
+    return out
+
+
+def judge_answers(judge, rubric_items: list[dict], binary_items: list[dict], text_of: dict, checks=None) -> None:
+    """Score the rubrics of `rubric_items` and run the yes/no judges on `binary_items` in ONE
+    batch: the LLM sends a batch in prompt order, so all the judge calls on one answer run back
+    to back and the question, documents and answer are evaluated once for all of them. Sets
+    `item["scores"]`, `raw_judge`, `expected_scores` (rubrics) and `item["binary"]` (yes/no)."""
+    from ..judge.scores import judgement_from
+
+    rq = rubric_requests(rubric_items, text_of)
+    bq = binary_requests(binary_items, text_of, checks)
+    comps = judge.chat_many([r for _, _, r in rq + bq], progress="judging answers")
+    for (it, rubric, _), comp in zip(rq, comps[: len(rq)]):
         j = judgement_from(comp, 1, 5)
         it["scores"][rubric] = j.value
         it["raw_judge"][rubric] = j.raw
         if j.expected is not None:
             it["expected_scores"][rubric] = round(j.expected, 4)
+    for (it, name, _), comp in zip(bq, comps[len(rq) :]):
+        verdict, _ = parse_binary(comp.text)
+        it.setdefault("binary", {})[name] = {"verdict": verdict, "p_yes": p_yes(comp), "raw": comp.text}
+
+
+def judge_rubrics(judge, items: list[dict], text_of: dict) -> None:
+    """Score each item's answer on the rubrics its setting calls for (1-5, constrained)."""
+    judge_answers(judge, items, [], text_of)
+
+
+def judge_binary(judge, items: list[dict], text_of: dict, checks=None) -> None:
+    """The yes/no judges alone (see :func:`binary_requests`)."""
+    judge_answers(judge, [], items, text_of, checks)
 
 
 def parse_binary(text: str) -> tuple[bool | None, str]:
@@ -121,72 +203,6 @@ def parse_binary(text: str) -> tuple[bool | None, str]:
     if not m:
         return None, (text or "").strip()[:300]
     return m.group(1).lower() == "yes", m.group(2).strip().split("\n")[0][:300]
-
-
-BINARY_JUDGES = ("correct", "answer_relevant", "grounded", "context_relevant")
-
-
-def judge_binary(judge, items: list[dict], text_of: dict, checks=None) -> None:
-    """Yes/no judges with a one-line reason: correctness against the reference answer (when
-    there is one), whether the answer addresses the question, groundedness in the passages, and
-    relevance of the retrieved passages. `checks(item)`, when given, names the judges to run on
-    that item."""
-    from ..llm.prompting import render
-    from ..llm.types import Request
-
-    reqs, where = [], []
-    for it in items:
-        wanted = set(checks(it)) if checks else set(BINARY_JUDGES)
-        todo = []
-        if it.get("reference_answer") and "correct" in wanted:
-            todo.append(
-                (
-                    "correct",
-                    f"Reference answer: {it['reference_answer']}\n\nAssistant's answer: {it['answer']}",
-                    "Is the assistant's answer correct and consistent with the reference answer?",
-                )
-            )
-        if "answer_relevant" in wanted:
-            todo.append(
-                (
-                    "answer_relevant",
-                    f"Assistant's answer: {it['answer']}",
-                    "Does the assistant's answer address the question that was asked, "
-                    "with the information it asks for?",
-                )
-            )
-        if it["passage_ids"]:
-            ctx = format_context(it["passage_ids"], text_of, JUDGE_STYLE)
-            if "grounded" in wanted:
-                todo.append(
-                    (
-                        "grounded",
-                        f"Passages:\n{ctx}\n\nAssistant's answer: {it['answer']}",
-                        "Is every claim in the assistant's answer supported by the passages?",
-                    )
-                )
-            if "context_relevant" in wanted:
-                todo.append(
-                    (
-                        "context_relevant",
-                        f"Passages:\n{ctx}",
-                        "Do the passages contain the information needed to answer the question?",
-                    )
-                )
-        for name, material, check in todo:
-            # one constrained token: the verdict and P(yes) from a single forward pass, no reason
-            # generated (a written reason cost ~4 s of decoding per call on the CPU default)
-            reqs.append(
-                Request(
-                    messages=render("judge_binary", question=it["question"], material=material, check=check),
-                    choices=["yes", "no"],
-                    max_tokens=1,
-                )
-            )
-            where.append((it, name))
-    for (it, name), comp in zip(where, judge.chat_many(reqs, progress="binary judges")):
-        verdict, _ = parse_binary(comp.text)
-        it["binary"][name] = {"verdict": verdict, "p_yes": p_yes(comp), "raw": comp.text}
 
 
 def judge_refusal(judge, items: list[dict]) -> None:

@@ -751,7 +751,7 @@ def score_controls(judge, controls: list[dict], text_of: dict) -> list[dict]:
     and score them as the tables do: the 1-5 digit for the rubrics, 1/0 for a yes/no judge's
     verdict, the share of claims judged supported for the claim judge (None when unparseable).
     The expected score and P(yes) are kept beside (good_expected, bad_expected) for diagnosis."""
-    from ..answer.answers import JUDGE_STYLE, judge_binary, judge_refusal, judge_rubrics
+    from ..answer.answers import JUDGE_STYLE, judge_answers, judge_refusal
     from ..answer.claims import judge_claims
 
     items = []
@@ -775,9 +775,10 @@ def score_controls(judge, controls: list[dict], text_of: dict) -> list[dict]:
                 "_which": which,
             }
             items.append(it)
-    judge_rubrics(judge, [it for it in items if it["rubrics"]], text_of)
     binary = [it for it in items if it["_control"]["rubric"] in BINARY_JUDGES]
-    judge_binary(judge, binary, text_of, checks=lambda it: (it["_control"]["rubric"],))
+    judge_answers(
+        judge, [it for it in items if it["rubrics"]], binary, text_of, checks=lambda it: (it["_control"]["rubric"],)
+    )
     judge_refusal(judge, [it for it in items if it["_control"]["rubric"] == REFUSAL_JUDGE])
     judge_claims(judge, [it for it in items if it["_control"]["rubric"] == CLAIM_JUDGE], text_of, JUDGE_STYLE)
     out: dict = {}

@@ -30,6 +30,17 @@ def template(name: str) -> tuple[str, str]:
     return system.strip(), user.strip()
 
 
+@cache
+def task_text(name: str) -> str:
+    """The text of a task file `spacelm/prompts/<name>.txt`: a task is the last part of a prompt
+    rendered inside a frame template (see :func:`render_in_frame`), so it has no system part and
+    no separator line."""
+    text = resources.files("spacelm").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
+    if SEPARATOR in text:
+        raise ValueError(f"spacelm/prompts/{name}.txt is a task for a frame: it must not hold a '{SEPARATOR}' line")
+    return text.strip()
+
+
 def has_template(name: str) -> bool:
     return resources.files("spacelm").joinpath("prompts", f"{name}.txt").is_file()
 
@@ -52,10 +63,22 @@ def render(name: str, **fields) -> list[dict]:
     return [{"role": "system", "content": system.format(**fields)}, {"role": "user", "content": user.format(**fields)}]
 
 
+def render_in_frame(frame: str, task: str, task_fields: dict | None = None, **fields) -> list[dict]:
+    """Chat messages for task `task` inside template `frame`: the frame's system part and its user
+    part up to `{task}` are the same for every task, so all the tasks asked about one piece of
+    material (e.g. every judge of one answer) begin with the same tokens and the model evaluates
+    that beginning once (the LLM prefix cache). `task_fields` fill the task's own placeholders."""
+    task_fields = {k: as_data(v) if isinstance(v, str) else v for k, v in (task_fields or {}).items()}
+    return render(frame, task=task_text(task).format(**task_fields), **fields)
+
+
 def template_hash(name: str) -> str:
-    """A short hash of a template's text ("<missing>" when there is no such file)."""
+    """A short hash of a template's (or task's) text ("<missing>" when there is no such file)."""
     if not has_template(name):
         return "<missing>"
+    text = resources.files("spacelm").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
+    if SEPARATOR not in text:
+        return hashlib.sha256(text.strip().encode()).hexdigest()[:12]
     s, u = template(name)
     return hashlib.sha256((s + SEPARATOR + u).encode()).hexdigest()[:12]
 

@@ -1,3 +1,4 @@
+import re
 from types import SimpleNamespace as C
 
 import pandas as pd
@@ -208,3 +209,89 @@ def test_refusal_rates_phrase_and_judge_side_by_side():
     )
     assert r["agreement"] == 0.75 and r["rubric_mean"] == 3.5 and r["rubric_declines_rate"] == 0.5
     assert 0 < r["judge_ci_low"] < 0.25 < r["judge_ci_high"] < 1
+
+
+def _judged_item(qid: str, question: str, ids: list[str]) -> dict:
+    return {
+        "qid": qid,
+        "question": question,
+        "answer": f"An answer to {qid} [{ids[0]}].",
+        "passage_ids": ids,
+        "wrong_ids": ["w:1"],
+        "rubrics": ["faithfulness", "relevance", "noise_robustness"],
+        "reference_answer": "The reference.",
+        "scores": {},
+        "expected_scores": {},
+        "raw_judge": {},
+        "binary": {},
+    }
+
+
+def test_every_judge_of_one_answer_shares_the_answer_prefix():
+    """The rubric and yes/no judges of one answer differ only in their last part (the task): the
+    question, documents and answer come first, identical, so the model evaluates them once.
+    Noise robustness reads other documents (the wrong ones), so it has its own prefix."""
+    from spacelm.lib.answers import binary_requests, rubric_requests
+
+    text_of = {"d:1": "Passage one.", "d:2": "Passage two.", "w:1": "A wrong passage."}
+    it = _judged_item("q1", "What is one?", ["d:1", "d:2"])
+    reqs = [(n, r) for _, n, r in rubric_requests([it], text_of) + binary_requests([it], text_of)]
+    assert sorted(n for n, _ in reqs) == sorted(
+        ["faithfulness", "relevance", "noise_robustness", "correct", "answer_relevant", "grounded", "context_relevant"]
+    )
+    shared = [r for n, r in reqs if n != "noise_robustness"]
+    systems = {r.messages[0]["content"] for r in shared}
+    prefixes = {re.split(r"Reference answer:|Task - ", r.messages[1]["content"])[0] for r in shared}
+    assert len(systems) == 1 and len(prefixes) == 1
+    (prefix,) = prefixes
+    assert "What is one?" in prefix and "Passage two." in prefix and "An answer to q1" in prefix
+    noise = next(r for n, r in reqs if n == "noise_robustness")
+    assert "A wrong passage." in noise.messages[1]["content"] and "Passage one." not in noise.messages[1]["content"]
+    correct = next(r for n, r in reqs if n == "correct")
+    assert (
+        "The reference." in correct.messages[1]["content"].split("Task - ")[0]
+        or "The reference." in (correct.messages[1]["content"].split(prefix)[1])
+    )
+
+
+def test_judge_answers_sends_one_batch_with_each_answers_calls_back_to_back():
+    """One chat_many for rubrics and yes/no judges: the LLM sends a batch in prompt order, so the
+    calls on one answer are adjacent (the prefix cache keeps their shared beginning)."""
+    from spacelm.lib.answers import judge_answers
+
+    from spacelm.config import LLMConfig
+    from spacelm.lib.llm import LLM
+    from spacelm.lib.llm.types import Completion
+
+    class Recorder:
+        def __init__(self):
+            self.batches = []
+
+        def complete_many(self, reqs, on_done):
+            self.batches.append(list(reqs))
+            for i, r in enumerate(reqs):
+                text = r.choices[-1]
+                on_done(i, Completion(text=text, choice_probs={c: 1.0 / len(r.choices) for c in r.choices}))
+
+    text_of = {"d:1": "Passage one.", "d:2": "Passage two.", "w:1": "A wrong passage."}
+    items = [_judged_item("q1", "What is one?", ["d:1"]), _judged_item("q2", "What is two?", ["d:2"])]
+    rec = Recorder()
+    judge_answers(LLM(LLMConfig(), backend=rec), items, items, text_of)
+    assert len(rec.batches) == 1
+    owners = ["q1" if "What is one?" in r.messages[1]["content"] else "q2" for r in rec.batches[0]]
+    assert owners == sorted(owners)  # each answer's calls back to back
+    for it in items:
+        assert set(it["scores"]) == {"faithfulness", "relevance", "noise_robustness"}
+        assert all(v == 5 for v in it["scores"].values())
+        assert set(it["binary"]) == {"correct", "answer_relevant", "grounded", "context_relevant"}
+        assert all(b["verdict"] is False for b in it["binary"].values())
+
+
+def test_a_task_file_holds_no_system_part():
+    """Task files are rendered inside a frame; a separator line in one is refused by name."""
+    from spacelm.lib import prompting
+
+    assert "Score (1-5):" in prompting.task_text("judge_faithfulness")
+    assert prompting.template_hash("judge_faithfulness") != prompting.template_hash("judge_relevance")
+    with pytest.raises(ValueError, match="judge_answer.txt is a task for a frame"):
+        prompting.task_text.__wrapped__("judge_answer")

@@ -3,6 +3,8 @@ bias, known-answer controls. A scripted judge stands in for a model only to test
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from spacelm.config import JudgeCheckConfig
@@ -375,15 +377,15 @@ class ScriptedJudge:
                 p = sum(w in user.split("Statement:")[0].lower() for w in words) / max(1, len(words))
                 p = 0.9 if p == 1 else 0.1
                 on_done(i, Completion(text="yes" if p > 0.5 else "no", choice_probs={"yes": p, "no": 1 - p}))
-            elif r.choices == ["yes", "no"] and "Evaluation question:" in user:  # a binary judge
-                answer = user.split("Assistant's answer:")[-1].split("Evaluation question:")[0]
+            elif r.choices == ["yes", "no"] and "Reply with one word: yes or no." in user:  # a binary judge
+                answer = re.split(r"Reference answer:|Task - ", user.split("Assistant's answer:")[-1])[0]
                 material = user.split("Assistant's answer:")[0]
                 words = answer.lower().split()
                 p = 0.9 if sum(w in material.lower() for w in words) == len(words) else 0.1
                 on_done(i, Completion(text="yes" if p > 0.5 else "no", choice_probs={"yes": p, "no": 1 - p}))
             elif r.choices:  # a 1-5 rubric or a 0-3 grade
                 answer = (
-                    user.split("Assistant's answer:")[-1].split("Rubric")[0] if "Assistant's answer:" in user else ""
+                    user.split("Assistant's answer:")[-1].split("Task - ")[0] if "Assistant's answer:" in user else ""
                 )
                 docs = user.split("Assistant's answer:")[0]
                 words = [w for w in answer.lower().split() if len(w) > 3]
@@ -396,7 +398,7 @@ class ScriptedJudge:
                 probs = {c: (1.0 if j == k else 0.0) for j, c in enumerate(r.choices)}
                 on_done(i, Completion(text=r.choices[k], choice_probs=probs))
             else:
-                answer = user.split("Assistant's answer:")[-1].split("Evaluation question:")[0]
+                answer = re.split(r"Reference answer:|Task - ", user.split("Assistant's answer:")[-1])[0]
                 material = user.split("Assistant's answer:")[0]
                 words = answer.lower().split()
                 share = sum(w in material.lower() for w in words) / max(1, len(words))
@@ -414,7 +416,7 @@ def test_score_controls_scores_as_the_tables_do():
     backend = ScriptedJudge()
     res = J.score_controls(LLM(LLMConfig(), backend=backend), controls, texts)
     assert len(res) == len(controls) and all(r["good_score"] is not None and r["bad_score"] is not None for r in res)
-    rubric_prompts = [r for r in backend.requests if "Rubric -" in r.messages[-1]["content"]]
+    rubric_prompts = [r for r in backend.requests if "Score (1-5):" in r.messages[-1]["content"]]
     assert len(rubric_prompts) == 2 * sum(c["rubric"] in J.ANSWER_RUBRICS for c in controls)
     for r in res:
         if r["rubric"] in J.ANSWER_RUBRICS:
