@@ -169,10 +169,10 @@ def main(argv=None) -> int:
     units["graded_pair"] = measure(
         "graded pair", len(pairs), judge, jrec, lambda: grade_pairs(judge, pairs, text_of, judging=judging)
     )
-    plan = plan_generation(cfg, chunks, golden)[: args.writes]
+    plan = plan_generation(cfg.question_writing(), chunks, golden)[: args.writes]
     writer = LLM(cfg.models.question_writer, cache=None, backend=jrec)  # the paper's writer = judge engine
     units["question_written"] = measure(
-        "question written", len(plan), writer, jrec, lambda: generate_questions(cfg, writer, plan)
+        "question written", len(plan), writer, jrec, lambda: generate_questions(cfg.question_writing(), writer, plan)
     )
 
     k = cfg.answer.retrieve_k
@@ -182,7 +182,7 @@ def main(argv=None) -> int:
     items = [_item(q, "standard", "B", ids[:k], [], ["faithfulness", "relevance"]) for q, ids in zip(qs, tops)]
     gen, grec = our_llm(cfg.models.generator)
     units["answer_written"] = measure(
-        "answer written", len(items), gen, grec, lambda: generate(gen, items, text_of, cfg)
+        "answer written", len(items), gen, grec, lambda: generate(gen, items, text_of, cfg.answer_design())
     )
     gen.release()
     units["answer_judged"] = measure(
