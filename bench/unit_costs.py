@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from spacelm.config import load_config  # noqa: E402
 from spacelm.lib.llm import LLM  # noqa: E402
-from spacelm.lib.models import resolve_model_path  # noqa: E402
+from spacelm.lib.llm.models import resolve_model_path  # noqa: E402
 
 
 class Recorder:
@@ -123,8 +123,8 @@ def replay_raw(llm_cfg, backend, sent: list) -> float:
 
 def material(cfg, n_questions: int, n_passages: int):
     """Golden questions of the config with their BM25 top passages from its chunks."""
-    from spacelm.lib.golden import load_golden
-    from spacelm.lib.retrieval import BM25Retriever
+    from spacelm.lib.retrieval.systems import BM25Retriever
+    from spacelm.lib.synth.golden import load_golden
     from spacelm.pipeline import run_stages
     from spacelm.stages.data import load_chunks
 
@@ -148,9 +148,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "results" / "unit_costs.json"))
     args = ap.parse_args(argv)
 
-    from spacelm.lib.answers import _item, generate, judge_answers
-    from spacelm.lib.questions import generate_questions, plan_generation
-    from spacelm.lib.relevance import grade_pairs
+    from spacelm.lib.answer.answers import _item, generate, judge_answers
+    from spacelm.lib.judge.relevance import grade_pairs
+    from spacelm.lib.synth.questions import generate_questions, plan_generation
 
     # the chunk stage's outputs are shared with the config's runs; the bench's own run folder
     # (manifest) is apart, so the config's committed run is not touched
