@@ -453,10 +453,8 @@ def _answer_basis(cfg: Config, known_q: bool, known_r: bool, asks_unanswerable: 
     def basis(phase: str) -> Basis:
         if phase == "reference answers":
             return Basis(calls)
-        if phase == "answer judges" and asks_unanswerable:
-            return Basis(
-                "upper bound", pseudo, "rubrics and yes/no judges; a gated refusal per unanswerable question (at most)"
-            )
+        if phase == "rubric scores, gated refusals":
+            return Basis("upper bound", pseudo, "one per unanswerable question the gate stops (all, at most)")
         if phase == "claim support":
             return Basis("estimate", pseudo, _claims_per_answer(cfg)[1])
         return Basis(calls, pseudo)

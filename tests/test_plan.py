@@ -116,11 +116,11 @@ def test_plan_before_any_stage_runs_follows_from_the_config_and_loads_no_model(c
     assert calls("grade", "validity pairs, passage first") == 4 * 2
     # answer: 4 questions x (3 settings + A + B; C asks what B asks) + B on the 8 unanswerable ones
     assert calls("answer", "answers") == 4 * 5 + 8 and calls("answer", "verification rewrites") == 4
-    # rubrics: standard 2, 3_wrong 3, 5_wrong 1, B and C faithfulness 1 each; negative rejection per unanswerable
-    assert calls("answer", "rubric scores") == 4 * 8 + 8
+    # one batch of answer judges. Rubrics: standard 2, 3_wrong 3, 5_wrong 1, B and C faithfulness 1
+    # each; negative rejection per unanswerable. Yes/no: A 2 (no passages), B 4, C 4 (every judge prompt
+    # holds the answer, so C's context check is its own call, after the shared prefix)
+    assert calls("answer", "answer judges") == (4 * 8 + 8) + 4 * 10
     assert calls("answer", "rubric scores, gated refusals") == 8
-    # binary: A 2, B 4, C 3 (its context check is B's, served by the cache)
-    assert calls("answer", "binary judges") == 4 * 9
     assert ph[("answer", "claim support")]["calls_basis"] == "estimate"
     assert [(e["stage"], e["role"]) for e in plan["load_order"]] == [
         ("synth", "question_writer + judge"),

@@ -142,7 +142,8 @@ def compute(cfg: Config, chunks: list, questions: list[dict], unanswerable: list
     gated_refusals = [dict(it, answer=REFUSAL_TEXT, scores={}, expected_scores={}, raw_judge={}) for it in gated]
     binary = [it for it in items if it["pipeline"] != "table2" and it["answerable"]] if cfg.answer.binary_judges else []
     # one batch: every judge call on one answer runs back to back, sharing the answer's prefix
-    judge("answer judges", lambda llm: judge_answers(llm, items + gated_refusals, binary, text_of))
+    judge("answer judges", lambda llm: judge_answers(llm, items, binary, text_of))
+    judge("rubric scores, gated refusals", lambda llm: judge_answers(llm, gated_refusals, [], text_of))
     for g, it in zip(gated_refusals, gated):
         it["gated_scores"] = g["scores"]
     for it in items:  # deterministic, before any judge: the reference's numbers and named entities

@@ -191,7 +191,8 @@ def model_hash(cfg: Config, spec: str, role: str) -> str:
     return hashlib.sha256(spec.encode()).hexdigest()[:16]
 
 
-def _display(cfg: Config, p: Path) -> str:
+def display_path(cfg: Config, p: Path) -> str:
+    """`p` relative to the project (a machine path is never written into a run's files)."""
     try:
         return os.path.relpath(p, cfg.root) if cfg.root else str(p)
     except ValueError:
@@ -206,7 +207,7 @@ def stage_inputs(stage: Stage, cfg: Config) -> dict[str, str]:
     for s in stage.sections(cfg):
         out[f"config:{s}"] = cfg.section_hash(s)
     for p in stage.reads(cfg):
-        out[f"file:{_display(cfg, Path(p))}"] = file_hash(Path(p))
+        out[f"file:{display_path(cfg, Path(p))}"] = file_hash(Path(p))
     for t in stage.prompts(cfg):
         out[f"prompt:{t}"] = template_hash(t)
     for role, spec in stage.models(cfg).items():
@@ -236,7 +237,7 @@ def freshness(stage: Stage, cfg: Config, inputs: dict | None = None) -> tuple[st
         return "never run", []
     if stamp.get("state") != "complete":
         return "stale", ["the last run did not finish"]
-    missing = [_display(cfg, p) for p in stage.outputs(cfg) if not Path(p).exists()]
+    missing = [display_path(cfg, p) for p in stage.outputs(cfg) if not Path(p).exists()]
     if missing:
         return "stale", [f"output missing: {m}" for m in missing]
     old = stamp.get("inputs", {})

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from ..config import Config
 from ..lib.io import write_dataframe, write_json, write_jsonl
-from .base import ModelTurns, Stage, execute
+from .base import ModelTurns, Stage, display_path, execute
 from .data import chunks_path, golden_path, load_chunks, load_questions, questions_path
 from .grade import calibration_files
 
@@ -231,7 +231,7 @@ def compute(cfg: Config, chunks: list, questions: list[dict], models: ModelTurns
             held_out_queries=f"{len(fitted)} queries the calibration was fitted on are left out"
             if fitted
             else "no query of this source was used to fit the judge",
-            reference_judges_from=str(reference_folder(cfg, src)) if refs else None,
+            reference_judges_from=display_path(cfg, reference_folder(cfg, src)) if refs else None,
         )
         result.sources.append(Checked(src.name, pairs, sub, rows, swapped, is_graded(data.qrels), meta, refs))
     text_of = {c.chunk_id: c.text for c in chunks}

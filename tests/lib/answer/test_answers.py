@@ -231,7 +231,7 @@ def test_every_judge_of_one_answer_shares_the_answer_prefix():
     """The rubric and yes/no judges of one answer differ only in their last part (the task): the
     question, documents and answer come first, identical, so the model evaluates them once.
     Noise robustness reads other documents (the wrong ones), so it has its own prefix."""
-    from spacelm.lib.answers import binary_requests, rubric_requests
+    from spacelm.lib.answer.answers import binary_requests, rubric_requests
 
     text_of = {"d:1": "Passage one.", "d:2": "Passage two.", "w:1": "A wrong passage."}
     it = _judged_item("q1", "What is one?", ["d:1", "d:2"])
@@ -257,7 +257,7 @@ def test_every_judge_of_one_answer_shares_the_answer_prefix():
 def test_judge_answers_sends_one_batch_with_each_answers_calls_back_to_back():
     """One chat_many for rubrics and yes/no judges: the LLM sends a batch in prompt order, so the
     calls on one answer are adjacent (the prefix cache keeps their shared beginning)."""
-    from spacelm.lib.answers import judge_answers
+    from spacelm.lib.answer.answers import judge_answers
 
     from spacelm.config import LLMConfig
     from spacelm.lib.llm import LLM
@@ -289,7 +289,7 @@ def test_judge_answers_sends_one_batch_with_each_answers_calls_back_to_back():
 
 def test_a_task_file_holds_no_system_part():
     """Task files are rendered inside a frame; a separator line in one is refused by name."""
-    from spacelm.lib import prompting
+    from spacelm.lib.llm import prompting
 
     assert "Score (1-5):" in prompting.task_text("judge_faithfulness")
     assert prompting.template_hash("judge_faithfulness") != prompting.template_hash("judge_relevance")
