@@ -257,9 +257,8 @@ def test_every_judge_of_one_answer_shares_the_answer_prefix():
 def test_judge_answers_sends_one_batch_with_each_answers_calls_back_to_back():
     """One chat_many for rubrics and yes/no judges: the LLM sends a batch in prompt order, so the
     calls on one answer are adjacent (the prefix cache keeps their shared beginning)."""
-    from spacelm.lib.answer.answers import judge_answers
-
     from spacelm.config import LLMConfig
+    from spacelm.lib.answer.answers import judge_answers
     from spacelm.lib.llm import LLM
     from spacelm.lib.llm.types import Completion
 
