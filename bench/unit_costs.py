@@ -70,12 +70,11 @@ def measure(name: str, n_units: int, llm: LLM, rec: Recorder, work) -> dict:
     sent through bare llama.cpp."""
     b = rec.backend
     rec.sent.clear()
-    before = (b.prompt_tokens_evaluated, b.prefix_reused_tokens)
     b.llm.reset()  # no KV state carried over from the previous unit's run
     t0 = time.perf_counter()
     work()
     ours = time.perf_counter() - t0
-    evaluated = b.prompt_tokens_evaluated - before[0]
+    evaluated = tokens_left_after_reuse(b, rec.sent)
     generated = sum(c.completion_tokens for _, c in rec.sent)
     prompt = sum(c.prompt_tokens for _, c in rec.sent)
     raw = replay_raw(llm.cfg, b, rec.sent)
@@ -92,6 +91,23 @@ def measure(name: str, n_units: int, llm: LLM, rec: Recorder, work) -> dict:
     }
     print(f"{name:16s} {json.dumps(out)}", flush=True)
     return out
+
+
+def tokens_left_after_reuse(backend, sent: list) -> int:
+    """Prompt tokens the engine must evaluate for `sent` in that order when it keeps the KV cache
+    of the previous sequence (prompt and its generated tokens), as llama.cpp does: each prompt
+    less its longest common prefix with the sequence before (at least one token)."""
+    total, prev = 0, []
+    for req, _comp in sent:
+        tokens, _ = backend.prompt_tokens(req.messages)
+        shared = 0
+        for a, b in zip(prev, tokens):
+            if a != b:
+                break
+            shared += 1
+        total += max(1, len(tokens) - shared)
+        prev = tokens  # the generated tokens follow; no later prompt shares them
+    return total
 
 
 _RAW: dict = {}

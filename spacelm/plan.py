@@ -538,6 +538,7 @@ def _sum(phases: list[PhaseCount]) -> dict:
     return {
         "calls": sum(x.calls for x in phases),
         "prompt_tokens": sum(x.prompt_tokens for x in phases),
+        "prompt_tokens_evaluated": sum(x.prompt_tokens_evaluated for x in phases),
         "completion_tokens_max": sum(x.completion_tokens_max for x in phases),
         "max_prompt_tokens": max((x.max_prompt_tokens for x in phases), default=0),
         "calls_basis": weakest(*[x.calls_basis for x in phases if x.calls]),

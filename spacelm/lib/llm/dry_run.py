@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -91,6 +92,20 @@ class TokenCounter:
                     got = self._memo[p] = self._encode(p)
                 n += got
         return n
+
+    def shared_prefix(self, a: list, b: list) -> int:
+        """Tokens at the start of request `b` that a single-slot prefix cache keeps from request
+        `a` evaluated just before (llama.cpp): the rendered prompts' common beginning, counted up
+        to its last paragraph break so no token straddles the cut. Placeholder text (model output
+        not known yet) ends what is counted as shared."""
+        pa, _ = self._render([dict(m, content=m.get("content") or "") for m in a])
+        pb, _ = self._render([dict(m, content=m.get("content") or "") for m in b])
+        common = os.path.commonprefix([pa, pb])
+        ph = PLACEHOLDER.search(common)
+        if ph:
+            common = common[: ph.start()]
+        cut = common.rfind("\n\n")
+        return self.text(common[: cut + 2]) if cut > 0 else 0
 
     def messages(self, messages: list) -> tuple[int, int]:
         """(prompt tokens, how many of them are placeholder budgets) of a chat request."""
@@ -212,6 +227,9 @@ class PhaseCount:
     calls: int = 0
     repeats: int = 0  # requests an earlier phase already made (served by the call cache)
     prompt_tokens: int = 0
+    # prompt tokens left to evaluate when each batch is sent in prompt order and the engine keeps
+    # the previous prompt's KV cache (llama.cpp; vLLM's prefix caching keeps more)
+    prompt_tokens_evaluated: int = 0
     placeholder_tokens: int = 0  # budgets of earlier outputs counted in prompt_tokens
     completion_tokens_max: int = 0
     max_prompt_tokens: int = 0
@@ -282,17 +300,32 @@ class PlanLLM:
     def chat_many(self, requests: Sequence[Request], progress: str | None = None) -> list[Completion]:
         if self.current is None:
             raise RuntimeError("PlanLLM: a request outside a phase (the planner must open one first)")
-        out, batch = [], set()
+        out, batch, new = [], set(), []
         for r in requests:
             req = r.resolved(self.cfg)
             key = self._key(req)
             if key not in self._answered:
                 self._answered[key] = self._answer(req)
+                new.append(req)
             elif key not in batch:
                 self.current.repeats += 1
             batch.add(key)
             out.append(self._answered[key])
+        self._count_prefix_reuse(new)
         return out
+
+    def _count_prefix_reuse(self, sent: list[Request]) -> None:
+        """The batch's new requests in the order the front end sends them (prompt order): each
+        evaluates its prompt less the beginning it shares with the one before."""
+        from .frontend import prompt_order
+
+        ordered = sorted(sent, key=prompt_order)
+        prev = None
+        for req in ordered:
+            full, _ = self.counter.messages(req.messages)
+            shared = self.counter.shared_prefix(prev.messages, req.messages) if prev is not None else 0
+            self.current.prompt_tokens_evaluated += max(1, full - shared)
+            prev = req
 
     def chat(self, messages: list, **kw) -> Completion:
         return self.chat_many([Request(messages=messages, **kw)])[0]
@@ -380,7 +413,17 @@ def format_plan(plan: dict) -> str:
     for note in plan["inputs"]:
         lines.append(f"input: {note}")
     lines.append("")
-    head = ("stage", "phase", "model", "backend", "calls", "basis", "prompt tokens", "completion tokens (max)")
+    head = (
+        "stage",
+        "phase",
+        "model",
+        "backend",
+        "calls",
+        "basis",
+        "prompt tokens",
+        "after prefix reuse",
+        "completion tokens (max)",
+    )
     rows = [head]
     for r in plan["phases"]:
         rows.append(
@@ -392,6 +435,7 @@ def format_plan(plan: dict) -> str:
                 f"{r['calls']:,}",
                 r["calls_basis"],
                 _num(r["prompt_tokens"], r["tokens_basis"]),
+                _num(r["prompt_tokens_evaluated"], r["tokens_basis"]),
                 f"{r['completion_tokens_max']:,}",
             )
         )
@@ -405,6 +449,7 @@ def format_plan(plan: dict) -> str:
                 _num(s["calls"], s["calls_basis"]),
                 s["calls_basis"],
                 _num(s["prompt_tokens"], s["tokens_basis"]),
+                _num(s["prompt_tokens_evaluated"], s["tokens_basis"]),
                 f"{s['completion_tokens_max']:,}",
             )
         )
@@ -418,11 +463,12 @@ def format_plan(plan: dict) -> str:
             _num(t["calls"], t["calls_basis"]),
             t["calls_basis"],
             _num(t["prompt_tokens"], t["tokens_basis"]),
+            _num(t["prompt_tokens_evaluated"], t["tokens_basis"]),
             f"{t['completion_tokens_max']:,}",
         )
     )
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(head))]
-    right = {4, 6, 7}
+    right = {4, 6, 7, 8}
     fmt = lambda r: "  ".join(
         str(v).rjust(w) if i in right else str(v).ljust(w) for i, (v, w) in enumerate(zip(r, widths))
     ).rstrip()
@@ -485,16 +531,19 @@ def format_plan(plan: dict) -> str:
 def time_estimate(plan: dict, prompt_tps: float, gen_tps: float | None = None) -> list[dict]:
     """Seconds per model and in total from throughputs the user measured on their own serving
     setup: prompt tokens / `prompt_tps` plus, when `gen_tps` is given, the completion tokens at
-    their maximum / `gen_tps` (an upper bound on generation time). Calls of one model are
-    independent, so replicas or data-parallel ranks divide the time: give their summed rate."""
+    their maximum / `gen_tps` (an upper bound on generation time). Prompt tokens are those left
+    after prefix reuse (`prompt_tokens_evaluated`, as llama.cpp evaluates a batch sent in prompt
+    order) where the plan has them. Calls of one model are independent, so replicas or
+    data-parallel ranks divide the time: give their summed rate."""
     rows = []
     for m in plan["models"]:
-        prompt_s = m["prompt_tokens"] / prompt_tps
+        prompt_s = m.get("prompt_tokens_evaluated", m["prompt_tokens"]) / prompt_tps
         gen_s = m["completion_tokens_max"] / gen_tps if gen_tps else None
         rows.append(
             {
                 "model": m["model"],
                 "prompt_tokens": m["prompt_tokens"],
+                "prompt_tokens_evaluated": m.get("prompt_tokens_evaluated", m["prompt_tokens"]),
                 "prompt_seconds": prompt_s,
                 "completion_tokens_max": m["completion_tokens_max"],
                 "generation_seconds_max": gen_s,
@@ -517,7 +566,10 @@ def format_time_estimate(rows: list[dict], prompt_tps: float, gen_tps: float | N
             if r["generation_seconds_max"] is not None
             else ""
         )
-        lines.append(f"  {r['model']}: {hours(r['prompt_seconds'])} prompt{gen}")
+        lines.append(
+            f"  {r['model']}: {hours(r['prompt_seconds'])} prompt ({r['prompt_tokens_evaluated']:,} of "
+            f"{r['prompt_tokens']:,} prompt tokens left after prefix reuse){gen}"
+        )
     lines.append(
         f"  total: {hours(sum(r['seconds'] for r in rows))}" + (" at most" if gen_tps else " (prompt evaluation only)")
     )

@@ -222,3 +222,24 @@ def test_a_tokenizer_json_with_its_chat_template_counts_the_rendered_prompt(tmp_
     rendered = "[CLS][system] Grade the passage.\n[user] Question: why?\n\nPassage: x\n[assistant]"
     assert c.messages(msgs) == (len(tok.encode(rendered, add_special_tokens=False).ids), 0)
     assert c.note == ""
+
+
+def test_prompt_tokens_left_after_prefix_reuse_count_what_a_single_slot_cache_keeps():
+    """A batch is sent in prompt order; each prompt evaluates what it does not share with the
+    one before, counted up to the last paragraph break they share. Toy tokenizer: one token per
+    word and per newline run; the rendered prompt is the message contents, plus 1 (BOS)."""
+    cfg = LLMConfig(model="m", max_tokens=1)
+    llm = _recorder(cfg, {})
+    shared = "Question: what is one?\n\nDocuments: alpha beta gamma delta\n\nAnswer: one\n\n"
+    b1 = [{"role": "user", "content": shared + "Task: score it"}]
+    b2 = [{"role": "user", "content": shared + "Task: is it grounded"}]
+    other = [{"role": "user", "content": "Question: another one\n\nTask: score it"}]
+    llm.chat_many(
+        [Request(b2, choices=["yes", "no"]), Request(other, choices=["yes", "no"]), Request(b1, choices=["1"])]
+    )
+    full = lambda m: llm.counter.messages(m)[0]
+    assert llm.current.prompt_tokens == full(b1) + full(b2) + full(other)
+    # in prompt order b1 and b2 are neighbours and share 4 + 1 + 5 + 1 + 2 + 1 tokens; "other"
+    # shares only "Question:" with its neighbour, no paragraph break: nothing kept
+    assert llm.counter.text(shared) == 14
+    assert llm.current.prompt_tokens_evaluated == full(b1) + full(b2) + full(other) - 14
