@@ -446,6 +446,41 @@ def retrieval_scale(root: Path) -> list[str]:
     return wrap(lead) + [""] + table(rows, cols, tuple(cols[1:])) + ["", source_line("results/retrieval_scale.json")]
 
 
+def unit_costs(root: Path) -> list[str]:
+    d = _json(root, "results/unit_costs.json")
+    labels = {
+        "graded_pair": "graded pair",
+        "question_written": "question written",
+        "answer_written": "answer written",
+        "answer_judged": "answer judged",
+    }
+    rows = [
+        {
+            "unit": labels.get(k, k),
+            "n": str(u["n_units"]),
+            "calls": f"{u['calls_per_unit']:g}",
+            "prompt tokens": f"{u['prompt_tokens']:,.0f}",
+            "tokens evaluated": f"{u['tokens_evaluated']:,.0f}",
+            "seconds": f"{u['seconds']:.2f}",
+            "raw llama.cpp s": f"{u['raw_llamacpp_seconds']:.2f}",
+            "ratio": f"{u['ratio']:.2f}",
+        }
+        for k, u in d["units"].items()
+    ]
+    cols = ["unit", "n", "calls", "prompt tokens", "tokens evaluated", "seconds", "raw llama.cpp s", "ratio"]
+    tail = (
+        f"Per unit, {d['config']}: judge and writer {d['models']['judge']}, generator {d['models']['generator']}, "
+        f"{d['threads']} threads, no cache. Tokens evaluated: prompt tokens left after prefix reuse plus tokens "
+        "generated. ratio = raw llama.cpp seconds / spacelm seconds on the same token sequences (goal >= 0.9)."
+    )
+    return (
+        table(rows, cols, ("n", "calls", "prompt tokens", "tokens evaluated", "seconds", "raw llama.cpp s", "ratio"))
+        + [""]
+        + wrap(tail)
+        + ["", source_line("results/unit_costs.json")]
+    )
+
+
 def llm_throughput(root: Path) -> list[str]:
     d = _json(root, "results/llm_throughput.json")
     rows = []
@@ -572,6 +607,7 @@ GENERATORS = {
     "beir-anchor": beir_anchor,
     "retrieval-scale": retrieval_scale,
     "llm-throughput": llm_throughput,
+    "unit-costs": unit_costs,
     "citations": citations,
     "gate": gate,
 }

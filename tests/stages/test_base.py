@@ -97,7 +97,7 @@ def test_every_declared_input_makes_its_stage_and_downstream_stale(tiny_config, 
                 saved = copy.deepcopy(cfg)
                 _mutate_config(cfg, name)
             elif kind == "file":
-                p = next(p for p in stage.reads(cfg) if key == f"file:{base._display(cfg, Path(p))}")
+                p = next(p for p in stage.reads(cfg) if key == f"file:{base.display_path(cfg, Path(p))}")
                 saved_bytes = Path(p).read_bytes() if Path(p).is_file() else None
                 Path(p).write_bytes((saved_bytes or b"") + b"\n")
             elif kind == "prompt":

@@ -182,7 +182,7 @@ def test_report_and_findings_are_declared_stages_and_the_template_is_an_input(ti
 
     assert report.STAGE in STAGES and LAST is report.STAGE and STAGES[-1] is report.STAGE
     assert BY_NAME["findings"].after and "findings" in report.STAGE.after
-    key = f"file:{base._display(tiny_config, report.TEMPLATE)}"
+    key = f"file:{base.display_path(tiny_config, report.TEMPLATE)}"
     before = stage_inputs(report.STAGE, tiny_config)
     assert key in before
     orig = base.file_hash

@@ -96,16 +96,16 @@ class TokenCounter:
     def shared_prefix(self, a: list, b: list) -> int:
         """Tokens at the start of request `b` that a single-slot prefix cache keeps from request
         `a` evaluated just before (llama.cpp): the rendered prompts' common beginning, counted up
-        to its last paragraph break so no token straddles the cut. Placeholder text (model output
-        not known yet) ends what is counted as shared."""
+        to its last paragraph break so no token straddles the cut. A placeholder (a model output
+        not known yet, the same output in both) inside the shared part counts at its budget."""
         pa, _ = self._render([dict(m, content=m.get("content") or "") for m in a])
         pb, _ = self._render([dict(m, content=m.get("content") or "") for m in b])
         common = os.path.commonprefix([pa, pb])
-        ph = PLACEHOLDER.search(common)
-        if ph:
-            common = common[: ph.start()]
         cut = common.rfind("\n\n")
-        return self.text(common[: cut + 2]) if cut > 0 else 0
+        if cut <= 0:
+            return 0
+        clean, budget = strip_placeholders(common[: cut + 2])
+        return self.text(clean) + budget
 
     def messages(self, messages: list) -> tuple[int, int]:
         """(prompt tokens, how many of them are placeholder budgets) of a chat request."""

@@ -243,3 +243,12 @@ def test_prompt_tokens_left_after_prefix_reuse_count_what_a_single_slot_cache_ke
     # shares only "Question:" with its neighbour, no paragraph break: nothing kept
     assert llm.counter.text(shared) == 14
     assert llm.current.prompt_tokens_evaluated == full(b1) + full(b2) + full(other) - 14
+
+
+def test_a_shared_placeholder_counts_as_shared_at_its_budget():
+    """Two judge prompts on one not-yet-written answer share it: its budget counts as kept."""
+    llm = _recorder(LLMConfig(model="m", max_tokens=1), {})
+    head = "Question: " + placeholder(7, 40) + "\n\nDocuments: alpha beta\n\n"
+    a = [{"role": "user", "content": head + "Task: one"}]
+    b = [{"role": "user", "content": head + "Task: two"}]
+    assert llm.counter.shared_prefix(a, b) == 1 + 40 + 1 + 3 + 1
