@@ -21,9 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from spacelm.config import load_config  # noqa: E402
-from spacelm.lib import prompting  # noqa: E402
 from spacelm.lib.judge.relevance import grade_pairs  # noqa: E402
-from spacelm.lib.llm import open_llm  # noqa: E402
+from spacelm.lib.llm import open_llm, prompting  # noqa: E402
 
 QUESTION = "What collision probability threshold makes an operator plan an avoidance manoeuvre?"
 # the same topic area, no help for the question: a judge should grade it 0 or 1
