@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from spacelm.config import load_config  # noqa: E402
 from spacelm.lib.llm import LLM  # noqa: E402
+from spacelm.lib.llm.llamacpp import shared_prefix_length  # noqa: E402
 from spacelm.lib.llm.models import resolve_model_path  # noqa: E402
 
 
@@ -74,10 +75,11 @@ def measure(name: str, n_units: int, llm: LLM, rec: Recorder, work) -> dict:
     t0 = time.perf_counter()
     work()
     ours = time.perf_counter() - t0
-    evaluated = tokens_left_after_reuse(b, rec.sent)
+    prompts = [b.prompt_tokens(req.messages)[0] for req, _ in rec.sent]  # tokenised once, for both
+    evaluated = tokens_left_after_reuse(prompts)
     generated = sum(c.completion_tokens for _, c in rec.sent)
     prompt = sum(c.prompt_tokens for _, c in rec.sent)
-    raw = replay_raw(llm.cfg, b, rec.sent)
+    raw = replay_raw(llm.cfg, prompts, rec.sent)
     out = {
         "n_units": n_units,
         "calls_per_unit": round(len(rec.sent) / n_units, 2),
@@ -93,27 +95,17 @@ def measure(name: str, n_units: int, llm: LLM, rec: Recorder, work) -> dict:
     return out
 
 
-def tokens_left_after_reuse(backend, sent: list) -> int:
-    """Prompt tokens the engine must evaluate for `sent` in that order when it keeps the KV cache
-    of the previous sequence (prompt and its generated tokens), as llama.cpp does: each prompt
-    less its longest common prefix with the sequence before (at least one token)."""
-    total, prev = 0, []
-    for req, _comp in sent:
-        tokens, _ = backend.prompt_tokens(req.messages)
-        shared = 0
-        for a, b in zip(prev, tokens):
-            if a != b:
-                break
-            shared += 1
-        total += max(1, len(tokens) - shared)
-        prev = tokens  # the generated tokens follow; no later prompt shares them
-    return total
+def tokens_left_after_reuse(prompts: list[list[int]]) -> int:
+    """Prompt tokens the engine must evaluate for `prompts` in that order when it keeps the KV
+    cache of the previous sequence, as llama.cpp does: each prompt less its longest common prefix
+    with the one before (at least one token; generated tokens follow a prompt, none is shared)."""
+    return sum(max(1, len(t) - shared_prefix_length(p, t)) for p, t in zip([[]] + prompts, prompts))
 
 
 _RAW: dict = {}
 
 
-def replay_raw(llm_cfg, backend, sent: list) -> float:
+def replay_raw(llm_cfg, prompts: list[list[int]], sent: list) -> float:
     """Seconds bare llama-cpp-python takes for the same token sequences in the same order."""
     import llama_cpp
 
@@ -130,8 +122,7 @@ def replay_raw(llm_cfg, backend, sent: list) -> float:
     raw = _RAW[path]
     raw.reset()
     t0 = time.perf_counter()
-    for req, comp in sent:
-        tokens, _ = backend.prompt_tokens(req.messages)
+    for tokens, (_, comp) in zip(prompts, sent):
         n_gen = max(1, comp.completion_tokens)
         raw.create_completion(prompt=tokens, max_tokens=n_gen, temperature=0.0, stop=[])
     return time.perf_counter() - t0

@@ -188,16 +188,6 @@ def judge_answers(judge, rubric_items: list[dict], binary_items: list[dict], tex
         it.setdefault("binary", {})[name] = {"verdict": verdict, "p_yes": p_yes(comp), "raw": comp.text}
 
 
-def judge_rubrics(judge, items: list[dict], text_of: dict) -> None:
-    """Score each item's answer on the rubrics its setting calls for (1-5, constrained)."""
-    judge_answers(judge, items, [], text_of)
-
-
-def judge_binary(judge, items: list[dict], text_of: dict, checks=None) -> None:
-    """The yes/no judges alone (see :func:`binary_requests`)."""
-    judge_answers(judge, [], items, text_of, checks)
-
-
 def parse_binary(text: str) -> tuple[bool | None, str]:
     m = re.match(r"\s*\**\s*(yes|no)\b\W*(.*)", text or "", re.I | re.S)
     if not m:

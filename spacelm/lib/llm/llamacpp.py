@@ -16,6 +16,17 @@ from .settings import LLMConfig
 from .types import BackendUnavailable, Completion, Request, _choice_grammar, _require
 
 
+def shared_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many tokens `a` and `b` share from their start: what a single-slot KV cache holding `a`
+    spares when `b` is evaluated next."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 class LlamaCppBackend:
     """In-process llama.cpp. Not thread-safe: calls are serialised by a lock."""
 
@@ -68,12 +79,8 @@ class LlamaCppBackend:
     def _eval_with_prefix_reuse(self, tokens: list[int]) -> None:
         """Evaluate `tokens`, keeping the KV cache of the longest prefix shared with the last call."""
         llm = self.llm
-        prefix = 0
-        for a, b in zip(llm.input_ids[: llm.n_tokens], tokens):
-            if a != b:
-                break
-            prefix += 1
-        prefix = min(prefix, len(tokens) - 1)  # at least one token must be evaluated to get fresh logits
+        shared = shared_prefix_length(llm.input_ids[: llm.n_tokens], tokens)
+        prefix = min(shared, len(tokens) - 1)  # at least one token must be evaluated to get fresh logits
         llm.n_tokens = prefix  # eval() drops the KV cache from here on
         llm.eval(tokens[prefix:])
         self.prefix_reused_tokens += prefix
