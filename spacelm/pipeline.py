@@ -91,6 +91,7 @@ def run_all(cfg: Config, force: bool = False, notebooks: bool = True, wait: bool
         resolved = write_resolved_config(cfg)
         log.info("resolved config: %s", resolved)
         manifest = Manifest(cfg, command="run")
+        manifest.record_start(stages_for(cfg))
         manifest.data["resolved_config"] = resolved.name
         results = run_stages(cfg, force=force, manifest=manifest)
         if notebooks:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import platform
 import subprocess
+import time
 from datetime import datetime, timezone
 from importlib import metadata
 
@@ -141,10 +142,24 @@ class Manifest:
         self.data["models"][role] = identity
         self.save()
 
+    def record_start(self, stages: list) -> None:
+        """Whether this process starts cold: no model call in the run's call cache and no stage
+        of the run already done. `spacelm run` calls it before the first stage; the manifest then
+        times the whole process (`total_seconds`) rather than adding up the stages."""
+        cache = self.cfg.cache_dir
+        entries = sum(1 for p in cache.rglob("*") if p.is_file()) if cache.is_dir() else 0
+        done = [st.name for st in stages if st.stamp_path(self.cfg).is_file()]
+        self.data["cold"] = entries == 0 and not done
+        self.data["start_state"] = {"call_cache_files": entries, "stages_done": done}
+        self._t0 = time.perf_counter()
+
     def finish(self) -> None:
         self.data["finished"] = now()
         stages = self.data["stages"].values()
-        self.data["total_seconds"] = round(sum(s.get("wall_seconds", s.get("seconds", 0)) for s in stages), 3)
+        self.data["stage_seconds"] = round(sum(s.get("wall_seconds", s.get("seconds", 0)) for s in stages), 3)
+        t0 = getattr(self, "_t0", None)
+        # one process's wall time, start to finish, when record_start ran; else the stages' sum
+        self.data["total_seconds"] = round(time.perf_counter() - t0, 3) if t0 else self.data["stage_seconds"]
         self.data["model_time"] = model_time(self.data["stages"], self.data["total_seconds"])
         self.data["sizes"] = run_sizes(self.data["stages"])
         from .report import interval_methods  # how each table's intervals are computed
