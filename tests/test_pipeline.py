@@ -88,3 +88,26 @@ def test_manifest_holds_only_the_stages_of_this_run(tiny_config):
     data = json.loads((tiny_config.run_dir / "manifest.json").read_text())
     assert set(data["stages"]) == {"ingest"} and data["command"] == "ingest"
     assert data["total_seconds"] == data["stages"]["ingest"]["wall_seconds"]
+
+
+def test_a_run_records_whether_it_started_cold_and_times_the_whole_process(tiny_config):
+    """`cold` is true only with an empty call cache and no stage done; `total_seconds` is then
+    the process's wall time, at least the stages' sum."""
+    from spacelm.stages import stages_for
+
+    m = Manifest(tiny_config)
+    m.record_start(stages_for(tiny_config))
+    assert m.data["cold"] is True and m.data["start_state"] == {"call_cache_files": 0, "stages_done": []}
+    run_stages(tiny_config, upto="chunk", manifest=m)
+    m.finish()
+    assert m.data["total_seconds"] >= m.data["stage_seconds"] > 0
+    again = Manifest(tiny_config)
+    again.record_start(stages_for(tiny_config))  # ingest and chunk are done now
+    assert again.data["cold"] is False and again.data["start_state"]["stages_done"] == ["ingest", "chunk"]
+    tiny_config.cache_dir.mkdir(parents=True, exist_ok=True)
+    (tiny_config.cache_dir / "calls.sqlite").write_bytes(b"x")
+    for st in stages_for(tiny_config):
+        st.stamp_path(tiny_config).unlink(missing_ok=True)
+    warm = Manifest(tiny_config)
+    warm.record_start(stages_for(tiny_config))
+    assert warm.data["cold"] is False and warm.data["start_state"]["call_cache_files"] == 1

@@ -868,6 +868,18 @@ def answerability_section(cfg) -> list[str]:
         _img(run, names.PLOT_REFUSAL_SWEEP, "refusal recall against false-refusal rate"),
         "",
     ]
+    claims = run / names.CLAIMS
+    if not cfg.answer.claims:
+        return (
+            out
+            + [
+                "## Claim-level support",
+                "",
+                "Not run: this config sets `answer.claims: false` (no answer was split into claims).",
+                "",
+            ]
+            + _answer_checks(run)
+        )
     out += [
         "## Claim-level support",
         "",
@@ -880,9 +892,8 @@ def answerability_section(cfg) -> list[str]:
         judge_banner(cfg, "table2", ["claim_support"]),
         "",
     ]
-    claims = run / names.CLAIMS
-    if claims.is_file():
-        c = pd.read_csv(claims)
+    c = _table_or_empty(claims)
+    if len(c):
         rows = [
             "| by | group | answers | claims | citations | claim faithfulness | citation precision | citation recall |",
             "|---|---|---:|---:|---:|---|---|---|",
@@ -895,12 +906,28 @@ def answerability_section(cfg) -> list[str]:
                 f"{f('claim_faithfulness')} | {f('citation_precision')} | {f('citation_recall')} |"
             )
         out += rows + [""]
-    if (run / names.ANSWER_CHECKS).is_file():
-        ch = json.loads((run / names.ANSWER_CHECKS).read_text())
-        out += [
-            f"Answers with at least one valid citation ({ch.get('citation_style')} passages): "
-            f"{_fmt(ch.get('answers_with_valid_citation'))} of {ch.get('answers_with_context')} answers with "
-            "passages.",
-            "",
-        ]
-    return out
+    return out + _answer_checks(run)
+
+
+def _table_or_empty(path):
+    """A CSV the answer stage wrote, or an empty frame when it is absent or holds no row (no
+    claim was judged: the stage writes a file without columns)."""
+    import pandas as pd
+
+    try:
+        return pd.read_csv(path)
+    except (FileNotFoundError, pd.errors.EmptyDataError):
+        return pd.DataFrame()
+
+
+def _answer_checks(run) -> list[str]:
+    """The citation line read from answer_checks.json (none when the file is absent)."""
+    if not (run / names.ANSWER_CHECKS).is_file():
+        return []
+    ch = json.loads((run / names.ANSWER_CHECKS).read_text())
+    return [
+        f"Answers with at least one valid citation ({ch.get('citation_style')} passages): "
+        f"{_fmt(ch.get('answers_with_valid_citation'))} of {ch.get('answers_with_context')} answers with "
+        "passages.",
+        "",
+    ]

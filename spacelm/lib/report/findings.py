@@ -543,6 +543,8 @@ def forest_rows(tests: list[dict]) -> list[dict]:
     for t in tests:
         if t["measure"] == "mean_grade" and t["comparison"] != "dense - bm25":
             continue
+        if _num(t["diff"]) is None:  # a cell without questions has no difference to draw
+            continue
         label = (
             f"{t['measure'].replace('share_', 'grade ').replace('_', '-')} {t['retriever']} top-{t['top_k']}"
             if t["comparison"] == "reranked - retrieved"
