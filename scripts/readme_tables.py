@@ -82,12 +82,21 @@ def run_summary(root: Path, run: str = "standard") -> list[str]:
     m = _json(root, f"results/{run}/manifest.json")
     mt = m.get("model_time", {})
     z = m.get("sizes", {})
+    if m.get("cold"):  # one process from empty caches: its wall time is measured, not estimated
+        when = (
+            f"It ran cold, in one process from empty caches, in {m['total_seconds'] / 60:.0f} min "
+            f"({(mt.get('model_share_of_wall') or 0):.0%} of it in model calls). "
+        )
+    else:
+        when = (
+            f"Its results cost about {mt.get('cold_seconds_estimate', 0) / 60:.0f} min cold "
+            f"({(mt.get('model_share_cold_estimate') or 0):.0%} of it in model calls). "
+        )
     text = (
         f"Run `{run}` came from `{m.get('config_file')}` at git `{str(m.get('git_commit'))[:7]}`. "
-        f"Its results cost about {mt.get('cold_seconds_estimate', 0) / 60:.0f} min cold "
-        f"({(mt.get('model_share_cold_estimate') or 0):.0%} of it in model calls). "
-        f"Table 1 grades {z.get('table1_questions')} questions; Table 2 answers "
-        f"{z.get('table2_questions_per_setting')} per setting. " + grading_method(m)
+        + when
+        + f"Table 1 grades {z.get('table1_questions')} questions from {z.get('table1_source_chunks')} source "
+        f"chunks; Table 2 answers {z.get('table2_questions_per_setting')} per setting. " + grading_method(m)
     )
     return wrap(text) + ["", source_line(f"results/{run}/manifest.json")]
 
@@ -117,7 +126,7 @@ def run_sizes(root: Path, run: str = "standard") -> list[str]:
         {
             "table": "Table 2",
             "questions": f"{z.get('table2_questions_per_setting')} per setting",
-            "what": f"{z.get('answers')} answers, pipelines A/B/C included",
+            "what": f"{z.get('answers')} answers, pipelines {'/'.join(m['config']['answer']['pipelines'])} included",
         },
         {
             "table": "answerability",

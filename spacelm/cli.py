@@ -24,6 +24,7 @@ import sys
 import warnings
 
 from .config import ConfigError, load_config
+from .lib import names
 
 DEFAULT_CONFIG = "configs/quick.yaml"
 EXIT_INPUT, EXIT_BACKEND, EXIT_LOCKED, EXIT_INTERRUPTED = 2, 3, 4, 130
@@ -172,7 +173,7 @@ def cmd_label(args) -> int:
         f = labels_file(folder)
         if f is None:
             raise InputError(f"no labels in {folder}: save the grades as human_labels.csv (pair_id,grade) there")
-        sample = folder / "to_label.jsonl"
+        sample = folder / names.TO_LABEL
         if not sample.is_file():
             raise InputError(f"{sample} not found: the labels must come from `spacelm label --n N` on this run")
         got = read_labels(f, {r["pair_id"] for r in read_jsonl(sample)})
@@ -196,7 +197,7 @@ def cmd_label(args) -> int:
             {
                 "written": [str(p) for p in files],
                 "next": f"grade the pairs (open {files[-1].name} in a browser, or fill in the grade column of "
-                f"{files[1].name}) and save them as {folder / 'human_labels.csv'}; then run "
+                f"{files[1].name}) and save them as {folder / names.HUMAN_LABELS}; then run "
                 "`spacelm grade`",
             },
             indent=2,

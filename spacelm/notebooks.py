@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from .config import Config
+from .lib import names
 
 log = logging.getLogger("spacelm")
 RESOLVED_NAME = "config.resolved.yaml"
@@ -123,7 +124,7 @@ def describe_stage(cfg: Config, name: str, summary: dict | None = None) -> str:
     Read from the run's manifest (what `spacelm run` did), else from `summary`."""
     rec = None
     try:
-        rec = json.loads((cfg.run_dir / "manifest.json").read_text())["stages"].get(name)
+        rec = json.loads((cfg.run_dir / names.MANIFEST).read_text())["stages"].get(name)
     except (FileNotFoundError, json.JSONDecodeError, KeyError):
         pass
     rec = rec or summary or {}

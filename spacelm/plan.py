@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from .config import Config, ConfigError, LLMConfig
+from .lib import names
 from .lib.llm.dry_run import (
     CLAIM_TOKENS,
     PhaseCount,
@@ -489,7 +490,7 @@ def _claims_per_answer(cfg: Config) -> tuple[float, str]:
     has one, else one per CLAIM_TOKENS of the generator's max_tokens."""
     from .lib.records import Answer, Claim, read_records
 
-    claims, answers = cfg.run_dir / "claims.jsonl", cfg.run_dir / "answers.jsonl"
+    claims, answers = cfg.run_dir / names.CLAIM_ROWS, cfg.run_dir / names.ANSWERS
     if claims.is_file() and answers.is_file():
         checks = sum(len(c.get("support") or {}) for c in read_records(claims, Claim))
         judged = sum(1 for a in read_records(answers, Answer) if a.get("answerable", True) and a.get("passage_ids"))

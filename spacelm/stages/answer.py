@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..config import Config
+from ..lib import names
 from ..lib.answer.answerability import COLUMNS as ANSWERABILITY_COLUMNS
 from ..lib.answer.answerability import agreement, answerability_row, threshold_sweep
 from ..lib.answer.answers import (
@@ -67,21 +68,21 @@ class AnswerFiles(NamedTuple):
 def outputs(cfg: Config) -> AnswerFiles:
     d = cfg.run_dir
     return AnswerFiles(
-        d / "table2_answer_quality.csv",
-        d / "table2_answer_quality.md",
-        d / "table2_answer_quality.tex",
-        d / "answers.jsonl",
-        d / "pipelines.csv",
-        d / "answer_checks.json",
-        d / "plots" / "answer_scores.png",
-        d / "plots" / "noise_curve.png",
-        d / "answerability.csv",
-        d / "answerability_sweep.csv",
-        d / "claims.jsonl",
-        d / "claims.csv",
-        d / "plots" / "refusal_sweep.png",
-        d / "table2_tests.csv",
-        d / "table2_per_task.csv",
+        d / names.TABLE2,
+        d / names.TABLE2_MD,
+        d / names.TABLE2_TEX,
+        d / names.ANSWERS,
+        d / names.PIPELINES_TABLE,
+        d / names.ANSWER_CHECKS,
+        d / names.PLOT_ANSWER_SCORES,
+        d / names.PLOT_NOISE,
+        d / names.ANSWERABILITY,
+        d / names.ANSWERABILITY_SWEEP,
+        d / names.CLAIM_ROWS,
+        d / names.CLAIMS,
+        d / names.PLOT_REFUSAL_SWEEP,
+        d / names.TABLE2_TESTS,
+        d / names.TABLE2_PER_TASK,
     )
 
 
@@ -212,8 +213,8 @@ def write_tables(
 
     from ..lib.report.plots import noise_curve, per_task_panels, refusal_sweep, score_distributions
 
-    names = [s["name"] for s in settings(cfg.answer_design())]
-    long = table2(items, names, cfg.answer.n_bootstrap, cfg.seed)
+    setting_names = [s["name"] for s in settings(cfg.answer_design())]
+    long = table2(items, setting_names, cfg.answer.n_bootstrap, cfg.seed)
     files = outputs(cfg)
     write_dataframe(long, out(files.table_csv))
     n = sample_size(questions)
@@ -228,19 +229,19 @@ def write_tables(
             per_task,
             "faithfulness",
             "mean faithfulness (1-5)",
-            out(cfg.run_dir / "plots" / "table2_per_task.png"),
+            out(cfg.run_dir / names.PLOT_TABLE2_PER_TASK),
             group="setting",
         )
-    write_dataframe(table2_tests(items, names, cfg.answer.n_bootstrap, cfg.seed), out(files.tests))
+    write_dataframe(table2_tests(items, setting_names, cfg.answer.n_bootstrap, cfg.seed), out(files.tests))
     run_scale = scale(len(questions))
     write_text(
         out(files.table_md),
-        table2_wide(long, names, "md")
+        table2_wide(long, setting_names, "md")
         + f"\n{n.text()}; {len(questions)} of {n_available} questions ({run_scale}); generator {generator_name}, "
         f"judge {judge_name}; mean ± SD (n); 95% CIs (cluster-robust t over source chunks) in "
         "table2_answer_quality.csv.\n",
     )
-    write_text(out(files.table_tex), table2_wide(long, names, "tex"))
+    write_text(out(files.table_tex), table2_wide(long, setting_names, "tex"))
     write_jsonl(out(files.answers), items)
     write_dataframe(pipelines_table(items, cfg.answer.n_bootstrap, cfg.seed), out(files.pipelines))
     # refusals on answerable and unanswerable questions, gate off and on
@@ -306,10 +307,10 @@ def write_tables(
     checks = {
         "refusal_rate_by_setting": {
             s: round(float(np.mean([it["refusal"] for it in t2 if it["setting"] == s])), 3)
-            for s in names
+            for s in setting_names
             if any(it["setting"] == s for it in t2)
         },
-        "citation_accuracy_by_setting": {s: cite_acc(s) for s in names},
+        "citation_accuracy_by_setting": {s: cite_acc(s) for s in setting_names},
         "citation_style": cfg.answer.citations,
         "answers_with_valid_citation": round(float(np.mean([it["citation"]["n_valid"] > 0 for it in with_ctx])), 3)
         if with_ctx
@@ -344,8 +345,8 @@ def recompute(cfg: Config) -> dict:
     from ..lib.io import read_jsonl
 
     d = cfg.run_dir
-    items = read_jsonl(d / "answers.jsonl")
-    claim_rows = read_jsonl(d / "claims.jsonl") if (d / "claims.jsonl").is_file() else []
+    items = read_jsonl(d / names.ANSWERS)
+    claim_rows = read_jsonl(d / names.CLAIM_ROWS) if (d / names.CLAIM_ROWS).is_file() else []
     known = {q["qid"]: q for q in read_jsonl(questions_path(cfg))} if questions_path(cfg).is_file() else {}
     seen = {}
     for it in items:
@@ -355,7 +356,7 @@ def recompute(cfg: Config) -> dict:
                 known.get(it["qid"])
                 or {"qid": it["qid"], "task": it["task"], "source_chunk_id": it.get("source_chunk_id")},
             )
-    ids = json.loads((d / "manifest.json").read_text()).get("models", {}) if (d / "manifest.json").is_file() else {}
+    ids = json.loads((d / names.MANIFEST).read_text()).get("models", {}) if (d / names.MANIFEST).is_file() else {}
     name = lambda role: (
         (ids.get("answer", {}).get(role) or ids.get(role) or {}).get("name") or getattr(cfg.models, role).model
     )

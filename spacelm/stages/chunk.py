@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..config import Config
+from ..lib import names
 from ..lib.ingest.chunking import chunk_documents
 from ..lib.io import write_dataframe, write_jsonl
 from .base import Stage, execute
@@ -10,7 +11,7 @@ from .data import chunks_path, documents_path, load_documents
 
 
 def outputs(cfg: Config):
-    return [chunks_path(cfg), cfg.processed_dir / "chunks_per_document.csv"]
+    return [chunks_path(cfg), cfg.processed_dir / names.CHUNKS_PER_DOCUMENT]
 
 
 def build(cfg: Config, out) -> dict:

@@ -14,6 +14,7 @@ import copy
 import time
 
 from ..config import Config
+from ..lib import names
 from ..lib.io import InputError, write_dataframe, write_jsonl
 from .base import Stage, execute
 from .data import (
@@ -28,12 +29,13 @@ from .data import (
 
 
 def study_dir(cfg: Config):
-    return cfg.run_dir / "chunk_sizes"
+    return cfg.run_dir / names.CHUNK_SIZES
 
 
 def outputs(cfg: Config):
     d = study_dir(cfg)
-    out = [d / "summary.csv", d / "summary.md", d / "costs.csv"]
+    r = cfg.run_dir
+    out = [r / names.CHUNK_SIZES_SUMMARY, r / names.CHUNK_SIZES_SUMMARY_MD, r / names.CHUNK_SIZES_COSTS]
     for size in cfg.chunk_study.sizes:
         out += [d / str(size)]
     return out
@@ -102,10 +104,9 @@ def build(cfg: Config, out) -> dict:
         for name, questions in sets.items():
             placed = on_chunks(questions, chunks)
             res = evaluate_retrieval(rc, placed, [], chunks, systems, depth, pool)
-            sub = size_dir / name / "retrieval"
-            sub.mkdir(parents=True, exist_ok=True)
-            write_dataframe(res.summary.round(4), sub / "summary.csv")
-            write_jsonl(sub / "per_query.jsonl", res.per_query)
+            (size_dir / name / names.RETRIEVAL).mkdir(parents=True, exist_ok=True)
+            write_dataframe(res.summary.round(4), size_dir / name / names.RETRIEVAL_SUMMARY)
+            write_jsonl(size_dir / name / names.RETRIEVAL_PER_QUERY, res.per_query)
             per_size[(size, name)] = (placed, res, chunks)
             search[size] = search.get(size, 0.0) + sum(res.timings.values())
             mean_gold = sum(len(v) for v in res.qrels.values()) / max(len(res.qrels), 1)
@@ -144,7 +145,7 @@ def build(cfg: Config, out) -> dict:
     for c in costs:
         c.update(graded.get(c["chunk_size"], {}))
     summary = pd.DataFrame(rows)
-    write_dataframe(summary.round(4), out(d / "summary.csv"))
+    write_dataframe(summary.round(4), out(cfg.run_dir / names.CHUNK_SIZES_SUMMARY))
     k = 10 if 10 in rc.k_values else max(rc.k_values)
     cols = [
         "chunk_size",
@@ -158,8 +159,10 @@ def build(cfg: Config, out) -> dict:
         f"coverage@{k}",
         f"mrr@{k}",
     ]
-    write_dataframe(summary[[c for c in cols if c in summary]].round(3), out(d / "summary.md"))
-    write_dataframe(pd.DataFrame(costs), out(d / "costs.csv"))
+    write_dataframe(
+        summary[[c for c in cols if c in summary]].round(3), out(cfg.run_dir / names.CHUNK_SIZES_SUMMARY_MD)
+    )
+    write_dataframe(pd.DataFrame(costs), out(cfg.run_dir / names.CHUNK_SIZES_COSTS))
     return {
         "sizes": list(cs.sizes),
         "question_sets": {n: len(q) for n, q in sets.items()},
@@ -211,8 +214,8 @@ def grade_sizes(cfg: Config, per_size: dict, sets: dict, out) -> dict:
                 grade_lists(gcfg.table_design(), questions, rankings, grades), cfg.grading.n_bootstrap, cfg.seed
             )
             long.insert(0, "chunk_size", size)
-            write_dataframe(long, out(study_dir(cfg) / str(size)) / "table1_relevance.csv")
-            write_jsonl(out(study_dir(cfg) / str(size)) / "grades.jsonl", rows)
+            write_dataframe(long, out(study_dir(cfg) / str(size)) / names.TABLE1)
+            write_jsonl(out(study_dir(cfg) / str(size)) / names.GRADES, rows)
             out_stats[size] = {
                 "graded_questions": len(questions),
                 "pairs_graded": len(rows),

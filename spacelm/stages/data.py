@@ -7,25 +7,26 @@ import warnings
 from pathlib import Path
 
 from ..config import Config
+from ..lib import names
 from ..lib.ingest.chunking import Chunk
 from ..lib.ingest.documents import Document
 from ..lib.io import read_jsonl
 
 
 def documents_path(cfg: Config) -> Path:
-    return cfg.processed_dir / "documents.jsonl"
+    return cfg.processed_dir / names.DOCUMENTS
 
 
 def chunks_path(cfg: Config) -> Path:
-    return cfg.processed_dir / "chunks.jsonl"
+    return cfg.processed_dir / names.CHUNKS
 
 
 def questions_path(cfg: Config) -> Path:
-    return cfg.synthetic_dir / "questions.jsonl"
+    return cfg.synthetic_dir / names.QUESTIONS
 
 
 def rankings_path(cfg: Config) -> Path:
-    return cfg.run_dir / "retrieval" / "rankings.jsonl"
+    return cfg.run_dir / names.RANKINGS
 
 
 def golden_path(cfg: Config) -> Path:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..config import Config
+from ..lib import names
 from ..lib.io import write_dataframe, write_json, write_jsonl, write_text
 from ..lib.judge.relevance import (
     grade_lists,
@@ -50,17 +51,17 @@ class GradeFiles(NamedTuple):
 def outputs(cfg: Config) -> GradeFiles:
     d = cfg.run_dir
     return GradeFiles(
-        d / "table1_relevance.csv",
-        d / "table1_relevance.md",
-        d / "table1_relevance.tex",
-        d / "grades.jsonl",
-        d / "judge_validity.json",
-        d / "grading" / "paired_tests.csv",
-        d / "grading" / "graded_metrics.csv",
-        d / "plots" / "grade_distribution.png",
-        d / "grading" / "relevant_shares.csv",
-        d / "grading" / "per_task.csv",
-        d / "grading" / "ppi_differences.csv",
+        d / names.TABLE1,
+        d / names.TABLE1_MD,
+        d / names.TABLE1_TEX,
+        d / names.GRADES,
+        d / names.JUDGE_VALIDITY,
+        d / names.PAIRED_TESTS,
+        d / names.GRADED_METRICS,
+        d / names.PLOT_GRADES,
+        d / names.RELEVANT_SHARES,
+        d / names.GRADING_PER_TASK,
+        d / names.PPI_DIFFERENCES,
     )
 
 
@@ -101,7 +102,7 @@ def _labelled(cfg: Config, questions: list[dict], rankings: dict) -> tuple:
     f = labels_file(labels_dir(cfg))
     if f is None:
         return {}, {}
-    sample_file = labels_dir(cfg) / "to_label.jsonl"
+    sample_file = labels_dir(cfg) / names.TO_LABEL
     sample = {r["pair_id"]: r for r in read_jsonl(sample_file)} if sample_file.is_file() else {}
     known = set(sample) or {f"{q}{SEP}{c}" for pairs in cell_pairs(cfg, questions, rankings).values() for q, c in pairs}
     human = read_labels(f, known)
@@ -128,7 +129,7 @@ def label_sample(cfg: Config, n: int) -> list:
     from ..lib.io import InputError, read_jsonl
     from ..lib.judge.labelling import pair_id, stratified_sample, write_labelling_files
 
-    grades_file = cfg.run_dir / "grades.jsonl"
+    grades_file = cfg.run_dir / names.GRADES
     if not grades_file.is_file():
         raise InputError(f"{grades_file} not found: run `spacelm grade --config {cfg.source or '...'}` first")
     chunks = load_chunks(cfg)
@@ -269,7 +270,7 @@ def write_tables(
         tasks = grades_per_task(cells, questions)
         write_dataframe(tasks, out(files.per_task))
         per_task_panels(
-            tasks, "pct_grade_3", "% of graded passages at grade 3", out(cfg.run_dir / "plots" / "table1_per_task.png")
+            tasks, "pct_grade_3", "% of graded passages at grade 3", out(cfg.run_dir / names.PLOT_TABLE1_PER_TASK)
         )
     note = (
         f"\n{n.text()}; {len(questions)} of {n_available} questions ({run_scale}); judge {judge_name}, "
@@ -305,7 +306,7 @@ def recompute(cfg: Config) -> dict:
     from ..lib.judge.relevance import clusters_from_grades
 
     d = cfg.run_dir
-    rows = read_jsonl(d / "grades.jsonl")
+    rows = read_jsonl(d / names.GRADES)
     first = [r for r in rows if r.get("prompt") == grade_label(cfg)]
     second = [r for r in rows if r.get("prompt") == cfg.grading.prompt + "_swapped"]
     used, swapped = first, (second or None)
@@ -321,7 +322,7 @@ def recompute(cfg: Config) -> dict:
     if questions_path(cfg).is_file():
         known = {q["qid"]: q for q in read_jsonl(questions_path(cfg))}
     questions = [known.get(q) or {"qid": q, "source_chunk_id": c} for q, c in sorted(source.items())]
-    manifest = json.loads((d / "manifest.json").read_text()) if (d / "manifest.json").is_file() else {}
+    manifest = json.loads((d / names.MANIFEST).read_text()) if (d / names.MANIFEST).is_file() else {}
     n_available = (
         manifest.get("stages", {}).get("grade", {}).get("questions_available")
         or sum(1 for q in known.values() if q.get("kept") and q.get("answerable", True))
@@ -405,9 +406,9 @@ STAGE = Stage(
         rankings_path(cfg),
         chunks_path(cfg),
         questions_path(cfg),
-        labels_dir(cfg) / "human_labels.csv",
-        labels_dir(cfg) / "human_labels.jsonl",
-        labels_dir(cfg) / "to_label.jsonl",
+        labels_dir(cfg) / names.HUMAN_LABELS,
+        labels_dir(cfg) / names.HUMAN_LABELS_JSONL,
+        labels_dir(cfg) / names.TO_LABEL,
         *calibration_files(cfg),
     ],
     prompts=_prompts,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from ..config import Config
+from ..lib import names
 from ..lib.ingest.documents import DROP_REASONS, documents_table, ingest_corpus, list_sources
 from ..lib.io import InputError, write_dataframe, write_json, write_jsonl
 from .base import Stage, execute
@@ -27,7 +28,7 @@ def sources(cfg: Config):
 
 def outputs(cfg: Config):
     d = cfg.processed_dir
-    return [d / "documents.jsonl", d / "documents.csv", d / "ingest_skipped.json", d / "ingest_dropped.jsonl"]
+    return [d / names.DOCUMENTS, d / names.DOCUMENTS_TABLE, d / names.INGEST_SKIPPED, d / names.INGEST_DROPPED]
 
 
 def check_corpus_list(cfg: Config) -> dict | None:

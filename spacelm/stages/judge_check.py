@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..config import Config
+from ..lib import names
 from ..lib.io import write_dataframe, write_json, write_jsonl
 from .base import ModelTurns, Stage, display_path, execute
 from .data import chunks_path, golden_path, load_chunks, load_questions, questions_path
@@ -35,7 +36,7 @@ RELEVANCE_KEYS = (
 
 
 def folder(cfg: Config) -> Path:
-    return cfg.run_dir / "judge_check"
+    return cfg.run_dir / names.JUDGE_CHECK
 
 
 class JudgeCheckFiles(NamedTuple):
@@ -49,9 +50,13 @@ class JudgeCheckFiles(NamedTuple):
 
 
 def outputs(cfg: Config) -> JudgeCheckFiles:
-    d = folder(cfg)
+    d = cfg.run_dir
     return JudgeCheckFiles(
-        d / "relevance.json", d / "pairs.jsonl", d / "controls.csv", d / "controls.jsonl", d / "plots"
+        d / names.JUDGE_RELEVANCE,
+        d / names.JUDGE_PAIRS,
+        d / names.JUDGE_CONTROLS,
+        d / names.JUDGE_CONTROLS_ROWS,
+        d / names.JUDGE_CHECK_PLOTS,
     )
 
 

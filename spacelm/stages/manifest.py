@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 
 from ..config import Config
+from ..lib import names
 from ..lib.io import write_json
 
 PACKAGES = [
@@ -116,7 +117,7 @@ class Manifest:
 
     def __init__(self, cfg: Config, command: str = "run"):
         self.cfg = cfg
-        self.path = cfg.run_dir / "manifest.json"
+        self.path = cfg.run_dir / names.MANIFEST
         self.data = dict(
             run_name=cfg.run_name,
             command=command,

@@ -7,6 +7,7 @@ import time
 from typing import NamedTuple
 
 from ..config import Config
+from ..lib import names
 from ..lib.io import write_dataframe, write_jsonl
 from ..lib.retrieval.metrics import compare, evaluate, mean_rows, metric_names, source_diagnostics
 from ..lib.retrieval.systems import build_systems, identical_lists, pool_size
@@ -26,15 +27,15 @@ from .preflight import check_corpus_size
 
 
 def outputs(cfg: Config):
-    d = cfg.run_dir / "retrieval"
+    d = cfg.run_dir
     return [
-        d / "summary.csv",
-        d / "summary.md",
-        d / "per_query.jsonl",
-        d / "significance.csv",
+        d / names.RETRIEVAL_SUMMARY,
+        d / names.RETRIEVAL_SUMMARY_MD,
+        d / names.RETRIEVAL_PER_QUERY,
+        d / names.RETRIEVAL_SIGNIFICANCE,
         rankings_path(cfg),
-        cfg.run_dir / "plots" / "recall_at_k.png",
-        d / "per_task.csv",
+        d / names.PLOT_RECALL,
+        d / names.RETRIEVAL_PER_TASK,
     ]
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..config import Config
+from ..lib import names
 from ..lib.io import write_dataframe, write_jsonl
 from ..lib.judge.relevance import grade_pairs
 from ..lib.synth.golden import load_golden, locate_samples
@@ -47,9 +48,9 @@ def outputs(cfg: Config) -> SynthFiles:
     d = cfg.synthetic_dir
     return SynthFiles(
         questions_path(cfg),
-        d / "retention.csv",
-        d / "retention.md",
-        d / "unanswerable.csv",
+        d / names.RETENTION,
+        d / names.RETENTION_MD,
+        d / names.UNANSWERABLE,
         d / "beir",
         d / "hf_dataset",
         d / "ATTRIBUTION.md",

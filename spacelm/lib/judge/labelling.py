@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..io import InputError
+from ..names import HUMAN_LABELS, HUMAN_LABELS_JSONL, TO_LABEL, TO_LABEL_CSV
 
 SEP = "::"
 LABEL_COLUMNS = ["pair_id", "grade"]
@@ -80,14 +81,14 @@ def write_labelling_files(folder: Path, items: Sequence[dict]) -> list[Path]:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     keep = ("pair_id", "qid", "chunk_id", "question", "passage", "stratum", "weight")
-    (folder / "to_label.jsonl").write_text("".join(json.dumps({k: it[k] for k in keep}) + "\n" for it in items))
-    with open(folder / "to_label.csv", "w", newline="", encoding="utf-8") as f:
+    (folder / TO_LABEL).write_text("".join(json.dumps({k: it[k] for k in keep}) + "\n" for it in items))
+    with open(folder / TO_LABEL_CSV, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["pair_id", "question", "passage", "grade"])
         for it in items:
             w.writerow([it["pair_id"], it["question"], it["passage"], ""])
     (folder / "label.html").write_text(labelling_page(items), encoding="utf-8")
-    return [folder / "to_label.jsonl", folder / "to_label.csv", folder / "label.html"]
+    return [folder / TO_LABEL, folder / TO_LABEL_CSV, folder / "label.html"]
 
 
 GRADE_HELP = (
@@ -134,7 +135,7 @@ function save() {{
 
 def labels_file(folder: Path) -> Path | None:
     """`human_labels.csv`, else `human_labels.jsonl`, in `folder`; None when neither exists."""
-    for name in ("human_labels.csv", "human_labels.jsonl"):
+    for name in (HUMAN_LABELS, HUMAN_LABELS_JSONL):
         if (Path(folder) / name).is_file():
             return Path(folder) / name
     return None

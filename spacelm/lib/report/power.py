@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from math import ceil
 from pathlib import Path
 
+from .. import names
 from .findings import ALPHA, LITTLE, PAPER_TABLE2, POWER, _num, paper_effect
 from .setup_table import RunSetup, comparability, setup_rows
 
@@ -112,7 +113,7 @@ def power_table(plan: PowerPlan, last_run: Path | None = None) -> list[dict]:
     shown = run  # the run folder as the table names it: relative to the project, no machine path
     if plan.root and run.is_absolute() and run.is_relative_to(Path(plan.root)):
         shown = run.relative_to(Path(plan.root))
-    t1, t2 = read(run / "grading" / "paired_tests.csv"), read(run / "table2_tests.csv")
+    t1, t2 = read(run / names.PAIRED_TESTS), read(run / names.TABLE2_TESTS)
     ks, retrievers = plan.top_k, list(plan.retrievers)
     planned1, planned2 = plan.planned_table1, plan.planned_table2
     rows = []
