@@ -153,6 +153,8 @@ def unanswerable_text(run_dir: Path, z: dict, m: dict) -> str:
         rows = map(json.loads, ans.read_text().splitlines())
         kinds = [r.get("unanswerable_kind") for r in rows if r.get("answerable") is False]
     golden = sum(k == "golden" for k in kinds)
+    if not written:
+        return f"+ {kept} unanswerable, all human-written (golden samples); none synthetic"
     if kinds and kept is not None and golden:
         return f"+ {kept} unanswerable ({kept - golden} synthetic of {written} written, {golden} golden)"
     return f"+ {kept} unanswerable kept of {written}"
@@ -455,6 +457,29 @@ def retrieval_scale(root: Path) -> list[str]:
     return wrap(lead) + [""] + table(rows, cols, tuple(cols[1:])) + ["", source_line("results/retrieval_scale.json")]
 
 
+def left_out_costs(root: Path) -> list[str]:
+    """What the 2-hour standard run leaves out and the minutes each part would add (bench/left_out_costs.py)."""
+    d = _json(root, "results/left_out_costs.json")
+    rows = [{"part": p["part"], "adds (min)": f"{p['seconds'] / 60:.0f}"} for p in d["parts"]]
+    rows += [{"part": f"{r['part']} ({r['what']})", "adds (min)": f"{r['seconds'] / 60:.0f}"} for r in d["sizes"]]
+    tail = (
+        f"Priced at the rates run `{d['run']}` measured ({d['run_total_seconds'] / 60:.0f} min cold): the judge "
+        f"evaluates {d['judge_tokens_per_second']:.0f} prompt tokens/s; an answer written takes "
+        f"{d['seconds_per_unit']['answer written']:.1f} s, a question written "
+        f"{d['seconds_per_unit']['question written']:.1f} s, a graded pair "
+        f"{d['seconds_per_unit']['graded pair']:.1f} s."
+    )
+    return (
+        table(rows, ["part", "adds (min)"], ("adds (min)",))
+        + [""]
+        + wrap(tail)
+        + [
+            "",
+            source_line("results/left_out_costs.json"),
+        ]
+    )
+
+
 def unit_costs(root: Path) -> list[str]:
     d = _json(root, "results/unit_costs.json")
     labels = {
@@ -617,6 +642,7 @@ GENERATORS = {
     "retrieval-scale": retrieval_scale,
     "llm-throughput": llm_throughput,
     "unit-costs": unit_costs,
+    "left-out-costs": left_out_costs,
     "citations": citations,
     "gate": gate,
 }
@@ -671,7 +697,7 @@ def _ingest_audit_spans(root: Path) -> str:
 
 QUOTED = [
     ("docs/stages.md", "ingest audit bibliography spans", "every one of its {} removed spans", _ingest_audit_spans),
-    ("README.md", "standard corpus size", "sample corpus ({} in `data/raw`)", _setup("corpus", 2)),
+    ("README.md", "standard corpus size", "the real corpus ({} in `../shared/space_corpus`)", _setup("corpus", 2)),
     (
         "README.md",
         "standard Table 2 questions",
