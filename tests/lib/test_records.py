@@ -28,6 +28,8 @@ def test_a_committed_file_read_as_records_and_written_again_is_byte_identical(na
     path = ROOT / name
     if not path.is_file():
         pytest.skip(f"{name} is not in this checkout")
+    if not path.read_bytes():
+        pytest.skip(f"{name} is empty: that run wrote no such row (e.g. answer.claims: false)")
     records = [cls.from_dict(row) for row in read_jsonl(path)]
     assert records, name
     assert all(not r.extra for r in records), f"{name}: keys without a field: {records[0].extra}"
