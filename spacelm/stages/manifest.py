@@ -117,6 +117,7 @@ class Manifest:
 
     def __init__(self, cfg: Config, command: str = "run"):
         self.cfg = cfg
+        self._t0: float | None = None  # set by record_start: the process is then timed as a whole
         self.path = cfg.run_dir / names.MANIFEST
         self.data = dict(
             run_name=cfg.run_name,
@@ -158,9 +159,9 @@ class Manifest:
         self.data["finished"] = now()
         stages = self.data["stages"].values()
         self.data["stage_seconds"] = round(sum(s.get("wall_seconds", s.get("seconds", 0)) for s in stages), 3)
-        t0 = getattr(self, "_t0", None)
         # one process's wall time, start to finish, when record_start ran; else the stages' sum
-        self.data["total_seconds"] = round(time.perf_counter() - t0, 3) if t0 else self.data["stage_seconds"]
+        timed = self._t0 is not None
+        self.data["total_seconds"] = round(time.perf_counter() - self._t0, 3) if timed else self.data["stage_seconds"]
         self.data["model_time"] = model_time(self.data["stages"], self.data["total_seconds"])
         self.data["sizes"] = run_sizes(self.data["stages"])
         from .report import interval_methods  # how each table's intervals are computed
