@@ -253,6 +253,13 @@ class AnswerConfig:
     retriever: str = "bm25"  # the system whose ranking feeds pipelines B and C
     retrieve_k: int = 3
     binary_judges: bool = True
+    # how a 1-5 rubric call becomes a score: the digit the judge picks ("digit", the paper's), or
+    # its expected score, the mean of 1-5 weighted by the judge's probability of each digit
+    # ("expected"). A small judge that gives good and bad answers the same digit can still rank
+    # them by its expected score (docs/judges.md); the controls are scored the same way, so a
+    # rubric's verdict is about the score its table reports. "expected" needs the backend's token
+    # probabilities (llama.cpp and vLLM give them); a call without them is left unscored.
+    scoring: Literal["digit", "expected"] = "digit"
     # the yes/no refusal judge (prompt judge_refusal) on every answer whose passages cannot answer
     # (the negative setting, unanswerable questions): with the phrase check, the refusal rate that
     # negative rejection reports first
@@ -271,6 +278,19 @@ class AnswerConfig:
     # questions answered here pay for one (synth.with_reference_answer writes one for all)
     reference_answers: bool = True
     gate: GateConfig = field(default_factory=GateConfig)
+
+    def judges(self) -> tuple[str, ...]:
+        """The judges this section calls: the four 1-5 rubrics always, the yes/no judges, the
+        claim judge and the refusal judge when switched on. judge-check's controls check these."""
+        from ..lib.answer.answers import BINARY_JUDGES
+        from ..lib.judge.validity import ANSWER_RUBRICS, CLAIM_JUDGE, REFUSAL_JUDGE
+
+        return (
+            *ANSWER_RUBRICS,
+            *(BINARY_JUDGES if self.binary_judges else ()),
+            *((CLAIM_JUDGE,) if self.claims else ()),
+            *((REFUSAL_JUDGE,) if self.refusal_judge else ()),
+        )
 
 
 @dataclass

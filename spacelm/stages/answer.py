@@ -100,6 +100,13 @@ class Answers:
     references_written: int
 
 
+# how Table 2's note names the score (answer.scoring)
+SCORED_BY = {
+    "digit": "scored by the digit the judge picks",
+    "expected": "scored by the judge's expected score (1-5 weighted by its probability of each digit)",
+}
+
+
 def compute(cfg: Config, chunks: list, questions: list[dict], unanswerable: list[dict], rankings: dict, models):
     """Answer the selected questions under every setting and pipeline with the generator, then
     have the judge score them (`models`: one model in memory at a time)."""
@@ -143,8 +150,9 @@ def compute(cfg: Config, chunks: list, questions: list[dict], unanswerable: list
     gated_refusals = [dict(it, answer=REFUSAL_TEXT, scores={}, expected_scores={}, raw_judge={}) for it in gated]
     binary = [it for it in items if it["pipeline"] != "table2" and it["answerable"]] if cfg.answer.binary_judges else []
     # one batch: every judge call on one answer runs back to back, sharing the answer's prefix
-    judge("answer judges", lambda llm: judge_answers(llm, items, binary, text_of))
-    judge("rubric scores, gated refusals", lambda llm: judge_answers(llm, gated_refusals, [], text_of))
+    scoring = cfg.answer.scoring
+    judge("answer judges", lambda llm: judge_answers(llm, items, binary, text_of, scoring=scoring))
+    judge("rubric scores, gated refusals", lambda llm: judge_answers(llm, gated_refusals, [], text_of, scoring=scoring))
     for g, it in zip(gated_refusals, gated):
         it["gated_scores"] = g["scores"]
     for it in items:  # deterministic, before any judge: the reference's numbers and named entities
@@ -238,7 +246,8 @@ def write_tables(
         out(files.table_md),
         table2_wide(long, setting_names, "md")
         + f"\n{n.text()}; {len(questions)} of {n_available} questions ({run_scale}); generator {generator_name}, "
-        f"judge {judge_name}; mean ± SD (n); 95% CIs (cluster-robust t over source chunks) in "
+        f"judge {judge_name}; {SCORED_BY[cfg.answer.scoring]}; mean ± SD (n); 95% CIs (cluster-robust t over "
+        "source chunks) in "
         "table2_answer_quality.csv.\n",
     )
     write_text(out(files.table_tex), table2_wide(long, setting_names, "tex"))

@@ -52,9 +52,10 @@ def compute(cfg: Config) -> list[dict]:
         rows += table1_findings(
             _read_csv(run / names.PAIRED_TESTS), _read_csv(run / names.RELEVANT_SHARES), cfg.chunking.max_tokens
         )
-    if (run / names.TABLE2_TESTS).is_file():
-        rows += table2_findings(_read_csv(run / names.TABLE2), _read_csv(run / names.TABLE2_TESTS))
     rel, ctl = read_judge_check(cfg)
+    if (run / names.TABLE2_TESTS).is_file():
+        gaps = {r["rubric"]: r.get("mean_gap") for r in ctl or []}
+        rows += table2_findings(_read_csv(run / names.TABLE2), _read_csv(run / names.TABLE2_TESTS), gaps)
     # what an absolute level needs to match (judge, chunk size) depends on the config alone
     return paper_vs_run(rows, judge_verdicts(rel, ctl), comparability(setup_rows(cfg.run_setup())))
 

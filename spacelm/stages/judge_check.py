@@ -254,9 +254,11 @@ def compute(cfg: Config, chunks: list, questions: list[dict], models: ModelTurns
         )
         result.sources.append(Checked(name, pairs, sub, rows, swapped, False, meta))
     if jc.controls:
-        controls = build_controls(questions, text_of, {c.chunk_id: c.doc_id for c in chunks}, jc.n_controls, cfg.seed)
+        doc_of = {c.chunk_id: c.doc_id for c in chunks}
+        controls = build_controls(questions, text_of, doc_of, jc.n_controls, cfg.seed, cfg.answer.judges())
+        scoring = cfg.answer.scoring
         result.control_rows = models.use(
-            "judge", lambda llm: score_controls(llm, controls, text_of), "known-answer controls"
+            "judge", lambda llm: score_controls(llm, controls, text_of, scoring), "known-answer controls"
         )
     models.release()
     return result
@@ -381,6 +383,11 @@ STAGE = Stage(
         "grading.prompt",
         "grading.method",
         "grading.calibration",
+        # the controls check the judges the answer stage calls, scored as it scores them
+        "answer.scoring",
+        "answer.binary_judges",
+        "answer.claims",
+        "answer.refusal_judge",
     ],
     reads=lambda cfg: [
         chunks_path(cfg),

@@ -167,11 +167,15 @@ def binary_requests(items: list[dict], text_of: dict, checks=None) -> list[tuple
     return out
 
 
-def judge_answers(judge, rubric_items: list[dict], binary_items: list[dict], text_of: dict, checks=None) -> None:
+def judge_answers(
+    judge, rubric_items: list[dict], binary_items: list[dict], text_of: dict, checks=None, scoring: str = "digit"
+) -> None:
     """Score the rubrics of `rubric_items` and run the yes/no judges on `binary_items` in ONE
     batch: the LLM sends a batch in prompt order, so all the judge calls on one answer run back
     to back and the question, documents and answer are evaluated once for all of them. Sets
-    `item["scores"]`, `raw_judge`, `expected_scores` (rubrics) and `item["binary"]` (yes/no)."""
+    `item["scores"]`, `raw_judge`, `expected_scores` (rubrics) and `item["binary"]` (yes/no).
+    A rubric's score is the digit (`scoring` "digit") or the expected score ("expected"; None
+    when the backend gave no probabilities, never the digit in its place)."""
     from ..judge.scores import judgement_from
 
     rq = rubric_requests(rubric_items, text_of)
@@ -179,13 +183,21 @@ def judge_answers(judge, rubric_items: list[dict], binary_items: list[dict], tex
     comps = judge.chat_many([r for _, _, r in rq + bq], progress="judging answers")
     for (it, rubric, _), comp in zip(rq, comps[: len(rq)]):
         j = judgement_from(comp, 1, 5)
-        it["scores"][rubric] = j.value
+        it["scores"][rubric] = rubric_score(j, scoring)
         it["raw_judge"][rubric] = j.raw
         if j.expected is not None:
             it["expected_scores"][rubric] = round(j.expected, 4)
     for (it, name, _), comp in zip(bq, comps[len(rq) :]):
         verdict, _ = parse_binary(comp.text)
         it.setdefault("binary", {})[name] = {"verdict": verdict, "p_yes": p_yes(comp), "raw": comp.text}
+
+
+def rubric_score(j, scoring: str) -> float | int | None:
+    """A 1-5 rubric's score from the judgement `j`: its digit, or its expected score rounded to 4
+    places (None when either is missing)."""
+    if scoring == "expected":
+        return None if j.expected is None else round(float(j.expected), 4)
+    return j.value
 
 
 def parse_binary(text: str) -> tuple[bool | None, str]:

@@ -399,11 +399,33 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENT.split(" ".join(text.split())) if len(s.split()) >= 5]
 
 
-def supporting_sentence(question: str, text: str) -> str | None:
-    """The sentence of `text` sharing most content words with `question` (first on ties)."""
+# a sentence that ends on a word (or a closing bracket), perhaps with a footnote number, then . ! ?
+_ENDS_SENTENCE = re.compile(r"[A-Za-z)\]'\"’”]\d{0,3}[.!?]['\"’”)\]]*$")
+
+
+def reads_as_answer(sentence: str, max_words: int = 45) -> bool:
+    """Whether `sentence` reads as a sentence someone could give as an answer, not PDF debris: 6
+    to `max_words` words, ending a sentence on a word (a heading such as "Article 12 ... 1." or
+    a run of text with no full stop does not), mostly letters, and not a title (half or more of
+    its words capitalised)."""
+    words = sentence.split()
+    if not 6 <= len(words) <= max_words or not _ENDS_SENTENCE.search(sentence):
+        return False
+    chars = sentence.replace(" ", "")
+    if sum(ch.isalpha() for ch in chars) < 0.7 * len(chars):
+        return False
+    return sum(w[:1].isupper() for w in words) / len(words) < 0.5
+
+
+def supporting_sentence(question: str, text: str, min_shared: int = 2) -> str | None:
+    """The sentence of `text` that reads as an answer (`reads_as_answer`) and shares most content
+    words with `question`, at least `min_shared` (first on ties); None when no sentence does, as
+    when the passage does not address the question or holds only headings and fragments."""
     q = {w for w in _WORD.findall(question.lower()) if w not in _STOP}
-    best, best_n = None, -1
+    best, best_n = None, min_shared - 1
     for s in sentences(text):
+        if not reads_as_answer(s):
+            continue
         n = len(q & set(_WORD.findall(s.lower())))
         if n > best_n:
             best, best_n = s, n
@@ -609,9 +631,13 @@ CONTROL_KINDS = {
 }
 
 
-def build_controls(questions: Sequence[dict], text_of: dict, doc_of: dict, n: int, seed: int) -> list[dict]:
-    """Up to `n` known-answer controls per judge (every answer rubric, binary judge, the claim
-    judge and the refusal judge), each a good and a bad answer with the context the judge reads.
+def build_controls(
+    questions: Sequence[dict], text_of: dict, doc_of: dict, n: int, seed: int, judges: Sequence[str] | None = None
+) -> list[dict]:
+    """Up to `n` known-answer controls per judge (each of `judges` among the answer rubrics, the
+    binary judges, the claim judge and the refusal judge; None: all of them), each a good and a
+    bad answer with the context the judge reads. A question gives controls only when its source
+    passage holds a sentence that reads as an answer to it (`supporting_sentence`).
     The bad answers are those a judge that would mislead the tables accepts: plausible wrong
     numbers, swapped units and named entities, negated claims, partly right answers, closed-book
     guesses against the reference, answers that ignore the question, and for the refusal judges
@@ -637,7 +663,7 @@ def build_controls(questions: Sequence[dict], text_of: dict, doc_of: dict, n: in
         q2, other_answer = others[i % len(others)]
         wrong = rng.sample(wrong_pool, 2)
         # the wrong passage's sentence closest to the question: plausible, and not supported
-        wrong_sentence = supporting_sentence(q["question"], text_of[wrong[0]]) or other_answer
+        wrong_sentence = supporting_sentence(q["question"], text_of[wrong[0]], min_shared=0) or other_answer
         bad = _bad_answers(q, sup, other_answer, wrong_sentence, text_of[wrong[0]], text_of[src])
         nudged = bad.get("number_nudged", (None,))[0] or bad.get("entity_swapped", (None,))[0]
         refusal_bad = {
@@ -651,6 +677,8 @@ def build_controls(questions: Sequence[dict], text_of: dict, doc_of: dict, n: in
         refusal_bad = {k: v for k, v in refusal_bad.items() if v[0]}
         base = {"qid": q["qid"], "question": q["question"]}
         for rubric, kinds in CONTROL_KINDS.items():
+            if judges is not None and rubric not in judges:
+                continue
             mine = []
             pool = refusal_bad if rubric in ("negative_rejection", REFUSAL_JUDGE) else bad
             for j, kind in enumerate(k for k in kinds if k in pool):
@@ -746,9 +774,10 @@ def controls_table(results: list[dict], th) -> pd.DataFrame:
     )
 
 
-def score_controls(judge, controls: list[dict], text_of: dict) -> list[dict]:
+def score_controls(judge, controls: list[dict], text_of: dict, scoring: str = "digit") -> list[dict]:
     """Judge the good and the bad answer of every control with the same prompts as the tables
-    and score them as the tables do: the 1-5 digit for the rubrics, 1/0 for a yes/no judge's
+    and score them as the tables do: the 1-5 digit or expected score for the rubrics (`scoring`,
+    as the answer stage's), 1/0 for a yes/no judge's
     verdict, the share of claims judged supported for the claim judge (None when unparseable).
     The expected score and P(yes) are kept beside (good_expected, bad_expected) for diagnosis."""
     from ..answer.answers import JUDGE_STYLE, judge_answers, judge_refusal
@@ -777,7 +806,12 @@ def score_controls(judge, controls: list[dict], text_of: dict) -> list[dict]:
             items.append(it)
     binary = [it for it in items if it["_control"]["rubric"] in BINARY_JUDGES]
     judge_answers(
-        judge, [it for it in items if it["rubrics"]], binary, text_of, checks=lambda it: (it["_control"]["rubric"],)
+        judge,
+        [it for it in items if it["rubrics"]],
+        binary,
+        text_of,
+        checks=lambda it: (it["_control"]["rubric"],),
+        scoring=scoring,
     )
     judge_refusal(judge, [it for it in items if it["_control"]["rubric"] == REFUSAL_JUDGE])
     judge_claims(judge, [it for it in items if it["_control"]["rubric"] == CLAIM_JUDGE], text_of, JUDGE_STYLE)

@@ -422,8 +422,12 @@ def table1_findings(tests: list[dict], shares: list[dict], chunk_tokens: int) ->
     return out
 
 
-def table2_findings(long: list[dict], tests: list[dict]) -> list[dict]:
-    """The paper's Table 2 findings from table2_answer_quality.csv and table2_tests.csv rows."""
+def table2_findings(long: list[dict], tests: list[dict], control_gaps: dict | None = None) -> list[dict]:
+    """The paper's Table 2 findings from table2_answer_quality.csv and table2_tests.csv rows.
+    `control_gaps` ({rubric: mean good - bad score over its known-answer controls}): an
+    equivalence ("changes little") holds only when the judge separates a good answer from a bad
+    one by at least the margin; a judge whose scores move less than that between a right and a
+    wrong answer would show "little change" whatever happened, so the finding cannot be told."""
     from ..stats import min_equivalence_margin
 
     out = []
@@ -441,6 +445,12 @@ def table2_findings(long: list[dict], tests: list[dict]) -> list[dict]:
             continue
         verdict, ci90 = equivalence_verdict(t["diff"], t.get("se"), t.get("df"))
         margin = min_equivalence_margin(_num(t.get("se")) or float("nan"), int(_num(t.get("df")) or 0), ALPHA, POWER)
+        gap = _num((control_gaps or {}).get(metric))
+        resolution = ""
+        if gap is not None:
+            resolution = f"; 'holds' needs the judge's mean good - bad control gap ≥ {LITTLE} (here {gap:.2f})"
+            if verdict == HOLDS and gap < LITTLE:
+                verdict = CANNOT_TELL
         out.append(
             {
                 "finding": f"{metric.capitalize()} changes little from standard to {t['setting_b'].replace('_', ' ')}",
@@ -452,7 +462,7 @@ def table2_findings(long: list[dict], tests: list[dict]) -> list[dict]:
                 "judge": metric,
                 "level": False,
                 "rule": f"equivalence (two one-sided tests, α = {ALPHA:g}): 90% CI within ±{LITTLE} points holds; "
-                f"95% CI wholly outside ±{LITTLE} reverses",
+                f"95% CI wholly outside ±{LITTLE} reverses" + resolution,
                 "mde_rule": "–"
                 if margin != margin
                 else f"narrowest margin shown at this n: ±{margin:.2f} points (the rule's: ±{LITTLE})",

@@ -294,3 +294,13 @@ def test_a_task_file_holds_no_system_part():
     assert prompting.template_hash("judge_faithfulness") != prompting.template_hash("judge_relevance")
     with pytest.raises(ValueError, match="judge_answer.txt is a task for a frame"):
         prompting.task_text.__wrapped__("judge_answer")
+
+
+def test_a_rubric_score_is_the_digit_or_the_expected_score_never_one_for_the_other():
+    from spacelm.lib.answer.answers import rubric_score
+    from spacelm.lib.judge.scores import Judgement
+
+    j = Judgement(value=4, raw="4", probs={4: 0.5, 5: 0.5}, expected=4.5)
+    assert rubric_score(j, "digit") == 4 and rubric_score(j, "expected") == 4.5
+    no_probs = Judgement(value=4, raw="4", probs=None, expected=None)
+    assert rubric_score(no_probs, "digit") == 4 and rubric_score(no_probs, "expected") is None

@@ -445,3 +445,69 @@ def test_a_perfect_figure_from_few_queries_gets_a_wilson_lower_bound():
     m = J.agreement(_rows(labels, grades, qids=qids), 200, 0, graded=False)
     assert m["auc"] == 1.0 and m["auc_ci"] == [pytest.approx(0.7225, abs=1e-3), 1.0]
     assert m["kappa_binary_ci"][0] == pytest.approx(0.7225, abs=1e-3)
+
+
+def test_a_control_good_answer_reads_as_an_answer_not_pdf_debris():
+    """Headings, runs of text with no full stop and title lines are not answers; a sentence that
+    shares fewer than two content words with the question does not support it."""
+    assert not J.reads_as_answer("EN 104 EN Article 100 Use of disaggregated datasets informing policy making 1.")
+    assert not J.reads_as_answer("Transition from the SST Consortium to the SST Partnership 1.")
+    assert not J.reads_as_answer(" ".join(["word"] * 60) + ".")
+    assert not J.reads_as_answer("Program Description Of Project Parameter Files And Input Parameters.")
+    assert J.reads_as_answer(
+        "The Commission, the European Defence Agency (EDA) and ESA will coordinate and synchronise activities "
+        "in critical space technologies, building on a re-energised Joint Task Force (JTF)16."
+    )
+    text = "Budget lines are tight this year overall. Article 7 Conjunction screening thresholds 1."
+    assert J.supporting_sentence("What thresholds apply to conjunction screening?", text) is None
+    assert J.supporting_sentence("What thresholds apply to conjunction screening?", text, min_shared=0) == (
+        "Budget lines are tight this year overall."
+    )
+
+
+def test_controls_check_only_the_judges_named():
+    qs, texts, doc_of = _questions_and_chunks()
+    controls = J.build_controls(qs, texts, doc_of, n=30, seed=0, judges=("faithfulness", J.REFUSAL_JUDGE))
+    assert {c["rubric"] for c in controls} == {"faithfulness", J.REFUSAL_JUDGE}
+    assert JudgeCheckConfig is not None
+    from spacelm.config.schema import AnswerConfig
+
+    assert AnswerConfig(binary_judges=False, claims=False).judges() == (*J.ANSWER_RUBRICS, J.REFUSAL_JUDGE)
+    assert "grounded" in AnswerConfig().judges() and J.CLAIM_JUDGE in AnswerConfig().judges()
+
+
+def test_controls_scored_by_the_expected_score_when_the_tables_are():
+    """With scoring "expected", a rubric control is scored by the probability-weighted mean of
+    1-5: a judge that gives both answers the digit 4 still passes when it leans the right way,
+    and fails when it leans the wrong way."""
+    from spacelm.config import LLMConfig
+    from spacelm.lib.llm import LLM
+    from spacelm.lib.llm.types import Completion
+
+    class Leaning:
+        """Always the digit 4; the good answer (the source sentence) leans to 5, others to 3."""
+
+        def __init__(self, good: set):
+            self.good = good
+
+        def complete_many(self, reqs, on_done):
+            for i, r in enumerate(reqs):
+                user = r.messages[-1]["content"]
+                answer = user.split("Assistant's answer:")[-1].strip().split("\n")[0].strip()
+                good = answer in self.good
+                probs = {"4": 0.6, "5": 0.3, "3": 0.1} if good else {"4": 0.6, "5": 0.1, "3": 0.3}
+                if r.choices == ["yes", "no"]:
+                    probs = {"yes": 0.7, "no": 0.3}
+                on_done(i, Completion(text=r.choices[0] if r.choices == ["yes", "no"] else "4", choice_probs=probs))
+
+    qs, texts, doc_of = _questions_and_chunks()
+    controls = J.build_controls(qs, texts, doc_of, n=3, seed=0, judges=("faithfulness",))
+    goods = {c["good"] for c in controls}
+    llm = LLM(LLMConfig(), backend=Leaning(goods))
+    by_digit = J.score_controls(llm, controls, texts)
+    by_expected = J.score_controls(LLM(LLMConfig(), backend=Leaning(goods)), controls, texts, scoring="expected")
+    assert all(r["good_score"] == r["bad_score"] == 4 for r in by_digit)
+    assert all(r["good_score"] == 4.2 and r["bad_score"] == 3.8 for r in by_expected)
+    th = JudgeCheckConfig(min_controls=1)
+    assert J.controls_table(by_digit, th).set_index("rubric").loc["faithfulness", "pass_rate"] == 0.0
+    assert J.controls_table(by_expected, th).set_index("rubric").loc["faithfulness", "pass_rate"] == 1.0

@@ -194,6 +194,11 @@ def test_table2_findings():
     assert by["noise_robustness"]["verdict"] == F.HOLDS and by["noise_robustness"]["n"] == "24 / 20"
     assert by["negative_rejection"]["verdict"] == F.REVERSED  # [1.6, 2.5] wholly below 3.14 - 0.5
     assert "SD 1.20" in by["negative_rejection"]["this_run"]
+    # the same equivalence from a judge whose controls move it less than the margin: cannot tell
+    coarse = {r["judge"]: r for r in F.table2_findings(long, tests, {"faithfulness": 0.12})}
+    assert coarse["faithfulness"]["verdict"] == F.CANNOT_TELL and "(here 0.12)" in coarse["faithfulness"]["rule"]
+    fine = {r["judge"]: r for r in F.table2_findings(long, tests, {"faithfulness": 0.6})}
+    assert fine["faithfulness"]["verdict"] == F.HOLDS
 
 
 def test_paper_effects_from_the_papers_table():
