@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from spacelm.config import load_config  # noqa: E402
+from spacelm.lib import names  # noqa: E402
 from spacelm.lib.io import write_json  # noqa: E402
 from spacelm.plan import plan_run  # noqa: E402
 
@@ -148,7 +149,7 @@ def main(argv=None) -> int:
     ap.add_argument("--run", default="results/standard")
     ap.add_argument("--out", default="results/left_out_costs.json")
     a = ap.parse_args(argv)
-    manifest = json.loads((ROOT / a.run / "manifest.json").read_text())
+    manifest = json.loads((ROOT / a.run / names.MANIFEST).read_text())
     per_unit, rate = unit_seconds(manifest), judge_rate(manifest)
     base_plan = plan_with(a.config, {})
     base = phase_costs(base_plan)

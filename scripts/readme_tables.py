@@ -24,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the checkout's spacelm, for the generators that compute with it
+from spacelm.lib import names  # noqa: E402  (every run-folder file name, defined once)
+
 BLOCK = re.compile(r"(<!-- generated:([\w.-]+) -->\n)(.*?)(<!-- /generated -->)", re.S)
 WIDTH = 118  # wrapped prose stays under the 120-character line limit
 
@@ -79,7 +81,7 @@ def source_line(*paths: str) -> str:
 # --------------------------------------------------------------------------- reference runs
 def run_summary(root: Path, run: str = "standard") -> list[str]:
     """One paragraph: which config and commit made the run, its time, and the scale of its tables."""
-    m = _json(root, f"results/{run}/manifest.json")
+    m = _json(root, f"results/{run}/{names.MANIFEST}")
     mt = m.get("model_time", {})
     z = m.get("sizes", {})
     if m.get("cold"):  # one process from empty caches: its wall time is measured, not estimated
@@ -98,7 +100,7 @@ def run_summary(root: Path, run: str = "standard") -> list[str]:
         + f"Table 1 grades {z.get('table1_questions')} questions from {z.get('table1_source_chunks')} source "
         f"chunks; Table 2 answers {z.get('table2_questions_per_setting')} per setting. " + grading_method(m)
     )
-    return wrap(text) + ["", source_line(f"results/{run}/manifest.json")]
+    return wrap(text) + ["", source_line(f"results/{run}/{names.MANIFEST}")]
 
 
 def grading_method(m: dict) -> str:
@@ -110,7 +112,7 @@ def grading_method(m: dict) -> str:
 
 
 def run_sizes(root: Path, run: str = "standard") -> list[str]:
-    m = _json(root, f"results/{run}/manifest.json")
+    m = _json(root, f"results/{run}/{names.MANIFEST}")
     z = m.get("sizes", {})
     rows = [
         {
@@ -139,7 +141,7 @@ def run_sizes(root: Path, run: str = "standard") -> list[str]:
             "what": f"human-labelled, + {z.get('judge_check_control_pairs')} control pairs",
         },
     ]
-    return table(rows, ["table", "questions", "what"]) + ["", source_line(f"results/{run}/manifest.json")]
+    return table(rows, ["table", "questions", "what"]) + ["", source_line(f"results/{run}/{names.MANIFEST}")]
 
 
 def unanswerable_text(run_dir: Path, z: dict, m: dict) -> str:
@@ -147,7 +149,7 @@ def unanswerable_text(run_dir: Path, z: dict, m: dict) -> str:
     (golden) ones kept as labelled, counted from answers.jsonl when it names their kind."""
     written = z.get("unanswerable_written", m["stages"].get("synth", {}).get("unanswerable_generated"))
     kept = z.get("unanswerable_kept")
-    ans = run_dir / "answers.jsonl"
+    ans = run_dir / names.ANSWERS
     kinds = []
     if ans.is_file():
         rows = map(json.loads, ans.read_text().splitlines())
@@ -162,41 +164,41 @@ def unanswerable_text(run_dir: Path, z: dict, m: dict) -> str:
 
 def findings(root: Path, run: str = "standard") -> list[str]:
     """The paper's findings with this run's verdict, short enough for the README."""
-    rows = _csv(root, f"results/{run}/paper_vs_run.csv")
-    return table(rows, ["finding", "verdict", "n"]) + ["", source_line(f"results/{run}/paper_vs_run.csv")]
+    rows = _csv(root, f"results/{run}/{names.PAPER_VS_RUN}")
+    return table(rows, ["finding", "verdict", "n"]) + ["", source_line(f"results/{run}/{names.PAPER_VS_RUN}")]
 
 
 def findings_detail(root: Path, run: str = "standard") -> list[str]:
     """Every finding as a wrapped bullet: the paper's figure, this run's, its CI, the verdicts."""
     out = []
-    for r in _csv(root, f"results/{run}/paper_vs_run.csv"):
+    for r in _csv(root, f"results/{run}/{names.PAPER_VS_RUN}"):
         text = (
             f"**{r['finding']}** — *{r['verdict']}*. Paper: {_cell(r['paper'])}. This run: {_cell(r['this_run'])}; "
             f"CI {_cell(r['ci'])}; n {_cell(r['n'])}. Judge: {_cell(r['judge_verdict'])}. "
             f"Smallest detectable: {_cell(r.get('mde_rule'))}."
         )
         out += wrap(text, "- ")
-    return out + ["", source_line(f"results/{run}/paper_vs_run.csv")]
+    return out + ["", source_line(f"results/{run}/{names.PAPER_VS_RUN}")]
 
 
 def rules(root: Path, run: str = "standard") -> list[str]:
     """Each finding with the rule its verdict applies, as the run wrote it."""
     out = []
-    for r in _csv(root, f"results/{run}/paper_vs_run.csv"):
+    for r in _csv(root, f"results/{run}/{names.PAPER_VS_RUN}"):
         out += wrap(f"**{r['finding']}** ({_cell(r.get('judge'))} judge): {_cell(r.get('rule'))}.", "- ")
-    return out + ["", source_line(f"results/{run}/paper_vs_run.csv")]
+    return out + ["", source_line(f"results/{run}/{names.PAPER_VS_RUN}")]
 
 
 def setup(root: Path, run: str = "standard") -> list[str]:
-    rows = _csv(root, f"results/{run}/setup_vs_paper.csv")
+    rows = _csv(root, f"results/{run}/{names.SETUP_VS_PAPER}")
     return table(rows, ["component", "paper", "this_run", "match"]) + [
         "",
-        source_line(f"results/{run}/setup_vs_paper.csv"),
+        source_line(f"results/{run}/{names.SETUP_VS_PAPER}"),
     ]
 
 
 def model_time(root: Path, run: str = "standard") -> list[str]:
-    mt = _json(root, f"results/{run}/manifest.json").get("model_time", {})
+    mt = _json(root, f"results/{run}/{names.MANIFEST}").get("model_time", {})
     rows = [
         {
             "stage": u["stage"],
@@ -209,12 +211,12 @@ def model_time(root: Path, run: str = "standard") -> list[str]:
     ]
     return table(rows, ["stage", "unit", "n", "s/unit", "calls/unit"], ("n", "s/unit", "calls/unit")) + [
         "",
-        source_line(f"results/{run}/manifest.json"),
+        source_line(f"results/{run}/{names.MANIFEST}"),
     ]
 
 
 def stage_seconds(root: Path, run: str = "quick") -> list[str]:
-    m = _json(root, f"results/{run}/manifest.json")
+    m = _json(root, f"results/{run}/{names.MANIFEST}")
     rows = [{"stage": s, "seconds": f"{v['seconds']:.1f}"} for s, v in m["stages"].items() if v.get("seconds")]
     rows.append({"stage": "whole run (wall)", "seconds": f"{m['total_seconds']:.1f}"})
     lead = (
@@ -226,7 +228,7 @@ def stage_seconds(root: Path, run: str = "quick") -> list[str]:
         + table(rows, ["stage", "seconds"], ("seconds",))
         + [
             "",
-            source_line(f"results/{run}/manifest.json"),
+            source_line(f"results/{run}/{names.MANIFEST}"),
         ]
     )
 
@@ -254,7 +256,7 @@ def note_of(name: str):
 # --------------------------------------------------------------------------- judges
 def relevance_rows(root: Path, run: str) -> list[dict]:
     rows = []
-    for r in _json(root, f"results/{run}/judge_check/relevance.json"):
+    for r in _json(root, f"results/{run}/{names.JUDGE_RELEVANCE}"):
         if not r.get("run"):
             continue
         rows.append(
@@ -275,7 +277,7 @@ def judges_relevance(run: str):
         cols = ["source", "pairs", "AUC", "κ (grade ≥ 2)", "weighted κ", "verdict"]
         return table(relevance_rows(root, run), cols, ("pairs",)) + [
             "",
-            source_line(f"results/{run}/judge_check/relevance.json"),
+            source_line(f"results/{run}/{names.JUDGE_RELEVANCE}"),
         ]
 
     return gen
@@ -290,11 +292,11 @@ def judges_controls(run: str):
                 "pass rate": f"{r['pass_rate']:.2f} [{r['pass_rate_ci_low']:.2f}, {r['pass_rate_ci_high']:.2f}]",
                 "verdict": f"**{r['verdict']}**",
             }
-            for r in _csv(root, f"results/{run}/judge_check/controls.csv")
+            for r in _csv(root, f"results/{run}/{names.JUDGE_CONTROLS}")
         ]
         return table(rows, ["judge", "controls", "pass rate", "verdict"], ("controls",)) + [
             "",
-            source_line(f"results/{run}/judge_check/controls.csv"),
+            source_line(f"results/{run}/{names.JUDGE_CONTROLS}"),
         ]
 
     return gen
@@ -310,9 +312,9 @@ def controls_vintage(run: str):
         from spacelm.config import JudgeCheckConfig
         from spacelm.lib.stats import wilson_ci
 
-        c = pd.read_csv(root / "results" / run / "judge_check" / "controls.csv")
+        c = pd.read_csv(root / "results" / run / names.JUDGE_CONTROLS)
         bar = JudgeCheckConfig().valid_pass_rate
-        manifest = root / "results" / run / "manifest.json"
+        manifest = root / "results" / run / names.MANIFEST
         git = str(json.loads(manifest.read_text()).get("git_commit", ""))[:7] if manifest.is_file() else ""
         if c.empty:
             return wrap(f"Run `{run}` ran no known-answer controls: its answer judges are *unchecked*.")
@@ -330,7 +332,7 @@ def controls_vintage(run: str):
                 + (", so no judge can be *valid* on " + str(n) + " controls." if lo < bar else ".")
                 + " Read these verdicts as the rules of that time gave them; a new judge check replaces them."
             )
-        return wrap(text) + ["", source_line(f"results/{run}/judge_check/controls.csv", "spacelm/lib/stats.py")]
+        return wrap(text) + ["", source_line(f"results/{run}/{names.JUDGE_CONTROLS}", "spacelm/lib/stats.py")]
 
     return gen
 
@@ -338,7 +340,7 @@ def controls_vintage(run: str):
 def position_bias(run: str):
     def gen(root: Path) -> list[str]:
         rows = []
-        for r in _json(root, f"results/{run}/judge_check/relevance.json"):
+        for r in _json(root, f"results/{run}/{names.JUDGE_RELEVANCE}"):
             pb = r.get("position_bias")
             if not pb:
                 continue
@@ -355,7 +357,7 @@ def position_bias(run: str):
             )
         cols = ["source", "pairs", "same grade both orders", "mean shift (passage first)"]
         cols += ["AUC one order → both", "κ one order → both"]
-        return table(rows, cols, ("pairs",)) + ["", source_line(f"results/{run}/judge_check/relevance.json")]
+        return table(rows, cols, ("pairs",)) + ["", source_line(f"results/{run}/{names.JUDGE_RELEVANCE}")]
 
     return gen
 
@@ -589,7 +591,7 @@ def gate(root: Path) -> list[str]:
     return wrap(text) + ["", source_line("results/gate_calibration.json")]
 
 
-def unanswerable(root: Path, rel: str = "data/synthetic/standard/unanswerable.csv") -> list[str]:
+def unanswerable(root: Path, rel: str = f"data/synthetic/standard/{names.UNANSWERABLE}") -> list[str]:
     """The unanswerable candidates per kind: written, well formed, passing the judge's check, kept."""
     import pandas as pd
 
@@ -601,13 +603,13 @@ def unanswerable(root: Path, rel: str = "data/synthetic/standard/unanswerable.cs
 
 def rerank_pool(root: Path, run: str = "standard") -> list[str]:
     """The reranker's resolved pool and whether the two reranked systems returned the same lists."""
-    r = _json(root, f"results/{run}/manifest.json")["stages"]["retrieve"]
+    r = _json(root, f"results/{run}/{names.MANIFEST}")["stages"]["retrieve"]
     text = (
         f"In run `{run}` the pool resolved to {r['rerank_pool']} of the {r['corpus_chunks']} chunks, and the share of "
         f"questions for which `bm25+rerank` and `dense+rerank` return the same top-10 was "
         f"{r['reranked_lists_identical']:.2f}."
     )
-    return wrap(text) + ["", source_line(f"results/{run}/manifest.json")]
+    return wrap(text) + ["", source_line(f"results/{run}/{names.MANIFEST}")]
 
 
 GENERATORS = {
@@ -619,10 +621,10 @@ GENERATORS = {
     "standard-rerank-pool": rerank_pool,
     "standard-rules": rules,
     "standard-model-time": model_time,
-    "standard-table1": md_file("table1_relevance.md"),
-    "standard-table1-note": note_of("table1_relevance.md"),
-    "standard-table2": md_file("table2_answer_quality.md"),
-    "standard-table2-note": note_of("table2_answer_quality.md"),
+    "standard-table1": md_file(names.TABLE1_MD),
+    "standard-table1-note": note_of(names.TABLE1_MD),
+    "standard-table2": md_file(names.TABLE2_MD),
+    "standard-table2-note": note_of(names.TABLE2_MD),
     "standard-judges-relevance": judges_relevance("standard"),
     "standard-judges-controls": judges_controls("standard"),
     "standard-controls-vintage": controls_vintage("standard"),
@@ -653,7 +655,7 @@ GENERATORS = {
 # figure from its run file). `--check` fails when a quoted figure no longer matches.
 def _relevance(run: str, source: str, fmt: str):
     def read(root: Path) -> str:
-        r = next(m for m in _json(root, f"results/{run}/judge_check/relevance.json") if m["source"] == source)
+        r = next(m for m in _json(root, f"results/{run}/{names.JUDGE_RELEVANCE}") if m["source"] == source)
         flat = {k: v for k, v in r.items() if not isinstance(v, (list, dict))}
         return fmt.format(**flat)
 
@@ -702,7 +704,7 @@ QUOTED = [
         "README.md",
         "standard Table 2 questions",
         "below the findings scale**: {} questions per setting",
-        _key("results/standard/manifest.json", "sizes", "table2_questions_per_setting"),
+        _key(f"results/standard/{names.MANIFEST}", "sizes", "table2_questions_per_setting"),
     ),
     (
         "README.md",
@@ -764,7 +766,7 @@ QUOTED = [
         "docs/measured.md",
         "quick run total seconds",
         "the whole run took {} s",
-        _key("results/quick/manifest.json", "total_seconds", fmt="{:.1f}"),
+        _key(f"results/quick/{names.MANIFEST}", "total_seconds", fmt="{:.1f}"),
     ),
 ]
 

@@ -4,6 +4,7 @@ time and model calls. It holds the stages of this run only."""
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 import time
@@ -73,6 +74,29 @@ def package_versions() -> dict:
     return out
 
 
+def machine() -> dict:
+    """The CPU the run measured its times on and the instruction sets llama.cpp was built with
+    (scripts/setup.sh picks AVX-512 or AVX2 by the CPU: prompt throughput differs by about 1.5x,
+    so times compare only between runs whose `machine` matches)."""
+    out = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            name = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), None)
+        out["cpu"] = name or out["cpu"]
+    except OSError:
+        pass
+    try:
+        import llama_cpp
+
+        info = llama_cpp.llama_print_system_info().decode()
+        out["llama_cpp_build"] = " ".join(
+            p.split("=")[0].split(":")[-1].strip() for p in info.split("|") if p.strip().endswith("= 1")
+        )
+    except Exception:  # no llama.cpp here, or another binding: the manifest never stops a run
+        pass
+    return out
+
+
 def server_versions(cfg: Config) -> dict:
     """The vLLM of each managed server's environment (role -> "version (distribution) at python"),
     which need not be the environment running spacelm."""
@@ -128,6 +152,7 @@ class Manifest:
             python=platform.python_version(),
             platform=platform.platform(),
             packages=package_versions(),
+            machine=machine(),
             started=now(),
             stages={},
             models={},
@@ -268,6 +293,7 @@ def run_sizes(stages: dict) -> dict:
         "judge_check_control_pairs": g("judge-check", "control_pairs"),
         "table1_questions": g("grade", "questions"),
         "table1_pairs_graded": g("grade", "pairs_graded"),
+        "table2_questions": g("answer", "questions"),  # the questions each Table 2 setting answers
         "table2_questions_per_setting": g("answer", "questions"),
         "pipeline_questions": g("answer", "questions"),
         "answerability_answerable": g("answer", "questions"),
