@@ -680,6 +680,16 @@ def _control(run: str, rubric: str, fmt: str = "{verdict}"):
     return read
 
 
+def _cold_time(run: str = "standard", fmt: str = "{:,.0f}"):
+    """A run's process time from its manifest, formatted with (seconds, minutes)."""
+
+    def read(root: Path) -> str:
+        t = _json(root, f"results/{run}/{names.MANIFEST}")["total_seconds"]
+        return fmt.format(t, t / 60)
+
+    return read
+
+
 def _controls_n(run: str):
     return lambda root: str(max(int(c["n"]) for c in _csv(root, f"results/{run}/judge_check/controls.csv")))
 
@@ -716,7 +726,7 @@ QUOTED = [
     (
         "README.md",
         "standard negative rejection",
-        "negative-rejection judge *{}* its controls",
+        "negative-rejection judge *{}* on its controls",
         _control("standard", "negative_rejection"),
     ),
     (
@@ -734,22 +744,25 @@ QUOTED = [
     (
         "docs/judges.md",
         "standard negative rejection",
-        "negative-rejection rubric *{}* its controls",
+        "negative-rejection rubric *{}* on its controls",
         _control("standard", "negative_rejection"),
     ),
+    ("docs/judges.md", "standard relevance rubric", "relevance is *{}*: it misses", _control("standard", "relevance")),
     (
         "docs/judges.md",
-        "standard relevance rubric",
-        "Relevance and answer relevance are *{}*",
-        _control("standard", "relevance"),
+        "standard noise rubric",
+        "noise robustness is *{}*: it",
+        _control("standard", "noise_robustness"),
     ),
+    ("docs/judges.md", "standard faithfulness", "faithfulness is *{}* (", _control("standard", "faithfulness")),
+    ("docs/judges.md", "standard refusal judge", "yes/no verdict, *{}*:", _control("standard", "refusal")),
     (
         "docs/judges.md",
-        "standard answer relevant",
-        "Relevance and answer relevance are *{}*",
-        _control("standard", "answer_relevant"),
+        "standard controls n",
+        "Read by the expected score, on {} controls each",
+        _controls_n("standard"),
     ),
-    ("docs/judges.md", "standard controls n", "on {} controls today's rule", _controls_n("standard")),
+    ("README.md", "standard faithfulness", "faithfulness is *{}*,", _control("standard", "faithfulness")),
     (
         "docs/judges.md",
         "judge-reference scifact hard negatives",
@@ -761,6 +774,18 @@ QUOTED = [
         "judge-reference scifact random negatives",
         "unrelated ones well (AUC {} against random",
         _relevance("judge-reference", "scifact", "{auc_relevant_vs_random_negative:.2f}"),
+    ),
+    (
+        "docs/measured.md",
+        "standard cold seconds",
+        "in {} cold",
+        _cold_time(fmt="{:,.0f} s ({:.0f} min)"),
+    ),
+    (
+        "docs/stages.md",
+        "standard cold minutes",
+        "made cold in one process ({} min on 2 cores",
+        _cold_time(fmt="{1:.0f}"),
     ),
     (
         "docs/measured.md",

@@ -11,6 +11,7 @@ import logging
 import time
 
 from .config import Config
+from .lib.records import StageSummary
 from .stages import BY_NAME, LAST, STAGES, stages_for
 from .stages.base import execute, freshness, stage_inputs
 from .stages.lock import folder_locks
@@ -51,18 +52,17 @@ def run_stages(cfg: Config, upto: str | None = None, force: bool = False, manife
             announce(stage.name, cfg)
         summary = execute(stage, cfg, force=force and (upto is None or stage.name == upto))
         summary["wall_seconds"] = round(time.perf_counter() - t0, 3)
-        if summary.get("model_identity"):
-            manifest.record_model(stage.name, summary["model_identity"])
+        typed = StageSummary.from_dict(summary)  # the fields every stage's summary may hold, by name
+        if typed.model_identity:
+            manifest.record_model(stage.name, typed.model_identity)
         manifest.record_stage(stage.name, summary)
-        if summary.get("corpus_list"):  # which listed corpus (name, list sha256) the run measured
-            manifest.data["corpus_list"] = summary["corpus_list"]
+        if typed.get("corpus_list"):  # which listed corpus (name, list sha256) the run measured
+            manifest.data["corpus_list"] = typed.get("corpus_list")
         results[stage.name] = summary
-        if stage.name == "chunk" and isinstance(summary.get("chunks"), int):
-            check_corpus_size(cfg, summary["chunks"])  # before synth's model calls
-        if summary.get("skipped"):
-            log.info(
-                "%s: up to date, reused (computed in %.1fs earlier)", stage.name, summary.get("computed_seconds") or 0
-            )
+        if stage.name == "chunk" and isinstance(typed.get("chunks"), int):
+            check_corpus_size(cfg, typed.get("chunks"))  # before synth's model calls
+        if typed.skipped:
+            log.info("%s: up to date, reused (computed in %.1fs earlier)", stage.name, typed.computed_seconds or 0)
         else:
             log.info("%s: done in %.1fs %s", stage.name, summary["wall_seconds"], _counts(summary))
         if stage.name == upto:

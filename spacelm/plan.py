@@ -503,6 +503,14 @@ def _claims_per_answer(cfg: Config) -> tuple[float, str]:
     )
 
 
+def _worded_like_their_passage(questions: list[dict], chunks: list) -> list[dict]:
+    """Stand-in questions worded as their source passage: a known-answer control needs a question
+    whose passage holds a sentence answering it, which a placeholder never has; worded so, every
+    question whose passage holds an answer-like sentence gives controls (the upper bound)."""
+    text_of = {c.chunk_id: c.text for c in chunks}
+    return [dict(q, question=text_of.get(q.get("source_chunk_id"), q["question"])) for q in questions]
+
+
 def _stage_calls(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None:
     """Run judge-check, grade and answer's `compute` on stand-in models (after synth)."""
     from .stages import answer, grade, judge_check
@@ -510,10 +518,11 @@ def _stage_calls(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None
     cfg, known_q, known_r = p.cfg, inp.records is not None, inp.rankings is not None
     jc = cfg.judge_check
     questions = load_questions(cfg_q, inp.chunks)
+    for_controls = questions if known_q else _worded_like_their_passage(questions, inp.chunks)
     checked = judge_check.compute(
         cfg,
         inp.chunks,
-        questions if jc.enabled and jc.controls else [],
+        for_controls if jc.enabled and jc.controls else [],
         PlanTurns(p, "judge-check", _judge_check_basis(known_q), inp.chunks),
     )
     for c in checked.sources:

@@ -11,8 +11,8 @@ A stage is atomic: `build` writes every output into a staging folder beside its 
 into place, and the stamp is written last. A build that fails or is killed leaves the previous
 complete outputs untouched and the stage marked stale.
 
-A stage that uses models is written once, in two parts: `compute(inputs..., models)` returns a
-typed result (the stage's records and figures) and `write(result, ...)` turns it into files.
+Every stage is written once, in two parts: `compute(inputs..., models)` returns a typed result
+(the stage's records and figures) and writes nothing; `write(result, ...)` turns it into files.
 `compute` reaches every model through one :class:`ModelTurns`: `spacelm run` gives it the real
 models, `spacelm plan` a stand-in that counts the calls (`spacelm.plan.PlanTurns`), and tests
 give it scripted models with :func:`models_opened_by`.

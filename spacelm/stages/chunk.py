@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..config import Config
 from ..lib import names
-from ..lib.ingest.chunking import chunk_documents
+from ..lib.ingest.chunking import Chunk, chunk_documents
 from ..lib.io import write_dataframe, write_jsonl
 from .base import Stage, execute
 from .data import chunks_path, documents_path, load_documents
@@ -14,10 +14,15 @@ def outputs(cfg: Config):
     return [chunks_path(cfg), cfg.processed_dir / names.CHUNKS_PER_DOCUMENT]
 
 
-def build(cfg: Config, out) -> dict:
+def compute(cfg: Config, documents: list) -> list[Chunk]:
+    """The documents cut into chunks of at most `chunking.max_tokens` tokens of its tokenizer."""
+    return chunk_documents(documents, cfg.chunking.max_tokens, cfg.chunking.tokenizer, cfg.chunking.overlap)
+
+
+def write(cfg: Config, chunks: list[Chunk], out) -> dict:
+    """chunks.jsonl and the per-document counts; the summary."""
     import pandas as pd
 
-    chunks = chunk_documents(load_documents(cfg), cfg.chunking.max_tokens, cfg.chunking.tokenizer, cfg.chunking.overlap)
     write_jsonl(out(chunks_path(cfg)), (c.to_dict() for c in chunks))
     df = pd.DataFrame([c.to_dict() for c in chunks])
     per_doc = (
@@ -32,6 +37,10 @@ def build(cfg: Config, out) -> dict:
         "tokens_max": int(df["n_tokens"].max()),
         "max_tokens": cfg.chunking.max_tokens,
     }
+
+
+def build(cfg: Config, out) -> dict:
+    return write(cfg, compute(cfg, load_documents(cfg)), out)
 
 
 STAGE = Stage(

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import copy
 import time
+from typing import NamedTuple
 
 from ..config import Config
 from ..lib import names
 from ..lib.io import InputError, write_dataframe, write_jsonl
-from .base import Stage, execute
+from .base import ModelTurns, Stage, execute
 from .data import (
     documents_path,
     golden_path,
@@ -75,76 +76,128 @@ def on_chunks(questions: list[dict], chunks: list) -> list[dict]:
     return [q for q in moved if q["source_chunk_id"]]
 
 
-def build(cfg: Config, out) -> dict:
-    import pandas as pd
+class SizeRetrieval(NamedTuple):
+    """One chunk size and question set: the questions placed on that chunking, its chunks and
+    the retrieval evaluation (`retrieve.RetrievalEval`)."""
 
+    size: int
+    question_set: str
+    questions: list[dict]
+    chunks: list
+    evaluation: object
+
+
+class SizeGrades(NamedTuple):
+    """Table 1 at one chunk size: the graded rows, the table and what the grading cost."""
+
+    size: int
+    rows: list[dict]
+    table: object  # pandas DataFrame, Table 1 in long form with the size in front
+    stats: dict
+
+
+class ChunkStudy(NamedTuple):
+    """What the chunk-size study computes: per size and question set the retrieval evaluation,
+    the comparison rows, the cost of each size, and Table 1 per size when grading."""
+
+    sets: dict  # {question set: questions}
+    retrieval: list[SizeRetrieval]
+    rows: list[dict]
+    costs: list[dict]
+    grades: list[SizeGrades]
+
+
+def retrieval_at_size(cfg: Config, docs: list, sets: dict, size: int) -> tuple[list[SizeRetrieval], list[dict], dict]:
+    """Chunk `docs` at `size` tokens, index every system, evaluate every question set against
+    span gold: (evaluations, comparison rows, the size's cost row)."""
     from ..lib.ingest.chunking import chunk_documents
     from ..lib.retrieval.systems import build_systems, pool_size
     from .retrieve import evaluate_retrieval
 
-    cs = cfg.chunk_study
-    docs = load_documents(cfg)
-    sets = question_sets(cfg, docs)
     rc = _retrieval_config(cfg)
-    rows, costs, per_size, search = [], [], {}, {}
-    d = study_dir(cfg)
-    for size in cs.sizes:
-        t0 = time.perf_counter()
-        chunks = chunk_documents(docs, size, _tokenizer(cfg), cfg.chunking.overlap)
-        t_chunk = time.perf_counter() - t0
-        ids, texts = [c.chunk_id for c in chunks], [c.text for c in chunks]
-        t0 = time.perf_counter()
-        systems = build_systems(rc.setup(), ids, texts, cache_dir=cfg.cache_dir)
-        t_index = time.perf_counter() - t0
-        dense = getattr(systems.get("dense"), "encoder", None)
-        pool = pool_size(rc.pool, len(ids), rc.k_values, rc.pool_max)
-        depth = max(pool, max(rc.k_values))
-        tokens = sum(c.n_tokens for c in chunks)
-        size_dir = out(d / str(size))
-        for name, questions in sets.items():
-            placed = on_chunks(questions, chunks)
-            res = evaluate_retrieval(rc, placed, [], chunks, systems, depth, pool)
-            (size_dir / name / names.RETRIEVAL).mkdir(parents=True, exist_ok=True)
-            write_dataframe(res.summary.round(4), size_dir / name / names.RETRIEVAL_SUMMARY)
-            write_jsonl(size_dir / name / names.RETRIEVAL_PER_QUERY, res.per_query)
-            per_size[(size, name)] = (placed, res, chunks)
-            search[size] = search.get(size, 0.0) + sum(res.timings.values())
-            mean_gold = sum(len(v) for v in res.qrels.values()) / max(len(res.qrels), 1)
-            for r in res.summary.to_dict("records"):
-                rows.append(
-                    {
-                        "chunk_size": size,
-                        "questions": name,
-                        "n_questions": len(placed),
-                        "n_source_chunks": len({q["source_chunk_id"] for q in placed}),
-                        "n_documents": len({q["doc_id"] for q in placed}),
-                        "gold_chunks_per_question": round(mean_gold, 2),
-                        **{k: v for k, v in r.items() if k not in ("n_queries", "n_unanswerable_left_out")},
-                    }
-                )
-        costs.append(
-            {
-                "chunk_size": size,
-                "chunks": len(chunks),
-                "tokens": tokens,
-                "tokens_mean": round(tokens / max(len(chunks), 1), 1),
-                "tokens_max": max(c.n_tokens for c in chunks),
-                "chunking_seconds": round(t_chunk, 2),
-                "index_seconds": round(t_index, 2),
-                "dense_model": rc.dense.model,
-                "dense_passages_encoded": getattr(dense, "encoded", None),
-                "rerank_pool": pool,
-                "search_seconds": round(search.get(size, 0.0), 2),
-                # the dense index's cost per 1,000 tokens when every chunk was encoded (not cached)
-                "index_seconds_per_1k_tokens": round(1000 * t_index / tokens, 3)
-                if tokens and getattr(dense, "encoded", 0) == len(chunks)
-                else None,
-            }
-        )
-    graded = grade_sizes(cfg, per_size, sets, out) if cs.grade_questions else {}
+    t0 = time.perf_counter()
+    chunks = chunk_documents(docs, size, _tokenizer(cfg), cfg.chunking.overlap)
+    t_chunk = time.perf_counter() - t0
+    ids, texts = [c.chunk_id for c in chunks], [c.text for c in chunks]
+    t0 = time.perf_counter()
+    systems = build_systems(rc.setup(), ids, texts, cache_dir=cfg.cache_dir)
+    t_index = time.perf_counter() - t0
+    dense = getattr(systems.get("dense"), "encoder", None)
+    pool = pool_size(rc.pool, len(ids), rc.k_values, rc.pool_max)
+    depth = max(pool, max(rc.k_values))
+    tokens = sum(c.n_tokens for c in chunks)
+    evaluated, rows, search = [], [], 0.0
+    for name, questions in sets.items():
+        placed = on_chunks(questions, chunks)
+        res = evaluate_retrieval(rc, placed, [], chunks, systems, depth, pool)
+        evaluated.append(SizeRetrieval(size, name, placed, chunks, res))
+        search += sum(res.timings.values())
+        mean_gold = sum(len(v) for v in res.qrels.values()) / max(len(res.qrels), 1)
+        for r in res.summary.to_dict("records"):
+            rows.append(
+                {
+                    "chunk_size": size,
+                    "questions": name,
+                    "n_questions": len(placed),
+                    "n_source_chunks": len({q["source_chunk_id"] for q in placed}),
+                    "n_documents": len({q["doc_id"] for q in placed}),
+                    "gold_chunks_per_question": round(mean_gold, 2),
+                    **{k: v for k, v in r.items() if k not in ("n_queries", "n_unanswerable_left_out")},
+                }
+            )
+    cost = {
+        "chunk_size": size,
+        "chunks": len(chunks),
+        "tokens": tokens,
+        "tokens_mean": round(tokens / max(len(chunks), 1), 1),
+        "tokens_max": max(c.n_tokens for c in chunks),
+        "chunking_seconds": round(t_chunk, 2),
+        "index_seconds": round(t_index, 2),
+        "dense_model": rc.dense.model,
+        "dense_passages_encoded": getattr(dense, "encoded", None),
+        "rerank_pool": pool,
+        "search_seconds": round(search, 2),
+        # the dense index's cost per 1,000 tokens when every chunk was encoded (not cached)
+        "index_seconds_per_1k_tokens": round(1000 * t_index / tokens, 3)
+        if tokens and getattr(dense, "encoded", 0) == len(chunks)
+        else None,
+    }
+    return evaluated, rows, cost
+
+
+def compute(cfg: Config, docs: list, sets: dict, models: ModelTurns) -> ChunkStudy:
+    """Retrieval at every size on every question set, then Table 1 at every size on the same
+    `grade_questions` questions when asked (the judge through `models`)."""
+    retrieval, rows, costs = [], [], []
+    for size in cfg.chunk_study.sizes:
+        evaluated, size_rows, cost = retrieval_at_size(cfg, docs, sets, size)
+        retrieval += evaluated
+        rows += size_rows
+        costs.append(cost)
+    grades = grade_sizes(cfg, retrieval, sets, models) if cfg.chunk_study.grade_questions else []
+    by_size = {g.size: g.stats for g in grades}
     for c in costs:
-        c.update(graded.get(c["chunk_size"], {}))
-    summary = pd.DataFrame(rows)
+        c.update(by_size.get(c["chunk_size"], {}))
+    return ChunkStudy(sets, retrieval, rows, costs, grades)
+
+
+def write(cfg: Config, result: ChunkStudy, out) -> dict:
+    """Per size and question set the retrieval summary and per-query rows; per size Table 1 and
+    its grades; the comparison (csv, md) and the costs. Returns the stage summary."""
+    import pandas as pd
+
+    d, rc = study_dir(cfg), _retrieval_config(cfg)
+    for size in cfg.chunk_study.sizes:
+        out(d / str(size)).mkdir(parents=True, exist_ok=True)
+    for r in result.retrieval:
+        folder = out(d / str(r.size)) / r.question_set
+        (folder / names.RETRIEVAL).mkdir(parents=True, exist_ok=True)
+        write_dataframe(r.evaluation.summary.round(4), folder / names.RETRIEVAL_SUMMARY)
+        write_jsonl(folder / names.RETRIEVAL_PER_QUERY, r.evaluation.per_query)
+    for g in result.grades:
+        write_dataframe(g.table, out(d / str(g.size)) / names.TABLE1)
+        write_jsonl(out(d / str(g.size)) / names.GRADES, g.rows)
+    summary = pd.DataFrame(result.rows)
     write_dataframe(summary.round(4), out(cfg.run_dir / names.CHUNK_SIZES_SUMMARY))
     k = 10 if 10 in rc.k_values else max(rc.k_values)
     cols = [
@@ -162,22 +215,31 @@ def build(cfg: Config, out) -> dict:
     write_dataframe(
         summary[[c for c in cols if c in summary]].round(3), out(cfg.run_dir / names.CHUNK_SIZES_SUMMARY_MD)
     )
-    write_dataframe(pd.DataFrame(costs), out(cfg.run_dir / names.CHUNK_SIZES_COSTS))
+    write_dataframe(pd.DataFrame(result.costs), out(cfg.run_dir / names.CHUNK_SIZES_COSTS))
     return {
-        "sizes": list(cs.sizes),
-        "question_sets": {n: len(q) for n, q in sets.items()},
+        "sizes": list(cfg.chunk_study.sizes),
+        "question_sets": {n: len(q) for n, q in result.sets.items()},
         "dense_model": rc.dense.model,
         "systems": list(rc.systems),
-        "costs": costs,
-        "graded_questions": cs.grade_questions,
+        "costs": result.costs,
+        "graded_questions": cfg.chunk_study.grade_questions,
     }
 
 
-def grade_sizes(cfg: Config, per_size: dict, sets: dict, out) -> dict:
-    """Table 1 at every size on the same `grade_questions` questions of the run's set; returns
-    per size the pairs graded and the judge's seconds per pair."""
+def build(cfg: Config, out) -> dict:
+    docs = load_documents(cfg)
+    models = ModelTurns(cfg, "chunk-sizes")
+    summary = write(cfg, compute(cfg, docs, question_sets(cfg, docs), models), out)
+    if models.stats.get("judge"):
+        summary.update(llm=models.stats["judge"], model_identity=models.identity.get("judge", {}))
+    return summary
+
+
+def grade_sizes(cfg: Config, retrieval: list[SizeRetrieval], sets: dict, models: ModelTurns) -> list[SizeGrades]:
+    """Table 1 at every size on the same `grade_questions` questions of the run's set, the judge
+    reached through `models`; per size the graded rows, the table, the pairs graded and the
+    judge's seconds per pair."""
     from ..lib.judge.relevance import grade_lists, grade_pairs, plan_pairs, select_questions, table1
-    from ..lib.llm import open_llm
     from ..lib.names import reranked
 
     cs = cfg.chunk_study
@@ -192,40 +254,36 @@ def grade_sizes(cfg: Config, per_size: dict, sets: dict, out) -> dict:
         )
     name = "run" if "run" in sets else next(iter(sets))
     chosen = {q["qid"] for q in select_questions(sets[name], cs.grade_questions, cfg.seed)}
-    llm = open_llm(cfg.models.judge, cfg.cache_dir)
-    llm.stage = "chunk-sizes"
-    out_stats = {}
-    try:
-        for size in cs.sizes:
-            placed, res, chunk_list = per_size[(size, name)]
-            questions = [q for q in placed if q["qid"] in chosen]
-            rankings = {s: {q: [c for c, _ in r] for q, r in per_q.items()} for s, per_q in res.rankings.items()}
-            chunks = {c.chunk_id: c for c in chunk_list}
-            pairs = plan_pairs(gcfg.table_design(), questions, rankings, chunks)
-            t0 = time.perf_counter()
-            calls_before = llm.stats.to_dict().get("calls", 0)
-            rows = grade_pairs(
-                llm, pairs, {cid: c.text for cid, c in chunks.items()}, judging=cfg.grading.judging(cfg.root)
-            )
-            seconds = time.perf_counter() - t0
-            calls = llm.stats.to_dict().get("calls", 0) - calls_before
-            grades = {(r["qid"], r["chunk_id"]): r["grade"] for r in rows}
-            long = table1(
-                grade_lists(gcfg.table_design(), questions, rankings, grades), cfg.grading.n_bootstrap, cfg.seed
-            )
-            long.insert(0, "chunk_size", size)
-            write_dataframe(long, out(study_dir(cfg) / str(size)) / names.TABLE1)
-            write_jsonl(out(study_dir(cfg) / str(size)) / names.GRADES, rows)
-            out_stats[size] = {
-                "graded_questions": len(questions),
-                "pairs_graded": len(rows),
-                "judge_calls": calls,
-                "seconds_per_pair": round(seconds / calls, 2) if calls else None,
-                "prompt_tokens_per_pair": round(sum(r["prompt_tokens"] or 0 for r in rows) / max(len(rows), 1)),
-            }
-    finally:
-        llm.release()
-    return out_stats
+    judging = cfg.grading.judging(cfg.root)
+    out = []
+    for r in (r for r in retrieval if r.question_set == name):
+        questions = [q for q in r.questions if q["qid"] in chosen]
+        rankings = {s: {q: [c for c, _ in rk] for q, rk in per_q.items()} for s, per_q in r.evaluation.rankings.items()}
+        chunks = {c.chunk_id: c for c in r.chunks}
+        pairs = plan_pairs(gcfg.table_design(), questions, rankings, chunks)
+        text_of = {cid: c.text for cid, c in chunks.items()}
+        calls_before = models.stats.get("judge", {}).get("calls", 0)
+        t0 = time.perf_counter()
+        rows = models.use(
+            "judge",
+            lambda llm, todo=pairs, texts=text_of: grade_pairs(llm, todo, texts, judging=judging),
+            f"relevance grades at {r.size}",
+        )
+        seconds = time.perf_counter() - t0
+        calls = models.stats.get("judge", {}).get("calls", 0) - calls_before
+        grades = {(g["qid"], g["chunk_id"]): g["grade"] for g in rows}
+        long = table1(grade_lists(gcfg.table_design(), questions, rankings, grades), cfg.grading.n_bootstrap, cfg.seed)
+        long.insert(0, "chunk_size", r.size)
+        stats = {
+            "graded_questions": len(questions),
+            "pairs_graded": len(rows),
+            "judge_calls": calls,
+            "seconds_per_pair": round(seconds / calls, 2) if calls else None,
+            "prompt_tokens_per_pair": round(sum(g["prompt_tokens"] or 0 for g in rows) / max(len(rows), 1)),
+        }
+        out.append(SizeGrades(r.size, rows, long, stats))
+    models.release()
+    return out
 
 
 def _models(cfg: Config) -> dict:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 from ..config import Config
 from ..lib import names
@@ -54,7 +55,19 @@ def check_corpus_list(cfg: Config) -> dict | None:
     return {**identity(lst), "verified": True, "unlisted_files_ingested": extra}
 
 
-def build(cfg: Config, out) -> dict:
+class Ingested(NamedTuple):
+    """What ingest computes from the corpus folder: the cleaned documents, the files it skipped,
+    the text it dropped, the per-document table, and the corpus list's identity (None without)."""
+
+    documents: list  # lib.ingest.documents.Document
+    skipped: list  # files not read, with why
+    dropped: list[dict]  # text removed from pages, with the reason
+    table: object  # pandas DataFrame, one row per document
+    corpus_list: dict | None
+
+
+def compute(cfg: Config) -> Ingested:
+    """Check the corpus folder (its list, OCR when asked for), then read and clean every file."""
     corpus_list = check_corpus_list(cfg)
     if cfg.ingest.ocr:
         from ..lib.ingest.documents import ocr_available
@@ -76,23 +89,33 @@ def build(cfg: Config, out) -> dict:
         s.source = _relative(s.source, cfg.root)
     table = documents_table(res.documents)
     table["garbled_flag"] = table["garbled_score"] > cfg.ingest.garbled_threshold
+    return Ingested(res.documents, res.skipped, res.dropped, table, corpus_list)
+
+
+def write(cfg: Config, result: Ingested, out) -> dict:
+    """documents.jsonl, the dropped text, documents.csv and the skipped files; the summary."""
     docs_jsonl, docs_csv, skipped, dropped = outputs(cfg)
-    write_jsonl(out(docs_jsonl), (d.to_dict() for d in res.documents))
-    write_jsonl(out(dropped), res.dropped)
+    table = result.table
+    write_jsonl(out(docs_jsonl), (d.to_dict() for d in result.documents))
+    write_jsonl(out(dropped), result.dropped)
     write_dataframe(table, out(docs_csv))
-    write_json(out(skipped), [s.__dict__ for s in res.skipped])
+    write_json(out(skipped), [s.__dict__ for s in result.skipped])
     return {
-        "documents": len(res.documents),
+        "documents": len(result.documents),
         "pages": int(table["pages"].sum()),
         "words": int(table["words"].sum()),
-        "skipped_files": [s.__dict__ for s in res.skipped],
+        "skipped_files": [s.__dict__ for s in result.skipped],
         "garbled_flagged": table.loc[table["garbled_flag"], "doc_id"].tolist(),
         "references_dropped_chars": int(table["references_dropped_chars"].sum()),
         "dropped_chars": {r: int(table[f"dropped_{r}_chars"].sum()) for r in DROP_REASONS},
         "repaired_pdfs": table.loc[table["repaired"], "doc_id"].tolist(),
         "empty_pages": int(table["empty_pages"].sum()),
-        **({"corpus_list": corpus_list} if corpus_list else {}),
+        **({"corpus_list": result.corpus_list} if result.corpus_list else {}),
     }
+
+
+def build(cfg: Config, out) -> dict:
+    return write(cfg, compute(cfg), out)
 
 
 def _reads(cfg: Config):

@@ -141,18 +141,30 @@ def evaluate_retrieval(
     return RetrievalEval(pd.DataFrame(summary_rows), per_query, rankings_rows, all_rankings, qrels, timings)
 
 
-def build(cfg: Config, out) -> dict:
+class Retrieval(NamedTuple):
+    """What retrieve computes: the evaluation on the answerable questions, the significance
+    tests between systems, and what the summary reports about them."""
+
+    evaluation: RetrievalEval
+    questions: list[dict]  # answerable: ranked and scored
+    unanswerable: list[dict]  # ranked for the answer stage, left out of every metric
+    significance: object  # pandas DataFrame (empty with one system)
+    pool: int  # passages the reranker rescored per question
+    corpus_chunks: int
+    systems: list[str]
+    k_main: int  # the cut-off of the significance tests and the "best system"
+
+
+def compute(cfg: Config, chunks: list, questions: list[dict]) -> Retrieval:
+    """Build every configured system over the chunks, rank `questions` (answerable and not) and
+    score the answerable ones; paired tests between the systems, clustered by source chunk."""
     import pandas as pd
 
-    from ..lib.report.plots import recall_curve
-
-    chunks = load_chunks(cfg)
-    everything = load_questions(cfg, chunks, answerable=None)
     # metrics need known evidence: unanswerable questions are ranked (the answer stage feeds
     # their top passages to the generator) but left out of every metric
-    questions = [q for q in everything if q["answerable"]]
-    unanswerable = [q for q in everything if not q["answerable"]]
-    if not questions:
+    answerable = [q for q in questions if q["answerable"]]
+    unanswerable = [q for q in questions if not q["answerable"]]
+    if not answerable:
         raise ValueError("no evaluation questions: run `spacelm synth` or provide golden samples")
     rc = cfg.retrieval
     ids = [c.chunk_id for c in chunks]
@@ -160,7 +172,25 @@ def build(cfg: Config, out) -> dict:
     systems = build_systems(rc.setup(), ids, [c.text for c in chunks], cache_dir=cfg.cache_dir)
     pool = pool_size(rc.pool, len(ids), rc.k_values, rc.pool_max)
     depth = max(pool, max(rc.k_values), cfg.answer.retrieve_k)
-    res = evaluate_retrieval(rc, questions, unanswerable, chunks, systems, depth, pool)
+    res = evaluate_retrieval(rc, answerable, unanswerable, chunks, systems, depth, pool)
+    k_main = 10 if 10 in rc.k_values else max(rc.k_values)
+    clusters = {q["qid"]: q.get("source_chunk_id") or q["qid"] for q in answerable}
+    sig = (
+        compare(res.qrels, res.rankings, [f"ndcg@{k_main}", f"recall@{k_main}"], stat_test="student", clusters=clusters)
+        if len(res.rankings) > 1
+        else pd.DataFrame()
+    )
+    return Retrieval(res, answerable, unanswerable, sig, pool, len(ids), list(systems), k_main)
+
+
+def write(cfg: Config, result: Retrieval, out) -> dict:
+    """The summary (csv, md), per-task means, per-query rows, rankings, significance tests and
+    the recall plot; the stage summary."""
+    import pandas as pd
+
+    from ..lib.report.plots import recall_curve
+
+    rc, res, questions, k_main = cfg.retrieval, result.evaluation, result.questions, result.k_main
     summary = res.summary
     summary_csv, summary_md, per_query_path, sig_path, rankings_file, plot, per_task = outputs(cfg)
     n = sample_size(questions)
@@ -171,31 +201,29 @@ def build(cfg: Config, out) -> dict:
     write_dataframe(summary.round(3), out(summary_md))
     write_jsonl(out(per_query_path), res.per_query)
     write_jsonl(out(rankings_file), res.rankings_rows)
-    k_main = 10 if 10 in rc.k_values else max(rc.k_values)
-    clusters = {q["qid"]: q.get("source_chunk_id") or q["qid"] for q in questions}
-    sig = (
-        compare(res.qrels, res.rankings, [f"ndcg@{k_main}", f"recall@{k_main}"], stat_test="student", clusters=clusters)
-        if len(res.rankings) > 1
-        else pd.DataFrame()
-    )
-    write_dataframe(sig.round(4), out(sig_path))
+    write_dataframe(result.significance.round(4), out(sig_path))
     recall_curve(pd.DataFrame(res.per_query), rc.k_values, out(plot), seed=cfg.seed)
     best = summary.sort_values(f"ndcg@{k_main}", ascending=False).iloc[0]
     qids = [q["qid"] for q in questions]
     return {
         "sample": n.to_dict(),
-        "rerank_pool": pool,
-        "rerank_pool_share": round(pool / len(ids), 4),
-        "corpus_chunks": len(ids),
+        "rerank_pool": result.pool,
+        "rerank_pool_share": round(result.pool / result.corpus_chunks, 4),
+        "corpus_chunks": result.corpus_chunks,
         "reranked_lists_identical": identical_lists(res.rankings, qids, max(rc.k_values)),
         "questions": len(qids),
-        "unanswerable_left_out": len(unanswerable),
+        "unanswerable_left_out": len(result.unanswerable),
         "question_origin": sorted({q["origin"] for q in questions}),
         "gold": "span overlap (lib/retrieval/span_gold.py)",
-        "systems": list(systems),
+        "systems": result.systems,
         f"best_ndcg@{k_main}": {"system": best["system"], "value": round(float(best[f"ndcg@{k_main}"]), 4)},
         "search_seconds": res.timings,
     }
+
+
+def build(cfg: Config, out) -> dict:
+    chunks = load_chunks(cfg)
+    return write(cfg, compute(cfg, chunks, load_questions(cfg, chunks, answerable=None)), out)
 
 
 def _models(cfg: Config) -> dict:

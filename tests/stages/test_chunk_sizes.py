@@ -97,3 +97,54 @@ def test_chunk_size_study_scores_the_same_questions_at_each_size(tmp_path):
     assert list(costs["chunk_size"]) == [24, 200] and costs["chunks"].iloc[0] > costs["chunks"].iloc[1]
     lines = chunk_size_lines(cfg, {})
     assert lines[0] == "## Chunk sizes" and sum(ln.startswith("|") and " 24 |" in ln for ln in lines) >= 2
+
+
+def test_table1_at_each_size_asks_the_judge_through_the_stage_seam(tiny_config):
+    """Table 1 per chunk size grades through `ModelTurns` (the seam `spacelm run` and `spacelm
+    plan` share), one phase per size, on the same chosen questions at every size."""
+    from spacelm.lib.ingest.chunking import Chunk
+    from spacelm.lib.llm import LLM
+    from spacelm.stages.base import ModelTurns, models_opened_by
+    from spacelm.stages.retrieve import RetrievalEval
+    from tests.lib.judge.test_judge_check import ScriptedJudge
+
+    cfg = tiny_config
+    cfg.grading.retrievers = ["bm25"]
+    cfg.chunk_study.systems = ["bm25", "bm25+rerank"]
+    cfg.chunk_study.grade_questions = 2
+    cfg.chunk_study.grade_top_k = [2]
+    retrieval = []
+    for size, per_chunk in ((24, 1), (200, 4)):
+        chunks = []
+        for doc in ("debris", "conjunctions"):
+            s = TOPICS[doc]
+            for i in range(0, len(s), per_chunk):
+                t = " ".join(s[i : i + per_chunk])
+                chunks.append(Chunk(f"{doc}:{i // per_chunk}", doc, t, 1, 1, 0, len(t), len(t.split())))
+        questions = [
+            {
+                "qid": f"q{j}",
+                "question": TOPICS["debris"][j],
+                "source_chunk_id": f"debris:{j // per_chunk}",
+                "doc_id": "debris",
+                "task": "direct_qa",
+            }
+            for j in range(3)
+        ]
+        ranked = {q["qid"]: [(c.chunk_id, 1.0) for c in chunks[:2]] for q in questions}
+        reranked = {q: list(reversed(r)) for q, r in ranked.items()}
+        evaluation = RetrievalEval(None, [], [], {"bm25": ranked, "bm25+rerank": reranked}, {}, {})
+        retrieval.append(chunk_sizes.SizeRetrieval(size, "run", questions, chunks, evaluation))
+    phases = []
+    backend = ScriptedJudge()
+    with models_opened_by(lambda c, d=None: LLM(c, backend=backend)):
+        turns = ModelTurns(cfg, "chunk-sizes")
+        real_use = turns.use
+        turns.use = lambda role, fn, phase="": phases.append((role, phase)) or real_use(role, fn, phase)
+        graded = chunk_sizes.grade_sizes(cfg, retrieval, {"run": retrieval[0].questions}, turns)
+    assert phases == [("judge", "relevance grades at 24"), ("judge", "relevance grades at 200")]
+    assert [g.size for g in graded] == [24, 200]
+    assert [g.stats["graded_questions"] for g in graded] == [2, 2]  # the same chosen questions at both sizes
+    assert {r["qid"] for r in graded[0].rows} == {r["qid"] for r in graded[1].rows}
+    assert sum(g.stats["judge_calls"] for g in graded) == len(backend.requests) == turns.stats["judge"]["calls"]
+    assert all(set(g.table["chunk_size"]) == {g.size} for g in graded)

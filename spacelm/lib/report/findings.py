@@ -108,6 +108,12 @@ def _num(x) -> float | None:
     return None if v != v else v
 
 
+def _num_or(x, default: float) -> float:
+    """`x` as a number, `default` only when it is none (a p-value or bound of 0 stays 0)."""
+    v = _num(x)
+    return default if v is None else v
+
+
 # --------------------------------------------------------------------------- the rules
 def judge_status(judge_verdict: str | None) -> str:
     """ "fails", "unchecked" or "checked" from a judge's verdict text: fails when any of its
@@ -131,8 +137,8 @@ def intersection_union_verdict(rows: list[dict], signs: list[int], alpha: float 
     Returns (verdict, a count for the reader)."""
     if not rows:
         return NOT_TESTED, "no cell"
-    along = sum(1 for r, s in zip(rows, signs) if (_num(r.get("p_value")) or 1.0) < alpha and s * r["diff"] > 0)
-    against = sum(1 for r, s in zip(rows, signs) if (_num(r.get("p_holm")) or 1.0) < alpha and s * r["diff"] < 0)
+    along = sum(1 for r, s in zip(rows, signs) if _num_or(r.get("p_value"), 1.0) < alpha and s * r["diff"] > 0)
+    against = sum(1 for r, s in zip(rows, signs) if _num_or(r.get("p_holm"), 1.0) < alpha and s * r["diff"] < 0)
     count = f"{along} of {len(rows)} cells significant in the paper's direction (each at p < {alpha:g})" + (
         f", {against} against it (Holm)" if against else ""
     )
@@ -369,8 +375,8 @@ def table1_findings(tests: list[dict], shares: list[dict], chunk_tokens: int) ->
             "mde_rule": iut_mde_text(dense, "{:.2f}") if dense else "–",
         }
     )
-    above = [s for s in shares if (_num(s["ci_low"]) or 0) >= SHARE_LEVEL]
-    below = [s for s in shares if (_num(s["ci_high"]) or 100) < SHARE_LEVEL]
+    above = [s for s in shares if _num_or(s["ci_low"], 0) >= SHARE_LEVEL]
+    below = [s for s in shares if _num_or(s["ci_high"], 100) < SHARE_LEVEL]
     half = len(shares) / 2
     verdict = (
         NOT_TESTED if not shares else HOLDS if len(above) > half else REVERSED if len(below) > half else CANNOT_TELL

@@ -39,6 +39,16 @@ def test_intersection_union_needs_no_correction_where_holm_would_refuse():
     assert F.intersection_union_verdict([], [])[0] == F.NOT_TESTED
 
 
+def test_a_p_value_printed_as_zero_is_significant_not_missing():
+    # the committed standard run's dense - bm25 test read p 0.0000 (four decimals), CI [+0.21, +0.52],
+    # and the verdict said "0 of 1 cells significant": a p of 0 was taken for a missing one
+    rows = [{"diff": 0.363, "p_value": 0.0, "p_holm": 0.0}]
+    verdict, count = F.intersection_union_verdict(rows, [1])
+    assert verdict == F.HOLDS and count.startswith("1 of 1")
+    assert F.intersection_union_verdict(rows, [-1])[0] == F.REVERSED  # and against the paper, a reversal
+    assert F.intersection_union_verdict([{"diff": 0.363, "p_value": None, "p_holm": None}], [1])[0] == F.CANNOT_TELL
+
+
 def test_a_reversal_is_an_any_cell_decision_judged_with_holm():
     # one cell against the paper at raw p 0.04: Holm over 2 cells gives 0.08, no reversal
     rows = [{"diff": -3, "p_value": 0.01, "p_holm": 0.02}, {"diff": 4, "p_value": 0.04, "p_holm": 0.08}]
