@@ -287,7 +287,9 @@ def grade_sizes(cfg: Config, retrieval: list[SizeRetrieval], sets: dict, models:
 
 
 def _models(cfg: Config) -> dict:
-    m = {"tokenizer": _tokenizer(cfg), "dense": cfg.chunk_study.dense_model or cfg.retrieval.dense.model}
+    m = {"tokenizer": _tokenizer(cfg)}
+    if any(s.startswith(("dense", "hybrid")) for s in cfg.chunk_study.systems):
+        m["dense"] = cfg.chunk_study.dense_model or cfg.retrieval.dense.model
     if any(s.endswith("+rerank") for s in cfg.chunk_study.systems):
         m["reranker"] = cfg.retrieval.reranker.model
     if cfg.chunk_study.grade_questions:

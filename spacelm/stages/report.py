@@ -473,6 +473,16 @@ def scale_banner(stages: dict) -> list[str]:
     ]
 
 
+def _dense_at_every_size(cfg) -> str:
+    cs = cfg.chunk_study
+    if any(s.startswith(("dense", "hybrid")) for s in cs.systems):
+        return f", dense retriever `{cs.dense_model or cfg.retrieval.dense.model}` at every size"
+    return (
+        " (no dense system: a dense model must read the largest chunk, and encoding the corpus once per size "
+        "with one that does, nomic-embed-text-v1.5, is left to `configs/paper_chunks.yaml`)"
+    )
+
+
 def chunk_size_lines(cfg, stages: dict) -> list[str]:
     """The chunk-size comparison (stage chunk-sizes), when the run has one."""
     import pandas as pd
@@ -490,8 +500,8 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
         "## Chunk sizes",
         "",
         f"The same documents chunked at {', '.join(map(str, cs.sizes))} tokens (tokenizer "
-        f"`{cs.tokenizer or cfg.chunking.tokenizer}`), every system run on the same questions, dense retriever "
-        f"`{cs.dense_model or cfg.retrieval.dense.model}` at every size. Gold does not depend on the chunking: a "
+        f"`{cs.tokenizer or cfg.chunking.tokenizer}`), every system ({', '.join(f'`{s}`' for s in cs.systems)}) "
+        f"run on the same questions{_dense_at_every_size(cfg)}. Gold does not depend on the chunking: a "
         "question's evidence is a character span of its document (a golden sample's verbatim passage, or the "
         "chunk a synthetic question was written from), and a retrieved chunk counts as relevant when it shares "
         f"at least {cs.min_share:.0%} of the shorter of chunk and span; coverage@k is the share of the span's "

@@ -62,6 +62,15 @@ def test_cross_field_validation():
         from_dict({"retrieval": {"pool": 5, "k_values": [3, 10]}})
 
 
+def test_chunk_sizes_beyond_the_dense_window_are_refused_only_when_a_dense_system_reads_them():
+    study = {"sizes": [256, 2000], "systems": ["bm25", "dense"]}
+    with pytest.raises(ConfigError, match="chunk_study.dense_model.*256 word pieces"):
+        from_dict({"retrieval": {"dense": {"model": "embedded:minilm"}}, "chunk_study": study})
+    bm25_only = dict(study, systems=["bm25"])
+    cfg = from_dict({"retrieval": {"dense": {"model": "embedded:minilm"}}, "chunk_study": bm25_only})
+    assert cfg.chunk_study.sizes == [256, 2000]
+
+
 def test_invalid_yaml_and_missing_file(tmp_path):
     p = tmp_path / "bad.yaml"
     p.write_text("a: [1, 2\n")

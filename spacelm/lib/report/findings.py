@@ -414,8 +414,8 @@ def table1_findings(tests: list[dict], shares: list[dict], chunk_tokens: int) ->
             {
                 "finding": "512-token chunks: reranking raises top-3 grade 3",
                 "paper": "42.54% → 48.37%",
-                "this_run": f"not run: chunks here are {chunk_tokens} tokens (the embedded dense model reads at most "
-                "256 word pieces)",
+                "this_run": f"not run: Table 1 here grades {chunk_tokens}-token chunks (the embedded dense model "
+                "reads at most 256 word pieces)",
                 "ci": "–",
                 "verdict": NOT_TESTED,
                 "n": "0",
