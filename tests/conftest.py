@@ -2,11 +2,34 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+RAM_DISK = Path("/dev/shm")
+
+
+def pytest_configure(config):
+    """Test folders on a RAM disk where the machine has one (unless `--basetemp` is given): the
+    suite writes and deletes thousands of small files (runs, stamps, caches), and on a shared
+    VM's disk each unlink can cost milliseconds. Each session gets its own folder."""
+    if config.option.basetemp is None and RAM_DISK.is_dir() and os.access(RAM_DISK, os.W_OK):
+        config.option.basetemp = tempfile.mkdtemp(prefix="spacelm-tests-", dir=RAM_DISK)
+        config._spacelm_ram_basetemp = config.option.basetemp
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The RAM-disk folder goes when every test passed; after a failure it stays for a look."""
+    base = getattr(session.config, "_spacelm_ram_basetemp", None)
+    if base and exitstatus == 0:
+        shutil.rmtree(base, ignore_errors=True)
+    elif base:
+        session.config.get_terminal_writer().line(f"test folders kept in {base}")
+
 
 LOREM = (
     "Collision avoidance for satellites in low Earth orbit relies on conjunction data messages issued by "

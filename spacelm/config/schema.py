@@ -510,13 +510,25 @@ class Config:
         return d
 
     def section_hash(self, *names: str) -> str:
-        """A short, stable hash of the named config sections (used to decide if a stage is stale)."""
-        d = self.to_dict()
-        payload = {n: _dig(d, n) for n in names}
+        """A short, stable hash of the named config sections (used to decide if a stage is stale).
+        Each section is converted on its own: `status` hashes sections for every stage."""
+        payload = {n: _plain(_dig(self, n)) for n in names}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _dig(d: dict, dotted: str) -> Any:
+def _dig(obj: Any, dotted: str) -> Any:
+    """The value at a dotted key, through dataclass fields and dict keys."""
     for part in dotted.split("."):
-        d = d[part]
-    return d
+        obj = getattr(obj, part) if dataclasses.is_dataclass(obj) else obj[part]
+    return obj
+
+
+def _plain(value: Any) -> Any:
+    """`value` as `dataclasses.asdict` would hold it inside a whole config's dict."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value

@@ -155,5 +155,24 @@ def sha256_file(path: PathLike, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def stat_key(path: PathLike, st: os.stat_result) -> str:
+    """What must be unchanged for a stored hash of `path` to stand: the path, its inode, size,
+    mtime and ctime (in ns). Restoring a file's mtime after editing it still changes its ctime,
+    which no user call can set back, so edited bytes are always hashed again."""
+    return f"{path}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}"
+
+
+_REMEMBERED: dict[str, str] = {}
+
+
+def sha256_file_remembered(path: PathLike) -> str:
+    """sha256 of a file, remembered in this process while `stat_key` is unchanged: fingerprints
+    and `status` hash the same corpus, run files and modules for every stage they look at."""
+    key = stat_key(path, os.stat(path))
+    if key not in _REMEMBERED:
+        _REMEMBERED[key] = sha256_file(path)
+    return _REMEMBERED[key]
+
+
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

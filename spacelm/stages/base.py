@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Config
-from ..lib.io import sha256_file, write_json
+from ..lib.io import sha256_file_remembered, write_json
 
 REUSE_ONLY_ENV = "SPACELM_REUSE_ONLY"
 
@@ -143,21 +143,27 @@ def imported_modules(module: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------- inputs
-def module_hash(module: str) -> str:
+@functools.cache
+def _module_origin(module: str) -> str | None:
     spec = importlib.util.find_spec(module)
-    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
+    return spec.origin if spec is not None and spec.origin else None
+
+
+def module_hash(module: str) -> str:
+    origin = _module_origin(module)
+    if origin is None or not os.path.isfile(origin):
         return "<missing>"
-    return sha256_file(spec.origin)[:16]
+    return sha256_file_remembered(origin)[:16]
 
 
 def file_hash(path: Path) -> str:
     p = Path(path)
     if p.is_file():
-        return sha256_file(p)[:16]
+        return sha256_file_remembered(p)[:16]
     if p.is_dir():
         h = hashlib.sha256()
         for f in sorted(q for q in p.rglob("*") if q.is_file()):
-            h.update(str(f.relative_to(p)).encode() + b"\0" + sha256_file(f).encode())
+            h.update(str(f.relative_to(p)).encode() + b"\0" + sha256_file_remembered(f).encode())
         return h.hexdigest()[:16]
     return "<missing>"
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from ..io import sha256_file
+from ..io import sha256_file, stat_key
 
 
 @dataclass(frozen=True)
@@ -332,20 +332,17 @@ def check_identity(name: str) -> str:
 
 
 _HASH_INDEX = "hashes.json"
-
-
-def _hash_key(path: Path, st: os.stat_result) -> str:
-    """What must be unchanged for a stored hash to stand: the path, its inode, size, mtime and
-    ctime (in ns). Restoring a file's mtime after editing it still changes its ctime, which no
-    user call can set back, so edited bytes are always hashed again."""
-    return f"{path}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}"
+# this process's copy of the index's answers (status asks for every stage's models)
+_SEEN: dict[str, str] = {}
 
 
 def file_sha256(path: Path, fresh: bool = False) -> str:
     """sha256 of a file, remembered by (path, inode, size, mtime, ctime) so large weights are
     hashed once; `fresh` hashes the bytes again whatever is remembered (`models verify`)."""
     path = Path(path).resolve()
-    key = _hash_key(path, path.stat())
+    key = stat_key(path, path.stat())
+    if not fresh and key in _SEEN:
+        return _SEEN[key]
     index_file = models_dir() / _HASH_INDEX
     try:
         index = json.loads(index_file.read_text())
@@ -363,6 +360,7 @@ def file_sha256(path: Path, fresh: bool = False) -> str:
             os.replace(tmp, index_file)
         except OSError:
             pass
+    _SEEN[key] = index[key]
     return index[key]
 
 
