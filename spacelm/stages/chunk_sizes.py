@@ -153,7 +153,7 @@ def retrieval_at_size(cfg: Config, docs: list, sets: dict, size: int) -> tuple[l
         "tokens_max": max(c.n_tokens for c in chunks),
         "chunking_seconds": round(t_chunk, 2),
         "index_seconds": round(t_index, 2),
-        "dense_model": rc.dense.model,
+        "dense_model": rc.dense.model if dense is not None else None,
         "dense_passages_encoded": getattr(dense, "encoded", None),
         "rerank_pool": pool,
         "search_seconds": round(search, 2),
@@ -219,7 +219,7 @@ def write(cfg: Config, result: ChunkStudy, out) -> dict:
     return {
         "sizes": list(cfg.chunk_study.sizes),
         "question_sets": {n: len(q) for n, q in result.sets.items()},
-        "dense_model": rc.dense.model,
+        "dense_model": rc.dense.model if any(s.startswith(("dense", "hybrid")) for s in rc.systems) else None,
         "systems": list(rc.systems),
         "costs": result.costs,
         "graded_questions": cfg.chunk_study.grade_questions,

@@ -95,6 +95,9 @@ def test_chunk_size_study_scores_the_same_questions_at_each_size(tmp_path):
     assert (cfg.run_dir / "chunk_sizes" / "24" / "golden" / "retrieval" / "summary.csv").is_file()
     costs = pd.read_csv(cfg.run_dir / "chunk_sizes" / "costs.csv")
     assert list(costs["chunk_size"]) == [24, 200] and costs["chunks"].iloc[0] > costs["chunks"].iloc[1]
+    # BM25 alone: no dense model is named, loaded or declared
+    assert costs["dense_model"].isna().all() and summary["dense_model"] is None
+    assert "dense" not in chunk_sizes.STAGE.models(cfg)
     lines = chunk_size_lines(cfg, {})
     assert lines[0] == "## Chunk sizes" and sum(ln.startswith("|") and " 24 |" in ln for ln in lines) >= 2
 

@@ -186,8 +186,11 @@ class LLM:
         down, a managed server stopped. Stages call this at the end of each model phase, so one
         model is in memory at a time."""
         backend, self._backend = self._backend, None
-        if backend is not None and hasattr(backend, "close"):
+        if backend is None:  # never loaded (every call answered from the cache): nothing to give back
+            return
+        if hasattr(backend, "close"):
             backend.close()
+        del backend
         import gc
 
         gc.collect()
