@@ -612,7 +612,31 @@ def rerank_pool(root: Path, run: str = "standard") -> list[str]:
     return wrap(text) + ["", source_line(f"results/{run}/{names.MANIFEST}")]
 
 
+def chunk_sizes(root: Path, run: str = "standard") -> list[str]:
+    """The chunk-size comparison of a run: retrieval against span gold per size and question set,
+    and what each size holds (chunks, mean tokens)."""
+    rel, crel = f"results/{run}/{names.CHUNK_SIZES_SUMMARY}", f"results/{run}/{names.CHUNK_SIZES_COSTS}"
+    costs = {r["chunk_size"]: r for r in _csv(root, crel)}
+    rows = []
+    for r in _csv(root, rel):
+        c = costs.get(r["chunk_size"], {})
+        rows.append(
+            {
+                "size": r["chunk_size"],
+                "questions": f"{r['questions']} ({r['n_questions']} from {r['n_source_chunks']} chunks)",
+                "system": r["system"],
+                "chunks": c.get("chunks"),
+                "nDCG@10": f"{float(r['ndcg@10']):.3f}",
+                "recall@10": f"{float(r['recall@10']):.3f}",
+                "coverage@3": f"{float(r['coverage@3']):.3f}",
+            }
+        )
+    cols = ["size", "questions", "system", "chunks", "nDCG@10", "recall@10", "coverage@3"]
+    return table(rows, cols, ("chunks", "nDCG@10", "recall@10", "coverage@3")) + ["", source_line(rel, crel)]
+
+
 GENERATORS = {
+    "standard-chunk-sizes": chunk_sizes,
     "standard-summary": run_summary,
     "standard-sizes": run_sizes,
     "standard-findings": findings,

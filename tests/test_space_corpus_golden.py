@@ -41,6 +41,7 @@ def test_fact_checking_claims_do_not_copy_their_passage():
             assert sum(w in passage for w in claim) / len(claim) < 0.8, s.id
 
 
+@pytest.mark.slow  # ingests all 1,007 pages of the real corpus
 @pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/space_corpus not beside the checkout")
 def test_every_passage_is_verbatim_in_the_cleaned_corpus(tmp_path):
     """The suite's own ingest, then each passage located as a span of its document."""
