@@ -507,9 +507,17 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
         f"at least {cs.min_share:.0%} of the shorter of chunk and span; coverage@k is the share of the span's "
         "characters the top-k chunks hold together. A larger chunk holds more of any span, so coverage and "
         "recall favour large chunks by construction: compare them with the tokens a reader must take in "
-        "(chunks × size) and the graded relevance below.",
+        f"(chunks × size){' and the graded relevance below' if cs.grade_questions else ''}.",
         "",
     ]
+    if "run" in cs.question_sets:
+        lines += [
+            f"The run's synthetic questions were written from {cfg.chunking.max_tokens}-token chunks and their "
+            f"evidence span is that whole chunk, so at {cfg.chunking.max_tokens} tokens their gold is exactly one "
+            "chunk whose words the question borrows: that size is favoured for them. The golden samples' "
+            "passages were chosen without any chunking.",
+            "",
+        ]
     cols = [
         "chunk_size",
         "questions",
@@ -527,7 +535,8 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
     if not costs.empty:
         lines += ["Cost per size (this machine):", "", markdown_table(costs), ""]
     reranker_window = {"embedded:mpnet": 384, "embedded:minilm": 256}.get(cfg.retrieval.reranker.model)
-    if reranker_window and max(cs.sizes) > reranker_window:
+    reranks = any(s.endswith("+rerank") for s in cs.systems)
+    if reranks and reranker_window and max(cs.sizes) > reranker_window:
         lines += [
             f"The reranker `{cfg.retrieval.reranker.model}` reads at most {reranker_window} word pieces: at "
             f"larger sizes it scores the beginning of each chunk only, so `+rerank` rows there measure a "

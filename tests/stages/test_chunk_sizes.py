@@ -100,6 +100,8 @@ def test_chunk_size_study_scores_the_same_questions_at_each_size(tmp_path):
     assert "dense" not in chunk_sizes.STAGE.models(cfg)
     lines = chunk_size_lines(cfg, {})
     assert lines[0] == "## Chunk sizes" and sum(ln.startswith("|") and " 24 |" in ln for ln in lines) >= 2
+    text = "\n".join(lines)  # no grading, no reranker, no run questions here: the report does not speak of them
+    assert "graded relevance" not in text and "truncated reranker" not in text and "synthetic questions" not in text
 
 
 def test_table1_at_each_size_asks_the_judge_through_the_stage_seam(tiny_config):
