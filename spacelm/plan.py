@@ -637,11 +637,11 @@ def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: str | None = Non
     if cs.sizes:
         per_q = 2 * len(cfg.grading.retrievers) * max(cs.grade_top_k) + 2
         p.notes.append(
-            f"chunk-sizes: not counted above: {len(cs.sizes)} chunkings, each indexed for {', '.join(cs.systems)}"
+            f"chunk-sizes: not counted above: {len(cs.sizes)} chunkings, each indexed by "
             + (
-                f" (dense: {cs.dense_model or cfg.retrieval.dense.model})"
+                f"{cs.dense_model or cfg.retrieval.dense.model}"
                 if any(s.startswith(("dense", "hybrid")) for s in cs.systems)
-                else ""
+                else "BM25 alone"
             )
             + (
                 f"; ≤{cs.grade_questions * per_q} judge calls per size ({cs.grade_questions} questions × "
