@@ -13,6 +13,8 @@ from spacelm.pipeline import status
 from spacelm.stages import BY_NAME, STAGES, base
 from spacelm.stages.base import Stage, execute, freshness, stage_inputs
 
+CHECKOUT = Path(__file__).resolve().parents[2]
+
 
 def _downstream(name: str) -> set[str]:
     out = {name}
@@ -100,8 +102,14 @@ def test_every_declared_input_makes_its_stage_and_downstream_stale(tiny_config, 
                 _mutate_config(cfg, name)
             elif kind == "file":
                 p = next(p for p in stage.reads(cfg) if key == f"file:{base.display_path(cfg, Path(p))}")
-                saved_bytes = Path(p).read_bytes() if Path(p).is_file() else None
-                Path(p).write_bytes((saved_bytes or b"") + b"\n")
+                in_checkout = Path(p).resolve().is_relative_to(CHECKOUT)
+                if in_checkout:  # a file of the package (a template) is never edited: other tests read it
+                    orig = base.file_hash
+                    edited = lambda q, orig=orig, p=Path(p): orig(q) + ("+" if Path(q) == p else "")  # noqa: E731
+                    m.setattr(base, "file_hash", edited)
+                else:
+                    saved_bytes = Path(p).read_bytes() if Path(p).is_file() else None
+                    Path(p).write_bytes((saved_bytes or b"") + b"\n")
             elif kind == "prompt":
                 import spacelm.lib.llm.prompting as P
 
@@ -140,12 +148,13 @@ def test_every_declared_input_makes_its_stage_and_downstream_stale(tiny_config, 
             if kind == "config":
                 for f in dataclasses.fields(cfg):
                     setattr(cfg, f.name, getattr(saved, f.name))
-            elif kind == "file":
+            elif kind == "file" and not in_checkout:
                 if saved_bytes is None:
                     Path(p).unlink()
                 else:
                     Path(p).write_bytes(saved_bytes)
-        assert all(r["state"] == "up to date" for r in status(cfg)), (key, status(cfg))
+        final = status(cfg)
+        assert all(r["state"] == "up to date" for r in final), (key, [r for r in final if r["state"] != "up to date"])
 
 
 def test_status_names_the_changed_input(tiny_config):

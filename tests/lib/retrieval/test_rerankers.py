@@ -34,9 +34,11 @@ def test_cross_encoder_scores_every_pair_and_reshapes_per_query(monkeypatch):
             seen.extend(pairs)
             return [len(q) + len(p) / 100 for q, p in pairs]
 
-    import sentence_transformers
+    import sys
+    import types
 
-    monkeypatch.setattr(sentence_transformers, "CrossEncoder", Scripted)
+    # the package's place taken by a stand-in: importing the real one (torch, transformers) costs seconds
+    monkeypatch.setitem(sys.modules, "sentence_transformers", types.SimpleNamespace(CrossEncoder=Scripted))
     r = CrossEncoderReranker("some/model", TEXTS)
     scores = r.rescore(["q1", "query2"], [["a", "b"], ["c"]])
     assert seen == [("q1", "alpha passage"), ("q1", "beta passage"), ("query2", "gamma passage")]
