@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The test command: set up (idempotent) and run the test suite with pytest on every core
-# (pytest-xdist; the tests that load real models share one worker, see tests/conftest.py).
+# (pytest-xdist).
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not slow"` (the fast tier) or
 # `-n 0` to run in one process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/python -m pytest -q -n auto --dist loadgroup "$@"
+exec .venv/bin/python -m pytest -q -n auto "$@"

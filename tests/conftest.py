@@ -22,15 +22,6 @@ def pytest_configure(config):
         config._spacelm_ram_basetemp = config.option.basetemp
 
 
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (`scripts/test.sh` runs the suite on every core), the tests that load
-    real models share one worker, one after another: two llama.cpp engines on two cores would
-    each slow the other by more than the split gains."""
-    for item in items:
-        if item.get_closest_marker("slow") or item.get_closest_marker("vllm"):
-            item.add_marker(pytest.mark.xdist_group("models"))
-
-
 def pytest_sessionfinish(session, exitstatus):
     """The RAM-disk folder goes when every test passed; after a failure it stays for a look."""
     base = getattr(session.config, "_spacelm_ram_basetemp", None)
