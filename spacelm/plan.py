@@ -638,11 +638,7 @@ def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: str | None = Non
         per_q = 2 * len(cfg.grading.retrievers) * max(cs.grade_top_k) + 2
         p.notes.append(
             f"chunk-sizes: not counted above: {len(cs.sizes)} chunkings, each indexed by "
-            + (
-                f"{cs.dense_model or cfg.retrieval.dense.model}"
-                if any(s.startswith(("dense", "hybrid")) for s in cs.systems)
-                else "BM25 alone"
-            )
+            + (f"{cs.dense_model or cfg.retrieval.dense.model}" if names.reads_dense(cs.systems) else "BM25 alone")
             + (
                 f"; ≤{cs.grade_questions * per_q} judge calls per size ({cs.grade_questions} questions × "
                 f"≤{per_q} distinct pairs), passages up to {max(cs.sizes)} tokens long"

@@ -314,7 +314,9 @@ def _validate_corpus_and_chunk_study(cfg: Config, need, at_least) -> None:
         )
     dense = cs.dense_model or cfg.retrieval.dense.model
     window = ENCODER_WINDOW.get(dense)
-    reads_dense = any(s.startswith(("dense", "hybrid")) for s in cs.systems)
+    from ..lib.names import reads_dense as _reads_dense
+
+    reads_dense = _reads_dense(cs.systems)
     need(
         not reads_dense or window is None or max(cs.sizes) <= window,
         "chunk_study.dense_model",

@@ -18,6 +18,11 @@ RUBRICS = ("faithfulness", "relevance", "noise_robustness", "negative_rejection"
 FINDINGS_MIN_QUESTIONS = 30
 
 
+def reads_dense(systems) -> bool:
+    """Whether any of the named retrieval systems needs the dense encoder (dense or hybrid)."""
+    return any(s.startswith(("dense", "hybrid")) for s in systems)
+
+
 def reranked(system: str) -> str:
     """The name of `system` followed by the reranker."""
     return f"{system}+rerank"

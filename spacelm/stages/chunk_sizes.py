@@ -219,7 +219,7 @@ def write(cfg: Config, result: ChunkStudy, out) -> dict:
     return {
         "sizes": list(cfg.chunk_study.sizes),
         "question_sets": {n: len(q) for n, q in result.sets.items()},
-        "dense_model": rc.dense.model if any(s.startswith(("dense", "hybrid")) for s in rc.systems) else None,
+        "dense_model": rc.dense.model if names.reads_dense(rc.systems) else None,
         "systems": list(rc.systems),
         "costs": result.costs,
         "graded_questions": cfg.chunk_study.grade_questions,
@@ -288,7 +288,7 @@ def grade_sizes(cfg: Config, retrieval: list[SizeRetrieval], sets: dict, models:
 
 def _models(cfg: Config) -> dict:
     m = {"tokenizer": _tokenizer(cfg)}
-    if any(s.startswith(("dense", "hybrid")) for s in cfg.chunk_study.systems):
+    if names.reads_dense(cfg.chunk_study.systems):
         m["dense"] = cfg.chunk_study.dense_model or cfg.retrieval.dense.model
     if any(s.endswith("+rerank") for s in cfg.chunk_study.systems):
         m["reranker"] = cfg.retrieval.reranker.model

@@ -475,7 +475,7 @@ def scale_banner(stages: dict) -> list[str]:
 
 def _dense_at_every_size(cfg) -> str:
     cs = cfg.chunk_study
-    if any(s.startswith(("dense", "hybrid")) for s in cs.systems):
+    if names.reads_dense(cs.systems):
         return f", dense retriever `{cs.dense_model or cfg.retrieval.dense.model}` at every size"
     return (
         " (no dense system: a dense model must read the largest chunk, and encoding the corpus once per size "

@@ -229,7 +229,7 @@ def build(cfg: Config, out) -> dict:
 def _models(cfg: Config) -> dict:
     rc = cfg.retrieval
     m = {}
-    if any(s.startswith(("dense", "hybrid")) for s in rc.systems):
+    if names.reads_dense(rc.systems):
         m["dense"] = rc.dense.model
     if any(s.endswith("+rerank") for s in rc.systems) and rc.reranker.kind in ("biencoder", "cross-encoder"):
         m["reranker"] = rc.reranker.model

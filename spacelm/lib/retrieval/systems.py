@@ -18,7 +18,7 @@ from typing import Literal, Protocol
 import numpy as np
 
 from ..deps import require as _require
-from ..names import Ranking
+from ..names import Ranking, reads_dense
 from ..progress import show_progress
 
 
@@ -465,7 +465,7 @@ def build_systems(
     base: dict[str, Retriever] = {}
     if any(n.startswith(("bm25", "hybrid")) for n in names):
         base["bm25"] = BM25Retriever(setup.bm25).index(ids, texts)
-    if any(n.startswith(("dense", "hybrid")) for n in names):
+    if reads_dense(names):
         base["dense"] = DenseRetriever.from_config(setup.dense, cache_dir).index(ids, texts)
     if any(n.startswith("hybrid") for n in names):
         base["hybrid"] = HybridRetriever([base["bm25"], base["dense"]], setup.hybrid.depth, setup.hybrid.rrf_k)
