@@ -107,6 +107,13 @@ CHUNK_SIZES = "chunk_sizes"
 CHUNK_SIZES_SUMMARY = "chunk_sizes/summary.csv"
 CHUNK_SIZES_COSTS = "chunk_sizes/costs.csv"
 CHUNK_SIZES_SUMMARY_MD = "chunk_sizes/summary.md"
+CHUNK_SIZE_TESTS = "paired_tests.csv"  # in chunk_sizes/<size>/: Table 1's paired tests at that size
+
+
+def chunk_size_tests(size: int) -> str:
+    """Table 1's paired tests (reranked − retrieved, dense − BM25) of the chunk-size study at `size`."""
+    return f"{CHUNK_SIZES}/{size}/{CHUNK_SIZE_TESTS}"
+
 
 # findings and report
 FINDINGS = "findings.json"

@@ -3,7 +3,8 @@ size, every retrieval system run on the same questions, scored against chunk-ind
 (each question's evidence span; `lib/retrieval/span_gold.py`), and optionally Table 1 at each size.
 
 Writes `results/<run>/chunk_sizes/<size>/retrieval/summary.csv` and `per_query.jsonl` per size
-and question set, `chunk_sizes/<size>/table1_relevance.csv` when grading, and the comparison
+and question set, `chunk_sizes/<size>/table1_relevance.csv` and `paired_tests.csv` when grading
+(the findings read the latter at the paper's sizes), and the comparison
 `chunk_sizes/summary.csv` (one row per size, question set and system) with the cost of each
 size (`chunk_sizes/costs.csv`: chunks, tokens, encoding seconds per 1,000 tokens, seconds per
 graded pair). The report's "Chunk sizes" section reads these."""
@@ -88,11 +89,14 @@ class SizeRetrieval(NamedTuple):
 
 
 class SizeGrades(NamedTuple):
-    """Table 1 at one chunk size: the graded rows, the table and what the grading cost."""
+    """Table 1 at one chunk size: the graded rows, the table, its paired tests (reranked −
+    retrieved, dense − BM25; clustered over the questions' source chunks at that size) and what
+    the grading cost."""
 
     size: int
     rows: list[dict]
     table: object  # pandas DataFrame, Table 1 in long form with the size in front
+    tests: object  # pandas DataFrame, lib.judge.relevance.paired_tests at this size
     stats: dict
 
 
@@ -197,6 +201,7 @@ def write(cfg: Config, result: ChunkStudy, out) -> dict:
     for g in result.grades:
         write_dataframe(g.table, out(d / str(g.size)) / names.TABLE1)
         write_jsonl(out(d / str(g.size)) / names.GRADES, g.rows)
+        write_dataframe(g.tests, out(cfg.run_dir / names.chunk_size_tests(g.size)))
     summary = pd.DataFrame(result.rows)
     write_dataframe(summary.round(4), out(cfg.run_dir / names.CHUNK_SIZES_SUMMARY))
     k = 10 if 10 in rc.k_values else max(rc.k_values)
@@ -239,7 +244,7 @@ def grade_sizes(cfg: Config, retrieval: list[SizeRetrieval], sets: dict, models:
     """Table 1 at every size on the same `grade_questions` questions of the run's set, the judge
     reached through `models`; per size the graded rows, the table, the pairs graded and the
     judge's seconds per pair."""
-    from ..lib.judge.relevance import grade_lists, grade_pairs, plan_pairs, select_questions, table1
+    from ..lib.judge.relevance import grade_lists, grade_pairs, paired_tests, plan_pairs, select_questions, table1
     from ..lib.names import reranked
 
     cs = cfg.chunk_study
@@ -272,8 +277,13 @@ def grade_sizes(cfg: Config, retrieval: list[SizeRetrieval], sets: dict, models:
         seconds = time.perf_counter() - t0
         calls = models.stats.get("judge", {}).get("calls", 0) - calls_before
         grades = {(g["qid"], g["chunk_id"]): g["grade"] for g in rows}
-        long = table1(grade_lists(gcfg.table_design(), questions, rankings, grades), cfg.grading.n_bootstrap, cfg.seed)
+        # questions whose evidence lies in one chunk of this size share that chunk's lists: one cluster
+        cluster_of = {q["qid"]: q["source_chunk_id"] for q in questions}
+        cells = grade_lists(gcfg.table_design(), questions, rankings, grades)
+        long = table1(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of)
         long.insert(0, "chunk_size", r.size)
+        tests = paired_tests(cells, gcfg.table_design(), cluster_of)
+        tests.insert(0, "chunk_size", r.size)
         stats = {
             "graded_questions": len(questions),
             "pairs_graded": len(rows),
@@ -281,7 +291,7 @@ def grade_sizes(cfg: Config, retrieval: list[SizeRetrieval], sets: dict, models:
             "seconds_per_pair": round(seconds / calls, 2) if calls else None,
             "prompt_tokens_per_pair": round(sum(g["prompt_tokens"] or 0 for g in rows) / max(len(rows), 1)),
         }
-        out.append(SizeGrades(r.size, rows, long, stats))
+        out.append(SizeGrades(r.size, rows, long, tests, stats))
     models.release()
     return out
 

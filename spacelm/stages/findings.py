@@ -1,5 +1,6 @@
 """Stage findings: the paper's findings beside this run's, computed once from the tests of the
-grade and answer stages and the verdicts of the judge checks (see spacelm/lib/report/findings.py).
+grade and answer stages (and of the chunk-size study's Table 1, when it grades) and the verdicts
+of the judge checks (see spacelm/lib/report/findings.py).
 
 It writes `findings.json` (the rows, read by the report, the notebooks and the README script),
 the same table as `paper_vs_run.csv`, and the forest plot of Table 1's cells. It runs after the
@@ -41,6 +42,13 @@ def read_judge_check(cfg) -> tuple:
     return rel, ctl
 
 
+def size_tests(cfg: Config) -> dict[int, Path]:
+    """{chunk size: its Table 1 paired tests} of the chunk-size study, when it grades."""
+    if not cfg.chunk_study.grade_questions:
+        return {}
+    return {size: cfg.run_dir / names.chunk_size_tests(size) for size in cfg.chunk_study.sizes}
+
+
 def compute(cfg: Config) -> list[dict]:
     """The findings' rows (lib.findings.COLUMNS) from the run's files; [] before grade and answer."""
     from ..lib.report.findings import judge_verdicts, paper_vs_run, table1_findings, table2_findings
@@ -50,7 +58,10 @@ def compute(cfg: Config) -> list[dict]:
     rows = []
     if (run / names.PAIRED_TESTS).is_file():
         rows += table1_findings(
-            _read_csv(run / names.PAIRED_TESTS), _read_csv(run / names.RELEVANT_SHARES), cfg.chunking.max_tokens
+            _read_csv(run / names.PAIRED_TESTS),
+            _read_csv(run / names.RELEVANT_SHARES),
+            cfg.chunking.max_tokens,
+            {size: _read_csv(p) for size, p in size_tests(cfg).items() if p.is_file()},
         )
     rel, ctl = read_judge_check(cfg)
     if (run / names.TABLE2_TESTS).is_file():
@@ -97,9 +108,9 @@ STAGE = Stage(
     outputs=_outputs,
     build=build,
     sections=lambda cfg: ["chunking", "models.judge"],
-    reads=lambda cfg: [cfg.run_dir / f for f in READS],
+    reads=lambda cfg: [cfg.run_dir / f for f in READS] + list(size_tests(cfg).values()),
     doc="the paper's findings beside this run's (findings.json, paper_vs_run.csv), from the tests and judge checks",
-    after=("judge-check", "grade", "answer"),
+    after=("chunk-sizes", "judge-check", "grade", "answer"),
 )
 
 

@@ -555,8 +555,36 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
                 "",
                 markdown_table(wide, index=True),
                 "",
-            ]
+            ] + _size_test_lines(cfg.run_dir / names.chunk_size_tests(size))
     return lines
+
+
+def _size_test_lines(path) -> list[str]:
+    """Reranked − retrieved in the share of grade 3 at one chunk size, per retriever and top-k,
+    with the CI, the n and the smallest difference the cell could detect."""
+    import pandas as pd
+
+    if not path.is_file():
+        return []
+    t = pd.read_csv(path)
+    t = t[(t["comparison"] == "reranked - retrieved") & (t["measure"] == "share_3")]
+    if t.empty:
+        return []
+
+    def num(x, spec: str) -> str:
+        return "–" if pd.isna(x) else format(x, spec)
+
+    cells = [
+        f"{r.retriever} top-{r.top_k}: {r.value_a:.1f}% → {r.value_b:.1f}% ({r.diff:+.1f} pp, 95% CI "
+        f"{num(r.ci_low, '+.1f')} to {num(r.ci_high, '+.1f')}, p {num(r.p_value, '.2g')}; n {r.n_questions} "
+        f"questions / {r.n_source_chunks} source chunks; detectable ±{num(r.mde_cell, '.1f')} pp)"
+        for r in t.itertuples()
+    ]
+    return [
+        "Reranking and the share of grade 3 here: " + "; ".join(cells) + ". A difference smaller than the "
+        "detectable one is not evidence either way.",
+        "",
+    ]
 
 
 def corpus_list_lines(cfg, ingest: dict, out=_same) -> list[str]:

@@ -153,3 +153,8 @@ def test_table1_at_each_size_asks_the_judge_through_the_stage_seam(tiny_config):
     assert {r["qid"] for r in graded[0].rows} == {r["qid"] for r in graded[1].rows}
     assert sum(g.stats["judge_calls"] for g in graded) == len(backend.requests) == turns.stats["judge"]["calls"]
     assert all(set(g.table["chunk_size"]) == {g.size} for g in graded)
+    # Table 1's paired tests per size, clustered over the chunk holding each question's evidence at that size
+    assert all(set(g.tests["chunk_size"]) == {g.size} for g in graded)
+    assert set(graded[0].tests["comparison"]) == {"reranked - retrieved"}
+    assert set(graded[0].tests["n_questions"]) == {2}
+    assert set(graded[0].tests["n_source_chunks"]) == {2} and set(graded[1].tests["n_source_chunks"]) == {1}

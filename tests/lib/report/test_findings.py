@@ -157,6 +157,28 @@ def test_table1_findings_rows_and_judge_verdicts():
     assert all("level" not in r and r["comparable"] == "no: judge a vs b" for r in out)
 
 
+def test_the_reranking_finding_at_the_papers_sizes_reads_the_chunk_size_study():
+    """With Table 1 at 256 tokens, the 512- and 2,000-token findings come from the chunk-size
+    study's tests at those sizes (top-3, every retriever); a size the study did not grade stays
+    not tested, and the run's own tests are never read as another size's."""
+    own = [_t(r, 3, "share_3", -1.0, 0.6) for r in ("bm25", "dense")]
+    at_512 = [dict(_t(r, 3, "share_3", 6.0, 0.01), chunk_size=512) for r in ("bm25", "dense")]
+    at_2000 = [dict(_t("bm25", 3, "share_3", 5.0, 0.01), chunk_size=2000)]
+    at_2000 += [dict(_t("dense", 3, "share_3", 2.0, 0.4), chunk_size=2000)]
+    by = {r["finding"]: r for r in F.table1_findings(own, [], 256, {512: at_512, 2000: at_2000})}
+    r512 = by["512-token chunks: reranking raises top-3 grade 3"]
+    assert r512["verdict"] == F.HOLDS and "chunk-size study at 512 tokens" in r512["this_run"]
+    r2000 = by["2,000-token chunks: reranking raises top-3 grade 3"]
+    assert r2000["verdict"] == F.CANNOT_TELL and "1 of 2 cells" in r2000["this_run"]
+    assert r2000["paper"].startswith("BM25 39.66% → 44.76%")
+    by = {r["finding"]: r for r in F.table1_findings(own, [], 256, {2000: at_2000})}
+    assert by["512-token chunks: reranking raises top-3 grade 3"]["verdict"] == F.NOT_TESTED
+    # the run's own Table 1 at 512 is the 512 finding; no study at 2,000 means no 2,000 row (its findings are above)
+    by = {r["finding"]: r for r in F.table1_findings(own, [], 512)}
+    assert by["512-token chunks: reranking raises top-3 grade 3"]["verdict"] == F.CANNOT_TELL
+    assert "2,000-token chunks: reranking raises top-3 grade 3" not in by
+
+
 def test_table2_findings():
     long = [
         {
