@@ -107,6 +107,7 @@ CHUNK_SIZES = "chunk_sizes"
 CHUNK_SIZES_SUMMARY = "chunk_sizes/summary.csv"
 CHUNK_SIZES_COSTS = "chunk_sizes/costs.csv"
 CHUNK_SIZES_SUMMARY_MD = "chunk_sizes/summary.md"
+CHUNK_SIZES_DIFFERENCES = "chunk_sizes/differences.csv"
 CHUNK_SIZE_TESTS = "paired_tests.csv"  # in chunk_sizes/<size>/: Table 1's paired tests at that size
 
 

@@ -5,9 +5,11 @@ size, every retrieval system run on the same questions, scored against chunk-ind
 Writes `results/<run>/chunk_sizes/<size>/retrieval/summary.csv` and `per_query.jsonl` per size
 and question set, `chunk_sizes/<size>/table1_relevance.csv` and `paired_tests.csv` when grading
 (the findings read the latter at the paper's sizes), and the comparison
-`chunk_sizes/summary.csv` (one row per size, question set and system) with the cost of each
-size (`chunk_sizes/costs.csv`: chunks, tokens, encoding seconds per 1,000 tokens, seconds per
-graded pair). The report's "Chunk sizes" section reads these."""
+`chunk_sizes/summary.csv` (one row per size, question set and system, with 95% CIs on nDCG and
+recall), the paired differences of each size from the smallest (`chunk_sizes/differences.csv`),
+the paired tests between systems at each size (`<size>/<set>/retrieval/significance.csv`), and
+the cost of each size (`chunk_sizes/costs.csv`: chunks, tokens, encoding seconds per 1,000
+tokens, seconds per graded pair). The report's "Chunk sizes" section reads these."""
 
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ def outputs(cfg: Config):
     d = study_dir(cfg)
     r = cfg.run_dir
     out = [r / names.CHUNK_SIZES_SUMMARY, r / names.CHUNK_SIZES_SUMMARY_MD, r / names.CHUNK_SIZES_COSTS]
+    if len(cfg.chunk_study.sizes) > 1:
+        out.append(r / names.CHUNK_SIZES_DIFFERENCES)
     for size in cfg.chunk_study.sizes:
         out += [d / str(size)]
     return out
@@ -78,14 +82,97 @@ def on_chunks(questions: list[dict], chunks: list) -> list[dict]:
 
 
 class SizeRetrieval(NamedTuple):
-    """One chunk size and question set: the questions placed on that chunking, its chunks and
-    the retrieval evaluation (`retrieve.RetrievalEval`)."""
+    """One chunk size and question set: the questions placed on that chunking, its chunks, the
+    retrieval evaluation (`retrieve.RetrievalEval`) and the paired tests between its systems."""
 
     size: int
     question_set: str
     questions: list[dict]
     chunks: list
     evaluation: object
+    significance: object = None  # pandas DataFrame, lib.retrieval.metrics.compare (None with one system)
+
+
+def main_metrics(k_values) -> list[str]:
+    """The metrics the study tests and gives CIs for: nDCG and recall at 10 (or the largest k)."""
+    k = 10 if 10 in k_values else max(k_values)
+    return [f"ndcg@{k}", f"recall@{k}"]
+
+
+def base_clusters(questions: list[dict]) -> dict:
+    """{qid: the question's source chunk in the run's own chunking}: the cluster of the paired
+    tests at every size, so that a question keeps its cluster whatever the chunk size (questions
+    written from one chunk are not independent)."""
+    return {q["qid"]: q.get("source_chunk_id") or q["qid"] for q in questions}
+
+
+def metric_cis(per_query: list[dict], system: str, metrics: list[str], clusters: dict) -> dict:
+    """{metric_ci_low, metric_ci_high}: the 95% cluster-robust t interval of each metric's mean
+    over the questions `system` ranked."""
+    from ..lib.stats import cluster_t
+
+    rows = [r for r in per_query if r["system"] == system]
+    out = {}
+    for m in metrics:
+        c = cluster_t([r[m] for r in rows], [clusters.get(r["qid"], r["qid"]) for r in rows])
+        out[f"{m}_ci_low"], out[f"{m}_ci_high"] = c["ci_low"], c["ci_high"]
+    return out
+
+
+def _system_tests(res, k_values, clusters: dict):
+    """The paired tests between the systems at one size (None with one system)."""
+    from ..lib.retrieval.metrics import compare
+
+    if len(res.rankings) < 2:
+        return None
+    return compare(res.qrels, res.rankings, main_metrics(k_values), stat_test="student", clusters=clusters)
+
+
+def size_differences(retrieval: list[SizeRetrieval], sets: dict, metrics: list[str]):
+    """Each chunk size against the smallest, per question set, system and metric: the mean
+    difference (larger − smallest) over the questions placed at both sizes, its 95%
+    cluster-robust t interval and p-value (clusters: each question's source chunk in the run's
+    own chunking), Holm-adjusted within each question set and metric, and the smallest
+    difference detectable at α = 0.05 with 80% power. The gold is the same evidence span at
+    every size, so the difference is the chunking's; a larger chunk holds more of any span,
+    which recall at equal k rewards by construction."""
+    import pandas as pd
+
+    from ..lib.stats import holm, paired_difference
+
+    if not retrieval:
+        return pd.DataFrame()
+    smallest = min(r.size for r in retrieval)
+    base = {r.question_set: r for r in retrieval if r.size == smallest}
+    rows = []
+    for r in (r for r in retrieval if r.size != smallest):
+        a_run, clusters = base[r.question_set], base_clusters(sets[r.question_set])
+        for system in r.evaluation.rankings:
+            a = {q["qid"]: q for q in a_run.evaluation.per_query if q["system"] == system}
+            b = {q["qid"]: q for q in r.evaluation.per_query if q["system"] == system}
+            qids = sorted(set(a) & set(b))
+            for m in metrics:
+                d = paired_difference([a[q][m] for q in qids], [b[q][m] for q in qids], [clusters[q] for q in qids])
+                rows.append(
+                    {
+                        "questions": r.question_set,
+                        "system": system,
+                        "metric": m,
+                        "size_a": smallest,
+                        "size_b": r.size,
+                        "n_questions": d["n"],
+                        "n_source_chunks": d["n_clusters"],
+                        "mean_a": sum(a[q][m] for q in qids) / max(len(qids), 1),
+                        "mean_b": sum(b[q][m] for q in qids) / max(len(qids), 1),
+                        **{k: d[k] for k in ("diff", "ci_low", "ci_high", "p_value", "se", "df", "mde")},
+                    }
+                )
+    out = pd.DataFrame(rows)
+    if not out.empty:
+        out["p_holm"] = float("nan")
+        for _, idx in out.groupby(["questions", "metric"]).groups.items():
+            out.loc[idx, "p_holm"] = [float("nan") if p is None else p for p in holm(list(out.loc[idx, "p_value"]))]
+    return out
 
 
 class SizeGrades(NamedTuple):
@@ -102,13 +189,15 @@ class SizeGrades(NamedTuple):
 
 class ChunkStudy(NamedTuple):
     """What the chunk-size study computes: per size and question set the retrieval evaluation,
-    the comparison rows, the cost of each size, and Table 1 per size when grading."""
+    the comparison rows, the paired differences between sizes, the cost of each size, and Table
+    1 per size when grading."""
 
     sets: dict  # {question set: questions}
     retrieval: list[SizeRetrieval]
     rows: list[dict]
     costs: list[dict]
     grades: list[SizeGrades]
+    differences: object = None  # pandas DataFrame, size_differences
 
 
 def retrieval_at_size(cfg: Config, docs: list, sets: dict, size: int) -> tuple[list[SizeRetrieval], list[dict], dict]:
@@ -134,7 +223,9 @@ def retrieval_at_size(cfg: Config, docs: list, sets: dict, size: int) -> tuple[l
     for name, questions in sets.items():
         placed = on_chunks(questions, chunks)
         res = evaluate_retrieval(rc, placed, [], chunks, systems, depth, pool)
-        evaluated.append(SizeRetrieval(size, name, placed, chunks, res))
+        clusters = base_clusters(questions)
+        tests = _system_tests(res, rc.k_values, clusters)
+        evaluated.append(SizeRetrieval(size, name, placed, chunks, res, tests))
         search += sum(res.timings.values())
         mean_gold = sum(len(v) for v in res.qrels.values()) / max(len(res.qrels), 1)
         for r in res.summary.to_dict("records"):
@@ -147,6 +238,7 @@ def retrieval_at_size(cfg: Config, docs: list, sets: dict, size: int) -> tuple[l
                     "n_documents": len({q["doc_id"] for q in placed}),
                     "gold_chunks_per_question": round(mean_gold, 2),
                     **{k: v for k, v in r.items() if k not in ("n_queries", "n_unanswerable_left_out")},
+                    **metric_cis(res.per_query, r["system"], main_metrics(rc.k_values), clusters),
                 }
             )
     cost = {
@@ -182,7 +274,8 @@ def compute(cfg: Config, docs: list, sets: dict, models: ModelTurns) -> ChunkStu
     by_size = {g.size: g.stats for g in grades}
     for c in costs:
         c.update(by_size.get(c["chunk_size"], {}))
-    return ChunkStudy(sets, retrieval, rows, costs, grades)
+    differences = size_differences(retrieval, sets, main_metrics(cfg.retrieval.k_values))
+    return ChunkStudy(sets, retrieval, rows, costs, grades, differences)
 
 
 def write(cfg: Config, result: ChunkStudy, out) -> dict:
@@ -198,6 +291,8 @@ def write(cfg: Config, result: ChunkStudy, out) -> dict:
         (folder / names.RETRIEVAL).mkdir(parents=True, exist_ok=True)
         write_dataframe(r.evaluation.summary.round(4), folder / names.RETRIEVAL_SUMMARY)
         write_jsonl(folder / names.RETRIEVAL_PER_QUERY, r.evaluation.per_query)
+        if r.significance is not None:
+            write_dataframe(r.significance.round(4), folder / names.RETRIEVAL_SIGNIFICANCE)
     for g in result.grades:
         write_dataframe(g.table, out(d / str(g.size)) / names.TABLE1)
         write_jsonl(out(d / str(g.size)) / names.GRADES, g.rows)
@@ -221,6 +316,8 @@ def write(cfg: Config, result: ChunkStudy, out) -> dict:
         summary[[c for c in cols if c in summary]].round(3), out(cfg.run_dir / names.CHUNK_SIZES_SUMMARY_MD)
     )
     write_dataframe(pd.DataFrame(result.costs), out(cfg.run_dir / names.CHUNK_SIZES_COSTS))
+    if result.differences is not None and not result.differences.empty:
+        write_dataframe(result.differences.round(4), out(cfg.run_dir / names.CHUNK_SIZES_DIFFERENCES))
     return {
         "sizes": list(cfg.chunk_study.sizes),
         "question_sets": {n: len(q) for n, q in result.sets.items()},

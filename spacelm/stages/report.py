@@ -531,7 +531,16 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
         f"coverage@{min(ks)}",
         f"coverage@{k}",
     ]
-    lines += [markdown_table(summary[[c for c in cols if c in summary]].round(3)), ""]
+    table = summary[[c for c in cols if c in summary]].round(3)
+    for m in (f"ndcg@{k}", f"recall@{k}"):
+        if f"{m}_ci_low" in summary:
+            table.insert(
+                list(table.columns).index(m) + 1,
+                f"{m} 95% CI",
+                [_interval(lo, hi) for lo, hi in zip(summary[f"{m}_ci_low"], summary[f"{m}_ci_high"])],
+            )
+    lines += [markdown_table(table), ""]
+    lines += _size_difference_lines(cfg.run_dir / names.CHUNK_SIZES_DIFFERENCES)
     if not costs.empty:
         lines += ["Cost per size (this machine):", "", markdown_table(costs), ""]
     reranker_window = {"embedded:mpnet": 384, "embedded:minilm": 256}.get(cfg.retrieval.reranker.model)
@@ -557,6 +566,42 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
                 "",
             ] + _size_test_lines(cfg.run_dir / names.chunk_size_tests(size))
     return lines
+
+
+def _interval(lo, hi, spec: str = ".3f") -> str:
+    import pandas as pd
+
+    return "–" if pd.isna(lo) or pd.isna(hi) else f"[{lo:{spec}}, {hi:{spec}}]"
+
+
+def _size_difference_lines(path) -> list[str]:
+    """Each size against the smallest on the same questions (chunk_sizes/differences.csv)."""
+    import pandas as pd
+
+    if not path.is_file():
+        return []
+    d = pd.read_csv(path)
+    table = pd.DataFrame(
+        {
+            "questions": d["questions"],
+            "system": d["system"],
+            "metric": d["metric"],
+            "sizes": [f"{b} − {a}" for a, b in zip(d["size_a"], d["size_b"])],
+            "n (questions / chunks)": [f"{n} / {c}" for n, c in zip(d["n_questions"], d["n_source_chunks"])],
+            "difference": d["diff"].round(3),
+            "95% CI": [_interval(lo, hi, "+.3f") for lo, hi in zip(d["ci_low"], d["ci_high"])],
+            "p (Holm)": d["p_holm"].map(lambda p: "–" if pd.isna(p) else f"{p:.2g}"),
+            "detectable": d["mde"].map(lambda m: "–" if pd.isna(m) else f"±{m:.3f}"),
+        }
+    )
+    return [
+        "Each size against the smallest on the same questions (paired over questions, clustered by the chunk "
+        "each was written from or placed in at the run's own size; Holm within each question set and metric; "
+        "`chunk_sizes/differences.csv`). A difference whose CI spans 0 is not evidence either way:",
+        "",
+        markdown_table(table),
+        "",
+    ]
 
 
 def _size_test_lines(path) -> list[str]:

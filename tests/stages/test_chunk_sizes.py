@@ -93,6 +93,12 @@ def test_chunk_size_study_scores_the_same_questions_at_each_size(tmp_path):
     # BM25 finds these by their words at both sizes; the whole span is covered by the top-3
     assert small["coverage@3"] == 1.0 and large["coverage@3"] == 1.0
     assert (cfg.run_dir / "chunk_sizes" / "24" / "golden" / "retrieval" / "summary.csv").is_file()
+    # every figure with its interval, and each size against the smallest on the same questions
+    assert {"ndcg@3_ci_low", "ndcg@3_ci_high", "recall@3_ci_low"} <= set(table.columns)
+    diffs = pd.read_csv(cfg.run_dir / "chunk_sizes" / "differences.csv")
+    assert list(diffs["metric"]) == ["ndcg@3", "recall@3"] and set(diffs["size_b"]) == {200}
+    row = diffs.iloc[0]
+    assert row["n_questions"] == 3 and abs(row["diff"] - (large["ndcg@3"] - small["ndcg@3"])) < 1e-3
     costs = pd.read_csv(cfg.run_dir / "chunk_sizes" / "costs.csv")
     assert list(costs["chunk_size"]) == [24, 200] and costs["chunks"].iloc[0] > costs["chunks"].iloc[1]
     # BM25 alone: no dense model is named, loaded or declared
@@ -102,6 +108,44 @@ def test_chunk_size_study_scores_the_same_questions_at_each_size(tmp_path):
     assert lines[0] == "## Chunk sizes" and sum(ln.startswith("|") and " 24 |" in ln for ln in lines) >= 2
     text = "\n".join(lines)  # no grading, no reranker, no run questions here: the report does not speak of them
     assert "graded relevance" not in text and "truncated reranker" not in text and "synthetic questions" not in text
+
+
+def test_sizes_are_compared_on_the_questions_placed_at_both_clustered_by_their_own_source_chunk():
+    """Hand-built per-question scores: the difference is larger − smallest over the questions
+    both sizes placed, clustered by the source chunk each question had in the run's chunking
+    (so q1 and q2, from one chunk, count as one cluster), Holm-adjusted over sizes."""
+    from spacelm.stages.retrieve import RetrievalEval
+
+    questions = [
+        {"qid": "q1", "source_chunk_id": "d:0"},
+        {"qid": "q2", "source_chunk_id": "d:0"},
+        {"qid": "q3", "source_chunk_id": "d:1"},
+        {"qid": "q4", "source_chunk_id": "e:0"},
+    ]
+    scores = {
+        100: {"q1": 0.0, "q2": 0.5, "q3": 1.0, "q4": 0.0},
+        400: {"q1": 1.0, "q2": 1.0, "q3": 1.0, "q4": 0.5},
+        900: {"q1": 1.0, "q3": 1.0, "q4": 1.0},  # q2's evidence was not placed at 900
+    }
+    retrieval = [
+        chunk_sizes.SizeRetrieval(
+            size,
+            "golden",
+            [],
+            [],
+            RetrievalEval(
+                None, [{"qid": q, "system": "bm25", "ndcg@10": v} for q, v in per_q.items()], [], {"bm25": {}}, {}, {}
+            ),
+        )
+        for size, per_q in scores.items()
+    ]
+    d = chunk_sizes.size_differences(retrieval, {"golden": questions}, ["ndcg@10"])
+    assert list(d["size_b"]) == [400, 900] and set(d["size_a"]) == {100}
+    at400, at900 = d.iloc[0], d.iloc[1]
+    assert at400["n_questions"] == 4 and at400["n_source_chunks"] == 3
+    assert abs(at400["diff"] - (3.5 - 1.5) / 4) < 1e-9 and abs(at400["mean_a"] - 1.5 / 4) < 1e-9
+    assert at900["n_questions"] == 3 and abs(at900["diff"] - 2.0 / 3) < 1e-9
+    assert (d["p_holm"] >= d["p_value"]).all()
 
 
 def test_table1_at_each_size_asks_the_judge_through_the_stage_seam(tiny_config):
