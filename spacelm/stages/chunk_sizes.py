@@ -108,14 +108,14 @@ def base_clusters(questions: list[dict]) -> dict:
 
 def metric_cis(per_query: list[dict], system: str, metrics: list[str], clusters: dict) -> dict:
     """{metric_ci_low, metric_ci_high}: the 95% cluster-robust t interval of each metric's mean
-    over the questions `system` ranked."""
+    over the questions `system` ranked, kept within the metric's range [0, 1]."""
     from ..lib.stats import cluster_t
 
     rows = [r for r in per_query if r["system"] == system]
     out = {}
     for m in metrics:
         c = cluster_t([r[m] for r in rows], [clusters.get(r["qid"], r["qid"]) for r in rows])
-        out[f"{m}_ci_low"], out[f"{m}_ci_high"] = c["ci_low"], c["ci_high"]
+        out[f"{m}_ci_low"], out[f"{m}_ci_high"] = max(c["ci_low"], 0.0), min(c["ci_high"], 1.0)
     return out
 
 

@@ -542,7 +542,12 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
     lines += [markdown_table(table), ""]
     lines += _size_difference_lines(cfg.run_dir / names.CHUNK_SIZES_DIFFERENCES)
     if not costs.empty:
-        lines += ["Cost per size (this machine):", "", markdown_table(costs), ""]
+        lines += [
+            "Cost per size (this machine):",
+            "",
+            markdown_table(costs.astype(object).where(costs.notna(), "–")),
+            "",
+        ]
     reranker_window = {"embedded:mpnet": 384, "embedded:minilm": 256}.get(cfg.retrieval.reranker.model)
     reranks = any(s.endswith("+rerank") for s in cs.systems)
     if reranks and reranker_window and max(cs.sizes) > reranker_window:
