@@ -626,8 +626,8 @@ def chunk_sizes(root: Path, run: str = "standard") -> list[str]:
                 "questions": f"{r['questions']} ({r['n_questions']} from {r['n_source_chunks']} chunks)",
                 "system": r["system"],
                 "chunks": c.get("chunks"),
-                "nDCG@10": f"{float(r['ndcg@10']):.3f}",
-                "recall@10": f"{float(r['recall@10']):.3f}",
+                "nDCG@10": f"{float(r['ndcg@10']):.3f}" + _ci_of(r, "ndcg@10"),
+                "recall@10": f"{float(r['recall@10']):.3f}" + _ci_of(r, "recall@10"),
                 "coverage@3": f"{float(r['coverage@3']):.3f}",
             }
         )
@@ -635,8 +635,36 @@ def chunk_sizes(root: Path, run: str = "standard") -> list[str]:
     return table(rows, cols, ("chunks", "nDCG@10", "recall@10", "coverage@3")) + ["", source_line(rel, crel)]
 
 
+def _ci_of(row: dict, metric: str) -> str:
+    """ " [lo, hi]" from a row's `<metric>_ci_low/high` columns, or "" when the run has none."""
+    lo, hi = row.get(f"{metric}_ci_low"), row.get(f"{metric}_ci_high")
+    if lo in (None, "") or hi in (None, ""):
+        return ""
+    return f" [{float(lo):.2f}, {float(hi):.2f}]"
+
+
+def size_differences(root: Path, run: str = "standard") -> list[str]:
+    """Each chunk size against the smallest on the same questions (paired, clustered, Holm)."""
+    rel = f"results/{run}/{names.CHUNK_SIZES_DIFFERENCES}"
+    rows = [
+        {
+            "questions": r["questions"],
+            "system": r["system"],
+            "metric": r["metric"],
+            "sizes": f"{r['size_b']} − {r['size_a']}",
+            "n": f"{r['n_questions']} / {r['n_source_chunks']}",
+            "difference [95% CI]": f"{float(r['diff']):+.3f} [{float(r['ci_low']):+.3f}, {float(r['ci_high']):+.3f}]",
+            "p (Holm)": f"{float(r['p_holm']):.2g}" if r["p_holm"] not in ("", None) else "–",
+        }
+        for r in _csv(root, rel)
+    ]
+    cols = ["questions", "system", "metric", "sizes", "n", "difference [95% CI]", "p (Holm)"]
+    return table(rows, cols, ("difference [95% CI]", "p (Holm)")) + ["", source_line(rel)]
+
+
 GENERATORS = {
     "standard-chunk-sizes": chunk_sizes,
+    "standard-chunk-size-differences": size_differences,
     "standard-summary": run_summary,
     "standard-sizes": run_sizes,
     "standard-findings": findings,
