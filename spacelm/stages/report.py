@@ -548,7 +548,9 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
             markdown_table(costs.astype(object).where(costs.notna(), "–")),
             "",
         ]
-    reranker_window = {"embedded:mpnet": 384, "embedded:minilm": 256}.get(cfg.retrieval.reranker.model)
+    from ..config.validate import ENCODER_WINDOW
+
+    reranker_window = ENCODER_WINDOW.get(cfg.retrieval.reranker.model)
     reranks = any(s.endswith("+rerank") for s in cs.systems)
     if reranks and reranker_window and max(cs.sizes) > reranker_window:
         lines += [
@@ -557,6 +559,20 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
             "truncated reranker.",
             "",
         ]
+    if cs.grade_questions and cfg.grading.method == "calibrated":
+        from ..lib.judge.calibrated import load_calibration
+
+        cal = load_calibration(cfg.grading.judging(cfg.root).calibration)
+        window = ENCODER_WINDOW.get(cal.embedding_model)
+        if window and max(cs.sizes) > window:
+            lines += [
+                f"Table 1's grade here is a calibrated score whose features include the cosine of "
+                f"`{cal.embedding_model}`, which reads at most {window} word pieces: at larger sizes that feature "
+                "sees the beginning of each chunk only. The calibration was fitted on human labels of short "
+                "passages; no human labels of long chunks exist here, so its validity at those sizes is not "
+                "measured.",
+                "",
+            ]
     for size in cs.sizes:
         t1 = d / str(size) / names.TABLE1
         if t1.is_file():

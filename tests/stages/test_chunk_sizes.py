@@ -108,6 +108,12 @@ def test_chunk_size_study_scores_the_same_questions_at_each_size(tmp_path):
     assert lines[0] == "## Chunk sizes" and sum(ln.startswith("|") and " 24 |" in ln for ln in lines) >= 2
     text = "\n".join(lines)  # no grading, no reranker, no run questions here: the report does not speak of them
     assert "graded relevance" not in text and "truncated reranker" not in text and "synthetic questions" not in text
+    assert "calibrated score" not in text
+    # graded by the calibrated judge at a size beyond its cosine encoder's window: the report says what it cannot see
+    cfg.chunk_study.grade_questions, cfg.grading.method = 2, "calibrated"
+    cfg.chunk_study.sizes = [24, 300]
+    text = "\n".join(chunk_size_lines(cfg, {}))
+    assert "calibrated score" in text and "embedded:minilm" in text and "at most 256 word pieces" in text
 
 
 def test_sizes_are_compared_on_the_questions_placed_at_both_clustered_by_their_own_source_chunk():
