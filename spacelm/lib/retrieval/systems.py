@@ -19,7 +19,9 @@ import numpy as np
 
 from ..deps import require as _require
 from ..names import Ranking, reads_dense
-from ..progress import show_progress
+from ..progress import progress_bar, show_progress
+
+CACHE_EVERY = 128  # passages a bi-encoder encodes between two writes to the embedding cache (a long run resumes)
 
 
 # --------------------------------------------------------------------------- settings
@@ -233,8 +235,24 @@ class Encoder:
         found = self.cache.get_many(self.key, hashes)
         miss = sorted({h: i for i, h in enumerate(hashes) if h not in found}.values())
         if miss:
-            embs = encode_projected(self._encode, [texts[i] for i in miss], progress, self.batch_size, self.spec)
-            self.cache.put_many(self.key, [(hashes[i], e) for i, e in zip(miss, embs)])
+            stored = 0  # misses encoded and written so far, in order: an interrupted run keeps them
+
+            def encode_storing(block: list[str], progress: str | None) -> np.ndarray:
+                nonlocal stored
+                bar, parts = progress_bar(len(block), progress) if progress else None, []
+                for start in range(0, len(block), CACHE_EVERY):
+                    embs = self._encode(block[start : start + CACHE_EVERY], None)
+                    done = miss[stored : stored + len(embs)]
+                    self.cache.put_many(self.key, [(hashes[i], e) for i, e in zip(done, embs)])
+                    stored += len(embs)
+                    parts.append(embs)
+                    if bar is not None:
+                        bar.update(len(embs))
+                if bar is not None:
+                    bar.close()
+                return np.concatenate(parts)
+
+            embs = encode_projected(encode_storing, [texts[i] for i in miss], progress, self.batch_size, self.spec)
             for i, e in zip(miss, embs):
                 found[hashes[i]] = e
             self.encoded += len(miss)
