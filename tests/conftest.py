@@ -22,6 +22,28 @@ def pytest_configure(config):
         config._spacelm_ram_basetemp = config.option.basetemp
 
 
+@pytest.fixture(autouse=True)
+def _one_model_test_at_a_time(request):
+    """Under pytest-xdist (`scripts/test.sh` runs on every core), the tests that load real models
+    or read a whole real corpus take turns through a lock file shared by the run's workers: two
+    model engines on two cores would each slow the other by more than the split gains, while
+    the other worker goes on with light tests. (`--dist loadgroup` would keep them on one
+    worker, but with pytest 9.2 it no longer groups: pytest-dev/pytest-xdist#1386.)"""
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    heavy = request.node.get_closest_marker("slow") or request.node.get_closest_marker("vllm")
+    if not (run_id and heavy):
+        yield
+        return
+    import fcntl
+
+    with open(Path(tempfile.gettempdir()) / f"spacelm-model-tests-{run_id}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def pytest_sessionfinish(session, exitstatus):
     """The RAM-disk folder goes when every test passed; after a failure it stays for a look."""
     base = getattr(session.config, "_spacelm_ram_basetemp", None)
