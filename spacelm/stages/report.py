@@ -618,7 +618,8 @@ def _size_difference_lines(path) -> list[str]:
     return [
         "Each size against the smallest on the same questions (paired over questions, clustered by the chunk "
         "each was written from or placed in at the run's own size; Holm within each question set and metric; "
-        "`chunk_sizes/differences.csv`). A difference whose CI spans 0 is not evidence either way:",
+        "`chunk_sizes/differences.csv`). A CI that spans 0 is no evidence of a difference; 'detectable' is the "
+        "difference each comparison had 80% power to find at its n:",
         "",
         markdown_table(table),
         "",
@@ -647,8 +648,8 @@ def _size_test_lines(path) -> list[str]:
         for r in t.itertuples()
     ]
     return [
-        "Reranking and the share of grade 3 here: " + "; ".join(cells) + ". A difference smaller than the "
-        "detectable one is not evidence either way.",
+        "Reranking and the share of grade 3 here: " + "; ".join(cells) + ". A CI that spans 0 is no evidence "
+        "of a difference; 'detectable' is the difference the cell had 80% power to find at its n.",
         "",
     ]
 
