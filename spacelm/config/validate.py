@@ -276,10 +276,6 @@ def _stage_needs(cfg: Config, stages: list[str], source: str) -> None:
         )
 
 
-# the most word pieces each embedded encoder reads (longer passages are cut)
-ENCODER_WINDOW = {"embedded:minilm": 256, "embedded:mpnet": 384, "embedded:nomic-embed-text-v1.5": 2048}
-
-
 def _validate_corpus_and_chunk_study(cfg: Config, need, at_least) -> None:
     """A named corpus list must exist; the chunk study's sizes must be readable by its dense model."""
     if cfg.corpus.file_list:
@@ -313,7 +309,9 @@ def _validate_corpus_and_chunk_study(cfg: Config, need, at_least) -> None:
             "reranked system to grade Table 1 at each size (or set chunk_study.grade_questions: 0)",
         )
     dense = cs.dense_model or cfg.retrieval.dense.model
-    window = ENCODER_WINDOW.get(dense)
+    from ..lib.llm.models import encoder_window
+
+    window = encoder_window(dense)
     from ..lib.names import reads_dense as _reads_dense
 
     reads_dense = _reads_dense(cs.systems)

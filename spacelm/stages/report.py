@@ -548,9 +548,9 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
             markdown_table(costs.astype(object).where(costs.notna(), "–")),
             "",
         ]
-    from ..config.validate import ENCODER_WINDOW
+    from ..lib.llm.models import encoder_window
 
-    reranker_window = ENCODER_WINDOW.get(cfg.retrieval.reranker.model)
+    reranker_window = encoder_window(cfg.retrieval.reranker.model)
     reranks = any(s.endswith("+rerank") for s in cs.systems)
     if reranks and reranker_window and max(cs.sizes) > reranker_window:
         lines += [
@@ -563,7 +563,7 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
         from ..lib.judge.calibrated import load_calibration
 
         cal = load_calibration(cfg.grading.judging(cfg.root).calibration)
-        window = ENCODER_WINDOW.get(cal.embedding_model)
+        window = encoder_window(cal.embedding_model)
         if window and max(cs.sizes) > window:
             lines += [
                 f"Table 1's grade here is a calibrated score whose features include the cosine of "

@@ -39,6 +39,14 @@ class EmbeddedModel:
     note: str = ""
     member: str = ""  # zip-member: the member's name inside the split zip
     offset: int = 0  # zip-member: where its local file header starts in the first package's part
+    window: int = 0  # an encoder: the most tokens (word pieces) it reads of one text; 0 for a generator
+
+
+def encoder_window(spec: str) -> int | None:
+    """The most tokens the embedded encoder `spec` reads of one text (a longer text is cut), or
+    None when `spec` is not an embedded encoder."""
+    m = EMBEDDED.get(spec.removeprefix("embedded:")) if spec.startswith("embedded:") else None
+    return (m.window or None) if m else None
 
 
 EMBEDDED: dict[str, EmbeddedModel] = {
@@ -55,6 +63,7 @@ EMBEDDED: dict[str, EmbeddedModel] = {
             weights_file="model.safetensors",
             sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
             note="bi-encoder, 384-d, max 256 word pieces; ~22 passages/s on 2 cores",
+            window=256,
         ),
         EmbeddedModel(
             name="mpnet",
@@ -67,6 +76,7 @@ EMBEDDED: dict[str, EmbeddedModel] = {
             weights_file="model.safetensors",
             sha256="78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
             note="stronger bi-encoder, 768-d, max 384 word pieces; used to rescore first-stage pools",
+            window=384,
         ),
         EmbeddedModel(
             name="qwen2.5-coder-1.5b",
@@ -107,6 +117,7 @@ EMBEDDED: dict[str, EmbeddedModel] = {
             note="long-context bi-encoder through llama.cpp, 768-d, 2,048 tokens, mean pooling; needs the "
             "'search_query: ' / 'search_document: ' prefixes; inside the GPT4All desktop archive (version 0.0.2 "
             "of the packages only)",
+            window=2048,
         ),
     ]
 }
