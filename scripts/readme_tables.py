@@ -662,9 +662,55 @@ def size_differences(root: Path, run: str = "standard") -> list[str]:
     return table(rows, cols, ("difference [95% CI]", "p (Holm)")) + ["", source_line(rel)]
 
 
+def table1_by_size(root: Path, run: str = "paper-chunks") -> list[str]:
+    """Table 1's reranking comparison at each chunk size of a run's chunk-size study: the share of
+    grade 3 before and after reranking, the paired difference with its CI, p and the detectable
+    difference, and the mean grade."""
+    base = root / "results" / run / names.CHUNK_SIZES
+    paths = sorted(base.glob(f"*/{names.CHUNK_SIZE_TESTS}"), key=lambda p: int(p.parent.name))
+    rows, sources = [], []
+    for p in paths:
+        rel = str(p.relative_to(root))
+        sources.append(rel)
+        tests = [r for r in _csv(root, rel) if r["comparison"] == "reranked - retrieved"]
+        for r in tests:
+            if r["measure"] not in ("share_3", "mean_grade"):
+                continue
+            pp = r["measure"] == "share_3"
+            fmt = "{:.1f}%" if pp else "{:.2f}"
+            dfmt = "{:+.1f} pp" if pp else "{:+.2f}"
+            num = lambda x: x not in ("", None)  # noqa: E731
+            rows.append(
+                {
+                    "size": p.parent.name,
+                    "retriever": f"{r['retriever']} top-{r['top_k']}",
+                    "measure": "grade 3" if pp else "mean grade",
+                    "n": f"{r['n_questions']} / {r['n_source_chunks']}",
+                    "retrieved → reranked": f"{fmt.format(float(r['value_a']))} → {fmt.format(float(r['value_b']))}",
+                    "difference [95% CI]": dfmt.format(float(r["diff"]))
+                    + (
+                        f" [{float(r['ci_low']):+.1f}, {float(r['ci_high']):+.1f}]"
+                        if pp and num(r["ci_low"])
+                        else f" [{float(r['ci_low']):+.2f}, {float(r['ci_high']):+.2f}]"
+                        if num(r["ci_low"])
+                        else ""
+                    ),
+                    "p": f"{float(r['p_value']):.2g}" if num(r["p_value"]) else "–",
+                    "detectable": (f"±{float(r['mde_cell']):.1f}" if pp else f"±{float(r['mde_cell']):.2f}")
+                    if num(r["mde_cell"])
+                    else "–",
+                }
+            )
+    cols = ["size", "retriever", "measure", "n", "retrieved → reranked", "difference [95% CI]", "p", "detectable"]
+    return table(rows, cols, ("difference [95% CI]", "p", "detectable")) + ["", source_line(*sources)]
+
+
 GENERATORS = {
     "standard-chunk-sizes": chunk_sizes,
     "standard-chunk-size-differences": size_differences,
+    "paper-chunks-chunk-sizes": lambda root: chunk_sizes(root, "paper-chunks"),
+    "paper-chunks-size-differences": lambda root: size_differences(root, "paper-chunks"),
+    "paper-chunks-table1-sizes": table1_by_size,
     "standard-summary": run_summary,
     "standard-sizes": run_sizes,
     "standard-findings": findings,
