@@ -261,6 +261,10 @@ class Staging:
 
     def __call__(self, final: Path) -> Path:
         final = Path(final)
+        inside = next((f for f in self.moves if f != final and final.is_relative_to(f)), None)
+        if inside is not None:
+            # the folder's commit would replace it: write into the staged folder instead
+            raise ValueError(f"{final} lies inside the staged output {inside}: write to out({inside.name}) / …")
         staged = final.parent / f".staging-{self.stage}" / final.name
         staged.parent.mkdir(parents=True, exist_ok=True)
         self.moves[final] = staged

@@ -296,7 +296,7 @@ def write(cfg: Config, result: ChunkStudy, out) -> dict:
     for g in result.grades:
         write_dataframe(g.table, out(d / str(g.size)) / names.TABLE1)
         write_jsonl(out(d / str(g.size)) / names.GRADES, g.rows)
-        write_dataframe(g.tests, out(cfg.run_dir / names.chunk_size_tests(g.size)))
+        write_dataframe(g.tests, out(d / str(g.size)) / names.CHUNK_SIZE_TESTS)
     summary = pd.DataFrame(result.rows)
     write_dataframe(summary.round(4), out(cfg.run_dir / names.CHUNK_SIZES_SUMMARY))
     k = 10 if 10 in rc.k_values else max(rc.k_values)
