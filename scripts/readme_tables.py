@@ -677,28 +677,23 @@ def table1_by_size(root: Path, run: str = "paper-chunks") -> list[str]:
             if r["measure"] not in ("share_3", "mean_grade"):
                 continue
             pp = r["measure"] == "share_3"
-            fmt = "{:.1f}%" if pp else "{:.2f}"
-            dfmt = "{:+.1f} pp" if pp else "{:+.2f}"
-            num = lambda x: x not in ("", None)  # noqa: E731
+            spec, unit = (".1f", " pp") if pp else (".2f", "")
+
+            def num(key: str, fmt: str, r: dict = r) -> str | None:
+                return None if r[key] in ("", None) else format(float(r[key]), fmt)
+
+            ci = f" [{num('ci_low', '+' + spec)}, {num('ci_high', '+' + spec)}]" if num("ci_low", spec) else ""
             rows.append(
                 {
                     "size": p.parent.name,
                     "retriever": f"{r['retriever']} top-{r['top_k']}",
                     "measure": "grade 3" if pp else "mean grade",
                     "n": f"{r['n_questions']} / {r['n_source_chunks']}",
-                    "retrieved → reranked": f"{fmt.format(float(r['value_a']))} → {fmt.format(float(r['value_b']))}",
-                    "difference [95% CI]": dfmt.format(float(r["diff"]))
-                    + (
-                        f" [{float(r['ci_low']):+.1f}, {float(r['ci_high']):+.1f}]"
-                        if pp and num(r["ci_low"])
-                        else f" [{float(r['ci_low']):+.2f}, {float(r['ci_high']):+.2f}]"
-                        if num(r["ci_low"])
-                        else ""
-                    ),
-                    "p": f"{float(r['p_value']):.2g}" if num(r["p_value"]) else "–",
-                    "detectable": (f"±{float(r['mde_cell']):.1f}" if pp else f"±{float(r['mde_cell']):.2f}")
-                    if num(r["mde_cell"])
-                    else "–",
+                    "retrieved → reranked": f"{num('value_a', spec)}{'%' if pp else ''} → "
+                    f"{num('value_b', spec)}{'%' if pp else ''}",
+                    "difference [95% CI]": f"{num('diff', '+' + spec)}{unit}{ci}",
+                    "p": num("p_value", ".2g") or "–",
+                    "detectable": f"±{num('mde_cell', spec)}" if num("mde_cell", spec) else "–",
                 }
             )
     cols = ["size", "retriever", "measure", "n", "retrieved → reranked", "difference [95% CI]", "p", "detectable"]

@@ -589,6 +589,13 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
     return lines
 
 
+def _num(x, spec: str) -> str:
+    """`x` formatted with `spec`, or "–" when it is missing (NaN)."""
+    import pandas as pd
+
+    return "–" if pd.isna(x) else format(x, spec)
+
+
 def _interval(lo, hi, spec: str = ".3f") -> str:
     import pandas as pd
 
@@ -611,7 +618,7 @@ def _size_difference_lines(path) -> list[str]:
             "n (questions / chunks)": [f"{n} / {c}" for n, c in zip(d["n_questions"], d["n_source_chunks"])],
             "difference": d["diff"].round(3),
             "95% CI": [_interval(lo, hi, "+.3f") for lo, hi in zip(d["ci_low"], d["ci_high"])],
-            "p (Holm)": d["p_holm"].map(lambda p: "–" if pd.isna(p) else f"{p:.2g}"),
+            "p (Holm)": d["p_holm"].map(lambda p: _num(p, ".2g")),
             "detectable": d["mde"].map(lambda m: "–" if pd.isna(m) else f"±{m:.3f}"),
         }
     )
@@ -638,13 +645,10 @@ def _size_test_lines(path) -> list[str]:
     if t.empty:
         return []
 
-    def num(x, spec: str) -> str:
-        return "–" if pd.isna(x) else format(x, spec)
-
     cells = [
         f"{r.retriever} top-{r.top_k}: {r.value_a:.1f}% → {r.value_b:.1f}% ({r.diff:+.1f} pp, 95% CI "
-        f"{num(r.ci_low, '+.1f')} to {num(r.ci_high, '+.1f')}, p {num(r.p_value, '.2g')}; n {r.n_questions} "
-        f"questions / {r.n_source_chunks} source chunks; detectable ±{num(r.mde_cell, '.1f')} pp)"
+        f"{_num(r.ci_low, '+.1f')} to {_num(r.ci_high, '+.1f')}, p {_num(r.p_value, '.2g')}; n {r.n_questions} "
+        f"questions / {r.n_source_chunks} source chunks; detectable ±{_num(r.mde_cell, '.1f')} pp)"
         for r in t.itertuples()
     ]
     return [
