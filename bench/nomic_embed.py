@@ -34,6 +34,7 @@ from spacelm.lib.retrieval.beir import load_beir  # noqa: E402
 from spacelm.lib.retrieval.gguf_embedding import GGUFEncoder, is_gguf_embedding  # noqa: E402
 from spacelm.lib.retrieval.metrics import evaluate  # noqa: E402
 from spacelm.lib.retrieval.systems import DenseRetriever, Encoder  # noqa: E402
+from spacelm.lib.stats import cluster_t, paired_difference  # noqa: E402
 
 NOMIC = "embedded:nomic-embed-text-v1.5"
 MINILM = "embedded:minilm"
@@ -191,6 +192,7 @@ def main(argv=None) -> int:
         return 0
 
     out["retrieval"] = {}
+    per_query: dict = {}
     for s in specs:
         t = time.perf_counter()
         r = DenseRetriever(make(s, args.threads, Path(args.cache_dir)))
@@ -206,12 +208,16 @@ def main(argv=None) -> int:
         t = time.perf_counter()
         rankings = r.search(queries, 100)
         t_search = time.perf_counter() - t
-        scores = evaluate(qrels, dict(zip(qids, rankings)), ["ndcg@10", "recall@100"])["mean"]
+        ev = evaluate(qrels, dict(zip(qids, rankings)), ["ndcg@10", "recall@100"], per_query=True)
+        scores = ev["mean"]
+        per_query[s] = ev["per_query"]
+        ci = cluster_t([per_query[s]["ndcg@10"][q] for q in qids])
         pub = PUBLISHED.get(s, {}) if len(ids) == full_size else {}  # published figures are whole-corpus ones
         enc = r.encoder
         row = {
             "ndcg@10": round(scores["ndcg@10"], 4),
             "recall@100": round(scores["recall@100"], 4),
+            "ndcg@10_ci95": [round(ci["ci_low"], 4), round(ci["ci_high"], 4)],
             "n_queries": len(qids),
             "passages_encoded_this_run": enc.encoded,
             "index_s": round(t_index, 1),
@@ -233,10 +239,43 @@ def main(argv=None) -> int:
             flush=True,
         )
         del r
+    if len(specs) >= 2:
+        out["paired"] = paired_rows(specs, qids, per_query)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {args.out}")
     return 0
+
+
+def paired_rows(specs: list[str], qids: list[str], per_query: dict) -> list[dict]:
+    """Each model against the first on the same queries: the mean per-query difference (b − a) with
+    its 95% t interval and the paired t test's p-value (queries are independent in BEIR)."""
+    rows = []
+    a = specs[0]
+    for b in specs[1:]:
+        for m in ("ndcg@10", "recall@100"):
+            d = paired_difference([per_query[a][m][q] for q in qids], [per_query[b][m][q] for q in qids])
+            wins = sum(per_query[b][m][q] > per_query[a][m][q] for q in qids)
+            losses = sum(per_query[b][m][q] < per_query[a][m][q] for q in qids)
+            rows.append(
+                {
+                    "a": a,
+                    "b": b,
+                    "metric": m,
+                    "n_queries": d["n"],
+                    "diff_b_minus_a": round(d["diff"], 4),
+                    "ci95": [round(d["ci_low"], 4), round(d["ci_high"], 4)],
+                    "p_value": None if d["p_value"] != d["p_value"] else float(f"{d['p_value']:.3g}"),
+                    "mde_80pct_power": None if d["mde"] != d["mde"] else round(d["mde"], 4),
+                    "wins_b": int(wins),
+                    "ties": len(qids) - int(wins) - int(losses),
+                    "wins_a": int(losses),
+                    "test": "paired t over queries",
+                }
+            )
+            r = rows[-1]
+            print(f"{b} − {a} {m}: {r['diff_b_minus_a']:+.4f} {r['ci95']} p {r['p_value']}", flush=True)
+    return rows
 
 
 if __name__ == "__main__":

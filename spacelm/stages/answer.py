@@ -479,7 +479,7 @@ def _prompts(cfg: Config) -> list[str]:
     if cfg.answer.binary_judges:
         p.append("judge_binary")
     if cfg.answer.refusal_judge:
-        p.append("judge_refusal")
+        p += ["judge_refusal", "judge_refusal_mirrored"]
     if cfg.answer.claims:
         p.append("judge_claim_support")
     return p

@@ -364,6 +364,7 @@ def _prompts(cfg: Config) -> list[str]:
             "judge_binary",
             "judge_claim_support",
             "judge_refusal",
+            "judge_refusal_mirrored",
         ]
     return p
 

@@ -208,23 +208,35 @@ def parse_binary(text: str) -> tuple[bool | None, str]:
 
 
 def judge_refusal(judge, items: list[dict]) -> None:
-    """The refusal judge: does the answer decline? (yes/no, one constrained token, its own prompt
-    `judge_refusal`). Reads only the question and the answer: whether the passages hold the
-    answer is the setting's business, not the judge's. Sets `item["binary"]["refusal"]`."""
+    """The refusal judge: does the answer decline? Asked twice, each a yes/no of one constrained
+    token: "does the reply decline?" (prompt `judge_refusal`) and its mirror "does the reply give
+    an answer?" (`judge_refusal_mirrored`). P(declines) is the mean of P(yes) to the first and
+    P(no) to the second (:func:`~spacelm.lib.judge.scores.mirrored_p_yes`): the embedded 1.5B
+    judge answers "yes" to the first question for most answers whatever they say
+    (docs/judges.md), and asking both ways cancels that lean. Reads only the question and the
+    answer: whether the passages hold the answer is the setting's business, not the judge's.
+    Sets `item["binary"]["refusal"]` = {verdict, p_yes (of declining), p_yes_declines,
+    p_yes_answers, raw}."""
+    from ..judge.scores import mirrored_p_yes, verdict_of
     from ..llm.prompting import render
     from ..llm.types import Request
 
+    names = ("judge_refusal", "judge_refusal_mirrored")
     reqs = [
-        Request(
-            messages=render("judge_refusal", question=it["question"], answer=it["answer"]),
-            choices=["yes", "no"],
-            max_tokens=1,
-        )
+        Request(messages=render(n, question=it["question"], answer=it["answer"]), choices=["yes", "no"], max_tokens=1)
         for it in items
+        for n in names
     ]
-    for it, comp in zip(items, judge.chat_many(reqs, progress="refusal judge")):
-        verdict, _ = parse_binary(comp.text)
-        it.setdefault("binary", {})["refusal"] = {"verdict": verdict, "p_yes": p_yes(comp), "raw": comp.text}
+    comps = judge.chat_many(reqs, progress="refusal judge")
+    for it, asked, mirror in zip(items, comps[0::2], comps[1::2]):
+        p = mirrored_p_yes(p_yes(asked), p_yes(mirror))
+        it.setdefault("binary", {})["refusal"] = {
+            "verdict": verdict_of(p),
+            "p_yes": p,
+            "p_yes_declines": p_yes(asked),
+            "p_yes_answers": p_yes(mirror),
+            "raw": f"{asked.text} / {mirror.text}",
+        }
 
 
 # --------------------------------------------------------------------------- generation

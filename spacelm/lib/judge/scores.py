@@ -60,3 +60,22 @@ def p_yes(comp) -> float | None:
         return float(comp.choice_probs["yes"])
     t = (comp.text or "").strip().lower()
     return 1.0 if t.startswith("yes") else 0.0 if t.startswith("no") else None
+
+
+def mirrored_p_yes(p_asked: float | None, p_mirror: float | None) -> float | None:
+    """P(yes) to a yes/no question asked two ways, the second with its meaning reversed ("does
+    the reply decline?" and "does the reply give an answer?"): the mean of P(yes) to the first
+    and P(no) to the second. A judge that leans to "yes" whatever it reads moves the two terms in
+    opposite directions, so the lean cancels and what is left is what the judge read. None when
+    either answer is missing."""
+    if p_asked is None or p_mirror is None:
+        return None
+    return (p_asked + 1.0 - p_mirror) / 2
+
+
+def verdict_of(p: float | None) -> bool | None:
+    """The yes/no verdict of a P(yes): above one half yes, below no; None at exactly one half (the
+    two ways of asking disagree on a backend that gives no probabilities) or when missing."""
+    if p is None or p == 0.5:
+        return None
+    return p > 0.5

@@ -304,3 +304,55 @@ def test_a_rubric_score_is_the_digit_or_the_expected_score_never_one_for_the_oth
     assert rubric_score(j, "digit") == 4 and rubric_score(j, "expected") == 4.5
     no_probs = Judgement(value=4, raw="4", probs=None, expected=None)
     assert rubric_score(no_probs, "digit") == 4 and rubric_score(no_probs, "expected") is None
+
+
+def test_the_refusal_judge_asks_both_ways_so_a_lean_to_yes_cancels():
+    """A stand-in judge that leans to "yes" by 0.3 whatever it is asked, and otherwise reads the
+    reply correctly: asked only "does it decline?", it would call both replies refusals; asked
+    also "does it give an answer?", the lean cancels and each reply gets its own verdict. A
+    backend without probabilities whose two answers disagree gives no verdict, never a guess."""
+    from spacelm.config import LLMConfig
+    from spacelm.lib.answer.answers import judge_refusal
+    from spacelm.lib.llm import LLM
+    from spacelm.lib.llm.types import Completion
+
+    class LeansYes:
+        def __init__(self, probs: bool):
+            self.probs, self.asked = probs, []
+
+        def complete_many(self, reqs, on_done):
+            for i, r in enumerate(reqs):
+                content = r.messages[1]["content"]
+                declines = "not in the passages" in content
+                mirrored = "give an answer" in content
+                self.asked.append(mirrored)
+                truth = declines != mirrored  # the true yes/no to the question as asked
+                p = min(1.0, (0.6 if truth else 0.2) + 0.3)
+                if self.probs:
+                    on_done(i, Completion(text="yes" if p > 0.5 else "no", choice_probs={"yes": p, "no": 1 - p}))
+                else:
+                    on_done(i, Completion(text="yes"))
+
+    items = [
+        {"qid": "q1", "question": "Which threshold?", "answer": "That is not in the passages."},
+        {"qid": "q2", "question": "Which threshold?", "answer": "A probability of 1e-4."},
+    ]
+    backend = LeansYes(probs=True)
+    judge_refusal(LLM(LLMConfig(), backend=backend), items)
+    assert sorted(backend.asked) == [False, False, True, True]
+    r1, r2 = items[0]["binary"]["refusal"], items[1]["binary"]["refusal"]
+    assert r1["p_yes_declines"] == pytest.approx(0.9) and r2["p_yes_declines"] == pytest.approx(0.5)
+    assert r1["verdict"] is True and r1["p_yes"] == pytest.approx((0.9 + 1 - 0.5) / 2)
+    assert r2["verdict"] is False and r2["p_yes"] == pytest.approx((0.5 + 1 - 0.9) / 2)
+
+    judge_refusal(LLM(LLMConfig(), backend=LeansYes(probs=False)), items)
+    assert [it["binary"]["refusal"]["verdict"] for it in items] == [None, None]
+    assert items[0]["binary"]["refusal"]["p_yes"] == 0.5
+
+
+def test_a_yes_no_question_asked_both_ways_reads_the_mirror_as_its_complement():
+    from spacelm.lib.judge.scores import mirrored_p_yes, verdict_of
+
+    assert mirrored_p_yes(0.7, 0.1) == pytest.approx(0.8)
+    assert mirrored_p_yes(0.7, None) is None and verdict_of(None) is None
+    assert verdict_of(0.5) is None and verdict_of(0.51) is True and verdict_of(0.2) is False
