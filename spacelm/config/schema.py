@@ -260,7 +260,8 @@ class AnswerConfig:
     # rubric's verdict is about the score its table reports. "expected" needs the backend's token
     # probabilities (llama.cpp and vLLM give them); a call without them is left unscored.
     scoring: Literal["digit", "expected"] = "digit"
-    # the yes/no refusal judge (prompt judge_refusal) on every answer whose passages cannot answer
+    # the yes/no refusal judge (prompts judge_refusal and its mirror judge_refusal_mirrored, asked
+    # both ways so a lean to "yes" cancels) on every answer whose passages cannot answer
     # (the negative setting, unanswerable questions): with the phrase check, the refusal rate that
     # negative rejection reports first
     refusal_judge: bool = True
