@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from spacelm.config import load_config  # noqa: E402
+from spacelm.lib.answer.answerability import agreement  # noqa: E402
 from spacelm.lib.answer.answers import judge_refusal  # noqa: E402
 from spacelm.lib.io import read_jsonl, write_json  # noqa: E402
 from spacelm.lib.judge.scores import verdict_of  # noqa: E402
@@ -79,12 +80,6 @@ def score_both_ways(judge, controls: list[dict]) -> list[dict]:
     return list(rows.values())
 
 
-def kappa(a: list[bool], b: list[bool]) -> float | None:
-    from sklearn.metrics import cohen_kappa_score
-
-    return None if len(set(a) | set(b)) < 2 else round(float(cohen_kappa_score(a, b)), 3)
-
-
 def against_phrases(judge, answers: list[dict]) -> list[dict]:
     """Every answer judged both ways, against the phrase check."""
     items = [{"question": a["question"], "answer": a["answer"], "phrase": bool(a["refusal"])} for a in answers]
@@ -93,16 +88,16 @@ def against_phrases(judge, answers: list[dict]) -> list[dict]:
     for reading, key in READINGS.items():
         pairs = [(verdict_of(it["binary"]["refusal"][key]), it["phrase"]) for it in items]
         decided = [(j, p) for j, p in pairs if j is not None]
-        js, ps = [j for j, _ in decided], [p for _, p in decided]
+        ag = agreement([j for j, _ in pairs], [p for _, p in pairs])
         out.append(
             {
                 "reading": reading,
                 "answers": len(items),
                 "undecided": len(pairs) - len(decided),
-                "refusals_by_judge": sum(js),
-                "refusals_by_phrase": sum(ps),
-                "agreement": round(sum(j == p for j, p in decided) / max(1, len(decided)), 3),
-                "kappa": kappa(js, ps),
+                "refusals_by_judge": sum(j for j, _ in decided),
+                "refusals_by_phrase": sum(p for _, p in decided),
+                "agreement": ag["agreement"],
+                "kappa": ag["kappa"],
                 "judge_yes_phrase_no": sum(j and not p for j, p in decided),
                 "judge_no_phrase_yes": sum(p and not j for j, p in decided),
             }

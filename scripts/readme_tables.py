@@ -662,6 +662,11 @@ def size_differences(root: Path, run: str = "standard") -> list[str]:
     return table(rows, cols, ("difference [95% CI]", "p (Holm)")) + ["", source_line(rel)]
 
 
+def _csv_number(row: dict, key: str, fmt: str) -> str | None:
+    """A CSV cell formatted with `fmt`, or None when it is empty."""
+    return None if row[key] in ("", None) else format(float(row[key]), fmt)
+
+
 def table1_by_size(root: Path, run: str = "paper-chunks") -> list[str]:
     """Table 1's reranking comparison at each chunk size of a run's chunk-size study: the share of
     grade 3 before and after reranking, the paired difference with its CI, p and the detectable
@@ -672,28 +677,27 @@ def table1_by_size(root: Path, run: str = "paper-chunks") -> list[str]:
     for p in paths:
         rel = str(p.relative_to(root))
         sources.append(rel)
-        tests = [r for r in _csv(root, rel) if r["comparison"] == "reranked - retrieved"]
-        for r in tests:
-            if r["measure"] not in ("share_3", "mean_grade"):
+        for r in _csv(root, rel):
+            if r["comparison"] != "reranked - retrieved" or r["measure"] not in ("share_3", "mean_grade"):
                 continue
             pp = r["measure"] == "share_3"
-            spec, unit = (".1f", " pp") if pp else (".2f", "")
-
-            def num(key: str, fmt: str, r: dict = r) -> str | None:
-                return None if r[key] in ("", None) else format(float(r[key]), fmt)
-
-            ci = f" [{num('ci_low', '+' + spec)}, {num('ci_high', '+' + spec)}]" if num("ci_low", spec) else ""
+            spec, unit, pct = (".1f", " pp", "%") if pp else (".2f", "", "")
+            signed = ("diff", "ci_low", "ci_high")
+            v = {
+                k: _csv_number(r, k, "+" + spec if k in signed else spec)
+                for k in ("value_a", "value_b", "mde_cell", *signed)
+            }
             rows.append(
                 {
                     "size": p.parent.name,
                     "retriever": f"{r['retriever']} top-{r['top_k']}",
                     "measure": "grade 3" if pp else "mean grade",
                     "n": f"{r['n_questions']} / {r['n_source_chunks']}",
-                    "retrieved → reranked": f"{num('value_a', spec)}{'%' if pp else ''} → "
-                    f"{num('value_b', spec)}{'%' if pp else ''}",
-                    "difference [95% CI]": f"{num('diff', '+' + spec)}{unit}{ci}",
-                    "p": num("p_value", ".2g") or "–",
-                    "detectable": f"±{num('mde_cell', spec)}" if num("mde_cell", spec) else "–",
+                    "retrieved → reranked": f"{v['value_a']}{pct} → {v['value_b']}{pct}",
+                    "difference [95% CI]": f"{v['diff']}{unit}"
+                    + (f" [{v['ci_low']}, {v['ci_high']}]" if v["ci_low"] else ""),
+                    "p": _csv_number(r, "p_value", ".2g") or "–",
+                    "detectable": f"±{v['mde_cell']}" if v["mde_cell"] else "–",
                 }
             )
     cols = ["size", "retriever", "measure", "n", "retrieved → reranked", "difference [95% CI]", "p", "detectable"]

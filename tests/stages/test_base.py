@@ -277,15 +277,13 @@ def test_kill_9_mid_stage_leaves_it_stale_and_the_next_run_completes_it(tiny_con
 def test_a_file_inside_a_staged_output_folder_is_refused(tmp_path):
     """Writing to out(folder / name) after out(folder) would be lost when the folder's commit
     replaces it: the staging refuses it and names the folder."""
-    import pytest as _pytest
-
     from spacelm.stages.base import Staging
 
     out = Staging("x")
     folder = out(tmp_path / "chunk_sizes" / "512")
     folder.mkdir(parents=True)
     (folder / "ok.csv").write_text("a\n")  # inside the staged folder: kept
-    with _pytest.raises(ValueError, match="inside the staged output"):
+    with pytest.raises(ValueError, match="inside the staged output"):
         out(tmp_path / "chunk_sizes" / "512" / "paired_tests.csv")
     out.commit()
     assert (tmp_path / "chunk_sizes" / "512" / "ok.csv").read_text() == "a\n"

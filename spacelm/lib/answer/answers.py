@@ -229,12 +229,13 @@ def judge_refusal(judge, items: list[dict]) -> None:
     ]
     comps = judge.chat_many(reqs, progress="refusal judge")
     for it, asked, mirror in zip(items, comps[0::2], comps[1::2]):
-        p = mirrored_p_yes(p_yes(asked), p_yes(mirror))
+        declines, answers = p_yes(asked), p_yes(mirror)
+        p = mirrored_p_yes(declines, answers)
         it.setdefault("binary", {})["refusal"] = {
             "verdict": verdict_of(p),
             "p_yes": p,
-            "p_yes_declines": p_yes(asked),
-            "p_yes_answers": p_yes(mirror),
+            "p_yes_declines": declines,
+            "p_yes_answers": answers,
             "raw": f"{asked.text} / {mirror.text}",
         }
 
