@@ -163,9 +163,23 @@ def unanswerable_text(run_dir: Path, z: dict, m: dict) -> str:
 
 
 def findings(root: Path, run: str = "standard") -> list[str]:
-    """The paper's findings with this run's verdict, short enough for the README."""
+    """The paper's findings with this run's verdict (and why, for no evidence), short enough for the README."""
     rows = _csv(root, f"results/{run}/{names.PAPER_VS_RUN}")
-    return table(rows, ["finding", "verdict", "n"]) + ["", source_line(f"results/{run}/{names.PAPER_VS_RUN}")]
+    why: dict = {}
+    for r in rows:
+        reason = r.get("verdict_reason")
+        if str(reason).strip().lower() not in ("", "nan", "none"):
+            why.setdefault(str(reason), []).append(r["finding"])
+    reasons = [
+        line
+        for reason, fs in why.items()
+        for line in wrap(f"*no evidence* for {len(fs)} finding{'s' if len(fs) > 1 else ''}: {reason}.", "- ")
+    ]
+    return (
+        table(rows, ["finding", "verdict", "n"])
+        + ([""] + reasons if reasons else [])
+        + ["", source_line(f"results/{run}/{names.PAPER_VS_RUN}")]
+    )
 
 
 def findings_detail(root: Path, run: str = "standard") -> list[str]:
@@ -704,7 +718,44 @@ def table1_by_size(root: Path, run: str = "paper-chunks") -> list[str]:
     return table(rows, cols, ("difference [95% CI]", "p", "detectable")) + ["", source_line(*sources)]
 
 
+def _kappa_at(m: dict, b: str) -> str:
+    f = (m.get("boundaries") or {}).get(b)
+    return "–" if not f or f.get("kappa") is None else f"{f['kappa']:.2f} {ci(f.get('kappa_ci'))}"
+
+
+def judge_independent(root: Path) -> list[str]:
+    """The shipped embedded grader (no retriever's score) on every labelled pair it was not fitted
+    on, at each boundary, beside the reference judges on the same TREC pairs
+    (bench/judge_independent.py)."""
+    d = _json(root, "results/judge_independent.json")
+    rows = []
+
+    def add(name, m):
+        rows.append(
+            {
+                "judge, labels": name,
+                "pairs": m.get("n_pairs"),
+                "AUC": "–" if m.get("auc") is None else f"{m['auc']:.2f} {ci(m.get('auc_ci'))}",
+                "κ (≥ 1)": _kappa_at(m, "ge1"),
+                "κ (≥ 2)": _kappa_at(m, "ge2"),
+                "κ (= 3)": _kappa_at(m, "eq3"),
+            }
+        )
+
+    for name, m in d["shipped"].items():
+        if isinstance(m, list):  # reference judges on the pairs of the row above
+            for r in m:
+                add(f"↳ reference {r['name']}", r)
+        else:
+            add(f"**{Path(d['exported']).stem}**: {name}", m)
+    return table(rows, ["judge, labels", "pairs", "AUC", "κ (≥ 1)", "κ (≥ 2)", "κ (= 3)"], ("pairs",)) + [
+        "",
+        source_line("results/judge_independent.json"),
+    ]
+
+
 GENERATORS = {
+    "judge-independent": judge_independent,
     "standard-chunk-sizes": chunk_sizes,
     "standard-chunk-size-differences": size_differences,
     "paper-chunks-chunk-sizes": lambda root: chunk_sizes(root, "paper-chunks"),
@@ -813,18 +864,26 @@ QUOTED = [
         "below the findings scale**: {} questions per setting",
         _key(f"results/standard/{names.MANIFEST}", "sizes", "table2_questions_per_setting"),
     ),
+    ("README.md", "standard controls n", "valid* on its {} controls", _controls_n("standard")),
     (
         "README.md",
-        "standard trec grader",
-        "grader is *{}* on TREC DL 2020",
-        _relevance("standard", "trec-dl-2020", "{verdict}"),
+        "standard relevance rubric (README)",
+        "controls, relevance *{}*, as is noise",
+        _control("standard", "relevance"),
     ),
-    ("README.md", "standard controls n", "come from {} controls each", _controls_n("standard")),
     (
         "README.md",
-        "standard negative rejection",
-        "negative-rejection judge *{}* on its controls",
-        _control("standard", "negative_rejection"),
+        "the shipped grader in domain",
+        "κ {} at grade ≥ 2 on every labelled in-domain pair",
+        _key(
+            "results/judge_independent.json",
+            "shipped",
+            "space-corpus, every labelled pair",
+            "boundaries",
+            "ge2",
+            "kappa",
+            fmt="{:.2f}",
+        ),
     ),
     (
         "docs/judges.md",
@@ -859,7 +918,7 @@ QUOTED = [
         "Read by the expected score, on {} controls each",
         _controls_n("standard"),
     ),
-    ("README.md", "standard faithfulness", "faithfulness is *{}*,", _control("standard", "faithfulness")),
+    ("README.md", "standard faithfulness", "faithfulness is *{}* on its", _control("standard", "faithfulness")),
     (
         "docs/judges.md",
         "judge-reference scifact hard negatives",

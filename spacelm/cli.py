@@ -142,7 +142,7 @@ def cmd_report(args) -> int:
             raise never
         if args.recompute:
             from .lib.names import ANSWERS, GRADES
-            from .stages import answer, grade
+            from .stages import answer, grade, judge_check
 
             run = cfg.run_dir
             if not (run / GRADES).is_file() and not (run / ANSWERS).is_file():
@@ -152,6 +152,7 @@ def cmd_report(args) -> int:
                     file=sys.stderr,
                 )
                 return EXIT_INPUT
+            judge_check.recompute(cfg)
             if (run / GRADES).is_file():
                 grade.recompute(cfg)
             if (run / ANSWERS).is_file():

@@ -40,6 +40,14 @@ def run_stages(cfg: Config, upto: str | None = None, force: bool = False, manife
     from .stages.preflight import check_before_run, check_corpus_size
 
     names = [s.name for s in stages_for(cfg) if s is not LAST]
+    if upto is not None and upto not in names and upto != LAST.name:
+        from .config import ConfigError
+
+        raise ConfigError(
+            f"{cfg.source or '<config>'}: stage {upto!r} is not part of this config's run (it runs when the config "
+            "switches it on: chunk-sizes with chunk_study.sizes, train-reranker with retrieval.reranker.kind "
+            "cross-encoder and model trained:<name>)"
+        )
     if upto is not None and upto in names:
         names = names[: names.index(upto) + 1]
     check_before_run(cfg, names)  # before the manifest is written and any model loads

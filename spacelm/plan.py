@@ -388,6 +388,23 @@ class PlanTurns:
             "dense": Replayed({q: ids[1::2] for q, ids in graded.items()}),
         }
 
+    def audit_systems(self, names: list[str], ids: list[str], texts: list[str], labelled: dict) -> dict:
+        """Stand-in systems for the judge check's bias audit, each ranking a query's labelled
+        passages first, rotated by its slot (the most distinct labelled pairs: an upper bound);
+        the encoders the real systems would load are counted."""
+        from .lib.names import reads_dense
+
+        if reads_dense(names):
+            self.p.encoder(self.stage, "dense (bias audit)", self.cfg.retrieval.dense.model)
+        if any(n.endswith("+rerank") for n in names) and self.cfg.retrieval.reranker.kind in (
+            "biencoder",
+            "cross-encoder",
+        ):
+            rr = self.cfg.retrieval.reranker
+            self.p.encoder(self.stage, f"reranker ({rr.kind}, bias audit)", rr.model)
+        width = self.cfg.judge_check.bias_top_k
+        return {name: LabelledFirst(labelled, ids, i * width) for i, name in enumerate(names)}
+
     def gate(self, items: list[dict], text_of: dict) -> None:
         """Every answer with passages stopped by the gate (the most gated refusals to judge)."""
         self.p.encoder(self.stage, "dense (gate)", self.cfg.retrieval.dense.model)
@@ -406,6 +423,24 @@ class PlanTurns:
             dict(it, answer=claim_answer(n, it["passage_ids"], style, self.p.serial))
             for it, n in zip(items, spread(per_answer, len(items)))
         ]
+
+
+class LabelledFirst:
+    """A stand-in retriever for the bias audit, slot `shift` of several: a query with labelled
+    passages (graded labels, where only those count) gets them rotated by `shift`; one without
+    gets every passage rotated by `shift` (binary labels, where every retrieved passage counts).
+    Systems in different slots then retrieve as many distinct countable pairs as there are."""
+
+    def __init__(self, labelled: dict, ids: list[str], shift: int):
+        self.labelled, self.ids, self.shift = labelled, list(ids), shift
+
+    def search(self, queries, k: int) -> list:
+        out = []
+        for q in queries:
+            order = list(self.labelled.get(q) or self.ids)
+            s = self.shift % max(1, len(order))
+            out.append([(d, 0.0) for d in (order[s:] + order[:s])[:k]])
+        return out
 
 
 def _call_replay(cfg: Config):
@@ -439,7 +474,12 @@ def _synth_basis(known: bool):
 
 
 def _judge_check_basis(known_q: bool):
-    return lambda phase: Basis("upper bound" if phase == "known-answer controls" and not known_q else "exact")
+    def basis(phase: str) -> Basis:
+        if phase.startswith("bias audit"):  # what the systems retrieve is not known before they run
+            return Basis("upper bound")
+        return Basis("upper bound" if phase == "known-answer controls" and not known_q else "exact")
+
+    return basis
 
 
 def _grade_basis(known_r: bool):

@@ -191,7 +191,16 @@ class GradingConfig:
     # small embedded judge whose digit probabilities are nearly flat
     method: Literal["prompt", "calibrated"] = "prompt"
     # a calibration name (spacelm/data/judges/<name>.json) or a path to one; fitted for one judge model
-    calibration: str = "qwen2.5-coder-1.5b"
+    calibration: str = "qwen2.5-coder-1.5b-llm-only"
+    # the grader may not read a score of any system it grades (the same model file, or a feature
+    # computed by a system's scorer: spacelm/lib/instruments.py); the config check refuses such a
+    # combination. true only to reproduce an old run: every finding comparing a system whose
+    # scorer the grader shares then reads "no evidence (the judge shares the scorer of X)"
+    allow_shared_scorer: bool = False
+    # prompt features of the judge measured beside a calibrated grade and never part of it
+    # (e.g. [digit_expected]: the paper's digit prompt), so the report can show Table 1's
+    # comparisons under each signal alone (grading/decomposition.csv); each costs a judge call per pair
+    diagnostic_features: list[str] = field(default_factory=list)
 
     def judging(self, base: Path | None = None) -> RelevanceJudging:
         """The library's description of how pairs are graded (a calibration path is resolved
@@ -201,7 +210,9 @@ class GradingConfig:
         cal = self.calibration
         if self.method == "calibrated" and cal.endswith(".json") and base is not None and not Path(cal).is_absolute():
             cal = str(Path(base) / cal)
-        return RelevanceJudging(self.method, self.prompt, cal if self.method == "calibrated" else None)
+        return RelevanceJudging(
+            self.method, self.prompt, cal if self.method == "calibrated" else None, tuple(self.diagnostic_features)
+        )
 
 
 @dataclass
@@ -306,6 +317,9 @@ class CheckSource:
     # labels of other (automatic) judges on the same pairs, TREC qrels files `<name>.qrels.txt`
     # ("query-id Q0 passage-id label"); null: `<path>/reference_judges` when that folder exists
     reference_judges: str | None = None
+    # labels on the run's own corpus (e.g. ../shared/judge/space-corpus): the source Table 1's
+    # verdicts read the judge's validity and its bias between systems from
+    in_domain: bool = False
 
 
 @dataclass
@@ -373,6 +387,23 @@ class JudgeCheckConfig:
     valid_pass_rate: float = 0.8
     fail_pass_rate: float = 0.6
     min_controls: int = 10
+    # each boundary a Table 1 finding reads (grade >= 1, >= 2, = 3) is checked on its own: valid when
+    # kappa at that cut reaches boundary_kappa and its 95% CI's lower bound boundary_kappa_low;
+    # fails when the upper bound is under boundary_kappa_low; too few to tell with fewer than
+    # min_boundary_pairs labels on either side of the cut
+    boundary_kappa: float = 0.4
+    boundary_kappa_low: float = 0.2
+    min_boundary_pairs: int = 10
+    # system-bias audit: on each source, the run's Table 1 systems retrieve (top bias_top_k) from the
+    # source's labelled passages plus the BM25 top bias_pool of each sampled query; the judge grades
+    # what they retrieve and its grade - label residual is compared between systems
+    bias_audit: bool = True
+    bias_top_k: int = 3
+    bias_pool: int = 100
+    # a comparison of two systems gets a verdict only when the judge's bias difference between
+    # them (its 95% CI, at the boundary the finding reads) lies within this share of the
+    # finding's detectable difference
+    bias_share_of_mde: float = 0.5
 
 
 @dataclass

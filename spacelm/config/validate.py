@@ -167,6 +167,15 @@ def validate(cfg: Config, source: str) -> None:
         )
     if cfg.grading.method == "calibrated":
         _check_calibration(cfg, need)
+    _check_independence(cfg, need)
+    from ..lib.judge.calibrated import PROMPT_FEATURES
+
+    for f in cfg.grading.diagnostic_features:
+        need(
+            f in PROMPT_FEATURES,
+            "grading.diagnostic_features",
+            f"holds {f!r}; a diagnostic feature is a prompt feature of the judge: {', '.join(PROMPT_FEATURES)}",
+        )
     jc = cfg.judge_check
     for key in (
         "judge_check.n_in_domain",
@@ -205,6 +214,8 @@ def validate(cfg: Config, source: str) -> None:
         llm = getattr(cfg.models, role)
         if llm.backend != "openai":
             _check_model_spec(llm.model, f"models.{role}.model", cfg, need)
+    for k, why in cfg.retrieval.reranker.train.problems():
+        need(False, f"retrieval.reranker.train.{k}", why)
     _check_stemmer(cfg.retrieval.bm25.stemmer, need)
     _validate_corpus_and_chunk_study(cfg, need, at_least)
 
@@ -401,6 +412,22 @@ def _check_model_spec(spec: str | None, key: str, cfg: Config, need) -> None:
     """An `embedded:` name must be known; a path must exist (checked before any model loads)."""
     if not spec:
         return
+    from ..lib.llm.models import is_trained
+
+    if is_trained(spec):  # trained by the suite (spacelm train-reranker): a cross-encoder reranker only
+        from ..lib.llm.models import ModelNotFound, trained_name
+
+        try:
+            trained_name(spec)
+        except ModelNotFound as e:
+            need(False, key, str(e))
+        need(
+            key == "retrieval.reranker.model" and cfg.retrieval.reranker.kind == "cross-encoder",
+            key,
+            f"is {spec!r}, a model the suite trains, which only a cross-encoder reranker reads "
+            "(retrieval.reranker.kind: cross-encoder)",
+        )
+        return
     if spec.startswith("embedded:"):
         from ..lib.llm.models import EMBEDDED
 
@@ -486,4 +513,53 @@ def _check_calibration(cfg, need) -> None:
         "grading.debias",
         "both_orders applies to the prompt method's digit; a calibrated "
         "judge uses one order (set grading.debias: none)",
+    )
+
+
+def graded_systems(cfg) -> list[str]:
+    """The systems whose lists the relevance grader grades: Table 1's retrievers before and after
+    reranking, as far as the run builds them."""
+    from ..lib.names import reranked
+
+    return [s for r in cfg.grading.retrievers for s in (r, reranked(r)) if s in cfg.retrieval.systems]
+
+
+def shared_with_grader(cfg) -> dict:
+    """{system: the features (and models) the relevance grader shares with it}; {} when independent."""
+    import copy
+
+    from ..lib.instruments import grader_instrument, shared_scorers, system_scorers
+
+    try:
+        inst = grader_instrument(cfg.grading, cfg.models.judge.model, cfg.root)
+    except (FileNotFoundError, TypeError, ValueError):
+        return {}  # _check_calibration names the problem
+    shared = shared_scorers(inst, system_scorers(graded_systems(cfg), cfg.retrieval, cfg.models.judge.model))
+    cs = cfg.chunk_study
+    if cs.sizes and cs.grade_questions:  # Table 1 at every size grades the study's systems, its own dense model
+        rc = copy.deepcopy(cfg.retrieval)
+        rc.dense.model = cs.dense_model or rc.dense.model
+        study = [s for s in cs.systems if s.split("+")[0] in cfg.grading.retrievers]
+        for s, v in shared_scorers(inst, system_scorers(study, rc, cfg.models.judge.model)).items():
+            shared.setdefault(s, v)
+    return shared
+
+
+def _check_independence(cfg, need) -> None:
+    """The relevance grader may not read the score of a system it grades (unless the config
+    declares the exception: grading.allow_shared_scorer)."""
+    shared = shared_with_grader(cfg)
+    if not shared or cfg.grading.allow_shared_scorer:
+        return
+    what = "; ".join(f"{s} ranks by {', '.join(v)}" for s, v in shared.items())
+    need(
+        False,
+        "grading.calibration" if cfg.grading.method == "calibrated" else "models.judge.model",
+        f"the relevance grader ({cfg.grading.method}"
+        + (f" {cfg.grading.calibration}" if cfg.grading.method == "calibrated" else f" {cfg.models.judge.model}")
+        + f") reads the scorer of systems it grades: {what}. A judge that contains a system's scorer grades that "
+        "system's opinion of itself. Use a grader that reads none of them (grading.calibration: "
+        "qwen2.5-coder-1.5b-llm-only reads only the judge model), or another dense/reranker model; to "
+        "reproduce an old run set grading.allow_shared_scorer: true, and every finding comparing those "
+        "systems reads no evidence",
     )

@@ -82,6 +82,8 @@ RELEVANT_SHARES = "grading/relevant_shares.csv"
 GRADED_METRICS = "grading/graded_metrics.csv"
 GRADING_PER_TASK = "grading/per_task.csv"
 PPI_DIFFERENCES = "grading/ppi_differences.csv"
+# Table 1's comparisons read through each signal of the grade alone (grade, score, each feature)
+GRADE_DECOMPOSITION = "grading/decomposition.csv"
 # human labels for prediction-powered inference, in a folder of their own (grading.labels_dir)
 TO_LABEL = "to_label.jsonl"
 TO_LABEL_CSV = "to_label.csv"

@@ -5,7 +5,7 @@ Pipeline order: ingest → chunk → synth → retrieve → judge-check → grad
 the report is built last from the files they wrote (`report.py`): `spacelm run` builds it after
 the notebooks, so `run_stages` leaves it out (see `LAST`)."""
 
-from . import answer, chunk, chunk_sizes, findings, grade, ingest, judge_check, report, retrieve, synth
+from . import answer, chunk, chunk_sizes, findings, grade, ingest, judge_check, report, retrieve, synth, train_reranker
 from .base import Stage
 
 STAGES: list[Stage] = [
@@ -21,8 +21,9 @@ STAGES: list[Stage] = [
 ]
 # built after the notebooks and the manifest's last update, never by `run_stages`
 LAST = report.STAGE
-# stages a config switches on: chunk-sizes runs after retrieve when chunk_study.sizes is set
-OPTIONAL: list[Stage] = [chunk_sizes.STAGE]
+# stages a config switches on: chunk-sizes runs after retrieve when chunk_study.sizes is set;
+# train-reranker before retrieve when the reranker is a cross-encoder named trained:<name>
+OPTIONAL: list[Stage] = [chunk_sizes.STAGE, train_reranker.STAGE]
 BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES + OPTIONAL}
 
 
@@ -31,6 +32,8 @@ def stages_for(cfg) -> list[Stage]:
     out = list(STAGES)
     if cfg.chunk_study.sizes:
         out.insert(out.index(retrieve.STAGE) + 1, chunk_sizes.STAGE)
+    if train_reranker.trains_reranker(cfg):
+        out.insert(out.index(retrieve.STAGE), train_reranker.STAGE)
     return out
 
 
@@ -51,4 +54,5 @@ __all__ = [
     "report",
     "retrieve",
     "synth",
+    "train_reranker",
 ]

@@ -173,8 +173,21 @@ def model_hash(cfg: Config, spec: str, role: str) -> str:
     assembled (so a damaged file shows as a changed model), else its recorded sha256; a local
     file's sha256 (both remembered by inode, size, mtime and ctime); or the name (plus server
     URL) otherwise."""
-    from ..lib.llm.models import EMBEDDED, ModelNotFound, file_sha256, model_path
+    from ..lib.llm.models import (
+        EMBEDDED,
+        ModelNotFound,
+        file_sha256,
+        is_trained,
+        model_path,
+        read_trained,
+        trained_name,
+    )
 
+    if is_trained(spec):  # a model the suite trained: its recorded sha256, or "untrained" until it exists
+        try:
+            return read_trained(trained_name(spec))["sha256"][:16]
+        except ModelNotFound:
+            return f"untrained:{spec}"
     if spec.startswith("embedded:"):
         name = spec.split(":", 1)[1]
         m = EMBEDDED.get(name)
@@ -423,6 +436,14 @@ class ModelTurns:
 
         cfg = self.cfg
         return retrieval_filter(cfg.question_writing(), cfg.retrieval.setup(), chunks, records, cfg.cache_dir)
+
+    def audit_systems(self, names: list[str], ids: list[str], texts: list[str], labelled: dict) -> dict:
+        """The run's retrieval systems `names` built over (`ids`, `texts`), as the judge check's
+        system-bias audit searches them (`labelled`, {query: its labelled ids}, is for the plan's
+        stand-ins, which rank those first)."""
+        from ..lib.retrieval.systems import build_systems
+
+        return build_systems(self.cfg.retrieval.setup(), ids, texts, names, cache_dir=self.cfg.cache_dir)
 
     def gate(self, items: list[dict], text_of: dict) -> None:
         """Set each item's answerability gate from the dense encoder's similarities."""

@@ -68,7 +68,24 @@ def compute(cfg: Config) -> list[dict]:
         gaps = {r["rubric"]: r.get("mean_gap") for r in ctl or []}
         rows += table2_findings(_read_csv(run / names.TABLE2), _read_csv(run / names.TABLE2_TESTS), gaps)
     # what an absolute level needs to match (judge, chunk size) depends on the config alone
-    return paper_vs_run(rows, judge_verdicts(rel, ctl), comparability(setup_rows(cfg.run_setup())))
+    return paper_vs_run(
+        rows, judge_verdicts(rel, ctl), comparability(setup_rows(cfg.run_setup())), grader_evidence(cfg, rel)
+    )
+
+
+def grader_evidence(cfg: Config, relevance: list | None) -> dict:
+    """What Table 1's verdicts need of the relevance grader: the systems whose scorer it shares
+    (from the config: spacelm/lib/instruments.py), its in-domain check (the first source marked
+    in_domain that ran) and the bias bar."""
+    from ..config.validate import shared_with_grader
+    from ..lib.instruments import describe_sharing
+
+    ind = next((m for m in relevance or [] if m.get("run") and m.get("in_domain")), None)
+    return {
+        "shared": describe_sharing(shared_with_grader(cfg)),
+        "in_domain": ind,
+        "bias_share": cfg.judge_check.bias_share_of_mde,
+    }
 
 
 def _outputs(cfg: Config) -> list[Path]:
@@ -107,7 +124,16 @@ STAGE = Stage(
     home=lambda cfg: cfg.run_dir,
     outputs=_outputs,
     build=build,
-    sections=lambda cfg: ["chunking", "models.judge"],
+    sections=lambda cfg: [
+        "chunking",
+        "models.judge",
+        "grading.method",
+        "grading.calibration",
+        "grading.allow_shared_scorer",
+        "retrieval.dense",
+        "retrieval.reranker",
+        "judge_check.bias_share_of_mde",
+    ],
     reads=lambda cfg: [cfg.run_dir / f for f in READS] + list(size_tests(cfg).values()),
     doc="the paper's findings beside this run's (findings.json, paper_vs_run.csv), from the tests and judge checks",
     after=("chunk-sizes", "judge-check", "grade", "answer"),

@@ -13,6 +13,7 @@ from ..config import Config
 from ..lib import names
 from ..lib.io import write_dataframe, write_json, write_jsonl, write_text
 from ..lib.judge.relevance import (
+    feature_decomposition,
     grade_lists,
     grade_pairs,
     graded_metrics,
@@ -46,6 +47,7 @@ class GradeFiles(NamedTuple):
     relevant_shares: Path
     per_task: Path
     ppi_differences: Path
+    decomposition: Path
 
 
 def outputs(cfg: Config) -> GradeFiles:
@@ -62,6 +64,7 @@ def outputs(cfg: Config) -> GradeFiles:
         d / names.RELEVANT_SHARES,
         d / names.GRADING_PER_TASK,
         d / names.PPI_DIFFERENCES,
+        d / names.GRADE_DECOMPOSITION,
     )
 
 
@@ -285,6 +288,9 @@ def write_tables(
     )
     write_json(out(files.validity), validity)
     write_dataframe(paired_tests(cells, cfg.table_design(), cluster_of), out(files.paired_tests))
+    write_dataframe(
+        feature_decomposition(cfg.table_design(), questions, rankings, used, cluster_of), out(files.decomposition)
+    )
     write_dataframe(relevant_shares(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), out(files.relevant_shares))
     write_dataframe(graded_metrics(cfg.table_design(), questions, rankings, grades), out(files.graded_metrics))
     grade_distribution(long, out(files.distribution_plot))

@@ -32,6 +32,9 @@ RELEVANCE_KEYS = (
     "accuracy",
     "accuracy_ci",
     "confusion",
+    "boundaries",
+    "boundary_verdicts",
+    "system_bias",
 )
 
 
@@ -100,7 +103,8 @@ def reference_folder(cfg: Config, src) -> Path:
 @dataclass
 class Checked:
     """One labelled source the judge graded: its pairs, the pairs graded passage first (`sub`),
-    both sets of grades, and what the write step needs to measure it."""
+    both sets of grades, and what the write step needs to measure it; `bias_rows` and
+    `retrieved_by` are the system-bias audit's graded pairs and each system's top-k."""
 
     name: str
     pairs: list[dict]
@@ -110,6 +114,77 @@ class Checked:
     graded: bool
     meta: dict
     references: dict | None = None
+    bias_rows: list[dict] = field(default_factory=list)
+    retrieved_by: dict = field(default_factory=dict)
+    in_domain: bool = False
+
+
+def audit_pairs(
+    cfg: Config, data, qids: list[str], source: str, graded: bool, models=None
+) -> tuple[list[dict], dict, dict]:
+    """The system-bias audit's pairs of one labelled source: the run's Table 1 systems (their
+    settings as the run's) retrieve their top `bias_top_k` for each of `qids` from the source's
+    passages that are labelled relevant for those queries plus each query's BM25 top `bias_pool`
+    (the whole corpus when it is no larger). A retrieved passage with no label for the query is
+    left out on graded labels and counts as not relevant on binary ones (BEIR's convention).
+    Returns (pairs, {system: {(qid, chunk_id)}}, coverage). The systems come from `models`
+    (the stage's :class:`ModelTurns`, or the plan's stand-ins), built here without one."""
+    from ..config.validate import graded_systems
+    from ..lib.retrieval.systems import BM25Retriever, build_systems
+
+    jc = cfg.judge_check
+    systems = graded_systems(cfg)
+    ids, texts = data.passages()
+    if not qids or not systems:
+        return [], {}, {}
+    keep = set(ids)
+    if len(ids) > jc.bias_pool * len(qids):
+        keep = {d for q in qids for d, g in data.qrels.get(q, {}).items() if g >= 1}
+        bm25 = BM25Retriever(cfg.retrieval.bm25).index(ids, texts)
+        for ranking in bm25.search([data.queries[q] for q in qids], jc.bias_pool):
+            keep |= {d for d, _ in ranking}
+    sub = [(i, t) for i, t in zip(ids, texts) if i in keep]
+    sub_ids, sub_texts = [i for i, _ in sub], [t for _, t in sub]
+    if models is not None:
+        # graded labels count only labelled passages; binary ones count every retrieved passage
+        labelled = (
+            {data.queries[q]: sorted(d for d in data.qrels.get(q, {}) if d in keep) for q in qids} if graded else {}
+        )
+        built = models.audit_systems(systems, sub_ids, sub_texts, labelled)
+    else:
+        built = build_systems(cfg.retrieval.setup(), sub_ids, sub_texts, systems, cache_dir=cfg.cache_dir)
+    pairs, seen, retrieved_by = [], set(), {}
+    unjudged = 0
+    for name, system in built.items():
+        retrieved_by[name] = set()
+        for q, ranking in zip(qids, system.search([data.queries[q] for q in qids], jc.bias_top_k)):
+            for d, _ in ranking:
+                label = data.qrels.get(q, {}).get(d)
+                if label is None and graded:
+                    unjudged += 1
+                    continue
+                retrieved_by[name].add((q, d))
+                if (q, d) not in seen:
+                    seen.add((q, d))
+                    pairs.append(
+                        {
+                            "source": source,
+                            "qid": q,
+                            "question": data.queries[q],
+                            "chunk_id": d,
+                            "label": int(label or 0),
+                            "kind": "retrieved",
+                            "purpose": ["bias audit"],
+                        }
+                    )
+    coverage = {
+        "passages_searched": len(sub),
+        "top_k": jc.bias_top_k,
+        "retrieved_unlabelled_left_out" if graded else "retrieved_unlabelled_read_as_0": unjudged
+        if graded
+        else sum(1 for p in pairs if data.qrels.get(p["qid"], {}).get(p["chunk_id"]) is None),
+    }
+    return pairs, retrieved_by, coverage
 
 
 @dataclass
@@ -146,7 +221,15 @@ def _grade_check(cfg: Config, models: ModelTurns, name: str, pairs: list[dict], 
 def _measure(cfg: Config, c: Checked, plots: Path) -> tuple:
     """Measure the judge's agreement on one graded source, put the reference judges' agreement on
     the same pairs beside it, give the verdict, draw its confusion plot: (metrics, rows)."""
-    from ..lib.judge.validity import agreement, mean_of_orders, position_bias, reference_agreement, verdict
+    from ..lib.judge.validity import (
+        agreement,
+        boundary_verdicts,
+        mean_of_orders,
+        position_bias,
+        reference_agreement,
+        system_bias,
+        verdict,
+    )
     from ..lib.report.plots import judge_confusion
 
     jc = cfg.judge_check
@@ -182,6 +265,11 @@ def _measure(cfg: Config, c: Checked, plots: Path) -> tuple:
                 for k in ("n_pairs", "kappa_binary", "kappa_binary_ci", "kappa_weighted", "auc", "auc_ci")
             }
     m["verdict"], m["verdict_reason"] = verdict(ours, jc, m["reference_judges"])
+    m["boundary_verdicts"] = {b: {"verdict": v, "reason": why} for b, (v, why) in boundary_verdicts(m, jc).items()}
+    m["in_domain"] = c.in_domain
+    m["system_bias"] = (
+        system_bias(c.bias_rows, c.retrieved_by, jc.n_bootstrap, cfg.seed, graded) if c.retrieved_by else None
+    )
     m.update(source=name, run=True, grading_mode="mean of both orders" if debias else "question first (as Table 1)")
     if swapped:
         pb = position_bias(rows, swapped)
@@ -194,6 +282,29 @@ def _measure(cfg: Config, c: Checked, plots: Path) -> tuple:
     safe = name.replace(" ", "_").replace("(", "").replace(")", "")
     judge_confusion(m["confusion"], f"{name}: {m['verdict']} (n={m['n_pairs']})", plots / f"confusion_{safe}.png")
     return m, rows + swapped
+
+
+def _audit(cfg: Config, models: ModelTurns, data, pairs: list[dict], name: str, graded: bool) -> tuple:
+    """Grade the system-bias audit's pairs of one source (those the check already graded come from
+    the call cache): (graded rows with their labels, {system: its top-k pairs}, coverage)."""
+    from ..lib.judge.relevance import grade_pairs
+
+    if not cfg.judge_check.bias_audit:
+        return [], {}, {"not run": "judge_check.bias_audit is false"}
+    qids = sorted({p["qid"] for p in pairs})
+    bias_pairs, retrieved_by, coverage = audit_pairs(cfg, data, qids, name, graded, models)
+    if not bias_pairs:
+        return [], retrieved_by, coverage
+    ids, texts = data.passages()
+    need = {p["chunk_id"] for p in bias_pairs}
+    passages = {i: t for i, t in zip(ids, texts) if i in need}
+    judging = cfg.grading.judging(cfg.root)
+    rows = models.use(
+        "judge", lambda llm: grade_pairs(llm, bias_pairs, passages, judging=judging), f"bias audit: {name}"
+    )
+    for r, p in zip(rows, bias_pairs):
+        r.update(source=name, label=p["label"], kind=p["kind"])
+    return rows, retrieved_by, coverage
 
 
 def compute(cfg: Config, chunks: list, questions: list[dict], models: ModelTurns) -> JudgeCheck:
@@ -229,6 +340,8 @@ def compute(cfg: Config, chunks: list, questions: list[dict], models: ModelTurns
         passages = {i: t for i, t in zip(ids, texts) if i in need}
         refs = read_reference_judges(reference_folder(cfg, src))
         rows, sub, swapped = _grade_check(cfg, models, src.name, pairs, passages)
+        graded = is_graded(data.qrels)
+        bias_rows, retrieved_by, coverage = _audit(cfg, models, data, pairs, src.name, graded)
         meta = dict(
             path=src.path,
             split=src.split,
@@ -237,8 +350,11 @@ def compute(cfg: Config, chunks: list, questions: list[dict], models: ModelTurns
             if fitted
             else "no query of this source was used to fit the judge",
             reference_judges_from=display_path(cfg, reference_folder(cfg, src)) if refs else None,
+            bias_audit_coverage=coverage,
         )
-        result.sources.append(Checked(src.name, pairs, sub, rows, swapped, is_graded(data.qrels), meta, refs))
+        result.sources.append(
+            Checked(src.name, pairs, sub, rows, swapped, graded, meta, refs, bias_rows, retrieved_by, src.in_domain)
+        )
     text_of = {c.chunk_id: c.text for c in chunks}
     if jc.in_domain:
         samples = load_golden(golden_path(cfg))
@@ -250,7 +366,7 @@ def compute(cfg: Config, chunks: list, questions: list[dict], models: ModelTurns
             path=str(cfg.corpus.golden_samples),
             sample=f"{jc.n_in_domain} golden samples",
             note="negatives are other chunks of the same document and top BM25 chunks of other documents, "
-            "assumed (not judged) non-relevant",
+            "assumed (not judged) non-relevant: a diagnostic, never the in-domain validity a verdict reads",
         )
         result.sources.append(Checked(name, pairs, sub, rows, swapped, False, meta))
     if jc.controls:
@@ -306,6 +422,11 @@ def build(cfg: Config, out) -> dict:
     control_rows = result.control_rows
     return {
         "sources": {m["source"]: m["verdict"] for m in results},
+        "boundaries": {
+            m["source"]: {b: v["verdict"] for b, v in (m.get("boundary_verdicts") or {}).items()}
+            for m in results
+            if m.get("run")
+        },
         # ours beside each reference judge on the same pairs: (kappa at grade >= 2, AUC)
         "beside_reference_judges": {
             m["source"]: {
@@ -345,6 +466,60 @@ def fitted_queries(cfg: Config, source: str) -> set:
     from ..lib.judge.calibrated import load_calibration
 
     return set(load_calibration(cfg.grading.judging(cfg.root).calibration).fitted_on.get(source, []))
+
+
+def recompute(cfg: Config) -> list[dict]:
+    """Re-measure a finished judge check from its stored grades (`pairs.jsonl`), with no model call:
+    each source's agreement at every boundary and its boundary verdicts, and the reference judges
+    scored on their own labels (runs before that fix printed our AUC as theirs), then the verdict
+    against them. What needs new grades (the system-bias audit, a source that was not graded) is
+    left as the run had it. Rewrites `relevance.json`; returns it."""
+    import json
+
+    from ..lib.io import read_jsonl
+    from ..lib.judge.validity import (
+        agreement,
+        boundary_agreement,
+        boundary_verdicts,
+        read_reference_judges,
+        reference_agreement,
+        verdict,
+    )
+
+    files = outputs(cfg)
+    if not files.relevance.is_file() or not files.pairs.is_file():
+        return []
+    jc = cfg.judge_check
+    results = json.loads(files.relevance.read_text(encoding="utf-8"))
+    rows = read_jsonl(files.pairs)
+    srcs = {s.name: s for s in jc.sources}
+    for m in results:
+        if not m.get("run"):
+            continue
+        graded = m.get("labels") == "graded 0-3"
+        mine = [
+            r
+            for r in rows
+            if r.get("source") == m["source"]
+            and "_swapped" not in str(r.get("prompt"))
+            and "bias audit" not in (r.get("purpose") or [])
+        ]
+        m.update(boundary_agreement(mine, jc.n_bootstrap, cfg.seed, graded, with_auc=False))
+        m["boundary_verdicts"] = {b: {"verdict": v, "reason": why} for b, (v, why) in boundary_verdicts(m, jc).items()}
+        m.setdefault("in_domain", bool(getattr(srcs.get(m["source"]), "in_domain", False)))
+        m.setdefault("system_bias", None)
+        src = srcs.get(m["source"])
+        refs = read_reference_judges(reference_folder(cfg, src)) if src else {}
+        if refs:
+            m["reference_judges"] = reference_agreement(mine, refs, jc.n_bootstrap, cfg.seed, graded)
+            common = [r for r in mine if all((str(r["qid"]), str(r["chunk_id"])) in lab for lab in refs.values())]
+            ours = agreement(common, jc.n_bootstrap, cfg.seed, graded) if len(common) < len(mine) else m
+            m["verdict"], m["verdict_reason"] = verdict(ours, jc, m["reference_judges"])
+        m["recomputed"] = "boundaries and reference judges re-measured from pairs.jsonl (no model call)"
+    from ..lib.io import write_json
+
+    write_json(files.relevance, results)
+    return results
 
 
 def _prompts(cfg: Config) -> list[str]:

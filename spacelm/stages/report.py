@@ -252,6 +252,7 @@ def judge_check_section(cfg, staged=_same) -> list[str]:
                 f"{_fmt(r.get('kappa_weighted'))} | – | – | same pairs as the row above |"
             )
     out.append("")
+    out += boundary_lines(rel) + bias_lines(rel)
     for m in rel:
         pb = m.get("position_bias")
         if pb and pb.get("n_pairs"):
@@ -289,6 +290,101 @@ def judge_check_section(cfg, staged=_same) -> list[str]:
         "",
     ]
     out.append(_csv_md(cfg.run_dir / names.JUDGE_CONTROLS))
+    return out + [""]
+
+
+def boundary_lines(rel: list[dict]) -> list[str]:
+    """The relevance judge at each cut of the 0-3 scale a finding reads, per source (and the
+    reference judges on the same pairs): kappa, precision and recall with their 95% CIs, the
+    boundary's verdict. Table 1's verdicts read the in-domain source's."""
+    ran = [m for m in rel if m.get("run") and m.get("boundaries")]
+    if not ran:
+        return []
+    out = [
+        "**At each boundary** the findings read (grade ≥ 1, ≥ 2, = 3): agreement with the labels at that cut. "
+        "A Table 1 finding gets a verdict only when its boundary is *valid* on the in-domain source "
+        "(marked ◆); elsewhere the figures show how far the judge carries.",
+        "",
+        "| source | boundary | κ | precision | recall | labels above / judge above | verdict |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for m in ran:
+        bv = m.get("boundary_verdicts") or {}
+        mark = " ◆" if m.get("in_domain") else ""
+        for b, f in m["boundaries"].items():
+            out.append(
+                f"| {m['source']}{mark} | {f['cut']} | {_fmt(f['kappa'], f['kappa_ci'])} | "
+                f"{_fmt(f['precision'], f['precision_ci'])} | {_fmt(f['recall'], f['recall_ci'])} | "
+                f"{f['n_label']} / {f['n_judge']} | {(bv.get(b) or {}).get('verdict', '–')} |"
+            )
+        for r in m.get("reference_judges") or []:
+            for f in (r.get("boundaries") or {}).values():
+                out.append(
+                    f"| ↳ {r['name']} | {f['cut']} | {_fmt(f['kappa'], f['kappa_ci'])} | "
+                    f"{_fmt(f['precision'], f['precision_ci'])} | {_fmt(f['recall'], f['recall_ci'])} | "
+                    f"{f['n_label']} / {f['n_judge']} | same pairs |"
+                )
+    return out + [""]
+
+
+def bias_lines(rel: list[dict]) -> list[str]:
+    """The system-bias audit per source: each system's mean judge - label residual on the
+    labelled passages it retrieved, with its CI, and Kendall's tau of the systems' ranking by
+    judge and by labels."""
+    ran = [m for m in rel if m.get("run") and m.get("system_bias")]
+    if not ran:
+        return []
+    out = [
+        "**System bias**: on labelled passages each system retrieved (its top-k), the judge's grade minus the "
+        "label. For passages of equal label a fair judge grades every system's alike; a comparison of two "
+        "systems gets a verdict only when their difference here is small beside the finding's detectable "
+        "difference.",
+        "",
+        "| source | system | pairs | judge − label | mean grade | mean label |",
+        "|---|---|---:|---|---|---|",
+    ]
+    for m in ran:
+        sb = m["system_bias"]
+        for name, v in sb["systems"].items():
+            res = _fmt(v["mean_residual"], [v["ci_low"], v["ci_high"]])
+            out.append(
+                f"| {m['source']} | {name} | {v['n_pairs']} | {res} | "
+                f"{_fmt(v['mean_grade'])} | {_fmt(v['mean_label'])} |"
+            )
+        tau = sb.get("kendall_tau")
+        out.append(
+            f"| {m['source']} | Kendall τ (judge vs labels) | – | {_fmt(tau) if tau is not None else '–'} | – | – |"
+        )
+    return out + [""]
+
+
+def decomposition_lines(cfg) -> list[str]:
+    """Table 1's comparisons at the smallest top-k under each signal alone (grading/decomposition.csv)."""
+    import pandas as pd
+
+    p = cfg.run_dir / names.GRADE_DECOMPOSITION
+    if not _present(p) or p.stat().st_size == 0:
+        return []
+    df = pd.read_csv(p)
+    if df.empty:
+        return []
+    k = int(df["top_k"].min())
+    df = df[df["top_k"] == k]
+    cols = list(dict.fromkeys(f"{r.comparison} ({r.retriever})" for r in df.itertuples()))
+    out = [
+        f"**What drives Table 1's differences** (top-{k}): each comparison's paired difference read through the "
+        "grade, the calibrated score and each signal alone (mean over the top-k per question; 95% cluster-robust "
+        "CI). A difference carried by one signal while the others stay flat is that signal's opinion.",
+        "",
+        "| signal | " + " | ".join(cols) + " |",
+        "|---|" + "---|" * len(cols),
+    ]
+    for feature, g in df.groupby("feature", sort=True):
+        cells = {
+            f"{r.comparison} ({r.retriever})": f"{r.diff:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}]"
+            for r in g.itertuples()
+        }
+        out.append(f"| {feature} | " + " | ".join(cells.get(c, "–") for c in cols) + " |")
     return out + [""]
 
 
@@ -373,6 +469,19 @@ def setup_section(cfg, stages: dict, out=_same) -> list[str]:
     ]
 
 
+REPORT_FINDING_COLUMNS = [
+    "finding",
+    "paper",
+    "this_run",
+    "ci",
+    "verdict",
+    "verdict_reason",
+    "boundary",
+    "judge_bias",
+    "n",
+]
+
+
 def paper_section(cfg, rows: list[dict]) -> list[str]:
     import pandas as pd
 
@@ -393,14 +502,22 @@ def paper_section(cfg, rows: list[dict]) -> list[str]:
         "paper's. A finding whose judge fails its check or is unchecked is *no evidence*. `comparable` states "
         "what differs from the paper's setup; `mde_rule` is the smallest difference the rule detects at this "
         "n (80% power, at the level the rule applies); n is questions / source chunks. Rules: "
-        "`spacelm/lib/report/findings.py`; the same table is in `paper_vs_run.csv`.",
+        "`spacelm/lib/report/findings.py`; the same table is in `paper_vs_run.csv`. Table 1's findings follow "
+        "the same gate as Table 2's: the relevance judge must be *valid* on in-domain labels at the boundary "
+        "the finding reads (`boundary`), share no scorer with the systems compared, and show a bias between "
+        "them small beside the detectable difference (`judge_bias`); otherwise *no evidence*, with the reason.",
         "",
-        pd.DataFrame(rows, columns=COLUMNS).to_markdown(index=False),
+        pd.DataFrame(rows, columns=COLUMNS)[REPORT_FINDING_COLUMNS].to_markdown(index=False),
         "",
+        *decomposition_lines(cfg),
         _img(cfg.run_dir, names.PLOT_FOREST, "forest plot of the findings' cells"),
         "",
     ]
-    weak = [r["finding"] for r in rows if "weak" in str(r.get("judge_verdict")) and r["verdict"] != "no evidence"]
+    weak = [
+        r["finding"]
+        for r in rows
+        if r.get("judge") != "grader" and "weak" in str(r.get("judge_verdict")) and r["verdict"] != "no evidence"
+    ]
     if weak:
         out += [
             f"> ⚠ {len(weak)} of {len(rows)} findings rest on a judge rated *weak* on at least one check: "
@@ -563,7 +680,7 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
         from ..lib.judge.calibrated import load_calibration
 
         cal = load_calibration(cfg.grading.judging(cfg.root).calibration)
-        window = encoder_window(cal.embedding_model)
+        window = encoder_window(cal.embedding_model) if cal.uses_embedding() else None
         if window and max(cs.sizes) > window:
             lines += [
                 f"Table 1's grade here is a calibrated score whose features include the cosine of "

@@ -112,6 +112,9 @@ def test_chunk_size_study_scores_the_same_questions_at_each_size(tmp_path):
     # graded by the calibrated judge at a size beyond its cosine encoder's window: the report says what it cannot see
     cfg.chunk_study.grade_questions, cfg.grading.method = 2, "calibrated"
     cfg.chunk_study.sizes = [24, 300]
+    text = "\n".join(chunk_size_lines(cfg, {}))  # the default grader reads no embedding: nothing to say
+    assert "Table 1's grade here is a calibrated score" not in text
+    cfg.grading.calibration = "qwen2.5-coder-1.5b"  # the old grader, with the MiniLM cosine
     text = "\n".join(chunk_size_lines(cfg, {}))
     assert "calibrated score" in text and "embedded:minilm" in text and "at most 256 word pieces" in text
 

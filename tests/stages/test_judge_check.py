@@ -91,4 +91,15 @@ def test_judge_check_stage_writes_the_contract_and_reports_absent_sources(tiny_c
     assert list(controls.columns[:3]) == ["rubric", "n", "pass_rate"] and "verdict" in controls.columns
     assert (out / "plots" / "confusion_tiny.png").is_file()
     assert res["sources"]["absent"] == "not run"
+    # every source that ran is measured at each boundary its labels can check, and audited for bias
+    # between the systems Table 1 grades (their top-k on the source's passages)
+    assert set(tiny["boundaries"]) == {"ge2"} and set(tiny["boundary_verdicts"]) == {"ge2"}
+    bias = tiny["system_bias"]
+    from spacelm.config.validate import graded_systems
+
+    assert set(bias["systems"]) == set(graded_systems(cfg)) and "bm25+rerank" in bias["systems"]
+    for v in bias["systems"].values():
+        assert {"n_pairs", "mean_residual", "ci_low", "ci_high"} <= set(v) and v["n_pairs"] >= 1
+    assert "kendall_tau" in bias and tiny["bias_audit_coverage"]["top_k"] == cfg.judge_check.bias_top_k
+    assert tiny["in_domain"] is False and golden_m.get("system_bias") is None
     assert stage.run(cfg)["skipped"]

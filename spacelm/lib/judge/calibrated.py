@@ -27,15 +27,53 @@ import numpy as np
 
 FEWSHOT_DIGIT = "Grade the passage for this question. Reply with one digit: 0, 1, 2 or 3."
 FEWSHOT_YESNO = "Does the passage answer the question, completely or in good part? Reply yes or no."
+# the same question with its meaning reversed: a judge that leans to "yes" whatever it reads
+# raises P(yes) here as much as above, so the mean of P(yes) above and P(no) here cancels the lean
+FEWSHOT_MIRROR = (
+    "Does the passage leave the question unanswered, so that a reader would still need another source? Reply yes or no."
+)
 # feature name -> (template, instruction or None, options); "cosine" comes from the embedding model
 PROMPT_FEATURES = {
     "digit_expected": ("relevance", None, ("0", "1", "2", "3")),
     "yesno_p": ("relevance_yesno", None, ("yes", "no")),
     "fewshot_expected": ("relevance_fewshot", FEWSHOT_DIGIT, ("0", "1", "2", "3")),
     "fewshot_yes": ("relevance_fewshot", FEWSHOT_YESNO, ("yes", "no")),
+    "fewshot_mirror": ("relevance_fewshot", FEWSHOT_MIRROR, ("yes", "no")),
 }
 EMBEDDING_FEATURES = ("cosine",)
-PROBABILITY_FEATURES = ("yesno_p", "fewshot_yes")  # entered as log-odds
+# features computed from other features: name -> (the features it reads, how)
+DERIVED_FEATURES = {
+    # P(relevant) asked both ways: the mean of P(yes) to "does it answer?" and P(no) to "does it
+    # leave the question unanswered?"
+    "fewshot_both": (("fewshot_yes", "fewshot_mirror"), lambda yes, mirror: (yes + 1.0 - mirror) / 2),
+}
+PROBABILITY_FEATURES = ("yesno_p", "fewshot_yes", "fewshot_mirror", "fewshot_both")  # entered as log-odds
+
+
+def base_features(features: Sequence[str]) -> list[str]:
+    """The features that are measured (prompt and embedding ones) for a list that may hold derived ones."""
+    out: list[str] = []
+    for f in features:
+        for g in DERIVED_FEATURES[f][0] if f in DERIVED_FEATURES else (f,):
+            if g not in out:
+                out.append(g)
+    return out
+
+
+def add_derived(raw: dict) -> dict:
+    """`raw` with every derived feature whose inputs it holds (None when an input is None)."""
+    out = dict(raw)
+    for name, (inputs, fn) in DERIVED_FEATURES.items():
+        if all(i in raw for i in inputs):
+            vals = [raw[i] for i in inputs]
+            out[name] = None if any(v is None for v in vals) else fn(*vals)
+    return out
+
+
+def feature_scorers(features: Sequence[str], judge_model: str, embedding_model: str) -> dict:
+    """{feature: the model whose score it is}: prompt features are the judge model's, the cosine
+    the embedding model's. What the independence rule compares with the systems a judge grades."""
+    return {f: (embedding_model if f in EMBEDDING_FEATURES else judge_model) for f in base_features(features)}
 
 
 @dataclass
@@ -51,7 +89,7 @@ class Calibration:
     cut_points: list  # c1 < c2 < c3: grade = number of cut points at or below the score
     judge_model: str  # the model spec whose signals were fitted (e.g. embedded:qwen2.5-coder-1.5b)
     judge_sha256: str | None = None
-    embedding_model: str = "embedded:minilm"
+    embedding_model: str | None = "embedded:minilm"  # the model of an embedding feature (None: none read)
     fitted_on: dict = field(default_factory=dict)  # source -> list of query ids used in the fit
     description: str = ""
     measured: dict = field(default_factory=dict)  # held-out figures from the study, for the report
@@ -64,7 +102,14 @@ class Calibration:
         return int(sum(score >= c for c in self.cut_points))
 
     def templates(self) -> list[str]:
-        return sorted({PROMPT_FEATURES[f][0] for f in self.features if f in PROMPT_FEATURES})
+        return sorted({PROMPT_FEATURES[f][0] for f in base_features(self.features) if f in PROMPT_FEATURES})
+
+    def scorers(self) -> dict:
+        """{feature: model spec whose score it is} (see :func:`feature_scorers`)."""
+        return feature_scorers(self.features, self.judge_model, self.embedding_model)
+
+    def uses_embedding(self) -> bool:
+        return any(f in EMBEDDING_FEATURES for f in base_features(self.features))
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -96,7 +141,7 @@ def _logit(p: float, eps: float = 1e-4) -> float:
 
 def feature_value(name: str, raw: dict) -> float:
     """A feature as it enters the model: probabilities as log-odds, the rest unchanged."""
-    v = float(raw[name])
+    v = float(raw[name] if name in raw else add_derived(raw)[name])
     return _logit(v) if name in PROBABILITY_FEATURES else v
 
 
@@ -106,7 +151,7 @@ def feature_requests(features: Sequence[str], question: str, passage: str) -> li
     from ..llm.types import Request
 
     out = []
-    for f in features:
+    for f in base_features(features):
         if f not in PROMPT_FEATURES:
             continue
         template, instruction, options = PROMPT_FEATURES[f]
@@ -139,17 +184,16 @@ def cosine_features(encoder, pairs: list[dict], passages: dict) -> dict:
     return {(p["qid"], p["chunk_id"]): float(np.dot(qv[p["question"]], dv[p["chunk_id"]])) for p in pairs}
 
 
-def grade_pairs_calibrated(llm, pairs: list[dict], passages: dict, cal: Calibration, encoder=None) -> list[dict]:
-    """Grade every pair with a calibration: the judge calls its features need (one batch, so
-    calls on one pair share their prompt's beginning), the embedding cosine, then score and
-    grade. Rows carry the same fields as `relevance.grade_pairs` plus `score` and `features`;
-    a pair whose features could not be read gets grade None (never a silent 0)."""
+def measure_features(llm, pairs: list[dict], passages: dict, features: Sequence[str], progress: str | None = None):
+    """The judge's prompt features of every pair (one batch, so calls on one pair share their
+    prompt's beginning): ([{feature: value or None}] per pair, prompt tokens per pair, whether
+    every call of a pair came from the cache)."""
     reqs = [
         (i, f, r)
         for i, p in enumerate(pairs)
-        for f, r in feature_requests(cal.features, p["question"], passages[p["chunk_id"]])
+        for f, r in feature_requests(features, p["question"], passages[p["chunk_id"]])
     ]
-    comps = llm.chat_many([r for _, _, r in reqs], progress=f"grading (calibrated: {cal.name})") if reqs else []
+    comps = llm.chat_many([r for _, _, r in reqs], progress=progress) if reqs else []
     raw: list[dict] = [{} for _ in pairs]
     tokens = [0] * len(pairs)
     cached = [True] * len(pairs)
@@ -157,7 +201,20 @@ def grade_pairs_calibrated(llm, pairs: list[dict], passages: dict, cal: Calibrat
         raw[i][f] = read_feature(f, c)
         tokens[i] += c.prompt_tokens
         cached[i] = cached[i] and c.cached
-    if any(f in EMBEDDING_FEATURES for f in cal.features):
+    return raw, tokens, cached
+
+
+def grade_pairs_calibrated(
+    llm, pairs: list[dict], passages: dict, cal: Calibration, encoder=None, extra: tuple = ()
+) -> list[dict]:
+    """Grade every pair with a calibration: the judge calls its features need (one batch, so
+    calls on one pair share their prompt's beginning), the embedding cosine when the calibration
+    reads one, then score and grade. Rows carry the same fields as `relevance.grade_pairs` plus
+    `score` and `features`; a pair whose features could not be read gets grade None (never a
+    silent 0). `extra`: prompt features measured beside (kept in `features`, never in the grade)."""
+    wanted = [*cal.features, *[f for f in extra if f not in cal.features]]
+    raw, tokens, cached = measure_features(llm, pairs, passages, wanted, f"grading (calibrated: {cal.name})")
+    if cal.uses_embedding():
         if encoder is None:
             from ..retrieval.systems import make_encoder
 
@@ -166,7 +223,8 @@ def grade_pairs_calibrated(llm, pairs: list[dict], passages: dict, cal: Calibrat
         for i, p in enumerate(pairs):
             raw[i]["cosine"] = cos[(p["qid"], p["chunk_id"])]
     rows = []
-    for p, feats, n_tok, was_cached in zip(pairs, raw, tokens, cached):
+    for p, measured, n_tok, was_cached in zip(pairs, raw, tokens, cached):
+        feats = add_derived(measured)
         ok = all(feats.get(f) is not None for f in cal.features)
         s = cal.score([feature_value(f, feats) for f in cal.features]) if ok else None
         rows.append(
@@ -207,27 +265,35 @@ def kappa(a: np.ndarray, b: np.ndarray, n_classes: int, quadratic: bool = False)
 
 
 def cut_points(score: np.ndarray, labels: np.ndarray, graded: np.ndarray) -> list[float]:
-    """Cut points c1 < c2 < c3 for a score. c2 maximises Cohen's kappa of (score >= c2) against
-    the human binary label (relevant = grade >= 2 on 0-3 labels, >= 1 on binary ones); c1 and
-    c3 then maximise quadratic-weighted kappa on the graded pairs. Candidates are the score's
-    quantiles, so cut points sit between observed scores."""
+    """Cut points c1 < c2 < c3 for a score, each fitted at the boundary of the 0-3 scale it
+    draws, as the judge check validates them: c2 maximises Cohen's kappa of (score >= c2)
+    against relevant (grade >= 2 on 0-3 labels, >= 1 on binary ones); on the graded pairs, c1
+    maximises kappa of (score >= c1) against label >= 1 among candidates below c2, and c3 that of
+    (score >= c3) against label = 3 among candidates above c2. Candidates are the score's
+    quantiles, so cut points sit between observed scores. With fewer than 20 graded pairs (or no
+    candidate on a side) c1 and c3 are the medians of the scores below and above c2."""
     score, labels, graded = np.asarray(score, float), np.asarray(labels, int), np.asarray(graded, bool)
     y = np.where(graded, labels >= 2, labels >= 1).astype(int)
     cands = np.unique(np.quantile(score, np.linspace(0.02, 0.98, 49)))
     c2 = float(max(cands, key=lambda c: kappa(y, (score >= c).astype(int), 2)))
     s, h = score[graded], labels[graded]
     lo, hi = cands[cands < c2], cands[cands > c2]
-    if len(s) < 20 or not len(lo) or not len(hi):
-        below, above = score[score < c2], score[score >= c2]
-        return [
-            float(np.median(below)) if len(below) else c2 - 1.0,
-            c2,
-            float(np.median(above)) if len(above) else c2 + 1.0,
-        ]
-    best = max(
-        ((a, b) for a in lo for b in hi), key=lambda ab: kappa(h, np.digitize(s, [ab[0], c2, ab[1]]), 4, quadratic=True)
+    below, above = score[score < c2], score[score >= c2]
+    fallback = (
+        float(np.median(below)) if len(below) else c2 - 1.0,
+        float(np.median(above)) if len(above) else c2 + 1.0,
     )
-    return [float(best[0]), c2, float(best[1])]
+    if len(s) < 20:
+        return [fallback[0], c2, fallback[1]]
+
+    def best(cands_side, target, default):
+        if not len(cands_side) or target.min() == target.max():
+            return default
+        return float(max(cands_side, key=lambda c: kappa(target, (s >= c).astype(int), 2)))
+
+    c1 = best(lo, (h >= 1).astype(int), fallback[0])
+    c3 = best(hi, (h >= 3).astype(int), fallback[1])
+    return [c1, c2, c3]
 
 
 def fit_calibration(rows: list[dict], features: Sequence[str], name: str, judge_model: str, **meta) -> Calibration:

@@ -78,12 +78,17 @@ class RelevanceJudging:
     method: str = "prompt"
     prompt: str = "relevance"
     calibration: str | None = None  # a calibration name or JSON path (method "calibrated")
+    # prompt features measured beside the grade, never part of it (for the decomposition of Table 1)
+    diagnostic: tuple = ()
 
     def describe(self) -> str:
         if self.method == "calibrated":
+            from .calibrated import load_calibration
+
+            cal = load_calibration(self.calibration)
             return (
-                f"calibrated score ({self.calibration}): judge signals combined by a logistic model fitted on "
-                "human labels and cut into 0-3, not the model's own grade"
+                f"calibrated score ({cal.name}, features {', '.join(cal.features)}): judge signals combined by a "
+                "logistic model fitted on labelled pairs and cut into 0-3, not the model's own grade"
             )
         return f"the judge's own 0-3 digit (prompt {self.prompt})"
 
@@ -97,7 +102,9 @@ def grade_pairs(
     if judging is not None and judging.method == "calibrated":
         from .calibrated import grade_pairs_calibrated, load_calibration
 
-        return grade_pairs_calibrated(llm, pairs, passages, load_calibration(judging.calibration))
+        return grade_pairs_calibrated(
+            llm, pairs, passages, load_calibration(judging.calibration), extra=tuple(judging.diagnostic)
+        )
     if judging is not None:
         template = judging.prompt
     from ..llm.prompting import render
@@ -322,6 +329,65 @@ def paired_tests(cells: dict, design: TableDesign, cluster_of: dict | None = Non
         "mde_cell",
     ]
     return pd.DataFrame(rows, columns=cols).round(4)
+
+
+def feature_decomposition(
+    design: TableDesign, questions: list[dict], rankings: dict, rows: list[dict], cluster_of=None
+):
+    """Table 1's comparisons read through each signal alone: for every feature a calibrated grade
+    rows carry (and the grade and score themselves), the per-question mean over the top-k, compared
+    as Table 1's paired tests compare (reranked - retrieved per retriever, dense - bm25), with the
+    difference, its cluster-robust CI and p-value. What drives a difference in the grade shows here:
+    a feature that moves while the others stay flat."""
+    import pandas as pd
+
+    from ..stats import paired_difference
+
+    values: dict = {}
+    for r in rows:
+        v = dict(r.get("features") or {})
+        v["grade"], v["score"] = r.get("grade"), r.get("score")
+        values[(r["qid"], r["chunk_id"])] = v
+    names = sorted({k for v in values.values() for k, x in v.items() if x is not None})
+    plans = []
+    for k in design.top_k:
+        for retriever in design.retrievers:
+            plans.append(("reranked - retrieved", retriever, k, retriever, reranked(retriever)))
+        if {"bm25", "dense"} <= set(design.retrievers):
+            plans.append(("dense - bm25", "dense vs bm25", k, "bm25", "dense"))
+    out = []
+    for feature in names:
+        for comparison, retriever, k, sa, sb in plans:
+            va, vb, qids = [], [], []
+            for q in questions:
+                qid = q["qid"]
+                a = [values.get((qid, c), {}).get(feature) for c in rankings.get(sa, {}).get(qid, [])[:k]]
+                b = [values.get((qid, c), {}).get(feature) for c in rankings.get(sb, {}).get(qid, [])[:k]]
+                a, b = [x for x in a if x is not None], [x for x in b if x is not None]
+                if a and b:
+                    va.append(float(np.mean(a)))
+                    vb.append(float(np.mean(b)))
+                    qids.append(qid)
+            if len(qids) < 2:
+                continue
+            r = paired_difference(va, vb, [(cluster_of or {}).get(q, q) for q in qids])
+            out.append(
+                {
+                    "feature": feature,
+                    "comparison": comparison,
+                    "retriever": retriever,
+                    "top_k": k,
+                    "n_questions": r["n"],
+                    "value_a": float(np.mean(va)),
+                    "value_b": float(np.mean(vb)),
+                    "diff": r["diff"],
+                    "ci_low": r["ci_low"],
+                    "ci_high": r["ci_high"],
+                    "p_value": r["p_value"],
+                    "t": r["diff"] / r["se"] if r.get("se") else None,
+                }
+            )
+    return pd.DataFrame(out).round(4)
 
 
 def clusters_from_grades(rows: list[dict]) -> dict:

@@ -231,10 +231,223 @@ def agreement(rows: list[dict], n_boot: int, seed: int, graded: bool | None = No
     for kind in sorted({r["kind"] for r in ok if r["label"] < rel_from}):
         neg = [r for r in ok if r["kind"] == kind]
         out[f"auc_relevant_vs_{kind}"] = _r(auc([1] * len(pos) + [0] * len(neg), [_score(r) for r in pos + neg]))
+    out.update(boundary_agreement(ok, n_boot, seed, graded, with_auc=False))
     out["mean_grade_by_label"] = {
         str(h): _r(np.mean([r["grade"] for r in ok if r["label"] == h]), 3) for h in sorted({r["label"] for r in ok})
     }
     return out
+
+
+# --------------------------------------------------------------------------- boundaries
+# The cuts of the 0-3 scale a Table 1 finding can read: "ge1" (grade >= 1: not unrelated), "ge2"
+# (grade >= 2: relevant; the shares of grades 0-1 and 2-3 read it), "eq3" (grade 3: the share of
+# grade 3 reads it). On binary labels (relevant or not) only "ge2" can be checked.
+BOUNDARIES = {"ge1": "grade >= 1", "ge2": "grade >= 2", "eq3": "grade = 3"}
+
+
+def at_boundary(value: int, boundary: str) -> bool:
+    """Whether a 0-3 grade (or label) is on the upper side of `boundary`."""
+    return value == 3 if boundary == "eq3" else value >= int(boundary[2])
+
+
+def boundaries_for(graded: bool) -> tuple[str, ...]:
+    return tuple(BOUNDARIES) if graded else ("ge2",)
+
+
+def _boundary_metrics(rows: list[dict], graded: bool) -> dict:
+    """Kappa, precision and recall of the judge at each boundary, and per judge grade the share
+    of its pairs whose label is that grade (graded labels) or relevant (binary)."""
+    out: dict = {}
+    for b in boundaries_for(graded):
+        y = [int(at_boundary(r["label"], b) if graded else r["label"] >= 1) for r in rows]
+        j = [int(at_boundary(r["grade"], b)) for r in rows]
+        tp = sum(a and c for a, c in zip(y, j))
+        out[f"{b}.kappa"] = _kappa(y, j)
+        out[f"{b}.precision"] = tp / sum(j) if sum(j) else float("nan")
+        out[f"{b}.recall"] = tp / sum(y) if sum(y) else float("nan")
+    for g in range(4):
+        mine = [r for r in rows if r["grade"] == g]
+        hit = [r["label"] == g if graded else r["label"] >= 1 for r in mine]
+        out[f"grade{g}.precision"] = float(np.mean(hit)) if mine else float("nan")
+    if graded:
+        out["kappa_weighted_linear"] = _kappa(
+            [r["label"] for r in rows], [r["grade"] for r in rows], "linear", [0, 1, 2, 3]
+        )
+    return out
+
+
+def boundary_agreement(rows: list[dict], n_boot: int, seed: int, graded: bool, with_auc: bool = True) -> dict:
+    """The judge's agreement with the labels at each boundary the findings read (`BOUNDARIES`):
+    {"boundaries": {b: {kappa, precision, recall, n_label, n_judge, each figure's _ci}},
+    "per_grade": {g: {n, precision, precision_ci}}, "kappa_weighted_linear" (+ _ci)} and, with
+    `with_auc`, the AUC of the score and its CI; 95% bootstrap CIs over queries, the same units as
+    :func:`agreement`. A boundary no pair reaches on one side has NaN figures (None)."""
+    ok = [r for r in rows if r.get("grade") is not None]
+    by_q: dict = {}
+    for r in ok:
+        by_q.setdefault(r["qid"], []).append(r)
+    groups = [by_q[q] for q in sorted(by_q)]
+
+    def stats(gs):
+        flat = [r for g in gs for r in g]
+        m = _boundary_metrics(flat, graded)
+        if with_auc:
+            rel_from = relevant_from(graded)
+            m["auc"] = auc([int(r["label"] >= rel_from) for r in flat], [_score(r) for r in flat])
+        return m
+
+    point = stats(groups)
+    cis = bootstrap_cis(groups, stats, n_boot, seed) if groups else {}
+    out: dict = {"boundaries": {}, "per_grade": {}}
+    for b in boundaries_for(graded):
+        y = [at_boundary(r["label"], b) if graded else r["label"] >= 1 for r in ok]
+        item = {"cut": BOUNDARIES[b], "n_label": int(sum(y)), "n_judge": sum(at_boundary(r["grade"], b) for r in ok)}
+        for k in ("kappa", "precision", "recall"):
+            item[k] = _r(point[f"{b}.{k}"])
+            item[f"{k}_ci"] = [_r(x) for x in cis.get(f"{b}.{k}", (None, None))]
+        out["boundaries"][b] = item
+    for g in range(4):
+        n = sum(1 for r in ok if r["grade"] == g)
+        out["per_grade"][str(g)] = {
+            "n": n,
+            "precision": _r(point[f"grade{g}.precision"]),
+            "precision_ci": [_r(x) for x in cis.get(f"grade{g}.precision", (None, None))],
+            "means": f"label = {g}" if graded else "label relevant",
+        }
+    if graded:
+        out["kappa_weighted_linear"] = _r(point["kappa_weighted_linear"])
+        out["kappa_weighted_linear_ci"] = [_r(x) for x in cis.get("kappa_weighted_linear", (None, None))]
+    if with_auc:
+        out["auc"] = _r(point["auc"])
+        out["auc_ci"] = [_r(x) for x in cis.get("auc", (None, None))]
+        out["n_pairs"] = len(ok)
+    return out
+
+
+def boundary_verdicts(m: dict, th) -> dict:
+    """{boundary: (verdict, reason)} from a source's `boundaries`: "valid" when the kappa's 95%
+    CI lower bound reaches `th.boundary_kappa_low` and its point estimate `th.boundary_kappa`;
+    "fails" when the upper bound is under `th.boundary_kappa_low`; "too few pairs to tell" when
+    fewer than `th.min_pairs` pairs were graded or either side of the cut holds fewer than
+    `th.min_boundary_pairs` labels; else "weak"."""
+    out = {}
+    n = m.get("n_pairs") or 0
+    for b, f in (m.get("boundaries") or {}).items():
+        k, (lo, hi) = f.get("kappa"), (f.get("kappa_ci") or [None, None])
+        sides = min(f.get("n_label") or 0, n - (f.get("n_label") or 0))
+        fig = (
+            "kappa n/a" if k is None else f"kappa {k:.2f} [{lo:.2f}, {hi:.2f}]" if lo is not None else f"kappa {k:.2f}"
+        )
+        if n < th.min_pairs or sides < th.min_boundary_pairs or k is None or lo is None:
+            out[b] = ("too few pairs to tell", f"{fig}; {n} pairs, {sides} on the smaller side of {f['cut']}")
+        elif lo >= th.boundary_kappa_low and k >= th.boundary_kappa:
+            out[b] = ("valid", f"{fig} reaches {th.boundary_kappa} with its lower bound >= {th.boundary_kappa_low}")
+        elif hi < th.boundary_kappa_low:
+            out[b] = ("fails", f"{fig}: the upper bound is under {th.boundary_kappa_low}")
+        else:
+            out[b] = ("weak", f"{fig}: short of {th.boundary_kappa} (point) and {th.boundary_kappa_low} (lower bound)")
+    return out
+
+
+# --------------------------------------------------------------------------- system bias
+def residuals(r: dict, graded: bool) -> dict:
+    """The judge's departure from the label on one pair, per measure: "grade" (grade - label on
+    0-3 labels; (grade >= 2) - label on binary ones) and, per boundary the labels can check, the
+    judge's side of the cut minus the label's (-1, 0 or 1; its mean is a share, as Table 1's)."""
+    if not graded:
+        d = float(int(r["grade"] >= 2) - int(r["label"] >= 1))
+        return {"grade": d, "ge2": d}
+    out = {"grade": float(r["grade"] - r["label"])}
+    for b in BOUNDARIES:
+        out[b] = float(int(at_boundary(r["grade"], b)) - int(at_boundary(r["label"], b)))
+    return out
+
+
+def system_bias(rows: list[dict], retrieved_by: dict, n_boot: int, seed: int, graded: bool) -> dict:
+    """For passages of equal label, does the judge grade one system's passages higher? `rows`:
+    graded labelled pairs (qid, chunk_id, label, grade); `retrieved_by`: {system: set of (qid,
+    chunk_id) in its top-k}. Per system: n_pairs, mean judge - label residual (`mean_residual`,
+    on the grade scale) with its 95% bootstrap CI over queries (`ci_low`, `ci_high`), the same at
+    each boundary (`by_boundary`: a share, as Table 1's cells), mean grade and mean label; per
+    pair of systems the difference of their biases with its paired CI (`differences`: {"a - b":
+    {measure: {diff, ci_low, ci_high}}}); and Kendall's tau between the systems' ranking by mean
+    judge grade and by mean label (`kendall_tau`; None with fewer than 3 systems). A judge that
+    adds to one system's passages shows a residual above the others' and a difference whose CI
+    excludes 0."""
+    from scipy.stats import kendalltau
+
+    ok = {(str(r["qid"]), str(r["chunk_id"])): r for r in rows if r.get("grade") is not None}
+    systems = sorted(retrieved_by)
+    by_q: dict = {s: {} for s in systems}
+    for s in systems:
+        for k in sorted({(str(q), str(d)) for q, d in retrieved_by[s]} & set(ok)):
+            by_q[s].setdefault(k[0], []).append(k)
+    qids = sorted({q for s in systems for q in by_q[s]})
+    res = {k: residuals(r, graded) for k, r in ok.items()}
+    measures = ("grade", *boundaries_for(graded))
+
+    def stats(qs):
+        out = {}
+        for s in systems:
+            keys = [k for q in qs for k in by_q[s].get(q, [])]
+            for m in measures:
+                out[f"{s}|{m}"] = float(np.mean([res[k][m] for k in keys])) if keys else float("nan")
+        for a, b in _pairs(systems):
+            for m in measures:
+                out[f"{a}-{b}|{m}"] = out[f"{a}|{m}"] - out[f"{b}|{m}"]
+        return out
+
+    point = stats(qids)
+    cis = bootstrap_cis(qids, stats, n_boot, seed) if qids else {}
+
+    def fig(key: str, name: str) -> dict:
+        lo, hi = cis.get(key, (None, None))
+        return {name: _r(point.get(key)), "ci_low": _r(lo), "ci_high": _r(hi)}
+
+    per = {}
+    for s in systems:
+        keys = [k for q in by_q[s] for k in by_q[s][q]]
+        per[s] = {
+            "n_pairs": len(keys),
+            "n_queries": len(by_q[s]),
+            **fig(f"{s}|grade", "mean_residual"),
+            "by_boundary": {m: fig(f"{s}|{m}", "mean_residual") for m in measures[1:]},
+            "mean_grade": _r(np.mean([ok[k]["grade"] for k in keys])) if keys else None,
+            "mean_label": _r(np.mean([ok[k]["label"] for k in keys])) if keys else None,
+        }
+    diffs = {f"{a} - {b}": {m: fig(f"{a}-{b}|{m}", "diff") for m in measures} for a, b in _pairs(systems)}
+    usable = [s for s in systems if per[s]["mean_grade"] is not None]
+    tau = None
+    if len(usable) >= 3:
+        tau = _r(kendalltau([per[s]["mean_grade"] for s in usable], [per[s]["mean_label"] for s in usable]).statistic)
+    return {
+        "systems": per,
+        "differences": diffs,
+        "kendall_tau": tau,
+        "n_queries": len(qids),
+        "residual": "grade - label" if graded else "(grade >= 2) - label",
+    }
+
+
+def _pairs(systems: Sequence[str]) -> list[tuple[str, str]]:
+    return [(a, b) for i, a in enumerate(systems) for b in systems[i + 1 :]]
+
+
+def bias_between(bias: dict | None, a: str, b: str, measure: str = "grade") -> dict | None:
+    """The judge's bias difference between systems `a` and `b` (a - b: diff, ci_low, ci_high) on
+    `measure` ("grade" or a boundary) from a :func:`system_bias` result, whichever order it
+    stored them in; None when not measured."""
+    d = (bias or {}).get("differences") or {}
+    if f"{a} - {b}" in d:
+        return d[f"{a} - {b}"].get(measure)
+    if f"{b} - {a}" in d and measure in d[f"{b} - {a}"]:
+        x = d[f"{b} - {a}"][measure]
+
+        def neg(v):
+            return None if v is None else -v
+
+        return {"diff": neg(x["diff"]), "ci_low": neg(x["ci_high"]), "ci_high": neg(x["ci_low"])}
+    return None
 
 
 # --------------------------------------------------------------------------- reference judges
@@ -276,13 +489,17 @@ def reference_agreement(rows: list[dict], references: dict, n_boot: int, seed: i
         for r in ours:
             g = labels.get((str(r["qid"]), str(r["chunk_id"])))
             if g is not None:
-                theirs.append(dict(r, grade=g if ref_graded else 2 * int(g >= 1), expected_grade=None))
+                # its own label is its grade and its score: our score and expected grade must not
+                # stay on the row, or its AUC would be ours (_score ranks by them first)
+                grade = g if ref_graded else 2 * int(g >= 1)
+                theirs.append(dict(r, grade=grade, score=None, expected_grade=None))
         a = agreement(theirs, n_boot, seed, graded) if theirs else {"n_pairs": 0}
         item = {"name": name, "n_pairs": a["n_pairs"], "labels": "graded 0-3" if ref_graded else "binary"}
-        for k in ("kappa_binary", "kappa_binary_ci", "kappa_weighted", "auc", "auc_ci"):
+        for k in ("kappa_binary", "kappa_binary_ci", "kappa_weighted", "auc", "auc_ci", "boundaries"):
             item[k] = a.get(k)
-        if not ref_graded:
+        if not ref_graded:  # a binary judge says relevant or not: only the grade >= 2 cut is its own
             item["kappa_weighted"] = None
+            item["boundaries"] = {b: f for b, f in (item.get("boundaries") or {}).items() if b == "ge2"}
         out.append(item)
     return out
 

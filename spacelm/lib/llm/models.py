@@ -6,7 +6,10 @@ order into ``$SPACELM_MODELS_DIR`` (default ``~/.cache/spacelm/models``) on firs
 checked against the sha256 recorded below. One (layout "zip-member") is a single member of a
 large zip split across packages: it is stream-decompressed from its local header onwards, its
 CRC32 and size checked, without joining the whole archive. A model spec anywhere in a config
-is either ``embedded:<name>``, a local file/folder path, or a hub name (for users who have a hub).
+is either ``embedded:<name>``, ``trained:<name>`` (a model the suite trained, e.g. the cross-encoder
+reranker of stage `train-reranker`: a folder under ``$SPACELM_MODELS_DIR/trained/`` whose
+``spacelm_trained.json`` records its weights' sha256, base model and training data), a local
+file/folder path, or a hub name (for users who have a hub).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import struct
 import zipfile
@@ -45,7 +49,7 @@ class EmbeddedModel:
 def encoder_window(spec: str) -> int | None:
     """The most tokens the embedded encoder `spec` reads of one text (a longer text is cut), or
     None when `spec` is not an embedded encoder."""
-    m = EMBEDDED.get(spec.removeprefix("embedded:")) if spec.startswith("embedded:") else None
+    m = EMBEDDED.get(spec.removeprefix("embedded:")) if spec and spec.startswith("embedded:") else None
     return (m.window or None) if m else None
 
 
@@ -281,7 +285,10 @@ def _assemble(m: EmbeddedModel, dest: Path) -> None:
 
 
 def model_path(name: str, assemble: bool = True) -> Path:
-    """Path of an embedded model (folder for sentence-transformers, file for GGUF)."""
+    """Path of an embedded model (folder for sentence-transformers, file for GGUF), or of a
+    trained one's folder (`trained:<name>`)."""
+    if is_trained(name):
+        return trained_folder(trained_name(name), must_exist=True)
     if name not in EMBEDDED:
         raise ModelNotFound(f"unknown embedded model {name!r}; known: {', '.join(EMBEDDED)}")
     m = EMBEDDED[name]
@@ -310,6 +317,10 @@ def resolve_model_path(spec: str) -> str:
         path = model_path(name)
         check_identity(name)
         return str(path)
+    if is_trained(spec):
+        name = trained_name(spec)
+        check_trained(name)
+        return str(trained_folder(name))
     return spec
 
 
@@ -319,6 +330,11 @@ class ModelDamaged(ModelNotFound):
 
 def damaged_hint(name: str, path: Path) -> str:
     """What to do about a damaged model file (the same words for a run and for verify)."""
+    if is_trained(name) or name not in EMBEDDED:
+        return (
+            f"delete {Path(path).parent} and run `spacelm train-reranker --config <the config naming "
+            f"trained:{trained_name(name)}>`, which trains it again from its recorded inputs"
+        )
     m = EMBEDDED[name]
     if m.layout == "package-folder":
         return (
@@ -398,6 +414,8 @@ def portable_model_path(path) -> str:
 def model_identity(spec: str) -> dict:
     """Name + the file hash that identifies a model (for caches and the manifest); the path is
     said relative to the models folder or its package (no machine path in outputs)."""
+    if is_trained(spec):
+        return trained_identity(trained_name(spec))
     if spec.startswith("embedded:"):
         name = spec.split(":", 1)[1]
         wp = weights_path(name)
@@ -441,17 +459,25 @@ def list_models() -> list[dict]:
         except ModelNotFound as e:
             row.update(path=None, size=None, sha256=None, error=str(e))
         rows.append(row)
-    return rows
+    return rows + [trained_row(name) for name in trained_names()]
 
 
 def verify_models(names: list[str] | None = None) -> list[dict]:
-    """Check every (or the named) embedded model against its recorded sha256, hashing every
-    byte again (a stored hash is never trusted here). An unknown name is ModelNotFound."""
-    unknown = [n for n in names or [] if n not in EMBEDDED]
+    """Check every (or the named) embedded and trained model against its recorded sha256,
+    hashing every byte again (a stored hash is never trusted here). An unknown name is
+    ModelNotFound. A trained model is named `trained:<name>` (or its bare name)."""
+    trained = trained_names()
+    unknown = [n for n in names or [] if n not in EMBEDDED and trained_name(n) not in trained]
     if unknown:
-        raise ModelNotFound(f"unknown embedded model {unknown[0]!r}; known: {', '.join(EMBEDDED)}")
+        raise ModelNotFound(
+            f"unknown model {unknown[0]!r}; known: {', '.join([*EMBEDDED, *(TRAINED_PREFIX + t for t in trained)])} "
+            "(`spacelm models list`)"
+        )
     out = []
-    for name in names or list(EMBEDDED):
+    for name in names or [*EMBEDDED, *(TRAINED_PREFIX + t for t in trained)]:
+        if name not in EMBEDDED:
+            out.append(verify_trained(trained_name(name)))
+            continue
         m = EMBEDDED[name]
         try:
             wp = weights_path(name)
@@ -460,3 +486,148 @@ def verify_models(names: list[str] | None = None) -> list[dict]:
         except ModelNotFound as e:
             out.append({"name": name, "ok": False, "expected": m.sha256, "got": None, "error": str(e)})
     return out
+
+
+# --------------------------------------------------------------------------- trained models
+TRAINED_PREFIX = "trained:"
+TRAINED_META = "spacelm_trained.json"  # beside the weights: what the model is, how it was made
+TRAINED_WEIGHTS = "model.safetensors"
+_TRAINED_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+
+def is_trained(spec: str | None) -> bool:
+    return bool(spec) and str(spec).startswith(TRAINED_PREFIX)
+
+
+def trained_name(spec: str) -> str:
+    """The name in `trained:<name>` (a bare name is returned as it is), checked to be a safe folder name."""
+    name = str(spec).removeprefix(TRAINED_PREFIX)
+    if not _TRAINED_NAME.fullmatch(name):
+        raise ModelNotFound(
+            f"trained model name {name!r}: use letters, digits, '.', '_' and '-' only (it names a folder "
+            f"under {trained_root()})"
+        )
+    return name
+
+
+def trained_root() -> Path:
+    return models_dir() / "trained"
+
+
+def trained_folder(name: str, must_exist: bool = False) -> Path:
+    """The folder of trained model `name`; with `must_exist`, ModelNotFound naming the fix when absent."""
+    folder = trained_root() / trained_name(name)
+    if must_exist and not (folder / TRAINED_META).is_file():
+        raise ModelNotFound(
+            f"trained model {TRAINED_PREFIX}{name} is not in {trained_root()} (no {TRAINED_META}); run "
+            f"`spacelm train-reranker --config <the config naming it>` (or `spacelm run`) to train it"
+        )
+    return folder
+
+
+def trained_names() -> list[str]:
+    """Every trained model in the models folder, by name."""
+    root = trained_root()
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if (p / TRAINED_META).is_file() and _TRAINED_NAME.fullmatch(p.name))
+
+
+def read_trained(name: str) -> dict:
+    """A trained model's record (`spacelm_trained.json`): sha256, base model, training data, settings."""
+    meta_file = trained_folder(name, must_exist=True) / TRAINED_META
+    try:
+        meta = json.loads(meta_file.read_text())
+    except (OSError, ValueError) as e:
+        raise ModelNotFound(f"{meta_file}: unreadable ({e}); delete its folder and train the model again") from None
+    if not meta.get("sha256"):
+        raise ModelNotFound(f"{meta_file}: no 'sha256' recorded; delete its folder and train the model again")
+    return meta
+
+
+def check_trained(name: str) -> str:
+    """The trained model's sha256, or ModelDamaged naming the file and the fix when its weights
+    differ from the recorded hash (as :func:`check_identity` does for embedded models)."""
+    meta = read_trained(name)
+    wp = trained_folder(name) / meta.get("weights_file", TRAINED_WEIGHTS)
+    if not wp.is_file():
+        raise ModelDamaged(f"trained model {TRAINED_PREFIX}{name}: {wp} is missing; {damaged_hint(name, wp)}")
+    got = file_sha256(wp)
+    if got != meta["sha256"]:
+        raise ModelDamaged(
+            f"trained model {TRAINED_PREFIX}{name}: {wp} has sha256 {got[:16]}…, recorded {meta['sha256'][:16]}… "
+            f"(the file is damaged or was replaced); {damaged_hint(name, wp)}"
+        )
+    return got
+
+
+def training_summary(meta: dict) -> str:
+    """One line on what a trained model saw, e.g. "180 synthetic questions (space_corpus-256,
+    writer embedded:qwen2.5-coder-1.5b) + scifact train (809 queries)"."""
+    parts = []
+    for src in meta.get("training", {}).get("sources", []):
+        if src.get("name") == "synthetic":
+            where = f"{src.get('corpus', '?')}, writer {src.get('writer', '?')}"
+            parts.append(f"{src.get('questions_kept', 0)} synthetic questions ({where})")
+        else:
+            parts.append(f"{src.get('name')} {src.get('split', '?')} ({src.get('queries', 0)} queries)")
+    return " + ".join(parts) or "no recorded training data"
+
+
+def trained_identity(name: str) -> dict:
+    """A trained model's identity for caches and the manifest: like an embedded model's, plus its
+    base model and what it was trained on."""
+    meta = read_trained(name)
+    wp = trained_folder(name) / meta.get("weights_file", TRAINED_WEIGHTS)
+    base = meta.get("base_model", {})
+    return {
+        "name": TRAINED_PREFIX + name,
+        "upstream": f"{meta.get('kind', 'model')} trained from {base.get('name', '?')}",
+        "path": portable_model_path(wp),
+        "sha256": meta["sha256"],
+        "size": wp.stat().st_size if wp.is_file() else None,
+        "base_model": base,
+        "training": training_summary(meta),
+        "fingerprint": meta.get("fingerprint"),
+    }
+
+
+def trained_row(name: str) -> dict:
+    """A `spacelm models list` row for a trained model (its base model and training data in `upstream`)."""
+    row = {
+        "name": TRAINED_PREFIX + name,
+        "kind": "cross-encoder (trained)",
+        "packages": "none: trained here by `spacelm train-reranker`",
+        "licence": "the base model's",
+    }
+    try:
+        meta = read_trained(name)
+        base = meta.get("base_model", {}).get("name", "?")
+        wp = trained_folder(name) / meta.get("weights_file", TRAINED_WEIGHTS)
+        row.update(
+            kind=f"{meta.get('kind', 'model')} (trained)",
+            upstream=f"from {base} on {training_summary(meta)}",
+            licence=meta.get("licence", "the base model's"),
+            path=str(wp),
+            size=wp.stat().st_size if wp.is_file() else None,
+            sha256=meta["sha256"],
+            base_model=base,
+            training=training_summary(meta),
+        )
+    except ModelNotFound as e:
+        row.update(upstream="?", path=None, size=None, sha256=None, error=str(e))
+    return row
+
+
+def verify_trained(name: str) -> dict:
+    """A `spacelm models verify` row for a trained model: its weights hashed again against the record."""
+    spec = TRAINED_PREFIX + name
+    try:
+        meta = read_trained(name)
+    except ModelNotFound as e:
+        return {"name": spec, "ok": False, "expected": None, "got": None, "error": str(e)}
+    wp = trained_folder(name) / meta.get("weights_file", TRAINED_WEIGHTS)
+    if not wp.is_file():
+        return {"name": spec, "ok": False, "expected": meta["sha256"], "got": None, "error": f"{wp} is missing"}
+    got = file_sha256(wp, fresh=True)
+    return {"name": spec, "ok": got == meta["sha256"], "expected": meta["sha256"], "got": got, "path": str(wp)}

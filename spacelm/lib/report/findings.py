@@ -39,8 +39,11 @@ COLUMNS = [
     "this_run",
     "ci",
     "verdict",
+    "verdict_reason",
     "comparable",
     "judge_verdict",
+    "boundary",
+    "judge_bias",
     "n",
     "judge",
     "rule",
@@ -302,10 +305,13 @@ def table1_findings(
     def cells(measure: str) -> list[dict]:
         return sorted((t for t in rr if t["measure"] == measure), key=lambda t: (t["retriever"], t["top_k"]))
 
-    def row(finding, paper, rows, signs, what, rule):
+    def row(finding, paper, rows, signs, what, rule, boundary):
         verdict, count = intersection_union_verdict(rows, signs)
         out.append(
             {
+                "boundary": boundary,
+                "compares": compared_systems(rows),
+                "mde": min(mde_at(rows, ALPHA), default=float("nan")),
                 "finding": finding,
                 "paper": paper,
                 "this_run": f"{what} {_range([r['diff'] for r in rows])} pp across {len(rows)} cells; {count}",
@@ -328,6 +334,7 @@ def table1_findings(
         "reranked − retrieved:",
         "intersection-union: every cell lower, each cluster-robust t test p < 0.05; reversed: any cell higher, "
         "Holm over the cells",
+        "ge2",
     )
     top3 = [t for t in cells("share_3") if t["retriever"] == "bm25" and t["top_k"] == 3]
     if top3:
@@ -335,6 +342,9 @@ def table1_findings(
         mde = mde_at([t], ALPHA)[0]
         out.append(
             {
+                "boundary": "eq3",
+                "compares": compared_systems([t]),
+                "mde": mde,
                 "finding": "Reranking raises the share of grade 3 (BM25, top-3)",
                 "paper": "39.66% → 44.76%",
                 "this_run": f"{t['value_a']:.2f}% → {t['value_b']:.2f}% ({_pp(t['diff'])}; p {_fmt_p(t['p_value'])})",
@@ -355,6 +365,7 @@ def table1_findings(
         [1] * len(high),
         "reranked − retrieved:",
         "intersection-union: every cell higher, each p < 0.05; reversed: any cell lower, Holm over the cells",
+        "eq3",
     )
     two = cells("share_2")
     row(
@@ -365,11 +376,15 @@ def table1_findings(
         "reranked − retrieved:",
         "intersection-union: lower at top-k < 10 and higher at top-10, each p < 0.05; reversed: any cell the other "
         "way, Holm over the cells",
+        "ge2+eq3",
     )
     dense = sorted((t for t in tests if t["comparison"] == "dense - bm25"), key=lambda t: t["top_k"])
     verdict, count = intersection_union_verdict(dense, [1] * len(dense))
     out.append(
         {
+            "boundary": "ordinal",
+            "compares": compared_systems(dense),
+            "mde": min(mde_at(dense, ALPHA), default=float("nan")),
             "finding": "The judge prefers the dense retriever to BM25",
             "paper": "dense graded higher",
             "this_run": f"mean grade dense − bm25: {_range([t['diff'] for t in dense], '{:+.2f}')} across "
@@ -394,6 +409,9 @@ def table1_findings(
     )
     out.append(
         {
+            "boundary": "ge2",
+            "compares": [],
+            "mde": float("nan"),
             "finding": "Grades 2-3 exceed 90% in most cells",
             "paper": "above 90% in most cells",
             "this_run": f"{_range([s['percent_2_3'] for s in shares], '{:.1f}')}% across {len(shares)} cells; "
@@ -423,6 +441,9 @@ def table1_findings(
         else:
             out.append(
                 {
+                    "boundary": "eq3",
+                    "compares": [],
+                    "mde": float("nan"),
                     "finding": finding,
                     "paper": paper,
                     "this_run": f"not run: Table 1 here grades {chunk_tokens}-token chunks and no chunk-size study "
@@ -446,6 +467,7 @@ def table1_findings(
             where,
             "intersection-union: higher at top-3 for every retriever, each p < 0.05; reversed: any lower, Holm "
             "over the retrievers",
+            "eq3",
         )
     return out
 
@@ -561,14 +583,115 @@ def judge_verdicts(relevance: list | None, controls: list | None) -> dict:
     return out
 
 
-def paper_vs_run(rows: list[dict], verdicts: dict, comparable: str = "no: setup not stated") -> list[dict]:
+def compared_systems(cells: list[dict]) -> list[list[str]]:
+    """The pairs of systems a finding's paired-test cells compare: [reranked, retrieved] per
+    retriever of a "reranked - retrieved" cell, [dense, bm25] for "dense - bm25" (once each)."""
+    out: list[list[str]] = []
+    for t in cells:
+        if t.get("comparison") == "reranked - retrieved":
+            pair = [f"{t['retriever']}+rerank", str(t["retriever"])]
+        elif t.get("comparison") == "dense - bm25":
+            pair = ["dense", "bm25"]
+        else:
+            continue
+        if pair not in out:
+            out.append(pair)
+    return out
+
+
+# what a finding's boundary needs validated, and the bias measure it reads
+BOUNDARY_NEEDS = {
+    "ge1": ("ge1",),
+    "ge2": ("ge2",),
+    "eq3": ("eq3",),
+    "ge2+eq3": ("ge2", "eq3"),
+    "ordinal": ("ge1", "ge2", "eq3"),
+}
+
+
+def grader_gate(row: dict, grader: dict | None) -> tuple[str | None, str, str]:
+    """Whether a Table 1 finding may have a verdict, from the relevance grader's evidence:
+    (the reason it gives *no evidence*, or None; the `boundary` text; the `judge_bias` text).
+
+    `grader`: {"shared": {system: why the grader shares its scorer}, "in_domain": the in-domain
+    source of judge_check/relevance.json (or None), "bias_share": the share of the finding's
+    detectable difference the bias interval may span}. Rules, in order: a grader that shares the
+    scorer of a compared system gives no evidence; no in-domain check gives no evidence; each
+    boundary the finding reads (`BOUNDARY_NEEDS`) must be *valid* in domain; for every pair of
+    systems compared, the judge's bias difference (at the boundary, in the finding's units) must
+    have been measured in domain and its 95% CI must lie within ±`bias_share` × the finding's
+    detectable difference."""
+    from ..judge.validity import bias_between
+
+    grader = grader or {}
+    boundary = row.get("boundary") or "ge2"
+    needs = BOUNDARY_NEEDS.get(boundary, (boundary,))
+    pairs = row.get("compares") or []
+    shared = grader.get("shared") or {}
+    hit = [s for pair in pairs for s in pair if s in shared]
+    ind = grader.get("in_domain")
+    bv = (ind or {}).get("boundary_verdicts") or {}
+    btext = "; ".join(f"{b}: {bv[b]['verdict']} in domain" if b in bv else f"{b}: not checked in domain" for b in needs)
+    if hit:
+        return f"the relevance judge shares the scorer of {hit[0]}", btext, shared[hit[0]]
+    if not ind:
+        return "the relevance judge was not checked on in-domain labels", btext, "not measured"
+    bad = [b for b in needs if (bv.get(b) or {}).get("verdict") != "valid"]
+    if bad:
+        return f"the relevance judge is not valid in domain at {BOUNDARIES_TEXT.get(bad[0], bad[0])}", btext, "–"
+    measure = "grade" if boundary == "ordinal" else needs[-1]
+    scale = 1.0 if measure == "grade" else 100.0  # a share's bias in pp, as the findings' cells
+    mde = _num(row.get("mde"))
+    limit = None if mde is None else grader.get("bias_share", 0.5) * mde
+    texts, why = [], None
+    for a, b in pairs:
+        d = bias_between(ind.get("system_bias"), a, b, measure)
+        if d is None or _num(d.get("ci_low")) is None:
+            texts.append(f"{a} − {b}: not measured")
+            why = why or f"the relevance judge's bias between {a} and {b} was not measured in domain"
+            continue
+        lo, hi = d["ci_low"] * scale, d["ci_high"] * scale
+        unit = "" if measure == "grade" else " pp"
+        ok = limit is not None and -limit <= lo and hi <= limit
+        texts.append(
+            f"{a} − {b}: {d['diff'] * scale:+.2f}{unit} [{lo:+.2f}, {hi:+.2f}] at {measure}"
+            + ("" if limit is None else f" (limit ±{limit:.2f}{unit})")
+        )
+        if not ok:
+            why = why or (f"the judge's bias between {a} and {b} is not shown small beside the detectable difference")
+    return why, btext, "; ".join(texts) if texts else "no systems compared"
+
+
+BOUNDARIES_TEXT = {"ge1": "grade >= 1", "ge2": "grade >= 2", "eq3": "grade = 3"}
+
+
+def paper_vs_run(
+    rows: list[dict], verdicts: dict, comparable: str = "no: setup not stated", grader: dict | None = None
+) -> list[dict]:
     """The finding rows with the verdict of the judge behind each (unchecked where none ran),
-    the setup's comparability, and the printed verdict after :func:`gate`."""
+    the setup's comparability, and the printed verdict after :func:`gate`. Table 1's findings
+    (judge "grader") pass :func:`grader_gate` first: one standard for every verdict, a judge
+    not shown valid in domain at the finding's boundary, or not shown unbiased between the
+    compared systems, gives *no evidence (the reason)*."""
     out = []
     for r in rows:
         jv = verdicts.get(r["judge"], "unchecked")
         r = dict(r, judge_verdict=jv, comparable=comparable)
-        r["verdict"] = gate(r["verdict"], jv, r.pop("level", False), comparable)
+        level = r.pop("level", False)
+        compares, mde = r.pop("compares", None), r.pop("mde", None)
+        if r["judge"] == "grader":
+            why, r["boundary"], r["judge_bias"] = grader_gate(dict(r, compares=compares, mde=mde), grader)
+            r["verdict_reason"] = ""
+            if r["verdict"] != NOT_TESTED and why:
+                r["verdict"], r["verdict_reason"] = NO_EVIDENCE, why
+            elif r["verdict"] != NOT_TESTED:
+                r["verdict"] = gate(r["verdict"], "valid", level, comparable)
+        else:
+            r.setdefault("boundary", "–")
+            r.setdefault("judge_bias", "–")
+            r["verdict"] = gate(r["verdict"], jv, level, comparable)
+            no = r["verdict"] == NO_EVIDENCE
+            r["verdict_reason"] = f"the {r['judge']} judge's known-answer controls: {jv}" if no else ""
         out.append(r)
     return out
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..retrieval.systems import second_stage_name
+
 COLUMNS = ["component", "paper", "this_run", "match"]
 # component -> the paper's value, in words
 PAPER = {
@@ -81,7 +83,7 @@ def setup_rows(setup: RunSetup, stages: dict | None = None, sizes: dict | None =
         ("dense retriever", setup.dense_model, "yes" if _has(setup.dense_model, "gte-Qwen2-1.5B") else "no"),
         (
             "reranker and its pool",
-            f"{setup.reranker_kind} {setup.reranker_model} over {pool_text}",
+            f"{second_stage_name(setup.reranker_kind)} {setup.reranker_model} over {pool_text}",
             "yes" if _has(setup.reranker_model, "bge-m3") and pool == 100 else "no",
         ),
         ("judge", setup.judge_model, "yes" if _has(setup.judge_model, "llama-3.3-70b") else "no"),

@@ -1,5 +1,6 @@
 """Retrieval: BM25 (bm25s), dense (sentence-transformers + FAISS), hybrid (reciprocal-rank
-fusion) and second-stage rerankers over a first-stage pool.
+fusion) and second stages over a first-stage pool: a cross-encoder reranker (query and passage
+read together), bi-encoder rescoring (the cosine of a second embedding model) or an LLM reranker.
 
 Every retriever answers ``search(queries, k) -> [[(chunk_id, score), ...], ...]``, ranked by
 score descending with ties broken by chunk_id, so runs are reproducible.
@@ -11,7 +12,7 @@ import hashlib
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -52,12 +53,111 @@ class HybridConfig:
 
 
 @dataclass
+class LabelledSet:
+    """A labelled retrieval set a team has, in BEIR layout (`corpus.jsonl`, `queries.jsonl`,
+    `qrels/<split>.tsv` or `qrels.tsv`), whose `split` queries train the cross-encoder: a passage
+    graded `min_grade` or more is a positive (at most `max_positives` per query), one graded lower (or
+    a BM25 neighbour left ungraded) a negative. Its queries must never be the ones a study evaluates on;
+    `split` "test" is refused (a folder with a single `qrels.tsv` is read whatever the split)."""
+
+    name: str = ""
+    path: str = ""
+    split: str = "train"
+    min_grade: int = 1
+    max_queries: int | None = None  # a seeded sample of the split's queries (None: all)
+    max_positives: int = 2  # per query, the highest graded first (TREC DL grades dozens per query)
+
+
+@dataclass
+class RerankerTraining:
+    """How the suite trains the cross-encoder named `trained:<name>` (stage `train-reranker`): the
+    question writer writes `questions` synthetic questions over corpus chunks that no evaluation
+    question comes from (`split`: hold out each evaluation question's source chunk and `neighbours`
+    chunks either side, or whole documents), a question is kept when BM25 ranks its source chunk
+    in its top `filter_top_n` (round-trip filter, as UDAPDR/InPars filter), and each kept question
+    gets its chunk as the positive and `negatives` BM25 neighbours (top `negative_depth`) that hold
+    no part of the source span; plus the `labelled` sets. Fine-tuned from `base_model` on CPU."""
+
+    base_model: str = "embedded:minilm"
+    questions: int = 200
+    writer: Literal["question_writer", "generator", "judge"] = "question_writer"
+    split: Literal["chunk", "document"] = "chunk"
+    neighbours: int = 1
+    filter_top_n: int = 20
+    negatives: int = 4
+    negative_depth: int = 30
+    labelled: list[LabelledSet] = field(default_factory=list)
+    epochs: int = 1
+    batch_size: int = 16
+    learning_rate: float = 3e-5
+    warmup_share: float = 0.1
+    max_length: int = 256
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(key under `retrieval.reranker.train`, what is wrong and the fix) for every bad value."""
+        out = []
+        for key, value, low in (
+            ("questions", self.questions, 0),
+            ("neighbours", self.neighbours, 0),
+            ("filter_top_n", self.filter_top_n, 0),
+            ("negatives", self.negatives, 1),
+            ("negative_depth", self.negative_depth, 1),
+            ("epochs", self.epochs, 1),
+            ("batch_size", self.batch_size, 1),
+            ("max_length", self.max_length, 16),
+        ):
+            if value < low:
+                out.append((key, f"must be >= {low}, got {value!r}"))
+        if self.negative_depth < self.negatives:
+            out.append(("negative_depth", f"must be >= negatives ({self.negatives}), got {self.negative_depth}"))
+        if not 0 < self.learning_rate < 1:
+            out.append(("learning_rate", f"must be between 0 and 1, got {self.learning_rate!r}"))
+        if not 0 <= self.warmup_share < 1:
+            out.append(("warmup_share", f"must be in [0, 1), got {self.warmup_share!r}"))
+        names = [s.name for s in self.labelled]
+        for i, s in enumerate(self.labelled):
+            if not s.name or not s.path:
+                out.append((f"labelled[{i}]", "needs a name and a path (a BEIR-format folder)"))
+            if s.max_positives < 1:
+                out.append((f"labelled[{i}].max_positives", f"must be >= 1, got {s.max_positives!r}"))
+            if s.split == "test":
+                out.append((f"labelled[{i}].split", "is 'test', the split studies evaluate on; train on 'train'"))
+        if len(set(names)) != len(names):
+            out.append(("labelled", f"names must be unique, got {names}"))
+        if self.questions == 0 and not self.labelled:
+            out.append(("questions", "is 0 and no labelled set is named: the reranker would have nothing to learn"))
+        return out
+
+
+@dataclass
 class RerankerConfig:
+    """The second stage. `kind`: "cross-encoder" (query and passage read together, one score per
+    pair; `model` is `trained:<name>` for the one the suite trains, see :class:`RerankerTraining`),
+    "biencoder" (bi-encoder rescoring: the cosine of a second embedding model, not a reranker in
+    the paper's sense), "llm" (the judge's expected grade) or "none". `precision` "int8" runs a
+    cross-encoder's linear layers in dynamic int8 (faster on CPU; measure its scores)."""
+
     kind: Literal["biencoder", "cross-encoder", "llm", "none"] = "biencoder"
     model: str = "embedded:mpnet"
     batch_size: int = 16
     query_prefix: str = ""
     passage_prefix: str = ""
+    precision: Literal["fp32", "int8"] = "fp32"
+    train: RerankerTraining = field(default_factory=RerankerTraining)
+
+
+# what a report calls each second stage: cosine rescoring is not a reranker in the paper's sense
+SECOND_STAGE_NAMES = {
+    "cross-encoder": "cross-encoder reranker",
+    "biencoder": "bi-encoder rescoring",
+    "llm": "LLM pointwise reranker",
+    "none": "none",
+}
+
+
+def second_stage_name(kind: str) -> str:
+    """The honest name of a second stage for reports ("bi-encoder rescoring", "cross-encoder reranker")."""
+    return SECOND_STAGE_NAMES.get(kind, kind)
 
 
 @dataclass(frozen=True)
@@ -343,7 +443,9 @@ class HybridRetriever:
 
 # --------------------------------------------------------------------------- rerankers
 class BiEncoderReranker:
-    """Rescore a pool with a second, stronger bi-encoder (cosine of normalised embeddings)."""
+    """Bi-encoder rescoring: a pool rescored by the cosine of a second, stronger bi-encoder's
+    normalised embeddings. Query and passage are encoded apart, so it is not a reranker in the
+    paper's sense (reports call it "bi-encoder rescoring")."""
 
     kind = "biencoder"
 
@@ -364,26 +466,44 @@ class BiEncoderReranker:
 
 
 class CrossEncoderReranker:
-    """A true cross-encoder (sentence_transformers.CrossEncoder) reading query and passage together."""
+    """A true cross-encoder (sentence_transformers.CrossEncoder) reading query and passage
+    together: one relevance score per pair. `model`: `trained:<name>` (trained by the suite, see
+    `cross_encoder.py`), `embedded:<name>`, a folder or a hub name. `precision` "int8" quantises
+    its linear layers dynamically (CPU). A pair is scored once per process (bm25+rerank and
+    dense+rerank share most of their pools); `pairs` and `seconds` count the pairs it scored."""
 
     kind = "cross-encoder"
 
-    def __init__(self, model: str, texts: dict[str, str], batch_size: int = 16):
+    def __init__(self, model: str, texts: dict[str, str], batch_size: int = 16, precision: str = "fp32"):
         from ..llm.models import resolve_model_path
 
         st = _require("sentence_transformers", "the cross-encoder reranker")
         self.model = st.CrossEncoder(resolve_model_path(model), device="cpu")
+        if precision == "int8":
+            quantise_int8(self.model)
+        elif precision != "fp32":
+            raise ValueError(f"retrieval.reranker.precision {precision!r}: use fp32 or int8")
+        self.spec = model
         self.texts = texts
         self.batch_size = batch_size
+        self.precision = precision
+        self.pairs = 0
+        self.seconds = 0.0
+        self.scored: dict[tuple[str, str], float] = {}
 
     def rescore(self, queries: Sequence[str], pools: Sequence[Sequence[str]]) -> list[list[float]]:
-        pairs = [(q, self.texts[d]) for q, pool in zip(queries, pools) for d in pool]
-        flat = self.model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False) if pairs else []
-        out, pos = [], 0
-        for pool in pools:
-            out.append([float(x) for x in flat[pos : pos + len(pool)]])
-            pos += len(pool)
-        return out
+        import time
+
+        todo = list(dict.fromkeys((q, d) for q, pool in zip(queries, pools) for d in pool if (q, d) not in self.scored))
+        if todo:
+            t0 = time.perf_counter()
+            flat = self.model.predict(
+                [(q, self.texts[d]) for q, d in todo], batch_size=self.batch_size, show_progress_bar=False
+            )
+            self.seconds += time.perf_counter() - t0
+            self.pairs += len(todo)
+            self.scored.update(zip(todo, (float(x) for x in flat)))
+        return [[self.scored[(q, d)] for d in pool] for q, pool in zip(queries, pools)]
 
 
 class LLMReranker:
@@ -455,13 +575,27 @@ def identical_lists(
     return round(sum(same) / len(same), 4)
 
 
+def quantise_int8(cross_encoder) -> None:
+    """Swap a loaded CrossEncoder's linear layers for dynamically quantised int8 ones, in place
+    (PyTorch's CPU path; weights int8, activations quantised per batch)."""
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch marks its quantised tensors deprecated; the path still runs
+        from torch.ao.quantization import quantize_dynamic
+
+        quantize_dynamic(cross_encoder.model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+
+
 def make_reranker(cfg: RerankerConfig, texts: dict[str, str], cache_dir: Path | None = None, llm=None):
     if cfg.kind == "biencoder":
         return BiEncoderReranker(
             make_encoder(cfg.model, cfg.batch_size, cfg.query_prefix, cfg.passage_prefix, cache_dir), texts
         )
     if cfg.kind == "cross-encoder":
-        return CrossEncoderReranker(cfg.model, texts, cfg.batch_size)
+        return CrossEncoderReranker(cfg.model, texts, cfg.batch_size, cfg.precision)
     if cfg.kind == "llm":
         if llm is None:
             raise ValueError("retrieval.reranker.kind 'llm' needs a judge model (models.judge)")

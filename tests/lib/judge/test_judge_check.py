@@ -167,6 +167,7 @@ def test_reference_judges_are_read_and_measured_on_our_pairs(tmp_path):
         "kappa_weighted",
         "auc",
         "auc_ci",
+        "boundaries",
     }
     (d / "bad.qrels.txt").write_text("q1 Q0 a\n")
     with pytest.raises(ValueError, match="bad.qrels.txt:1"):

@@ -132,7 +132,7 @@ def test_unreadable_feature_gives_no_grade_never_zero():
 def test_grade_pairs_dispatches_on_method(monkeypatch):
     seen = {}
     monkeypatch.setattr(rc, "load_calibration", lambda spec: seen.setdefault("spec", spec) and _cal())
-    monkeypatch.setattr(rc, "grade_pairs_calibrated", lambda llm, pairs, passages, cal: ["calibrated"])
+    monkeypatch.setattr(rc, "grade_pairs_calibrated", lambda llm, pairs, passages, cal, extra=(): ["calibrated"])
     assert grade_pairs(None, [], {}, judging=RelevanceJudging("calibrated", "relevance", "x")) == ["calibrated"]
     assert seen["spec"] == "x"
 
@@ -170,3 +170,55 @@ def test_config_refuses_a_calibration_for_another_model():
         from_dict({"grading": {"method": "calibrated", "calibration": "nope"}})
     with pytest.raises(ConfigError, match="grading.debias"):
         from_dict({"grading": {"method": "calibrated", "debias": "both_orders"}})
+
+
+class LeaningJudge:
+    """P(yes) of the truth plus a lean of +0.1 toward yes, whatever is asked: "does the passage
+    answer?" is true for a passage that holds the answer, its mirror ("does it leave the question
+    unanswered?") for one that does not. The digit prompt gives a fixed spread."""
+
+    def complete_many(self, reqs, on_done):
+        for i, r in enumerate(reqs):
+            text = r.messages[-1]["content"]
+            good = "holds the answer" in text
+            if r.choices == ["yes", "no"]:
+                truth = (not good) if rc.FEWSHOT_MIRROR in text else good
+                y = (0.8 if truth else 0.2) + 0.1
+                p = {"yes": y, "no": 1 - y}
+            else:
+                p = {"0": 0.25, "1": 0.25, "2": 0.25, "3": 0.25}
+            on_done(i, Completion(text="yes", prompt_tokens=10, choice_probs=p))
+
+
+def test_a_judge_asked_both_ways_loses_its_lean_and_diagnostics_stay_out_of_the_grade():
+    """fewshot_both is the mean of P(yes) and 1 - P(yes to the mirror): the +0.1 lean cancels,
+    0.8 and 0.2 come back where one way reads 0.9 and 0.3. A diagnostic feature (the paper's digit
+    prompt) is measured and kept, but the grade and score are those without it."""
+    from spacelm.config import LLMConfig
+
+    cal = _cal(features=["fewshot_both"], mean=[0.0], scale=[1.0], coef=[1.0], intercept=0.0)
+    assert rc.base_features(cal.features) == ["fewshot_yes", "fewshot_mirror"] and not cal.uses_embedding()
+    assert cal.scorers() == {f: "embedded:qwen2.5-coder-1.5b" for f in ("fewshot_yes", "fewshot_mirror")}
+    pairs = [{"qid": "q", "question": "what?", "chunk_id": c, "purpose": ["t"]} for c in ("a", "b")]
+    passages = {"a": "this holds the answer", "b": "unrelated"}
+    llm = LLM(LLMConfig(), backend=LeaningJudge())
+    rows = rc.grade_pairs_calibrated(llm, pairs, passages, cal)
+    assert rows[0]["features"]["fewshot_yes"] == pytest.approx(0.9)
+    assert rows[0]["features"]["fewshot_both"] == pytest.approx(0.8)
+    assert rows[1]["features"]["fewshot_both"] == pytest.approx(0.2)
+    assert rows[0]["score"] == pytest.approx(math.log(0.8 / 0.2), abs=1e-3) and llm.stats.calls == 4
+    with_digit = rc.grade_pairs_calibrated(
+        LLM(LLMConfig(), backend=LeaningJudge()), pairs, passages, cal, extra=("digit_expected",)
+    )
+    assert with_digit[0]["features"]["digit_expected"] == pytest.approx(1.5)
+    assert [r["score"] for r in with_digit] == [r["score"] for r in rows]
+
+
+def test_cut_points_are_fitted_at_each_boundary_the_check_reads():
+    """A score that orders labels 0 < 1 < 2 < 3 except that grade-3 and grade-2 passages overlap:
+    c2 still separates relevant from not exactly, c1 separates 0 from 1 exactly."""
+    score = np.concatenate([np.arange(0, 10), np.arange(10, 20), np.arange(20, 30), np.arange(25, 35)]).astype(float)
+    labels = np.repeat([0, 1, 2, 3], 10)
+    c1, c2, c3 = rc.cut_points(score, labels, np.ones(40, dtype=bool))
+    assert ((score >= c2) == (labels >= 2)).all() and ((score >= c1) == (labels >= 1)).all()
+    assert c2 < c3 and rc.kappa((labels == 3).astype(int), (score >= c3).astype(int), 2) > 0.5

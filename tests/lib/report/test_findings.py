@@ -148,6 +148,7 @@ def test_table1_findings_rows_and_judge_verdicts():
         rows + [{"finding": "x", "judge": "negative_rejection", "verdict": F.HOLDS}],
         verdicts,
         comparable="no: judge a vs b",
+        grader=_grader(),
     )
     by = {r["finding"]: r for r in out}
     assert out[0]["judge_verdict"] == "trec-dl-2020: weak" and out[-1]["judge_verdict"] == "unchecked"
@@ -253,3 +254,77 @@ def test_cell_cis_are_spanned_once():
     rows = [{"ci_low": -5.0, "ci_high": -1.0}, {"ci_low": -2.0, "ci_high": 3.0}, {"ci_low": None, "ci_high": None}]
     assert F._span(rows, "{:+.1f}", " pp") == "cells' CIs within [-5.0, +3.0] pp"
     assert F._span([], "{:+.1f}") == "–"
+
+
+def _in_domain(verdicts=("valid", "valid", "valid"), bias=0.0, half_width=0.005):
+    """An in-domain judge check: boundary verdicts ge1/ge2/eq3 and a bias difference of `bias`
+    (a share, or grade points) ± `half_width` between every pair of systems the findings compare."""
+    d = {"diff": bias, "ci_low": bias - half_width, "ci_high": bias + half_width}
+    pairs = ("bm25+rerank - bm25", "dense+rerank - dense", "dense - bm25")
+    return {
+        "run": True,
+        "in_domain": True,
+        "source": "space-corpus",
+        "boundary_verdicts": {b: {"verdict": v, "reason": ""} for b, v in zip(("ge1", "ge2", "eq3"), verdicts)},
+        "system_bias": {"differences": {p: {m: d for m in ("grade", "ge1", "ge2", "eq3")} for p in pairs}},
+    }
+
+
+def _grader(**kw):
+    return {"shared": kw.pop("shared", {}), "in_domain": _in_domain(**kw), "bias_share": 0.5}
+
+
+def _grade3_rows():
+    t = _t("bm25", 3, "share_3", 6.0, 0.001)  # se 1 pp: detectable difference about 3 pp
+    return F.table1_findings([t, _t("dense vs bm25", 3, "mean_grade", 0.3, 0.001, comparison="dense - bm25")], [], 256)
+
+
+def _one(out, finding="Reranking raises the share of grade 3 (BM25, top-3)"):
+    return next(r for r in out if r["finding"] == finding)
+
+
+def test_one_gate_for_every_verdict_in_domain_validity_at_the_findings_boundary():
+    """The grade-3 finding reads the = 3 boundary: valid in domain it keeps its verdict; weak at = 3
+    (whatever the other boundaries and the judge's figures elsewhere) it is no evidence, and says why."""
+    rows = _grade3_rows()
+    ok = _one(F.paper_vs_run(rows, {"grader": "trec-dl-2020: weak"}, "no", _grader()))
+    assert ok["verdict"] == F.HOLDS and ok["boundary"].startswith("eq3: valid")
+    weak = _one(
+        F.paper_vs_run(rows, {"grader": "trec-dl-2020: valid"}, "no", _grader(verdicts=("valid", "valid", "weak")))
+    )
+    assert weak["verdict"] == F.NO_EVIDENCE and "grade = 3" in weak["verdict_reason"]
+    # the share of grades 0-1 reads the >= 2 boundary only: a weak = 3 does not touch it
+    low = F.paper_vs_run(
+        F.table1_findings([_t("bm25", 3, "share_0_1", -6.0, 0.001)], [], 256),
+        {},
+        "no",
+        _grader(verdicts=("weak", "valid", "weak")),
+    )
+    assert _one(low, "Reranking lowers the share of grades 0 and 1 at every top-k")["verdict"] == F.HOLDS
+    # no in-domain check at all: no evidence
+    none = _one(F.paper_vs_run(rows, {"grader": "trec-dl-2020: valid"}, "no", {"shared": {}, "in_domain": None}))
+    assert none["verdict"] == F.NO_EVIDENCE and "in-domain" in none["verdict_reason"]
+
+
+def test_a_judge_sharing_a_systems_scorer_gives_no_evidence_on_findings_comparing_it():
+    rows = _grade3_rows()
+    shared = {"dense": "the judge shares the scorer of dense: cosine (minilm)"}
+    out = F.paper_vs_run(rows, {}, "no", _grader(shared=shared))
+    dense = _one(out, "The judge prefers the dense retriever to BM25")
+    assert (
+        dense["verdict"] == F.NO_EVIDENCE
+        and dense["verdict_reason"] == "the relevance judge shares the scorer of dense"
+    )
+    assert "cosine (minilm)" in dense["judge_bias"]
+    # the BM25 reranking finding compares no system the judge shares: it keeps its verdict
+    assert _one(out)["verdict"] == F.HOLDS
+
+
+def test_a_bias_between_the_compared_systems_as_large_as_the_effect_gives_no_evidence():
+    """The grade-3 cell's detectable difference is about 3 pp: a bias interval within ±1.5 pp
+    passes; a judge that adds 4 pp [3, 5] to the reranked lists' grade-3 share does not."""
+    rows = _grade3_rows()
+    small = _one(F.paper_vs_run(rows, {}, "no", _grader(bias=0.005, half_width=0.005)))
+    assert small["verdict"] == F.HOLDS and "bm25+rerank − bm25: +0.50 pp" in small["judge_bias"]
+    big = _one(F.paper_vs_run(rows, {}, "no", _grader(bias=0.04, half_width=0.01)))
+    assert big["verdict"] == F.NO_EVIDENCE and "bias between bm25+rerank and bm25" in big["verdict_reason"]

@@ -1,0 +1,358 @@
+"""Training the cross-encoder reranker on the team's own corpus (the UDAPDR / InPars recipe).
+
+The suite's question writer writes questions over corpus chunks that no evaluation question comes
+from; a question is kept when BM25 finds its source chunk again (round-trip filter); it is paired
+with its chunk (label 1) and with BM25 neighbours holding no part of the source span (label 0).
+Labelled sets a team has (BEIR layout) add their own pairs. A MiniLM (or mpnet) encoder with a
+fresh one-logit head is then fine-tuned with binary cross-entropy on CPU.
+
+Evaluation never leaks into training: :func:`held_out` takes every evaluation question's source
+chunk, every chunk overlapping its evidence span and `neighbours` chunks either side (or whole
+documents) out of the corpus before anything is written or mined, and :func:`check_no_leak` refuses
+a training set holding any of them, or an evaluation question's text.
+
+Pure functions of their inputs but for :func:`bm25_rankings` (builds an index) and
+:func:`train_cross_encoder` (torch)."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .systems import BM25Config, RerankerTraining
+
+
+class LeakError(ValueError):
+    """A training set holds an evaluation chunk or an evaluation question."""
+
+
+@dataclass(frozen=True)
+class TrainingPair:
+    """One (query, passage) pair with its label (1.0 relevant, 0.0 not) and where it came from."""
+
+    query_id: str
+    query: str
+    passage_id: str
+    passage: str
+    label: float
+    source: str  # "synthetic" or a labelled set's name
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """What training may not see: chunk ids and the evaluation questions' normalised texts."""
+
+    chunk_ids: frozenset[str]
+    question_keys: frozenset[str]
+    split: str
+    n_questions: int
+    n_documents: int  # documents holding at least one held-out chunk
+
+    def to_dict(self) -> dict:
+        return {
+            "split": self.split,
+            "questions": self.n_questions,
+            "chunks": len(self.chunk_ids),
+            "documents": self.n_documents,
+            "chunk_ids": sorted(self.chunk_ids),
+        }
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What a training run did: pairs, optimiser steps, time, and the mean loss of its first and last tenth."""
+
+    pairs: int
+    steps: int
+    epochs: int
+    seconds: float
+    pairs_per_second: float
+    loss_first: float
+    loss_last: float
+
+
+def question_key(text: str) -> str:
+    """A question's text reduced to lower-case letters, digits and single spaces (for equality)."""
+    return " ".join(re.sub(r"[^a-z0-9 ]", " ", str(text).lower()).split())
+
+
+def _rng(*parts) -> random.Random:
+    return random.Random(hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest())
+
+
+# --------------------------------------------------------------------------- the split
+def _by_doc(chunks: Sequence) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for c in sorted(chunks, key=lambda c: (c.doc_id, c.char_start, c.chunk_id)):
+        out.setdefault(c.doc_id, []).append(c)
+    return out
+
+
+def overlapping(chunks_of_doc: Sequence, start: int, end: int) -> list[str]:
+    """Ids of the chunks (of one document) sharing at least one character with [start, end)."""
+    return [c.chunk_id for c in chunks_of_doc if c.char_start < end and start < c.char_end]
+
+
+def held_out(chunks: Sequence, questions: Sequence[dict], split: str = "chunk", neighbours: int = 1) -> HeldOut:
+    """The chunks training may not use, from the evaluation `questions` (rows with `source_chunk_id`,
+    `doc_id`, `span_start`, `span_end`, `question`): `split` "chunk" holds out each question's source
+    chunk, every chunk overlapping its evidence span, and `neighbours` chunks either side of those in
+    document order; "document" every chunk of a document holding one. Unknown ids are ignored."""
+    if split not in ("chunk", "document"):
+        raise ValueError(f"retrieval.reranker.train.split {split!r}: use 'chunk' or 'document'")
+    by_doc = _by_doc(chunks)
+    doc_of = {c.chunk_id: c.doc_id for c in chunks}
+    seeds: set[str] = set()
+    for q in questions:
+        src = q.get("source_chunk_id")
+        if src in doc_of:
+            seeds.add(src)
+        doc, start, end = q.get("doc_id"), q.get("span_start"), q.get("span_end")
+        if doc in by_doc and start is not None and end is not None:
+            seeds.update(overlapping(by_doc[doc], int(start), int(end)))
+    docs = {doc_of[c] for c in seeds}
+    if split == "document":
+        held = {c.chunk_id for d in docs for c in by_doc[d]}
+    else:
+        held = set(seeds)
+        for doc in docs:
+            order = [c.chunk_id for c in by_doc[doc]]
+            for i, cid in enumerate(order):
+                if cid in seeds:
+                    held.update(order[max(0, i - neighbours) : i + neighbours + 1])
+    keys = frozenset(question_key(q["question"]) for q in questions if q.get("question"))
+    return HeldOut(frozenset(held), keys, split, len(questions), len(docs))
+
+
+def training_pool(chunks: Sequence, held: HeldOut) -> list:
+    """The chunks training may use: every chunk not held out."""
+    return [c for c in chunks if c.chunk_id not in held.chunk_ids]
+
+
+def check_no_leak(pairs: Sequence[TrainingPair], held: HeldOut) -> None:
+    """LeakError when a training pair's passage is a held-out chunk or its query is an evaluation
+    question's text; names a few of them and the fix."""
+    chunks = sorted({p.passage_id for p in pairs if p.passage_id in held.chunk_ids})
+    texts = sorted({p.query for p in pairs if question_key(p.query) in held.question_keys})
+    if chunks or texts:
+        raise LeakError(
+            f"the reranker's training set holds {len(chunks)} evaluation chunk(s) {chunks[:3]} and "
+            f"{len(texts)} evaluation question(s) {texts[:2]}: evaluation questions (the run's questions, the "
+            "golden samples) must never enter training; drop the labelled set that holds them "
+            "(retrieval.reranker.train.labelled) or report this as a bug in the split"
+        )
+
+
+# --------------------------------------------------------------------------- synthetic questions
+def bm25_rankings(cfg: BM25Config, ids: Sequence[str], texts: Sequence[str], queries: Sequence[str], depth: int):
+    """Each query's BM25 top-`depth` chunk ids over (ids, texts)."""
+    from .systems import BM25Retriever
+
+    if not queries:
+        return []
+    bm25 = BM25Retriever(cfg).index(ids, texts)
+    return [[d for d, _ in r] for r in bm25.search(queries, depth)]
+
+
+def round_trip_filter(records: list[dict], rankings: Sequence[Sequence[str]], top_n: int) -> None:
+    """Keep a written question (`drop_reason` None) when its source chunk is in its BM25 top `top_n`
+    (UDAPDR's and InPars's consistency filter); `rankings` align with those records. Sets `kept`,
+    `rank_bm25` and `drop_reason` ("not_retrieved") in place; `top_n` 0 keeps every valid one."""
+    valid = [r for r in records if r.get("drop_reason") is None]
+    if len(valid) != len(rankings):
+        raise ValueError(f"{len(rankings)} rankings for {len(valid)} valid questions")
+    for r, ranking in zip(valid, rankings):
+        rank = next((i for i, d in enumerate(ranking, 1) if d == r["source_chunk_id"]), None)
+        r["rank_bm25"] = rank
+        r["kept"] = top_n == 0 or (rank is not None and rank <= top_n)
+        r["drop_reason"] = None if r["kept"] else "not_retrieved"
+
+
+def pick_negatives(ranking: Sequence[str], exclude: set[str], n: int, seed_parts: tuple) -> list[str]:
+    """`n` of the ranked ids not in `exclude`, drawn at random (seeded by `seed_parts`) and kept in
+    rank order; all of them when there are fewer."""
+    cands = [d for d in ranking if d not in exclude]
+    if len(cands) <= n:
+        return cands
+    picked = set(_rng(*seed_parts).sample(cands, n))
+    return [d for d in cands if d in picked]
+
+
+def synthetic_pairs(
+    records: Sequence[dict],
+    pool: Sequence,
+    rankings: Sequence[Sequence[str]],
+    negatives: int,
+    seed: int,
+) -> list[TrainingPair]:
+    """Each kept question with its source chunk (1.0) and `negatives` of its BM25 neighbours (0.0)
+    that share no character with its evidence span; `rankings` align with the kept records and
+    rank `pool` (the training chunks)."""
+    text_of = {c.chunk_id: c.text for c in pool}
+    by_doc = _by_doc(pool)
+    kept = [r for r in records if r.get("kept")]
+    if len(kept) != len(rankings):
+        raise ValueError(f"{len(rankings)} rankings for {len(kept)} kept questions")
+    pairs = []
+    for r, ranking in zip(kept, rankings):
+        pos = r["source_chunk_id"]
+        span = overlapping(by_doc.get(r["doc_id"], []), int(r["span_start"]), int(r["span_end"]))
+        pairs.append(TrainingPair(r["qid"], r["question"], pos, text_of[pos], 1.0, "synthetic"))
+        for d in pick_negatives(ranking, {pos, *span}, negatives, (seed, "negatives", r["qid"])):
+            pairs.append(TrainingPair(r["qid"], r["question"], d, text_of[d], 0.0, "synthetic"))
+    return pairs
+
+
+# --------------------------------------------------------------------------- labelled sets
+def labelled_pairs(
+    data,
+    name: str,
+    min_grade: int,
+    max_queries: int | None,
+    negatives: int,
+    bm25: BM25Config,
+    depth: int,
+    seed: int,
+    max_positives: int = 2,
+) -> list[TrainingPair]:
+    """Pairs from a labelled BEIR set (`beir.BeirData`): per query, up to `max_positives` passages
+    graded `min_grade` or more (1.0; the highest grades first, ties drawn at random), and
+    `negatives` per positive drawn from its passages graded lower, topped up from its BM25
+    neighbours that carry no grade (0.0). `max_queries`: a seeded sample of the queries with a
+    positive (None: all)."""
+    ids, texts = data.passages()
+    text_of = dict(zip(ids, texts))
+    qids = sorted(q for q, rel in data.qrels.items() if any(g >= min_grade and d in text_of for d, g in rel.items()))
+    if max_queries is not None and max_queries < len(qids):
+        qids = sorted(_rng(seed, "labelled", name).sample(qids, max_queries))
+    rankings = bm25_rankings(bm25, ids, texts, [data.queries[q] for q in qids], depth)
+    pairs = []
+    for q, ranking in zip(qids, rankings):
+        rel = {d: g for d, g in data.qrels[q].items() if d in text_of}
+        pos = sorted(d for d, g in rel.items() if g >= min_grade)
+        _rng(seed, name, q, "positives").shuffle(pos)
+        pos = sorted(sorted(pos, key=lambda d: -rel[d])[:max_positives])
+        n_neg = negatives * len(pos)
+        judged_neg = sorted(d for d, g in rel.items() if g < min_grade)
+        neg = pick_negatives(judged_neg, set(), n_neg, (seed, name, q, "judged"))
+        neg += pick_negatives(ranking, set(rel) | set(neg), n_neg - len(neg), (seed, name, q, "bm25"))
+        pairs += [TrainingPair(q, data.queries[q], d, text_of[d], 1.0, name) for d in pos]
+        pairs += [TrainingPair(q, data.queries[q], d, text_of[d], 0.0, name) for d in neg]
+    return pairs
+
+
+def pair_counts(pairs: Sequence[TrainingPair]) -> dict:
+    """{source: {"queries", "positives", "negatives"}} of a training set."""
+    out: dict = {}
+    for p in pairs:
+        row = out.setdefault(p.source, {"queries": set(), "positives": 0, "negatives": 0})
+        row["queries"].add(p.query_id)
+        row["positives" if p.label > 0.5 else "negatives"] += 1
+    return {k: {**v, "queries": len(v["queries"])} for k, v in sorted(out.items())}
+
+
+# --------------------------------------------------------------------------- training
+def _batches(n: int, size: int, epochs: int, seed: int) -> list[list[int]]:
+    """Index batches over `epochs` passes, each pass in its own seeded order."""
+    out = []
+    for e in range(epochs):
+        order = list(range(n))
+        _rng(seed, "epoch", e).shuffle(order)
+        out += [order[i : i + size] for i in range(0, n, size)]
+    return out
+
+
+def _lr_factor(step: int, warmup: int, total: int) -> float:
+    """Linear warm-up to 1 over `warmup` steps, then linear decay to 0 at `total`."""
+    if step < warmup:
+        return (step + 1) / warmup
+    return max(0.0, (total - step) / max(1, total - warmup))
+
+
+def train_cross_encoder(
+    pairs: Sequence[TrainingPair],
+    base_model_path: str,
+    settings: RerankerTraining,
+    seed: int,
+    out_dir: Path,
+    progress: str | None = None,
+) -> TrainResult:
+    """Fine-tune a one-logit cross-encoder from the encoder at `base_model_path` on `pairs` with
+    binary cross-entropy (AdamW, linear warm-up and decay, gradients clipped at 1), then save it to
+    `out_dir` as a sentence-transformers CrossEncoder folder. Seeded: the new head's initial
+    weights, the pair order and dropout follow `seed`."""
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    from ..progress import progress_bar
+
+    if not pairs:
+        raise ValueError("no training pairs: nothing to train the cross-encoder on")
+    torch.manual_seed(seed)
+    ce = CrossEncoder(base_model_path, num_labels=1, max_length=settings.max_length, device="cpu")
+    model, tok = ce.model, ce.tokenizer
+    no_decay = ("bias", "LayerNorm.weight", "LayerNorm.bias")
+    groups = [
+        {"params": [p for n, p in model.named_parameters() if not n.endswith(no_decay)], "weight_decay": 0.01},
+        {"params": [p for n, p in model.named_parameters() if n.endswith(no_decay)], "weight_decay": 0.0},
+    ]
+    opt = torch.optim.AdamW(groups, lr=settings.learning_rate)
+    batches = _batches(len(pairs), settings.batch_size, settings.epochs, seed)
+    warmup = int(settings.warmup_share * len(batches))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _lr_factor(s, warmup, len(batches)))
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    losses = []
+    bar = progress_bar(len(batches), progress) if progress else None
+    model.train()
+    t0 = time.perf_counter()
+    for step, idx in enumerate(batches):
+        if step == 3:  # the first steps timed: what the whole training will take on this machine
+            rate = 3 / max(time.perf_counter() - t0, 1e-9)
+            logging.getLogger("spacelm").info(
+                "cost: training the cross-encoder on %d pairs takes %d steps at %.2f steps/s here: about %.0f min",
+                len(pairs) * settings.epochs,
+                len(batches),
+                rate,
+                len(batches) / rate / 60,
+            )
+        batch = [pairs[i] for i in idx]
+        feats = tok(
+            [p.query for p in batch],
+            [p.passage for p in batch],
+            padding=True,
+            truncation=True,
+            max_length=settings.max_length,
+            return_tensors="pt",
+        )
+        logits = model(**feats).logits.view(-1)
+        loss = loss_fn(logits, torch.tensor([p.label for p in batch], dtype=torch.float32))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad()
+        losses.append(float(loss.detach()))
+        if bar is not None:
+            bar.update(1)
+    seconds = time.perf_counter() - t0
+    if bar is not None:
+        bar.close()
+    model.eval()
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    ce.save_pretrained(str(out_dir))
+    tenth = max(1, len(losses) // 10)
+    return TrainResult(
+        pairs=len(pairs),
+        steps=len(batches),
+        epochs=settings.epochs,
+        seconds=round(seconds, 2),
+        pairs_per_second=round(len(pairs) * settings.epochs / max(seconds, 1e-9), 2),
+        loss_first=round(sum(losses[:tenth]) / tenth, 4),
+        loss_last=round(sum(losses[-tenth:]) / tenth, 4),
+    )
