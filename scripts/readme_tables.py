@@ -754,7 +754,52 @@ def judge_independent(root: Path) -> list[str]:
     ]
 
 
+def judge_independent_audit(root: Path) -> list[str]:
+    """The shipped grader's system-bias audit on the in-domain labels (bench/judge_independent.py audit)."""
+    a = _json(root, "results/judge_independent.json")["audit"]
+    sb = a["system_bias"]
+    rows = [
+        {
+            "system": name,
+            "pairs": v["n_pairs"],
+            "judge − label (grade)": f"{v['mean_residual']:+.2f} {ci([v['ci_low'], v['ci_high']], '{:+.2f}')}",
+            "at = 3 (share)": "{:+.2f} {}".format(
+                v["by_boundary"]["eq3"]["mean_residual"],
+                ci([v["by_boundary"]["eq3"]["ci_low"], v["by_boundary"]["eq3"]["ci_high"]], "{:+.2f}"),
+            ),
+            "mean grade": f"{v['mean_grade']:.2f}",
+            "mean label": f"{v['mean_label']:.2f}",
+        }
+        for name, v in sb["systems"].items()
+    ]
+    diffs = [
+        {
+            "pair": pair,
+            "grade": f"{d['grade']['diff']:+.2f} {ci([d['grade']['ci_low'], d['grade']['ci_high']], '{:+.2f}')}",
+            "at ≥ 2 (share)": f"{d['ge2']['diff']:+.2f} {ci([d['ge2']['ci_low'], d['ge2']['ci_high']], '{:+.2f}')}",
+            "at = 3 (share)": f"{d['eq3']['diff']:+.2f} {ci([d['eq3']['ci_low'], d['eq3']['ci_high']], '{:+.2f}')}",
+        }
+        for pair, d in sb["differences"].items()
+    ]
+    return (
+        table(
+            rows, ["system", "pairs", "judge − label (grade)", "at = 3 (share)", "mean grade", "mean label"], ("pairs",)
+        )
+        + [""]
+        + table(diffs, ["pair", "grade", "at ≥ 2 (share)", "at = 3 (share)"])
+        + [
+            "",
+            f"Kendall τ of the systems' ranking by judge and by labels: {sb['kendall_tau']}; "
+            f"{a['questions']} questions, top-{a['top_k']}, {a['pairs']} labelled pairs, "
+            f"{a['model_calls']} new model calls.",
+            "",
+            source_line("results/judge_independent.json"),
+        ]
+    )
+
+
 GENERATORS = {
+    "judge-independent-audit": judge_independent_audit,
     "judge-independent": judge_independent,
     "standard-chunk-sizes": chunk_sizes,
     "standard-chunk-size-differences": size_differences,

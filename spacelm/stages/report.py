@@ -363,11 +363,14 @@ def decomposition_lines(cfg) -> list[str]:
     import pandas as pd
 
     p = cfg.run_dir / names.GRADE_DECOMPOSITION
-    if not _present(p) or p.stat().st_size == 0:
+    if not _present(p):
         return []
-    df = pd.read_csv(p)
+    try:
+        df = pd.read_csv(p)
+    except pd.errors.EmptyDataError:  # a run older than the file's header
+        return []
     if df.empty:
-        return []
+        return [f"_(no comparison of Table 1 has two questions to compare in `{names.GRADE_DECOMPOSITION}`)_", ""]
     k = int(df["top_k"].min())
     df = df[df["top_k"] == k]
     cols = list(dict.fromkeys(f"{r.comparison} ({r.retriever})" for r in df.itertuples()))

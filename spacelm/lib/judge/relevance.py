@@ -387,7 +387,8 @@ def feature_decomposition(
                     "t": r["diff"] / r["se"] if r.get("se") else None,
                 }
             )
-    return pd.DataFrame(out).round(4)
+    cols = ["feature", "comparison", "retriever", "top_k", "n_questions", "value_a", "value_b", "diff"]
+    return pd.DataFrame(out, columns=[*cols, "ci_low", "ci_high", "p_value", "t"]).round(4)
 
 
 def clusters_from_grades(rows: list[dict]) -> dict:

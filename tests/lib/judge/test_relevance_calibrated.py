@@ -222,3 +222,12 @@ def test_cut_points_are_fitted_at_each_boundary_the_check_reads():
     c1, c2, c3 = rc.cut_points(score, labels, np.ones(40, dtype=bool))
     assert ((score >= c2) == (labels >= 2)).all() and ((score >= c1) == (labels >= 1)).all()
     assert c2 < c3 and rc.kappa((labels == 3).astype(int), (score >= c3).astype(int), 2) > 0.5
+
+
+def test_the_decomposition_keeps_its_columns_when_no_comparison_has_two_questions():
+    from spacelm.lib.judge.relevance import TableDesign, feature_decomposition
+
+    design = TableDesign(retrievers=("bm25",), top_k=(3,), seed=0)
+    rows = [{"qid": "q", "chunk_id": "a", "grade": 2, "score": 0.1, "features": {"fewshot_yes": 0.6}}]
+    df = feature_decomposition(design, [{"qid": "q"}], {"bm25": {"q": ["a"]}, "bm25+rerank": {"q": ["a"]}}, rows)
+    assert df.empty and {"feature", "comparison", "diff", "ci_low", "ci_high"} <= set(df.columns)
