@@ -48,11 +48,56 @@ def has_template(name: str) -> bool:
 _DELIMITER_RUN = re.compile(r'"{3,}')
 
 
+_EVALUATOR = r"(?:grader|judge|evaluator|assessor|reviewer|assistant|rater|annotator|ai|language model)s?"
+# text addressed to whoever reads the prompt: a note or message to the grader, a forged answer or
+# evaluator section, a demand for a given grade, an order to drop the instructions
+_ADDRESSED = re.compile(
+    "|".join(
+        [
+            rf"\b(?:note|message|instructions?|hint|comment)s?\s+(?:to|for)\s+(?:the\s+|any\s+)?{_EVALUATOR}\b",
+            rf"\b(?:dear|attention|hello)\s*,?\s+(?:the\s+)?{_EVALUATOR}\b",
+            rf"^\s*(?:the\s+)?{_EVALUATOR}'?s?\s+(?:note|answer|verdict|grade|score|reply)\s*:",
+            r"^\s*(?:(?:please|now|just|so)\s+)?"
+            r"(?:reply|respond|answer|output|return|grade\s+(?:it|this)|rate\s+(?:it|this)|score\s+(?:it|this))"
+            r"\s+(?:with\s+)?(?:(?:a|the)\s+)?(?:(?:grade|score|digit|number|rating)\s+)?(?:of\s+)?[0-5]"
+            r"\s*[.!]*[\"'”’)]*\s*$",
+            r"\bignore\s+(?:all\s+|any\s+|the\s+)?(?:previous|above|prior|earlier|other)\s+(?:instructions?|rules?|text)",
+        ]
+    ),
+    re.IGNORECASE | re.MULTILINE,
+)
+# a word one of those sentences needs: text without any is returned at once
+_ADDRESSED_CUE = re.compile(
+    rf"\b(?:{_EVALUATOR}|reply|respond|answer|output|return|grade|rate|score|ignore)\b", re.IGNORECASE
+)
+_SEGMENT = re.compile(r"[^\n.!?]*(?:[.!?]+|\n|$)")
+ADDRESSED_MARK = "[text addressed to the grader left out]"
+
+
+def neutralise_addressed(text: str) -> str:
+    """`text` with every sentence (or line) that addresses the reader of the prompt as a grader
+    replaced by a fixed mark: a note or message to the grader, judge or assistant, a forged
+    "Assistant's answer:" or "Evaluator's note:" section, a demand for a grade ("Reply 3"), an
+    order to ignore the instructions. Corpus text, questions and answers are evidence, never
+    instructions; such a sentence is no evidence of anything, and a small judge obeys it. Text
+    without one (nearly all) is returned unchanged, so its prompts, and their cached calls, are too."""
+    if not _ADDRESSED_CUE.search(text):
+        return text
+    out = []
+    for m in _SEGMENT.finditer(text):
+        seg = m.group()
+        if seg and _ADDRESSED.search(seg):
+            lead = seg[: len(seg) - len(seg.lstrip())]
+            seg = lead + ADDRESSED_MARK + ("\n" if seg.endswith("\n") else "")
+        out.append(seg)
+    return "".join(out)
+
+
 def as_data(text: str) -> str:
     """`text` as it may sit inside a prompt's triple-quote block: every run of three or more double
-    quotes becomes as many single quotes (the words are unchanged; text without such a run,
-    nearly all, is unchanged)."""
-    return _DELIMITER_RUN.sub(lambda m: "'" * len(m.group()), text)
+    quotes becomes as many single quotes, and every sentence addressed to the grader is left out
+    (:func:`neutralise_addressed`). Text with neither, nearly all, is unchanged."""
+    return neutralise_addressed(_DELIMITER_RUN.sub(lambda m: "'" * len(m.group()), text))
 
 
 def render(name: str, **fields) -> list[dict]:

@@ -257,6 +257,9 @@ def test_judge_check_runs_the_same_on_an_openai_compatible_server(server, tiny_c
     cfg = tiny_config
     cfg.judge_check.in_domain = False
     cfg.judge_check.controls = False
+    cfg.judge_check.bias_audit = (
+        False  # the labelled pairs only: their count is fixed (the audit's depends on retrieval)
+    )
     cfg.judge_check.n_bootstrap = 100
     cfg.models.judge = LLMConfig(backend="openai", model="qwen-small", base_url=server, max_tokens=4, max_concurrency=2)
     res = judge_check.run(cfg)
