@@ -798,7 +798,42 @@ def judge_independent_audit(root: Path) -> list[str]:
     )
 
 
+def reranker(root: Path) -> list[str]:
+    """The suite's trained cross-encoder on BM25's top 100 of SciFact test, beside BM25 and the
+    published figures, with the paired difference (bench/beir_anchor.py --rerank-kind cross-encoder)."""
+    d = _json(root, "results/reranker.json")
+    rows = []
+    for name in ("bm25", "bm25+rescore", "bm25+rerank"):
+        r = d.get(name)
+        if not r:
+            continue
+        rows.append(
+            {
+                "system": name,
+                "nDCG@10 [95% CI]": f"{r['ndcg@10']:.3f} {ci(r.get('ndcg@10_ci'), '{:.3f}')}",
+                "R@100 [95% CI]": f"{r['recall@100']:.3f} {ci(r.get('recall@100_ci'), '{:.3f}')}",
+                "ms / pair": "–" if r.get("rerank_ms_per_pair") is None else f"{r['rerank_ms_per_pair']:.1f}",
+                "s / query": "–"
+                if r.get("rerank_seconds_per_query") is None
+                else f"{r['rerank_seconds_per_query']:.2f}",
+                "published": "–" if r.get("published_ndcg@10") is None else f"{r['published_ndcg@10']}",
+            }
+        )
+    diff = d["paired"]["bm25+rerank - bm25"]["ndcg@10"]
+    t = d.get("training") or {}
+    srcs = ", ".join(f"{s.get('name')} {s.get('split')} ({s.get('queries')} queries)" for s in t.get("sources", []))
+    return table(rows, ["system", "nDCG@10 [95% CI]", "R@100 [95% CI]", "ms / pair", "s / query", "published"]) + [
+        "",
+        f"Paired over the same queries, BM25 + cross-encoder − BM25: nDCG@10 {diff['diff']:+.3f} "
+        f"{ci(diff['ci'], '{:+.3f}')} (p {diff['p_value']}). Model: {d.get('reranker_model', {}).get('name')}; "
+        f"trained on {t.get('pairs')} pairs from {srcs or 'its recorded sources'} in {t.get('seconds')} s.",
+        "",
+        source_line("results/reranker.json"),
+    ]
+
+
 GENERATORS = {
+    "reranker": reranker,
     "judge-independent-audit": judge_independent_audit,
     "judge-independent": judge_independent,
     "standard-chunk-sizes": chunk_sizes,
