@@ -352,31 +352,16 @@ def audit(args) -> int:
     from spacelm.config import load_config
     from spacelm.lib.judge.relevance import RelevanceJudging, grade_pairs
     from spacelm.lib.judge.validity import boundary_agreement, system_bias
-    from spacelm.lib.retrieval.systems import build_systems
+    from spacelm.stages.judge_check import audit_pairs
 
     cfg = load_config(args.config)
     folder, split, _, _ = SOURCES["space-corpus"]
     data = load_beir(folder, split)
     ids, texts = data.passages()
-    from spacelm.config.validate import graded_systems
-
-    names = graded_systems(cfg)
-    systems = build_systems(cfg.retrieval.setup(), ids, texts, names, cache_dir=ROOT / ".cache" / "spacelm")
     qids = sorted(q for q in data.qrels if q in data.queries)
     k = cfg.judge_check.bias_top_k
-    retrieved_by, pairs, seen = {}, [], set()
-    for name, system in systems.items():
-        retrieved_by[name] = set()
-        for q, ranking in zip(qids, system.search([data.queries[q] for q in qids], k)):
-            for d, _ in ranking:
-                if d not in data.qrels[q]:
-                    continue
-                retrieved_by[name].add((q, d))
-                if (q, d) not in seen:
-                    seen.add((q, d))
-                    pairs.append(
-                        {"qid": q, "question": data.queries[q], "chunk_id": d, "label": data.qrels[q][d], "purpose": []}
-                    )
+    # the judge check's own audit (every labelled in-domain passage is searched: the pool is small)
+    pairs, retrieved_by, _ = audit_pairs(cfg, data, qids, "space-corpus", graded=True)
     llm = _llm(None)
     judging = RelevanceJudging("calibrated", "relevance", cfg.grading.judging(cfg.root).calibration)
     text = dict(zip(ids, texts))

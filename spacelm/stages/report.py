@@ -312,19 +312,19 @@ def boundary_lines(rel: list[dict]) -> list[str]:
         bv = m.get("boundary_verdicts") or {}
         mark = " ◆" if m.get("in_domain") else ""
         for b, f in m["boundaries"].items():
-            out.append(
-                f"| {m['source']}{mark} | {f['cut']} | {_fmt(f['kappa'], f['kappa_ci'])} | "
-                f"{_fmt(f['precision'], f['precision_ci'])} | {_fmt(f['recall'], f['recall_ci'])} | "
-                f"{f['n_label']} / {f['n_judge']} | {(bv.get(b) or {}).get('verdict', '–')} |"
-            )
+            out.append(_boundary_row(f"{m['source']}{mark}", f, (bv.get(b) or {}).get("verdict", "–")))
         for r in m.get("reference_judges") or []:
-            for f in (r.get("boundaries") or {}).values():
-                out.append(
-                    f"| ↳ {r['name']} | {f['cut']} | {_fmt(f['kappa'], f['kappa_ci'])} | "
-                    f"{_fmt(f['precision'], f['precision_ci'])} | {_fmt(f['recall'], f['recall_ci'])} | "
-                    f"{f['n_label']} / {f['n_judge']} | same pairs |"
-                )
+            out += [_boundary_row(f"↳ {r['name']}", f, "same pairs") for f in (r.get("boundaries") or {}).values()]
     return out + [""]
+
+
+def _boundary_row(label: str, f: dict, last: str) -> str:
+    """One row of the boundary table: κ, precision and recall at a cut with their CIs."""
+    return (
+        f"| {label} | {f['cut']} | {_fmt(f['kappa'], f['kappa_ci'])} | "
+        f"{_fmt(f['precision'], f['precision_ci'])} | {_fmt(f['recall'], f['recall_ci'])} | "
+        f"{f['n_label']} / {f['n_judge']} | {last} |"
+    )
 
 
 def bias_lines(rel: list[dict]) -> list[str]:
