@@ -821,7 +821,12 @@ def reranker(root: Path) -> list[str]:
         )
     diff = d["paired"]["bm25+rerank - bm25"]["ndcg@10"]
     t = d.get("training") or {}
-    srcs = ", ".join(f"{s.get('name')} {s.get('split')} ({s.get('queries')} queries)" for s in t.get("sources", []))
+    srcs = ", ".join(
+        f"{s.get('queries')} synthetic questions by {s.get('writer')}"
+        if s.get("name") == "synthetic"
+        else f"{s.get('name')} {s.get('split')} ({s.get('queries')} queries)"
+        for s in t.get("sources", [])
+    )
     return table(rows, ["system", "nDCG@10 [95% CI]", "R@100 [95% CI]", "ms / pair", "s / query", "published"]) + [
         "",
         f"Paired over the same queries, BM25 + cross-encoder − BM25: nDCG@10 {diff['diff']:+.3f} "
@@ -832,8 +837,75 @@ def reranker(root: Path) -> list[str]:
     ]
 
 
+def _paired_text(d: dict, a: str, b: str, metric: str = "ndcg@10") -> str:
+    p = (d.get("paired") or {}).get(f"{a} - {b}", {}).get(metric)
+    if not p:
+        return "–"
+    return f"{p['diff']:+.3f} {ci(p['ci'], '{:+.3f}')} (p {p['p_value']}, {p['n_clusters']} clusters)"
+
+
+def reranker_space(root: Path) -> list[str]:
+    """The trained cross-encoder on the real corpus: golden samples (span gold) and the in-domain
+    reference labels (graded), each first stage beside its reranked form, paired and clustered by document."""
+    rows = []
+    for label, path in (
+        ("golden samples (span gold)", "results/reranker_golden.json"),
+        ("in-domain reference labels (graded)", "results/reranker_in_domain.json"),
+    ):
+        d = _json(root, path)
+        n = d["dataset"]["queries"]
+        for first in ("bm25", "dense"):
+            if first not in d or f"{first}+rerank" not in d:
+                continue
+            a, b = d[first], d[f"{first}+rerank"]
+            rows.append(
+                {
+                    "question set": f"{label}, n={n}",
+                    "first stage": first,
+                    "nDCG@10 first stage": f"{a['ndcg@10']:.3f} {ci(a.get('ndcg@10_ci'), '{:.3f}')}",
+                    "nDCG@10 + cross-encoder": f"{b['ndcg@10']:.3f} {ci(b.get('ndcg@10_ci'), '{:.3f}')}",
+                    "paired difference": _paired_text(d, f"{first}+rerank", first),
+                    "s / query": "–"
+                    if b.get("rerank_seconds_per_query") is None
+                    else f"{b['rerank_seconds_per_query']:.2f}",
+                }
+            )
+    cols = ["question set", "first stage", "nDCG@10 first stage", "nDCG@10 + cross-encoder", "paired difference"]
+    return table(rows, [*cols, "s / query"]) + [
+        "",
+        source_line("results/reranker_golden.json", "results/reranker_in_domain.json"),
+    ]
+
+
+def reranker_speed(root: Path) -> list[str]:
+    """Milliseconds per pair of each inference path of the trained cross-encoder, and its agreement with fp32."""
+    d = _json(root, "results/reranker_speed.json")
+    rows = [
+        {
+            "path": name,
+            "ms / pair": f"{r['ms_per_pair']:.1f}",
+            f"s / question at pool {d['pool']}": f"{r['s_per_question']:.2f}",
+            "Spearman vs fp32": f"{r.get('spearman_vs_fp32', float('nan')):.3f}",
+            "same top 10 as fp32": f"{r.get('same_top10_share', float('nan')):.0%}",
+        }
+        for name, r in d["paths"].items()
+        if "skipped" not in r
+    ]
+    skipped = [f"{name}: {r['skipped']}" for name, r in d["paths"].items() if "skipped" in r]
+    return table(rows, list(rows[0])) + [
+        "",
+        f"{d['questions']} golden questions × BM25's top {d['pool']} chunks ({d['pairs']} pairs), batch "
+        f"{d['batch_size']}, timed one path after another in one process."
+        + (f" Not measured: {'; '.join(skipped)}." if skipped else ""),
+        "",
+        source_line("results/reranker_speed.json"),
+    ]
+
+
 GENERATORS = {
     "reranker": reranker,
+    "reranker-space": reranker_space,
+    "reranker-speed": reranker_speed,
     "judge-independent-audit": judge_independent_audit,
     "judge-independent": judge_independent,
     "standard-chunk-sizes": chunk_sizes,

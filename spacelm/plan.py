@@ -606,6 +606,23 @@ def _corpus_size_warning(p: Planner, cfg: Config, n_chunks: int) -> None:
         p.warnings.append(f"{e} (a run stops here, after chunking)")
 
 
+def _training_calls(p: Planner, inp: Inputs, cfg_q: Config, records: list[dict]) -> None:
+    """The reranker-training questions (stage train-reranker) on stand-in models, when the run trains
+    one; the run's questions (`records`) held out by source chunk (golden samples are not located here,
+    so the pool it writes from is at most a few chunks larger than the stage's)."""
+    from .lib.retrieval.cross_encoder import held_out, training_pool
+    from .stages import train_reranker
+
+    if not train_reranker.trains_reranker(cfg_q):
+        return
+    t = cfg_q.retrieval.reranker.train
+    if t.questions:
+        held = held_out(inp.chunks, records, t.split, t.neighbours)
+        turns = PlanTurns(p, "train-reranker", _synth_basis(False), inp.chunks)
+        train_reranker.write_questions(cfg_q, training_pool(inp.chunks, held), inp.golden, held, turns)
+    p.encoder("train-reranker", "base model (fine-tuned)", t.base_model)
+
+
 def _context_warnings(p: Planner) -> None:
     """A prompt plus its completion longer than the engine's context fails at run time."""
     for role in ROLES:
@@ -668,6 +685,7 @@ def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: str | None = Non
             if system.startswith("dense") or system == "hybrid":
                 p.encoder("retrieve", "dense", cfg.retrieval.dense.model)
                 break
+        _training_calls(p, inp, cfg_q, records)
         if any("+rerank" in s for s in cfg.retrieval.systems) and cfg.retrieval.reranker.kind != "none":
             p.encoder("retrieve", f"reranker ({cfg.retrieval.reranker.kind})", cfg.retrieval.reranker.model)
         _stage_calls(p, inp, cfg_q, _rankings(p, inp, cfg_q))

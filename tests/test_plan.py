@@ -286,3 +286,18 @@ def test_the_plan_runs_each_stage_s_own_compute(cfg, monkeypatch):
     _no_models(monkeypatch)
     plan_run(cfg)
     assert ran == [synth, judge_check, grade, answer]
+
+
+def test_the_plan_counts_the_reranker_training_questions_and_names_its_base_model(cfg, monkeypatch):
+    import dataclasses
+
+    _no_models(monkeypatch)
+    rr = dataclasses.replace(cfg.retrieval.reranker, kind="cross-encoder", model="trained:ce-plan")
+    rr.train = dataclasses.replace(rr.train, questions=3)
+    cfg.retrieval.reranker = rr
+    plan = plan_run(cfg)
+    ph = _phases(plan)[("train-reranker", "reranker training questions")]
+    assert ph["calls"] == 3 and ph["model"] == cfg.models.question_writer.model
+    assert any(o["stage"] == "train-reranker" and o["model"] == "embedded:minilm" for o in plan["other_models"])
+    rr.train = dataclasses.replace(rr.train, questions=0, labelled=[])
+    assert ("train-reranker", "reranker training questions") not in _phases(plan_run(cfg))

@@ -55,6 +55,9 @@ def system_scorers(systems: Sequence[str], retrieval, judge_model: str | None = 
     dense = {model_key(retrieval.dense.model)}
     rr = retrieval.reranker
     rerank = {model_key(judge_model)} if rr.kind == "llm" else set() if rr.kind == "none" else {model_key(rr.model)}
+    train = getattr(rr, "train", None)
+    if rr.kind == "cross-encoder" and str(rr.model).startswith("trained:") and train is not None:
+        rerank.add(model_key(train.base_model))  # fine-tuned from it: the same lineage counts as shared
     out = {}
     for s in systems:
         first = s.split("+")[0]

@@ -76,7 +76,12 @@ def preview(stage_name: str, cfg: Config, n: int) -> list[str]:
             out.append(
                 f"retrieve: the reranker ({rc.reranker.model}) rescores the top {pool} of each of {q} questions "
                 f"for {len(reranked)} system(s): at most {pool * len(reranked) * (q if isinstance(q, int) else 1)} "
-                f"passages{'' if isinstance(q, int) else ' per question'}, each encoded once"
+                f"passages{'' if isinstance(q, int) else ' per question'}, "
+                + (
+                    "each (question, passage) pair scored once"
+                    if rc.reranker.kind == "cross-encoder"
+                    else "each encoded once"
+                )
                 + (f" (pool capped at retrieval.pool_max={rc.pool_max})" if rc.pool_max and pool == rc.pool_max else "")
             )
         return out

@@ -815,8 +815,9 @@ def _model_lines(manifest: dict) -> list[str]:
     lines = []
     for role, ident in manifest.get("models", {}).items():
         for sub, m in ident.items() if "name" not in ident else [("", ident)]:
+            how = m.get("backend") or m.get("upstream")
             lines.append(
-                f"- {role}{' ' + sub if sub else ''}: `{m.get('name')}` ({m.get('backend', '')}) "
+                f"- {role}{' ' + sub if sub else ''}: `{m.get('name')}`{f' ({how})' if how else ''} "
                 f"sha256 `{(m.get('sha256') or '-')[:16]}…`"
             )
     return lines

@@ -98,3 +98,20 @@ def test_the_chunk_size_studys_table1_is_checked_with_its_own_dense_model():
     from_dict(cfg)  # MiniLM is no graded system's model here
     with pytest.raises(ConfigError, match="dense ranks by cosine"):
         from_dict(dict(cfg, chunk_study=dict(study, dense_model="embedded:minilm")))
+
+
+def test_a_trained_cross_encoder_counts_as_its_base_model_for_independence():
+    """A reranker fine-tuned from MiniLM reads MiniLM's lineage: a grader on MiniLM's cosine is refused
+    even for BM25 + that reranker, naming the reranker."""
+    train = {"questions": 0, "labelled": [{"name": "s", "path": "x"}]}
+    rr = {"kind": "cross-encoder", "model": "trained:ce-x", "train": train}
+    with pytest.raises(ConfigError, match="bm25\\+rerank"):
+        from_dict(
+            dict(
+                SHARING,
+                retrieval={"systems": ["bm25", "bm25+rerank"], "reranker": rr},
+                grading=dict(SHARING["grading"], retrievers=["bm25"]),
+            )
+        )
+    cfg = from_dict({"retrieval": {"reranker": rr}})
+    assert system_scorers(["bm25+rerank"], cfg.retrieval)["bm25+rerank"] == {"trained:ce-x", "minilm"}

@@ -58,6 +58,27 @@ def _has(text: str, *needles: str) -> bool:
     return all(n.lower().replace("-", "").replace(" ", "") in t for n in needles)
 
 
+def trained_on(stage: dict | None) -> str:
+    """ "; trained on ..." for a run whose reranker the suite trained (its train-reranker manifest
+    record): each source's questions or queries, and what was held out; "" otherwise."""
+    if not stage or not stage.get("sources"):
+        return ""
+    parts = []
+    for src in stage["sources"]:
+        if src.get("name") == "synthetic":
+            parts.append(
+                f"{src.get('questions_kept', '?')} of {src.get('questions_written', '?')} synthetic questions by "
+                f"{src.get('writer', '?')} over {src.get('training_chunks', '?')} chunks"
+            )
+        else:
+            parts.append(f"{src.get('name')} {src.get('split', '')} ({src.get('queries', '?')} queries)")
+    held = stage.get("held_out") or {}
+    return (
+        f"; trained on {' + '.join(parts)} ({stage.get('pairs', '?')} pairs), "
+        f"{held.get('chunks', '?')} chunks of the {held.get('questions', '?')} evaluation questions held out"
+    )
+
+
 def setup_rows(setup: RunSetup, stages: dict | None = None, sizes: dict | None = None) -> list[dict]:
     """[{component, paper, this_run, match}] for a run's `setup` and, when given, the run's
     manifest stages (question counts, the resolved reranker pool) and `sizes` {"grade" |
@@ -83,7 +104,8 @@ def setup_rows(setup: RunSetup, stages: dict | None = None, sizes: dict | None =
         ("dense retriever", setup.dense_model, "yes" if _has(setup.dense_model, "gte-Qwen2-1.5B") else "no"),
         (
             "reranker and its pool",
-            f"{second_stage_name(setup.reranker_kind)} {setup.reranker_model} over {pool_text}",
+            f"{second_stage_name(setup.reranker_kind)} {setup.reranker_model} over {pool_text}"
+            + trained_on(stages.get("train-reranker")),
             "yes" if _has(setup.reranker_model, "bge-m3") and pool == 100 else "no",
         ),
         ("judge", setup.judge_model, "yes" if _has(setup.judge_model, "llama-3.3-70b") else "no"),

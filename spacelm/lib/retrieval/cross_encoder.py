@@ -3,13 +3,17 @@
 The suite's question writer writes questions over corpus chunks that no evaluation question comes
 from; a question is kept when BM25 finds its source chunk again (round-trip filter); it is paired
 with its chunk (label 1) and with BM25 neighbours holding no part of the source span (label 0).
-Labelled sets a team has (BEIR layout) add their own pairs. A MiniLM (or mpnet) encoder with a
-fresh one-logit head is then fine-tuned with binary cross-entropy on CPU.
+Labelled sets a team has (BEIR layout) add their own pairs. A MiniLM (or mpnet) encoder is then
+fine-tuned on CPU, each query's positives against its negatives.
 
 Evaluation never leaks into training: :func:`held_out` takes every evaluation question's source
 chunk, every chunk overlapping its evidence span and `neighbours` chunks either side (or whole
 documents) out of the corpus before anything is written or mined, and :func:`check_no_leak` refuses
 a training set holding any of them, or an evaluation question's text.
+
+The model trained is a :class:`SegmentCosineCrossEncoder`: query and passage read together, scored
+by the cosine of the two segments' mean states (a fresh classifier head over a sentence-embedding
+checkpoint does not learn within a CPU budget; see the class).
 
 Pure functions of their inputs but for :func:`bm25_rankings` (builds an index) and
 :func:`train_cross_encoder` (torch)."""
@@ -25,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .segment_cosine import SegmentCosineCrossEncoder
 from .systems import BM25Config, RerankerTraining
 
 
@@ -275,6 +280,39 @@ def _lr_factor(step: int, warmup: int, total: int) -> float:
     return max(0.0, (total - step) / max(1, total - warmup))
 
 
+def query_groups(pairs: Sequence[TrainingPair], size: int, epochs: int, seed: int) -> list[list[list[int]]]:
+    """Batches of whole query groups (a query's positives with its negatives), each pass in its own
+    seeded order; a batch takes groups until it holds at least `size` pairs."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, p in enumerate(pairs):
+        groups.setdefault((p.source, p.query_id), []).append(i)
+    usable = [g for g in groups.values() if any(pairs[i].label > 0.5 for i in g) and len(g) > 1]
+    out = []
+    for e in range(epochs):
+        order = list(usable)
+        _rng(seed, "epoch", e).shuffle(order)
+        batch: list[list[int]] = []
+        for g in order:
+            batch.append(g)
+            if sum(map(len, batch)) >= size:
+                out.append(batch)
+                batch = []
+        if batch:
+            out.append(batch)
+    return out
+
+
+def listwise_loss(logits, labels, groups: Sequence[int]):
+    """Mean over query groups of the softmax cross-entropy of each group's positives among its pairs
+    (`groups`: the groups' sizes, in the order of `logits`)."""
+    import torch
+
+    losses = []
+    for lg, lab in zip(torch.split(logits, list(groups)), torch.split(labels, list(groups))):
+        losses.append(-(torch.log_softmax(lg, 0) * lab).sum() / lab.sum())
+    return torch.stack(losses).mean()
+
+
 def train_cross_encoder(
     pairs: Sequence[TrainingPair],
     base_model_path: str,
@@ -283,55 +321,48 @@ def train_cross_encoder(
     out_dir: Path,
     progress: str | None = None,
 ) -> TrainResult:
-    """Fine-tune a one-logit cross-encoder from the encoder at `base_model_path` on `pairs` with
-    binary cross-entropy (AdamW, linear warm-up and decay, gradients clipped at 1), then save it to
-    `out_dir` as a sentence-transformers CrossEncoder folder. Seeded: the new head's initial
-    weights, the pair order and dropout follow `seed`."""
+    """Fine-tune a :class:`SegmentCosineCrossEncoder` started from the encoder at `base_model_path`
+    on `pairs`: each query's positives against its negatives (listwise softmax cross-entropy at
+    the model's scale; AdamW, linear warm-up and decay, gradients clipped at 1), then save it to
+    `out_dir`. Seeded: the batch order and dropout follow `seed`. A query with no positive or no
+    negative teaches nothing and is skipped."""
     import torch
-    from sentence_transformers import CrossEncoder
 
     from ..progress import progress_bar
 
-    if not pairs:
-        raise ValueError("no training pairs: nothing to train the cross-encoder on")
+    batches = query_groups(pairs, settings.batch_size, settings.epochs, seed)
+    if not batches:
+        raise ValueError("no training query has both a positive and a negative: nothing to train the cross-encoder on")
     torch.manual_seed(seed)
-    ce = CrossEncoder(base_model_path, num_labels=1, max_length=settings.max_length, device="cpu")
-    model, tok = ce.model, ce.tokenizer
+    ce = SegmentCosineCrossEncoder.from_encoder(base_model_path, settings.max_length)
+    model = ce.model
     no_decay = ("bias", "LayerNorm.weight", "LayerNorm.bias")
     groups = [
         {"params": [p for n, p in model.named_parameters() if not n.endswith(no_decay)], "weight_decay": 0.01},
         {"params": [p for n, p in model.named_parameters() if n.endswith(no_decay)], "weight_decay": 0.0},
     ]
     opt = torch.optim.AdamW(groups, lr=settings.learning_rate)
-    batches = _batches(len(pairs), settings.batch_size, settings.epochs, seed)
     warmup = int(settings.warmup_share * len(batches))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _lr_factor(s, warmup, len(batches)))
-    loss_fn = torch.nn.BCEWithLogitsLoss()
+    n_pairs = sum(len(g) for b in batches for g in b)
     losses = []
     bar = progress_bar(len(batches), progress) if progress else None
     model.train()
     t0 = time.perf_counter()
-    for step, idx in enumerate(batches):
+    for step, batch in enumerate(batches):
         if step == 3:  # the first steps timed: what the whole training will take on this machine
             rate = 3 / max(time.perf_counter() - t0, 1e-9)
             logging.getLogger("spacelm").info(
                 "cost: training the cross-encoder on %d pairs takes %d steps at %.2f steps/s here: about %.0f min",
-                len(pairs) * settings.epochs,
+                n_pairs,
                 len(batches),
                 rate,
                 len(batches) / rate / 60,
             )
-        batch = [pairs[i] for i in idx]
-        feats = tok(
-            [p.query for p in batch],
-            [p.passage for p in batch],
-            padding=True,
-            truncation=True,
-            max_length=settings.max_length,
-            return_tensors="pt",
-        )
-        logits = model(**feats).logits.view(-1)
-        loss = loss_fn(logits, torch.tensor([p.label for p in batch], dtype=torch.float32))
+        flat = [pairs[i] for g in batch for i in g]
+        logits = ce.logits([p.query for p in flat], [p.passage for p in flat])
+        labels = torch.tensor([p.label for p in flat], dtype=torch.float32)
+        loss = listwise_loss(logits, labels, [len(g) for g in batch])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -344,15 +375,14 @@ def train_cross_encoder(
     if bar is not None:
         bar.close()
     model.eval()
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    ce.save_pretrained(str(out_dir))
+    ce.save(Path(out_dir))
     tenth = max(1, len(losses) // 10)
     return TrainResult(
-        pairs=len(pairs),
+        pairs=n_pairs // settings.epochs,
         steps=len(batches),
         epochs=settings.epochs,
         seconds=round(seconds, 2),
-        pairs_per_second=round(len(pairs) * settings.epochs / max(seconds, 1e-9), 2),
+        pairs_per_second=round(n_pairs / max(seconds, 1e-9), 2),
         loss_first=round(sum(losses[:tenth]) / tenth, 4),
         loss_last=round(sum(losses[-tenth:]) / tenth, 4),
     )

@@ -88,8 +88,8 @@ class RerankerTraining:
     negative_depth: int = 30
     labelled: list[LabelledSet] = field(default_factory=list)
     epochs: int = 1
-    batch_size: int = 16
-    learning_rate: float = 3e-5
+    batch_size: int = 16  # pairs per step at least: whole query groups are added until it is reached
+    learning_rate: float = 2e-5
     warmup_share: float = 0.1
     max_length: int = 256
 
@@ -466,9 +466,9 @@ class BiEncoderReranker:
 
 
 class CrossEncoderReranker:
-    """A true cross-encoder (sentence_transformers.CrossEncoder) reading query and passage
-    together: one relevance score per pair. `model`: `trained:<name>` (trained by the suite, see
-    `cross_encoder.py`), `embedded:<name>`, a folder or a hub name. `precision` "int8" quantises
+    """A true cross-encoder reading query and passage together: one relevance score per pair. `model`:
+    `trained:<name>` (the segment-cosine model the suite trains, see `cross_encoder.py`), or any
+    sentence_transformers.CrossEncoder: `embedded:<name>`, a folder or a hub name. `precision` "int8" quantises
     its linear layers dynamically (CPU). A pair is scored once per process (bm25+rerank and
     dense+rerank share most of their pools); `pairs` and `seconds` count the pairs it scored."""
 
@@ -477,8 +477,10 @@ class CrossEncoderReranker:
     def __init__(self, model: str, texts: dict[str, str], batch_size: int = 16, precision: str = "fp32"):
         from ..llm.models import resolve_model_path
 
-        st = _require("sentence_transformers", "the cross-encoder reranker")
-        self.model = st.CrossEncoder(resolve_model_path(model), device="cpu")
+        _require("sentence_transformers", "the cross-encoder reranker")
+        from .segment_cosine import load_cross_encoder
+
+        self.model = load_cross_encoder(resolve_model_path(model))
         if precision == "int8":
             quantise_int8(self.model)
         elif precision != "fp32":

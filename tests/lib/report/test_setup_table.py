@@ -21,3 +21,23 @@ def test_the_papers_setup_matches_on_judge_and_chunk_size_only_when_both_are_the
     rows = setup_rows(paper.run_setup())
     assert comparability(rows) == "yes"
     assert {r["component"]: r["match"] for r in rows}["judge"] == "yes"
+
+
+def test_a_trained_reranker_says_what_it_was_trained_on_and_what_was_held_out():
+    cfg = from_dict({"retrieval": {"reranker": {"kind": "cross-encoder", "model": "trained:ce-x"}}})
+    stage = {
+        "pairs": 540,
+        "sources": [
+            {"name": "synthetic", "questions_written": 10, "questions_kept": 7, "writer": "w", "training_chunks": 90},
+            {"name": "scifact", "split": "train", "queries": 50},
+        ],
+        "held_out": {"chunks": 12, "questions": 9},
+    }
+    by = {r["component"]: r for r in setup_rows(cfg.run_setup(), stages={"train-reranker": stage})}
+    assert by["reranker and its pool"]["this_run"] == (
+        "cross-encoder reranker trained:ce-x over top 10% of the chunks; trained on 7 of 10 synthetic "
+        "questions by w over 90 chunks + scifact train (50 queries) (540 pairs), 12 chunks of the 9 "
+        "evaluation questions held out"
+    )
+    plain = {r["component"]: r for r in setup_rows(cfg.run_setup())}
+    assert plain["reranker and its pool"]["this_run"].endswith("of the chunks")

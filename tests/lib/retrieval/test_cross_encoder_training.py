@@ -318,3 +318,31 @@ def test_the_cross_encoder_scores_a_pair_once_however_many_pools_hold_it(monkeyp
     assert asked == [[("q", "one"), ("q", "three")], [("q", "seven")]] and r.pairs == 3
     with pytest.raises(ValueError, match="precision 'int4'"):
         CrossEncoderReranker("some/model", texts, precision="int4")
+
+
+def test_batches_hold_whole_query_groups_and_skip_groups_that_teach_nothing():
+    from spacelm.lib.retrieval.cross_encoder import query_groups
+
+    def pair(q, label, source="s"):
+        return TrainingPair(q, q, f"{q}-{label}", "p", float(label), source)
+
+    pairs = [pair("a", 1), pair("a", 0), pair("a", 0), pair("b", 1), pair("b", 0), pair("c", 0), pair("c", 0)]
+    pairs += [pair("d", 1), pair("a", 0, "other")]  # d has no negative; ("other", a) no positive
+    batches = query_groups(pairs, 4, 2, 7)
+    seen = [sorted(pairs[i].query_id for i in g) for b in batches for g in b]
+    assert sorted(seen) == [["a", "a", "a"]] * 2 + [["b", "b"]] * 2
+    assert all(sum(map(len, b)) >= 4 or b is batches[-1] or len(b) == 1 for b in batches)
+    assert query_groups(pairs, 4, 2, 7) == batches  # seeded
+
+
+def test_the_listwise_loss_is_low_when_each_positive_outscores_its_own_negatives():
+    import torch
+
+    from spacelm.lib.retrieval.cross_encoder import listwise_loss
+
+    labels = torch.tensor([1.0, 0.0, 0.0, 1.0, 0.0])
+    good = listwise_loss(torch.tensor([5.0, 0.0, 0.0, 5.0, 0.0]), labels, [3, 2])
+    bad = listwise_loss(torch.tensor([0.0, 5.0, 0.0, 0.0, 5.0]), labels, [3, 2])
+    # a group's scores are compared within the group only: shifting one group changes nothing
+    shifted = listwise_loss(torch.tensor([5.0, 0.0, 0.0, 105.0, 100.0]), labels, [3, 2])
+    assert good < 0.02 < bad and abs(float(shifted) - float(good)) < 1e-5
