@@ -1,0 +1,167 @@
+"""Checks a written question must pass before it is asked of a corpus (issue 40): deterministic,
+pure functions of the question and its source text.
+
+- **copy**: the longest run of words the question shares verbatim with its source chunk, and the share
+  of its content words the chunk holds (a question that restates its chunk needs no retrieval);
+- **premise**: the names, acronyms and numbers a question asserts that neither its chunk nor its
+  document contains (a few-shot example's "the Council" put onto a NASA handbook);
+- **boilerplate**: a chunk that is a licence, a reference list, a table of contents, a caption, a
+  header block or code, which no question should come from.
+
+Each returns what it found, so a caller can store the reason and a report can count it; thresholds
+are the caller's (the config's), set from the golden questions' own distribution."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+_WORD = re.compile(r"[a-z0-9]+(?:['’.-][a-z0-9]+)*")
+
+
+@lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
+    from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+    # question words and the verbs every question uses carry no content either
+    extra = {"what", "which", "who", "whom", "how", "why", "when", "where", "does", "did", "do", "according"}
+    return frozenset(STOPWORDS_EN_PLUS) | extra
+
+
+def words(text: str) -> list[str]:
+    """Lower-case word tokens (letters and digits; inner apostrophes, dots and hyphens kept)."""
+    return _WORD.findall(str(text).lower())
+
+
+def content_words(text: str) -> list[str]:
+    """`words` without stop words and one-letter tokens."""
+    stop = _stopwords()
+    return [w for w in words(text) if w not in stop and len(w) > 1]
+
+
+def longest_verbatim_run(question: str, source: str) -> int:
+    """The length in words of the longest run of consecutive words the question shares with `source`."""
+    q, s = words(question), words(source)
+    best, prev = 0, [0] * (len(s) + 1)
+    for a in q:
+        cur = [0] * (len(s) + 1)
+        for j, b in enumerate(s, 1):
+            if a == b:
+                cur[j] = prev[j - 1] + 1
+                best = max(best, cur[j])
+        prev = cur
+    return best
+
+
+def _stem(w: str) -> str:
+    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+
+
+def content_coverage(question: str, source: str) -> float:
+    """Share of the question's distinct content words found in `source`, a final plural "s" aside
+    (0.0 for a question with none)."""
+    q = {_stem(w) for w in content_words(question)}
+    return len(q & {_stem(w) for w in content_words(source)}) / len(q) if q else 0.0
+
+
+# --------------------------------------------------------------------------- premises
+_ACRONYM = re.compile(r"\b[A-Z][A-Z0-9&]{1,}[a-z]?\b")  # ESA, CCSDS, NASA's -> NASA, IADC, LEOs
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?(?:\s?%)?")
+_NAME = re.compile(r"\b(?:[A-Z][a-z]+(?:[- ](?:of|for|and|on|the|de|du|von)?\s?[A-Z][a-z]+)*)")
+_QUOTED = re.compile(r"[\"“‘']([^\"”’']{3,80})[\"”’']")
+# capitalised words a question starts with or that name no entity
+_NOT_NAMES = frozenset(
+    "What Which Who Whom How Why When Where Does Did Do Is Are Was Were Can Could Should Would Will Summarise "
+    "Summarize Describe Explain Compare List Identify According In On At For From To By With The A An This That "
+    "These Those It Its If As Under Between Within Given Based True False Statement Claim".split()
+)
+
+
+def premise_terms(question: str) -> list[str]:
+    """What the question asserts exists: acronyms, numbers, quoted phrases and capitalised names (runs
+    of capitalised words, common capitalised function words dropped; a lone capitalised opening word is
+    the sentence's start, not a name)."""
+    text = str(question)
+    out = [m.group(0)[:-1] if m.group(0)[-1].islower() else m.group(0) for m in _ACRONYM.finditer(text)]
+    out += [m.group(0) for m in _NUMBER.finditer(text)]
+    out += [m.group(1) for m in _QUOTED.finditer(text)]
+    for m in _NAME.finditer(text):
+        parts = [p for p in m.group(0).split() if p not in _NOT_NAMES]
+        if parts and not (m.start() == 0 and len(m.group(0).split()) == 1):
+            out.append(" ".join(parts))
+    return list(dict.fromkeys(t.strip() for t in out if t.strip()))
+
+
+def _present(term: str, text_lower: str, text_words: set[str]) -> bool:
+    t = term.lower()
+    if t in text_lower:
+        return True
+    ws = words(t)
+    if not ws:
+        return True
+    if all(w.isdigit() for w in ws):  # a number: its digits, ignoring thousands separators
+        return re.sub(r"[,\s]", "", t) in re.sub(r"[,\s]", "", text_lower)
+    # a name: each of its words present (word order and possessives may differ)
+    return all(w in text_words or w.rstrip("s") in text_words for w in ws)
+
+
+def unsupported_premises(question: str, *sources: str) -> list[str]:
+    """The question's premise terms that none of `sources` (its chunk, then its document) contains."""
+    lowered = [str(s).lower() for s in sources]
+    word_sets = [set(words(s)) for s in lowered]
+    return [t for t in premise_terms(question) if not any(_present(t, lo, ws) for lo, ws in zip(lowered, word_sets))]
+
+
+# --------------------------------------------------------------------------- boilerplate
+_LICENCE = re.compile(
+    r"creative commons|cc[- ]by\b|licen[cs]ed under|all rights reserved|©|\bcopyright\b|open access article|"
+    r"permits unrestricted use|terms and conditions of",
+    re.I,
+)
+_CITATION = re.compile(r"(\[\d{1,3}\])|(\bet al\.)|(\b(?:19|20)\d{2}[a-z]?\)?[.,;])|(\bdoi[:.]|https?://)", re.I)
+_TOC_LINE = re.compile(r"(\.{4,}|…{2,}|\s{3,})\s*\d{1,4}\s*$")
+_CAPTION = re.compile(r"^\s*(figure|fig\.|table|annex|appendix)\s+[\dA-Z]+[.:]?\s", re.I)
+# braces, a call ending a statement, or a keyword opening a line: not the semicolons of a legal enumeration
+_CODE = re.compile(
+    r"[{}]|\w\([^()]*\)\s*;\s*$|^\s*(def|class|import|return|#include|public|private|function|const|var)\b", re.M
+)
+
+
+def boilerplate_reason(text: str, min_words: int = 25) -> str | None:
+    """Why a chunk is boilerplate ("licence", "references", "table_of_contents", "caption", "code",
+    "header"), or None for a chunk worth asking about. Rules, each on the chunk alone: a licence or
+    copyright statement; citations making up much of the text; dot leaders or page numbers ending most
+    lines; a short text opening with "Figure n"/"Table n"; code punctuation on most lines; or fewer than
+    `min_words` words mostly on short title-case lines."""
+    t = str(text)
+    ws = words(t)
+    n = max(len(ws), 1)
+    lines = [ln for ln in t.splitlines() if ln.strip()]
+    if _LICENCE.search(t) and len(_LICENCE.findall(t)) * 40 >= n * 0.5 or len(_LICENCE.findall(t)) >= 2:
+        return "licence"
+    if _CAPTION.match(t) and n < 60:
+        return "caption"
+    cites = len(_CITATION.findall(t))
+    if cites >= 3 and cites * 12 >= n:
+        return "references"
+    if len(lines) >= 2 and sum(bool(_TOC_LINE.search(ln)) for ln in lines) >= 0.5 * len(lines):
+        return "table_of_contents"
+    if len(lines) >= 4 and sum(bool(_CODE.search(ln)) for ln in lines) >= 0.6 * len(lines):
+        return "code"
+    if n < min_words and lines and sum(len(words(ln)) <= 6 for ln in lines) >= 0.7 * len(lines):
+        return "header"
+    return None
+
+
+def summarise(values: Iterable[float]) -> dict:
+    """{n, mean, median, p90} of a list of numbers (empty: n 0 and None elsewhere)."""
+    v = sorted(values)
+    if not v:
+        return {"n": 0, "mean": None, "median": None, "p90": None}
+    return {
+        "n": len(v),
+        "mean": round(sum(v) / len(v), 4),
+        "median": v[len(v) // 2],
+        "p90": v[min(len(v) - 1, int(0.9 * len(v)))],
+    }
