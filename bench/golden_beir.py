@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from spacelm.config.load import load_config  # noqa: E402
-from spacelm.lib.io import atomic_open, write_jsonl  # noqa: E402
+from spacelm.lib.retrieval.beir import BeirData, write_beir  # noqa: E402
 from spacelm.stages.data import golden_questions, load_chunks  # noqa: E402
 from spacelm.stages.retrieve import gold_qrels  # noqa: E402
 
@@ -32,12 +32,8 @@ def golden_folder(config: str, out: Path) -> dict:
     chunks = load_chunks(cfg)
     rows = [r for r in golden_questions(cfg, chunks) if r["answerable"] and r["doc_id"]]
     qrels = gold_qrels(rows, chunks)
-    write_jsonl(out / "corpus.jsonl", ({"_id": c.chunk_id, "text": c.text, "doc_id": c.doc_id} for c in chunks))
-    write_jsonl(out / "queries.jsonl", ({"_id": r["qid"], "text": r["question"]} for r in rows if r["qid"] in qrels))
-    with atomic_open(out / "qrels" / "test.tsv") as f:
-        f.write("query-id\tcorpus-id\tscore\n")
-        for q, rel in qrels.items():
-            f.writelines(f"{q}\t{d}\t{g}\n" for d, g in rel.items())
+    corpus = {c.chunk_id: {"text": c.text, "doc_id": c.doc_id} for c in chunks}
+    write_beir(out, BeirData(corpus, {r["qid"]: r["question"] for r in rows if r["qid"] in qrels}, qrels))
     return {"queries": len(qrels), "chunks": len(chunks), "documents": len({c.doc_id for c in chunks})}
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import defaultdict
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,14 +86,8 @@ def main(argv=None) -> int:
         "golden": [r for r in golden_questions(cfg, chunk_list, list(docs.values())) if r["answerable"]],
     }
     out = {"config": args.config, "chunks": len(chunk_list)}
-    out["corpus_boilerplate_chunks"] = {
-        "n": sum(boilerplate_reason(c.text) is not None for c in chunk_list),
-        "by_reason": defaultdict(int),
-    }
-    for c in chunk_list:
-        reason = boilerplate_reason(c.text)
-        if reason:
-            out["corpus_boilerplate_chunks"]["by_reason"][reason] += 1
+    reasons = Counter(r for r in (boilerplate_reason(c.text) for c in chunk_list) if r)
+    out["corpus_boilerplate_chunks"] = {"n": sum(reasons.values()), "by_reason": dict(sorted(reasons.items()))}
     for name, rows in sets.items():
         audited = audit_rows(rows, chunks, docs)
         out[name] = {"all": figures(audited, args.run_of)}
@@ -107,7 +101,7 @@ def main(argv=None) -> int:
             f"6+ runs {a[f'share_verbatim_{args.run_of}plus']} unsupported {a['share_unsupported_premise']} "
             f"boilerplate sources {a['share_boilerplate_source']}"
         )
-    print("corpus boilerplate chunks:", dict(out["corpus_boilerplate_chunks"]["by_reason"]))
+    print("corpus boilerplate chunks:", out["corpus_boilerplate_chunks"]["by_reason"])
     return 0
 
 

@@ -32,16 +32,17 @@ from spacelm.lib.retrieval.segment_cosine import SegmentCosineCrossEncoder  # no
 from spacelm.lib.retrieval.systems import BM25Config, BM25Retriever, quantise_int8  # noqa: E402
 
 
-class OnnxScorer:
-    """The segment-cosine cross-encoder's encoder exported to ONNX and run by ONNX Runtime; the pooling
-    and cosine in NumPy, as :class:`SegmentCosineCrossEncoder` computes them."""
+class OnnxScorer(SegmentCosineCrossEncoder):
+    """The segment-cosine cross-encoder with its encoder exported to ONNX and run by ONNX Runtime; the
+    tokenising, pooling and cosine are the model's own."""
 
     def __init__(self, ce: SegmentCosineCrossEncoder, folder: Path, int8: bool):
         import onnxruntime as ort
         import torch
 
+        super().__init__(ce.model, ce.tokenizer, ce.max_length, ce.scale)
         path = folder / "encoder.onnx"
-        feats = ce.tokenizer(["a query"], ["a passage"], return_tensors="pt")
+        f = ce.features(["a query"], ["a passage"])
 
         class Encoder(torch.nn.Module):  # positional inputs, one output: what the exporter traces
             def __init__(self, model):
@@ -55,7 +56,7 @@ class OnnxScorer:
 
         torch.onnx.export(
             Encoder(ce.model).eval(),
-            (feats["input_ids"], feats["attention_mask"], torch.zeros_like(feats["token_type_ids"])),
+            (f["input_ids"], f["attention_mask"], torch.zeros_like(f["segment"])),
             str(path),
             input_names=["input_ids", "attention_mask", "token_type_ids"],
             output_names=["last_hidden_state"],
@@ -71,35 +72,18 @@ class OnnxScorer:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = 0
         self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-        self.ce = ce
 
-    def predict(self, pairs, batch_size: int = 32, show_progress_bar: bool = False):
-        out = []
-        for i in range(0, len(pairs), batch_size):
-            batch = pairs[i : i + batch_size]
-            f = self.ce.tokenizer(
-                [q for q, _ in batch],
-                [d for _, d in batch],
-                padding=True,
-                truncation="longest_first",
-                max_length=self.ce.max_length,
-                return_tensors="np",
-            )
-            seg, mask = f["token_type_ids"], f["attention_mask"]
-            (states,) = self.session.run(
-                None,
-                {"input_ids": f["input_ids"], "attention_mask": mask, "token_type_ids": np.zeros_like(seg)},
-            )
+    def logits(self, queries, passages):
+        import torch
 
-            q, p = segment_mean(states, mask * (seg == 0)), segment_mean(states, mask * (seg == 1))
-            cos = (q * p).sum(1) / np.maximum(np.linalg.norm(q, axis=1) * np.linalg.norm(p, axis=1), 1e-8)
-            out.append(self.ce.scale * cos)
-        return np.concatenate(out)
-
-
-def segment_mean(states, mask):
-    m = mask[..., None].astype(states.dtype)
-    return (states * m).sum(1) / np.maximum(m.sum(1), 1.0)
+        f = self.features(queries, passages)
+        inputs = {
+            "input_ids": f["input_ids"].numpy(),
+            "attention_mask": f["attention_mask"].numpy(),
+            "token_type_ids": torch.zeros_like(f["segment"]).numpy(),
+        }
+        (states,) = self.session.run(None, inputs)
+        return self.score_states(torch.from_numpy(states), f["attention_mask"], f["segment"])
 
 
 def spearman(a, b) -> float:

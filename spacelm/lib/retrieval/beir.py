@@ -60,13 +60,13 @@ def load_beir(folder: Path, split: str = "test") -> BeirData:
 
 
 def write_beir(folder: Path, data: BeirData, split: str = "test", query_metadata: dict = None) -> None:
-    """Write a BEIR folder (atomically, file by file); `query_metadata` {query id: {...}} goes
-    into each query's `metadata` field."""
+    """Write a BEIR folder (atomically, file by file); a passage's fields beyond title and text (a
+    `doc_id`) are kept; `query_metadata` {query id: {...}} goes into each query's `metadata` field."""
     folder = Path(folder)
     meta = query_metadata or {}
     write_jsonl(
         folder / "corpus.jsonl",
-        ({"_id": k, "title": v.get("title", ""), "text": v["text"]} for k, v in data.corpus.items()),
+        ({"_id": k, "title": v.get("title", ""), "text": v["text"], **v} for k, v in data.corpus.items()),
     )
     write_jsonl(
         folder / "queries.jsonl",

@@ -55,10 +55,9 @@ class SegmentCosineCrossEncoder:
         head = {"score": self.kind, "scale": self.scale, "max_length": self.max_length, "pooling": "mean per segment"}
         (Path(folder) / HEAD_FILE).write_text(json.dumps(head, indent=2) + "\n", encoding="utf-8")
 
-    def logits(self, queries: Sequence[str], passages: Sequence[str]):
-        """`scale` × cosine of each (query, passage) pair, as a torch tensor (with gradients in training)."""
-        import torch
-
+    def features(self, queries: Sequence[str], passages: Sequence[str]) -> dict:
+        """The pairs tokenised as torch tensors: `input_ids`, `attention_mask` and `segment` (0 for the
+        query's tokens, 1 for the passage's, from the tokenizer's pair encoding)."""
         feats = self.tokenizer(
             list(queries),
             list(passages),
@@ -68,17 +67,30 @@ class SegmentCosineCrossEncoder:
             return_tensors="pt",
         )
         segment = feats.pop("token_type_ids", None)
-        mask = feats["attention_mask"]
-        if segment is None:  # tokenizers without token types: the query ends at the first separator
+        if segment is None:
             raise ValueError("the cross-encoder's tokenizer gives no token types to tell query from passage")
-        states = self.model(**feats, token_type_ids=torch.zeros_like(segment)).last_hidden_state
+        return {**feats, "segment": segment}
+
+    def score_states(self, states, mask, segment):
+        """`scale` × cosine between the mean final state of the query's tokens and of the passage's."""
+        import torch
 
         def mean(m):
             m = m.unsqueeze(-1).to(states.dtype)
             return (states * m).sum(1) / m.sum(1).clamp(min=1.0)
 
-        q, p = mean(mask * (segment == 0)), mean(mask * (segment == 1))
-        return self.scale * torch.nn.functional.cosine_similarity(q, p)
+        return self.scale * torch.nn.functional.cosine_similarity(
+            mean(mask * (segment == 0)), mean(mask * (segment == 1))
+        )
+
+    def logits(self, queries: Sequence[str], passages: Sequence[str]):
+        """`scale` × cosine of each (query, passage) pair, as a torch tensor (with gradients in training)."""
+        import torch
+
+        f = self.features(queries, passages)
+        segment = f.pop("segment")
+        states = self.model(**f, token_type_ids=torch.zeros_like(segment)).last_hidden_state
+        return self.score_states(states, f["attention_mask"], segment)
 
     def predict(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, show_progress_bar: bool = False):
         import numpy as np

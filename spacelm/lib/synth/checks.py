@@ -119,7 +119,6 @@ _LICENCE = re.compile(
     r"permits unrestricted use|terms and conditions of",
     re.I,
 )
-_CITATION = re.compile(r"(\[\d{1,3}\])|(\bet al\.)|(\b(?:19|20)\d{2}[a-z]?\)?[.,;])|(\bdoi[:.]|https?://)", re.I)
 _TOC_LINE = re.compile(r"(\.{4,}|…{2,}|\s{3,})\s*\d{1,4}\s*$")
 _CAPTION = re.compile(r"^\s*(figure|fig\.|table|annex|appendix)\s+[\dA-Z]+[.:]?\s", re.I)
 # braces, a call ending a statement, or a keyword opening a line: not the semicolons of a legal enumeration
@@ -128,22 +127,32 @@ _CODE = re.compile(
 )
 
 
+def is_reference_list(text: str) -> bool:
+    """A chunk that ingest's bibliography detector would call a reference list on its own: most of its
+    characters in citation-like entries, and at least `min_entries` of them."""
+    from ..ingest.bibliography import BibliographyRules, block_score
+
+    rules = BibliographyRules()
+    score, n = block_score(text, rules)
+    return score >= rules.min_score and n >= rules.min_entries
+
+
 def boilerplate_reason(text: str, min_words: int = 25) -> str | None:
     """Why a chunk is boilerplate ("licence", "references", "table_of_contents", "caption", "code",
     "header"), or None for a chunk worth asking about. Rules, each on the chunk alone: a licence or
-    copyright statement; citations making up much of the text; dot leaders or page numbers ending most
-    lines; a short text opening with "Figure n"/"Table n"; code punctuation on most lines; or fewer than
-    `min_words` words mostly on short title-case lines."""
+    copyright statement; a reference list as ingest's bibliography filter scores one; dot leaders or
+    page numbers ending most lines; a short text opening with "Figure n"/"Table n"; code punctuation on
+    most lines; or fewer than `min_words` words mostly on short lines."""
     t = str(text)
     ws = words(t)
     n = max(len(ws), 1)
     lines = [ln for ln in t.splitlines() if ln.strip()]
-    if _LICENCE.search(t) and len(_LICENCE.findall(t)) * 40 >= n * 0.5 or len(_LICENCE.findall(t)) >= 2:
+    licence = len(_LICENCE.findall(t))
+    if licence >= 2 or licence * 80 >= n:
         return "licence"
     if _CAPTION.match(t) and n < 60:
         return "caption"
-    cites = len(_CITATION.findall(t))
-    if cites >= 3 and cites * 12 >= n:
+    if is_reference_list(t):
         return "references"
     if len(lines) >= 2 and sum(bool(_TOC_LINE.search(ln)) for ln in lines) >= 0.5 * len(lines):
         return "table_of_contents"
