@@ -136,6 +136,11 @@ def test_plan_before_any_stage_runs_follows_from_the_config_and_loads_no_model(c
 
 
 # --------------------------------------------------------------------------- against a run
+def _letters(n: int) -> str:
+    """A number spelt in letters (a stand-in question naming a number its chunk lacks fails synth's premise check)."""
+    return "".join(chr(97 + int(d)) for d in str(n))
+
+
 class StandIn:
     """A model for wiring tests: deterministic replies, every request it receives counted."""
 
@@ -152,8 +157,8 @@ class StandIn:
                 on_done(
                     i,
                     Completion(
-                        text=f"Operators compare case {h % 10**8} with a threshold [1]. "
-                        f"They plan manoeuvre number {h % 997} when needed [2].",
+                        text=f"Operators compare case {_letters(h % 10**8)} with a threshold [1]. "
+                        f"They plan manoeuvre {_letters(h % 997)} when needed [2].",
                         prompt_tokens=1,
                         completion_tokens=1,
                     ),

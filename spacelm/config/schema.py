@@ -153,10 +153,51 @@ class UnanswerableConfig:
 
 
 @dataclass
+class QuestionChecksConfig:
+    """Checks every written question must pass before the retrieval filter (lib/synth/checks.py).
+    The copy thresholds come from the golden samples' own distribution: on the shared corpus their
+    longest verbatim run with their chunk is 2 words at the median and 5 at most, and their
+    content-word coverage 0.43 on average and 0.73 at most; the synth stage reports how many golden
+    questions each threshold would reject, so a team's own golden set shows whether they fit it."""
+
+    # a question sharing a longer run of words with its chunk, or a larger share of its content
+    # words, restates the chunk (a reader needs no retrieval; a judge rewarding overlap looks valid)
+    max_verbatim_run: int = 5
+    max_coverage: float = 0.8
+    # reject a question naming what neither its chunk's neighbourhood (`context_chunks` each side),
+    # the document's first `front_chars` characters (title, issuer, date) nor its document holds;
+    # a name found only elsewhere in the document goes to the judge
+    premise: bool = True
+    context_chunks: int = 2
+    front_chars: int = 3000
+    # never write from a licence, reference list, table of contents, caption, header or code chunk
+    skip_boilerplate: bool = True
+    # the judge checks each fact-check claim against its chunk (asked both ways, so its lean cancels):
+    # a supported claim must be supported, a refuted or unverifiable one must not
+    label_check: bool = True
+
+    def checks(self):
+        from ..lib.synth.checks import QuestionChecks
+
+        return QuestionChecks(
+            self.max_verbatim_run,
+            self.max_coverage,
+            self.premise,
+            self.context_chunks,
+            self.front_chars,
+            self.skip_boilerplate,
+            self.label_check,
+        )
+
+
+@dataclass
 class SynthConfig:
     tasks: list[str] = field(default_factory=lambda: list(TASKS))
     n_fewshot: int = 5
-    fewshot_sampling: Literal["per_chunk", "per_task_fixed"] = "per_task_fixed"
+    # per_chunk: each prompt's examples drawn for its chunk from other documents' golden samples
+    # (no example's wording dominates a task); per_task_fixed: one draw per task (prompts share a
+    # prefix, but two examples opening "Summarise what the Council..." put the Council everywhere)
+    fewshot_sampling: Literal["per_chunk", "per_task_fixed"] = "per_chunk"
     # stratified: one question per source chunk, `max_chunks` chunks spread round-robin over the
     # documents with the tasks rotating (questions = source chunks); every_task: the paper's
     # design, every selected chunk x every task (questions = max_chunks x tasks)
@@ -167,6 +208,7 @@ class SynthConfig:
     min_question_words: int = 4
     filter_top_n: int = 50
     filter_retriever: Literal["bm25", "dense", "union"] = "union"
+    checks: QuestionChecksConfig = field(default_factory=QuestionChecksConfig)
     unanswerable: UnanswerableConfig = field(default_factory=UnanswerableConfig)
 
 
@@ -470,6 +512,7 @@ class Config:
             unanswerable_per_task=uc.per_task,
             filter_top_n=sc.filter_top_n,
             filter_retriever=sc.filter_retriever,
+            checks=sc.checks.checks(),
         )
 
     def table_design(self) -> TableDesign:

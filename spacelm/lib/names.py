@@ -7,6 +7,8 @@ from __future__ import annotations
 TASKS = ("direct_qa", "abstract_qa", "fact_checking", "summarization", "analysis")
 # fact-checking verdicts of golden samples
 VERDICTS = ("supported", "refuted", "not_enough_info")
+# a fact-checking question's label (its claim's true verdict against its source chunk), as synth writes it
+FACT_CHECK_LABELS = ("supported", "refuted", "unverifiable")
 # first-stage retrievers and the systems built on them
 FIRST_STAGE = ("bm25", "dense", "hybrid")
 SYSTEMS = ("bm25", "dense", "bm25+rerank", "dense+rerank", "hybrid", "hybrid+rerank")
@@ -103,6 +105,7 @@ ANSWERABILITY = "answerability.csv"
 ANSWERABILITY_SWEEP = "answerability_sweep.csv"
 CLAIMS = "claims.csv"
 CLAIM_ROWS = "claims.jsonl"
+FACT_CHECK_VERDICTS = "fact_check_verdicts.csv"
 
 # chunk-sizes
 CHUNK_SIZES = "chunk_sizes"
@@ -147,3 +150,6 @@ QUESTIONS = "questions.jsonl"
 RETENTION = "retention.csv"
 RETENTION_MD = "retention.md"
 UNANSWERABLE = "unanswerable.csv"
+REJECTIONS = "rejections.csv"
+REJECTIONS_MD = "rejections.md"
+QUESTION_AUDIT = "question_audit.csv"

@@ -18,15 +18,19 @@ from ..lib.answer.answerability import COLUMNS as ANSWERABILITY_COLUMNS
 from ..lib.answer.answerability import agreement, answerability_row, threshold_sweep
 from ..lib.answer.answers import (
     JUDGE_STYLE,
+    asks_verdict,
     build_items,
     cannot_answer,
     fact_check,
+    fact_check_summary,
+    fact_check_table,
     generate,
     is_refusal,
     judge_answers,
     judge_refusal,
     pipelines_table,
     refusal_rates,
+    score_verdict,
     settings,
     table2,
     table2_tests,
@@ -63,6 +67,7 @@ class AnswerFiles(NamedTuple):
     refusal_sweep_plot: Path
     tests: Path
     per_task: Path
+    fact_checks: Path
 
 
 def outputs(cfg: Config) -> AnswerFiles:
@@ -83,6 +88,7 @@ def outputs(cfg: Config) -> AnswerFiles:
         d / names.PLOT_REFUSAL_SWEEP,
         d / names.TABLE2_TESTS,
         d / names.TABLE2_PER_TASK,
+        d / names.FACT_CHECK_VERDICTS,
     )
 
 
@@ -141,6 +147,8 @@ def compute(cfg: Config, chunks: list, questions: list[dict], unanswerable: list
     for it in items:
         it["citation"] = citation_check(it["answer"], it["passage_ids"], known)
         it["refusal"] = is_refusal(it["answer"])
+        if asks_verdict(it):  # the verdict it begins with, against the question's label
+            score_verdict(it)
         if "gate" in it and it["pipeline"] in ("B", "C"):  # what the gated pipeline would have returned
             it["gated_answer"] = gated_answer(it["answer"], it["gate"])
             it["gated_refusal"] = is_refusal(it["gated_answer"])
@@ -215,8 +223,8 @@ def write_tables(
     out,
 ) -> dict:
     """Every table, check and plot of the stage from the scored answers (no model): Table 2 and
-    its tests, per-task means, pipelines, answerability and its sweep, claims. Called by the stage
-    and by `spacelm report --recompute`."""
+    its tests, per-task means, pipelines, answerability and its sweep, claims, fact-check verdicts.
+    Called by the stage and by `spacelm report --recompute`."""
     import pandas as pd
 
     from ..lib.report.plots import noise_curve, per_task_panels, refusal_sweep, score_distributions
@@ -293,6 +301,8 @@ def write_tables(
         )
     ]
     write_dataframe(pd.DataFrame(claim_tab), out(files.claims_csv))
+    verdicts = fact_check_table(items)
+    write_dataframe(verdicts, out(files.fact_checks))
     refusals = refusal_rates(items)
     neg = [
         it
@@ -342,6 +352,7 @@ def write_tables(
         "sample": n.to_dict(),
         "scale": run_scale,
         **checks,
+        "fact_check_verdicts": fact_check_summary(verdicts),
         "answerability": {r["gate"]: {k: r[k] for k in ("refusal_recall", "false_refusal_rate")} for r in ans_rows},
     }
 
@@ -470,7 +481,8 @@ def _prompts(cfg: Config) -> list[str]:
     p = []
     if "A" in cfg.answer.pipelines:
         p.append("answer_closed_book")
-    p.append("answer" if cfg.answer.citations == "numbered" else "answer_ids")
+    ids = "" if cfg.answer.citations == "numbered" else "_ids"  # answers from passages (answer_prompt)
+    p += [f"answer{ids}", f"answer_fact_check{ids}"]
     if "C" in cfg.answer.pipelines:
         p.append("verify_rewrite")
     if cfg.answer.reference_answers:

@@ -68,9 +68,10 @@ def load_questions(cfg: Config, chunks=None, answerable: bool | None = True, doc
     Each row: qid, task, question, answerable, unanswerable_kind, source_chunk_id (for an
     unanswerable question, the chunk it was written from, or None), doc_id, page_start,
     page_end, span_start, span_end (the evidence as characters of the document: chunk-independent
-    gold, see `lib/retrieval/span_gold.py`), origin, answer, verdict. Questions written from another
-    chunking of the same documents map onto these chunks by their span. Pass `chunks` (and
-    `docs`) when the caller has them loaded already."""
+    gold, see `lib/retrieval/span_gold.py`), origin, answer, verdict, label (a fact-checking
+    claim's true verdict, written by synth; None in older files and for golden rows, whose
+    `verdict` says it). Questions written from another chunking of the same documents map onto
+    these chunks by their span. Pass `chunks` (and `docs`) when the caller has them loaded already."""
     chunks = {c.chunk_id: c for c in (chunks if chunks is not None else load_chunks(cfg))}
     rows = []
     qp = questions_path(cfg)
@@ -90,6 +91,7 @@ def load_questions(cfg: Config, chunks=None, answerable: bool | None = True, doc
                         "origin": r.get("origin", "synthetic"),
                         "answer": r.get("answer"),
                         "verdict": r.get("verdict"),
+                        "label": r.get("label"),
                         "doc_id": r.get("doc_id"),
                         "span_start": r.get("span_start"),
                         "span_end": r.get("span_end"),
@@ -129,6 +131,7 @@ def golden_questions(cfg: Config, chunks: list, docs=None) -> list[dict]:
             "origin": "golden",
             "answer": s.answer,
             "verdict": s.verdict,
+            "label": None,
             "doc_id": None,
             "span_start": None,
             "span_end": None,

@@ -425,6 +425,8 @@ def interval_methods(run: Path | None = None) -> dict:
     for f in (names.PAIRED_TESTS, names.TABLE2_TESTS):
         out[f] += "; test: cluster-robust t, Holm within each `family`"
     out[names.ANSWERABILITY] += "; refusal_f1: " + INTERVALS["pooled share"]
+    if run is None or (run / names.FACT_CHECK_VERDICTS).is_file():  # not in a run made before the table
+        out[names.FACT_CHECK_VERDICTS] = INTERVALS["proportion"]
     out[names.JUDGE_CONTROLS] = "Wilson score interval (each control its own pair)"
     out[names.PLOT_NOISE] = f"faithfulness: {INTERVALS['mean']}; refusal share: {INTERVALS['proportion']}"
     out[names.JUDGE_RELEVANCE] = "percentile bootstrap over queries (the pairs of one query move together)"
@@ -932,9 +934,40 @@ def report_values(cfg, out=_same) -> dict:
         answer_checks=_optional(blocks, "answer_checks", run / names.ANSWER_CHECKS, _check_fields),
         pipelines_banner=judge_banner(cfg, "table2", ["correct", "answer_relevant", "grounded", "claim_support"]),
         pipelines=_csv_md(run / names.PIPELINES_TABLE, PIPELINE_COLUMNS),
+        fact_checks=fact_check_lines(cfg),
         answerability=answerability_section(cfg),
     )
     return v
+
+
+FACT_CHECK_REPORT_COLUMNS = ["setting", "pipeline", "n", "n_verdict", "accuracy", "ci_low", "ci_high"]
+
+
+def fact_check_lines(cfg) -> list[str]:
+    """Fact-check verdicts against the questions' labels: one row per setting and pipeline (all
+    labels together) with its n; per label and the confusion stay in the CSV. Nothing for a run
+    made before the table."""
+    import pandas as pd
+
+    p = cfg.run_dir / names.FACT_CHECK_VERDICTS
+    if not p.is_file():
+        return []
+    t = pd.read_csv(p)
+    out = ["### Fact-check verdicts", ""]
+    if not len(t):
+        return out + [
+            "_(no fact-checking question in this run carries a label: nothing to score verdicts against)_",
+            "",
+        ]
+    return out + [
+        "Fact-checking statements are answered with a verdict first (Supported, Refuted or Unverifiable). Accuracy: "
+        "the share of parsed verdicts equal to the expected one (the question's label; Unverifiable where the "
+        "passages cannot answer), 95% Wilson interval at the effective n (source chunks as clusters). Per label, "
+        f"with the confusion of label and verdict: `{names.FACT_CHECK_VERDICTS}`.",
+        "",
+        markdown_table(t[t.label == "all"][FACT_CHECK_REPORT_COLUMNS].round(3)),
+        "",
+    ]
 
 
 def _validity_fields(v: dict) -> dict:
@@ -980,6 +1013,7 @@ RUN_READS = (
     names.PIPELINES_TABLE,
     names.ANSWERABILITY,
     names.CLAIMS,
+    names.FACT_CHECK_VERDICTS,
     names.CHUNK_SIZES_SUMMARY,
     names.CHUNK_SIZES_COSTS,
 )

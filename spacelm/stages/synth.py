@@ -4,6 +4,8 @@ run resumes without repeating them."""
 
 from __future__ import annotations
 
+import warnings
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -12,12 +14,15 @@ from ..config import Config
 from ..lib import names
 from ..lib.io import write_dataframe, write_jsonl
 from ..lib.judge.relevance import grade_pairs
+from ..lib.synth.checks import LABELS, premise_contexts
 from ..lib.synth.golden import load_golden, locate_samples
 from ..lib.synth.questions import (
     add_reference_answers,
+    boilerplate_chunks,
     check_waves,
     export_beir,
     export_hf,
+    fewshot_share,
     generate_questions,
     generate_unanswerable,
     golden_unanswerable,
@@ -28,6 +33,7 @@ from ..lib.synth.questions import (
     unanswerable_check_pairs,
     unanswerable_table,
 )
+from ..lib.synth.screening import audit_table, golden_records, judge_checks, judge_requests, rejection_table, screen
 from .base import ModelTurns, Stage, execute
 from .data import chunks_path, golden_path, load_chunks, questions_path, write_attribution
 
@@ -38,6 +44,9 @@ class SynthFiles(NamedTuple):
     questions: Path
     retention_csv: Path
     retention_md: Path
+    rejections_csv: Path
+    rejections_md: Path
+    audit: Path
     unanswerable: Path
     beir: Path
     hf_dataset: Path
@@ -50,6 +59,9 @@ def outputs(cfg: Config) -> SynthFiles:
         questions_path(cfg),
         d / names.RETENTION,
         d / names.RETENTION_MD,
+        d / names.REJECTIONS,
+        d / names.REJECTIONS_MD,
+        d / names.QUESTION_AUDIT,
         d / names.UNANSWERABLE,
         d / "beir",
         d / "hf_dataset",
@@ -60,17 +72,22 @@ def outputs(cfg: Config) -> SynthFiles:
 @dataclass
 class Synthesis:
     """What the synth stage computes: every question record (answerable, written unanswerable
-    candidates, golden unanswerable), the candidates written, and the check pairs graded."""
+    candidates, golden unanswerable), the candidates written, the check pairs graded, the golden
+    samples screened by the same checks, the boilerplate chunks skipped ({chunk id: reason}) and the
+    largest share of a task's prompts one few-shot example is in."""
 
     records: list[dict]
     unanswerable: list[dict]
     pairs_graded: int
+    golden_screened: list[dict]
+    skipped: dict
+    fewshot_share: dict
 
 
-def compute(cfg: Config, chunks: list, golden: list, models: ModelTurns) -> Synthesis:
-    """Write the questions (and reference answers) with the question writer, apply the retrieval
-    filter, and write and check the unanswerable candidates (`models`: the writer and the judge
-    taking turns)."""
+def compute(cfg: Config, chunks: list, golden: list, models: ModelTurns, found: dict | None = None) -> Synthesis:
+    """Write the questions (and reference answers) with the question writer, screen them (and the
+    golden samples, `found` {sample id: chunk id}, by the same checks), apply the retrieval filter,
+    and write and check the unanswerable candidates (`models`: the writer and the judge taking turns)."""
     chunks_by_id = {c.chunk_id: c for c in chunks}
     writing = cfg.question_writing()
     plan = plan_generation(writing, chunks, golden)
@@ -81,6 +98,12 @@ def compute(cfg: Config, chunks: list, golden: list, models: ModelTurns) -> Synt
             lambda llm: add_reference_answers(writing, llm, records, chunks_by_id),
             "reference answers",
         )
+    if found is None:  # `spacelm plan` calls without it: locate the samples quietly (build warns)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            found, _ = locate_samples(golden, chunks, golden_path(cfg))
+    gold = golden_records(golden, found, chunks_by_id)
+    check_questions(cfg, chunks, records + gold, models)
     gold_una = golden_unanswerable(golden)
     una, n_pairs, filtered = [], 0, []
 
@@ -95,7 +118,19 @@ def compute(cfg: Config, chunks: list, golden: list, models: ModelTurns) -> Synt
         models.release()
     if not filtered:
         run_filter()
-    return Synthesis(records + una + gold_una, una, n_pairs)
+    skipped = boilerplate_chunks(chunks) if writing.checks.skip_boilerplate else {}
+    return Synthesis(records + una + gold_una, una, n_pairs, gold, skipped, fewshot_share(plan))
+
+
+def check_questions(cfg: Config, chunks: list, records: list[dict], models: ModelTurns) -> None:
+    """The copy, premise and label checks on the written questions (and the golden samples among
+    `records`): the rules first, then the judge on what they cannot decide."""
+    checks = cfg.question_writing().checks
+    contexts = premise_contexts(chunks, checks.context_chunks, checks.front_chars)
+    pending = screen(records, contexts, checks)
+    requests = judge_requests(records, contexts, pending)
+    if requests:
+        models.use("judge", lambda llm: judge_checks(llm, requests), "question checks")
 
 
 def write(cfg: Config, chunks: list, result: Synthesis, out) -> None:
@@ -107,6 +142,14 @@ def write(cfg: Config, chunks: list, result: Synthesis, out) -> None:
     write_jsonl(out(files.questions), records)
     write_dataframe(retention, out(files.retention_csv))
     write_dataframe(retention, out(files.retention_md))
+    rejections = rejection_table(records, result.skipped, result.golden_screened)
+    write_dataframe(rejections, out(files.rejections_csv))
+    write_dataframe(rejections, out(files.rejections_md))
+    checks = cfg.question_writing().checks
+    contexts = premise_contexts(chunks, checks.context_chunks, checks.front_chars)
+    written = [r for r in records if r.get("answerable", True) and r.get("origin") != "golden" and r["question"]]
+    sets = {"written": written, "kept": [r for r in written if r["kept"]], "golden": result.golden_screened}
+    write_dataframe(audit_table(sets, contexts, checks), out(files.audit))
     write_dataframe(unanswerable_table(records), out(files.unanswerable))
     export_beir(chunks, records, out(files.beir))
     export_hf(chunks, records, out(files.hf_dataset))
@@ -115,9 +158,9 @@ def write(cfg: Config, chunks: list, result: Synthesis, out) -> None:
 def build(cfg: Config, out) -> dict:
     chunks = load_chunks(cfg)
     golden = load_golden(golden_path(cfg), min_per_task=cfg.synth.n_fewshot, tasks=tuple(cfg.synth.tasks))
-    _, not_found = locate_samples(golden, chunks, golden_path(cfg))
+    found, not_found = locate_samples(golden, chunks, golden_path(cfg))
     models = ModelTurns(cfg, "synth")
-    result = compute(cfg, chunks, golden, models)
+    result = compute(cfg, chunks, golden, models, found)
     write(cfg, chunks, result, out)
     records = result.records
     reasons: dict = {}
@@ -135,6 +178,13 @@ def build(cfg: Config, out) -> dict:
         "llm_judge": models.stats.get("judge"),
         "fewshot_sampling": cfg.synth.fewshot_sampling,
         "n_fewshot": cfg.synth.n_fewshot,
+        "fewshot_max_share": result.fewshot_share,
+        "sources_skipped": dict(sorted(Counter(result.skipped.values()).items())),
+        "rejected": {c: sum(r["drop_reason"] == c for r in records) for c in ("copy", "premise", "label")},
+        "golden_rejected": {
+            c: sum(r["drop_reason"] == c for r in result.golden_screened) for c in ("copy", "premise", "label")
+        },
+        "golden_screened": len(result.golden_screened),
         "filter": f"{cfg.synth.filter_retriever} top-{cfg.synth.filter_top_n}",
         "golden_samples": len(golden),
         "golden_not_found": [f"{s.id} (line {s.line})" for s in not_found],
@@ -195,7 +245,11 @@ def unanswerable_rounds(
 
 
 def _prompts(cfg: Config) -> list[str]:
-    p = [f"synth_{t}" for t in cfg.synth.tasks] + (["reference_answer"] if cfg.synth.with_reference_answer else [])
+    p = [f"synth_{t}" for t in cfg.synth.tasks if t != "fact_checking"]
+    if "fact_checking" in cfg.synth.tasks:
+        p += [f"synth_fact_checking_{label}" for label in LABELS]
+    p += ["reference_answer"] if cfg.synth.with_reference_answer else []
+    p += ["verify_premise", "verify_premise_mirrored", "judge_claim_support", "verify_claim_mirrored"]
     if cfg.synth.unanswerable.enabled:
         p += [f"synth_unanswerable_{k}" for k in cfg.synth.unanswerable.kinds] + [cfg.grading.prompt]
     return p
@@ -204,16 +258,18 @@ def _prompts(cfg: Config) -> list[str]:
 def _sections(cfg: Config) -> list[str]:
     # reference answers are written with the question writer, capped at the generator's max_tokens
     extra = ["models.generator.max_tokens"] if cfg.synth.with_reference_answer else []
+    extra += ["models.judge"]  # the judge decides the checks the rules cannot
     if cfg.synth.unanswerable.enabled:  # the judge checks the unanswerable candidates
-        extra += ["models.judge", "grading.prompt"]
+        extra += ["grading.prompt"]
     return ["synth", "seed", "models.question_writer", "retrieval.bm25", "retrieval.dense", *extra]
 
 
 def _models(cfg: Config) -> dict:
-    m = {"question_writer": cfg.models.question_writer.model, "dense": cfg.retrieval.dense.model}
-    if cfg.synth.unanswerable.enabled:
-        m["judge"] = cfg.models.judge.model
-    return m
+    return {
+        "question_writer": cfg.models.question_writer.model,
+        "dense": cfg.retrieval.dense.model,
+        "judge": cfg.models.judge.model,
+    }
 
 
 STAGE = Stage(

@@ -175,6 +175,29 @@ def test_report_prints_reference_judges_refusal_rates_and_ppi_status(tiny_config
     assert "no human labels" in "\n".join(ppi_lines(tiny_config))
 
 
+def test_report_shows_fact_check_verdicts_with_their_n_and_says_when_none_is_labelled(tiny_config):
+    from spacelm.lib.answer.answers import fact_check_table, score_verdict
+    from spacelm.lib.io import write_dataframe
+    from spacelm.stages.report import fact_check_lines, interval_methods
+
+    run, name = tiny_config.run_dir, "fact_check_verdicts.csv"
+    assert fact_check_lines(tiny_config) == [] and name not in interval_methods(run)  # a run made before it
+    items = []
+    for i, (label, text) in enumerate([("supported", "Supported. [1]"), ("refuted", "Supported. [1]")]):
+        it = {"task": "fact_checking", "label": label, "answer": text, "setting": "standard", "pipeline": "table2"}
+        it.update(rubrics=["faithfulness"], source_chunk_id=f"a:{i}", passage_ids=[f"a:{i}"])
+        score_verdict(it)
+        items.append(it)
+    run.mkdir(parents=True, exist_ok=True)
+    write_dataframe(fact_check_table([]), run / name)
+    assert "carries a label" in "\n".join(fact_check_lines(tiny_config)) and name in interval_methods(run)
+    write_dataframe(fact_check_table(items), run / name)
+    lines = "\n".join(fact_check_lines(tiny_config))
+    rows = [[c.strip() for c in ln.split("|")[1:-1]] for ln in lines.splitlines() if ln.startswith("| ")]
+    assert rows[0] == ["setting", "pipeline", "n", "n_verdict", "accuracy", "ci_low", "ci_high"]
+    assert [r[:5] for r in rows[1:]] == [["standard", "table2", "2", "2", "0.5"]]  # all labels: one row per setting
+
+
 # --------------------------------------------------------------------------- the report as a stage
 def test_report_and_findings_are_declared_stages_and_the_template_is_an_input(tiny_config, monkeypatch):
     from spacelm.stages import BY_NAME, LAST, STAGES, base, report

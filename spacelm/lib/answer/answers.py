@@ -9,7 +9,9 @@ numbered [1]..[n] (or shown by chunk id, `answer.citations`), citing them by num
 separately configured judge scores the answer 1–5 on the paper's four rubrics. Beside the
 judge: deterministic citation and refusal checks, binary judges with one-line reasons, and the
 agreement of the judge with the deterministic refusal check. Unanswerable questions are
-answered by pipeline B only (setting ``unanswerable``), for the refusal evaluation.
+answered by pipeline B only (setting ``unanswerable``), for the refusal evaluation. A
+fact-checking statement answered from passages is asked for a verdict first (Supported, Refuted,
+Unverifiable), scored against the question's label.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..judge.scores import p_yes
-from ..names import RUBRICS
+from ..names import FACT_CHECK_LABELS, RUBRICS
 from .citations import format_context
 from .facts import fact_check, quantities  # noqa: F401 (the deterministic correctness check, re-exported)
 
@@ -241,20 +243,30 @@ def judge_refusal(judge, items: list[dict]) -> None:
 
 
 # --------------------------------------------------------------------------- generation
+def answer_prompt(it: dict, style: str) -> str:
+    """The generator's prompt for item `it`: closed book for pipeline A; for a fact-check answered
+    from passages, `answer_fact_check` (a verdict first, then the explanation), else `answer`; the
+    `_ids` variant when the passages are shown by chunk id (`style` "ids")."""
+    if it["pipeline"] == "A":
+        return "answer_closed_book"
+    name = "answer_fact_check" if asks_verdict(it) else "answer"
+    return name if style == "numbered" else f"{name}_ids"
+
+
 def generate(gen, items: list[dict], text_of: dict, design: AnswerDesign) -> None:
+    """Write every item's answer with the generator, in one batch, from the prompt
+    :func:`answer_prompt` picks for it; sets `answer`, `latency_s` and `tokens`."""
     from ..llm.prompting import render
     from ..llm.types import Request
 
     reqs = []
     for it in items:
+        name = answer_prompt(it, design.citations)
         if it["pipeline"] == "A":
-            msgs = render("answer_closed_book", question=it["question"])
+            msgs = render(name, question=it["question"])
         else:
-            style = design.citations
             msgs = render(
-                "answer" if style == "numbered" else "answer_ids",
-                question=it["question"],
-                context=format_context(it["passage_ids"], text_of, style),
+                name, question=it["question"], context=format_context(it["passage_ids"], text_of, design.citations)
             )
         reqs.append(Request(messages=msgs, max_tokens=design.max_tokens))
     for it, comp in zip(items, gen.chat_many(reqs, progress="generating answers")):
@@ -295,6 +307,7 @@ def _item(q: dict, setting: str, pipeline: str, passage_ids: list, wrong_ids: li
         "answerable": q.get("answerable", True),
         "unanswerable_kind": q.get("unanswerable_kind"),
         "reference_answer": q.get("answer"),
+        "label": fact_check_label(q),
         "setting": setting,
         "pipeline": pipeline,
         "source_chunk_id": q["source_chunk_id"],
@@ -348,6 +361,154 @@ def unanswerable_items(design: AnswerDesign, questions: list[dict], rankings: di
         _item(q, "unanswerable", "B", (rankings or {}).get(q["qid"], [])[: design.retrieve_k], [], (RUBRIC_NEGATIVE,))
         for q in questions
     ]
+
+
+# --------------------------------------------------------------------------- fact-check verdicts
+FACT_CHECKING = "fact_checking"
+# what may precede the verdict: markdown, quotes, a "Verdict:" heading, "The statement is"
+_VERDICT_LEAD = re.compile(
+    r"[\s*_#>`\"'“‘(\[-]*"
+    r"(?:(?:final\s+)?(?:verdict|label|answer|assessment)[\s*_`]*[:\-–—][\s*_`\"'“‘(\[]*)?"
+    r"(?:(?:the|this)\s+(?:statement|claim)\s+(?:is\s+)?)?",
+    re.I,
+)
+_VERDICT_WORDS = (
+    ("supported", re.compile(r"supported\b", re.I)),
+    ("refuted", re.compile(r"refuted\b", re.I)),
+    (
+        "unverifiable",
+        re.compile(
+            r"(?:unverifiable|unverified|not\s+verifiable|(?:cannot|can\s+not|can't|could\s+not)\s+be\s+verified|"
+            r"not\s+enough\s+(?:information|info|evidence)|insufficient\s+(?:information|evidence))\b",
+            re.I,
+        ),
+    ),
+)
+
+
+def fact_check_label(q: dict) -> str | None:
+    """The true verdict of a fact-checking question's claim against its source chunk, one of
+    FACT_CHECK_LABELS: its `label` (written by synth), else its golden `verdict` ("not_enough_info"
+    read as "unverifiable"). None for other tasks, for questions written before labels, and for a
+    value outside the labels."""
+    from ..synth.checks import claim_label
+
+    if q.get("task") != FACT_CHECKING:
+        return None
+    label = claim_label(str(q.get("label") or q.get("verdict") or "").strip().lower())
+    return label if label in FACT_CHECK_LABELS else None
+
+
+def asks_verdict(it: dict) -> bool:
+    """Whether the generator is asked for a verdict on item `it`: a fact-checking statement
+    answered from passages (closed book, pipeline A, has none to check it against)."""
+    return it.get("task") == FACT_CHECKING and it.get("pipeline") != "A"
+
+
+def parse_verdict(text: str | None) -> str | None:
+    """The verdict an answer begins with, one of FACT_CHECK_LABELS: its first word(s), whatever
+    the case, after markdown, quotes, a "Verdict:" heading or "The statement is". "Not enough
+    information", "cannot be verified" and "not verifiable" read as "unverifiable". None when the
+    answer begins with none of them ("Not supported" included: refuted or unverifiable?)."""
+    text = text or ""
+    rest = text[_VERDICT_LEAD.match(text).end() :]
+    return next((label for label, pattern in _VERDICT_WORDS if pattern.match(rest)), None)
+
+
+def expected_verdict(it: dict) -> str | None:
+    """The verdict a fact-check answer must give: the question's label where the passages include
+    what the label was judged against, and "unverifiable" where the passages cannot answer
+    (:func:`cannot_answer`: wrong passages only, or an unanswerable question). None without a label."""
+    label = it.get("label")
+    if label is None:
+        return None
+    return "unverifiable" if cannot_answer(it) else label
+
+
+def score_verdict(it: dict) -> None:
+    """Set `verdict` (parsed from the answer), `expected_verdict` and `verdict_correct` (None when
+    either is missing) on a fact-check item."""
+    verdict, expected = parse_verdict(it.get("answer")), expected_verdict(it)
+    it.update(
+        verdict=verdict,
+        expected_verdict=expected,
+        verdict_correct=None if verdict is None or expected is None else verdict == expected,
+    )
+
+
+FACT_CHECK_COLUMNS = [
+    "setting",
+    "pipeline",
+    "label",
+    "expected",
+    "n",
+    "n_verdict",
+    "n_correct",
+    "accuracy",
+    "ci_low",
+    "ci_high",
+    "n_source_chunks",
+    "n_source_in_context",
+    *(f"verdict_{v}" for v in FACT_CHECK_LABELS),
+    "verdict_none",
+]
+
+
+def fact_check_table(items: list[dict]):
+    """Fact-check verdicts against the labels (fact_check_verdicts.csv): per setting and pipeline,
+    one row per label and one for them all: answers (`n`), answers with a parsed verdict, the
+    accuracy of those verdicts against the expected one with its 95% Wilson interval at the
+    effective n (source chunks as clusters), and the confusion (label × verdict counts, `verdict_*`).
+    Only answers asked for a verdict whose question has a label; empty (with its columns) when none
+    has."""
+    import pandas as pd
+
+    its = [it for it in items if asks_verdict(it) and it.get("label")]
+    rows = []
+    for setting, pipeline in dict.fromkeys((it["setting"], it["pipeline"]) for it in its):
+        group = [it for it in its if it["setting"] == setting and it["pipeline"] == pipeline]
+        labels = [x for x in FACT_CHECK_LABELS if any(it["label"] == x for it in group)]
+        for label in [*labels, "all"]:
+            sub = group if label == "all" else [it for it in group if it["label"] == label]
+            rows.append(_verdict_row(setting, pipeline, label, sub))
+    return pd.DataFrame(rows, columns=FACT_CHECK_COLUMNS)
+
+
+def _verdict_row(setting: str, pipeline: str, label: str, its: list[dict]) -> dict:
+    """One row of :func:`fact_check_table` from its answers `its`."""
+    verdicts = [it.get("verdict") for it in its]
+    correct = [it.get("verdict_correct") for it in its]
+    share, lo, hi, _ = _share(correct, [it.get("source_chunk_id") for it in its])
+    expected = {it.get("expected_verdict") for it in its}
+    return {
+        "setting": setting,
+        "pipeline": pipeline,
+        "label": label,
+        "expected": expected.pop() if len(expected) == 1 else None,
+        "n": len(its),
+        "n_verdict": sum(v is not None for v in verdicts),
+        "n_correct": sum(c is True for c in correct),
+        "accuracy": share,
+        "ci_low": lo,
+        "ci_high": hi,
+        "n_source_chunks": len({it.get("source_chunk_id") for it in its}),
+        "n_source_in_context": sum(it.get("source_chunk_id") in (it.get("passage_ids") or []) for it in its),
+        **{f"verdict_{v}": verdicts.count(v) for v in FACT_CHECK_LABELS},
+        "verdict_none": verdicts.count(None),
+    }
+
+
+def fact_check_summary(table) -> dict:
+    """The stage summary's line on fact-check verdicts, from :func:`fact_check_table`'s rows for all
+    labels: labelled answers, those with a verdict, and the accuracy per setting (Table 2) or
+    pipeline and setting (None where no verdict was parsed)."""
+    rows = [r for r in table.to_dict("records") if r["label"] == "all"]
+    where = lambda r: r["setting"] if r["pipeline"] == "table2" else f"{r['pipeline']} {r['setting']}"
+    return {
+        "labelled_answers": int(sum(r["n"] for r in rows)),
+        "with_verdict": int(sum(r["n_verdict"] for r in rows)),
+        "accuracy": {where(r): None if r["accuracy"] != r["accuracy"] else r["accuracy"] for r in rows},
+    }
 
 
 # --------------------------------------------------------------------------- tables

@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
+
+from ..names import FACT_CHECK_LABELS
 
 _WORD = re.compile(r"[a-z0-9]+(?:['’.-][a-z0-9]+)*")
 
@@ -80,15 +84,16 @@ _NOT_NAMES = frozenset(
 
 def premise_terms(question: str) -> list[str]:
     """What the question asserts exists: acronyms, numbers, quoted phrases and capitalised names (runs
-    of capitalised words, common capitalised function words dropped; a lone capitalised opening word is
-    the sentence's start, not a name)."""
+    of capitalised words, common capitalised function words dropped; a lone capitalised word opening a
+    sentence is the sentence's start, not a name)."""
     text = str(question)
     out = [m.group(0)[:-1] if m.group(0)[-1].islower() else m.group(0) for m in _ACRONYM.finditer(text)]
     out += [m.group(0) for m in _NUMBER.finditer(text)]
     out += [m.group(1) for m in _QUOTED.finditer(text)]
     for m in _NAME.finditer(text):
         parts = [p for p in m.group(0).split() if p not in _NOT_NAMES]
-        if parts and not (m.start() == 0 and len(m.group(0).split()) == 1):
+        opens_sentence = not text[: m.start()].rstrip() or text[: m.start()].rstrip()[-1] in '.!?:;"“('
+        if parts and not (opens_sentence and len(m.group(0).split()) == 1):
             out.append(" ".join(parts))
     return list(dict.fromkeys(t.strip() for t in out if t.strip()))
 
@@ -120,7 +125,7 @@ _LICENCE = re.compile(
     re.I,
 )
 _TOC_LINE = re.compile(r"(\.{4,}|…{2,}|\s{3,})\s*\d{1,4}\s*$")
-_CAPTION = re.compile(r"^\s*(figure|fig\.|table|annex|appendix)\s+[\dA-Z]+[.:]?\s", re.I)
+_CAPTION = re.compile(r"^\s*(?i:figure|fig\.|table|annex|appendix)\s+(?:\d+(?:\.\d+)*|[A-Z]|[IVX]+)[.:]?\s")
 # braces, a call ending a statement, or a keyword opening a line: not the semicolons of a legal enumeration
 _CODE = re.compile(
     r"[{}]|\w\([^()]*\)\s*;\s*$|^\s*(def|class|import|return|#include|public|private|function|const|var)\b", re.M
@@ -174,3 +179,128 @@ def summarise(values: Iterable[float]) -> dict:
         "median": v[len(v) // 2],
         "p90": v[min(len(v) - 1, int(0.9 * len(v)))],
     }
+
+
+# --------------------------------------------------------------------------- a question's checks
+LABELS = FACT_CHECK_LABELS
+PASSED = "passed"
+PENDING = "pending"  # the rule cannot decide: the judge does
+_NEGATION = re.compile(r"\b(?:not|no|never|neither|nor|without|cannot|none)\b|n['’]t\b", re.I)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def claim_label(verdict: str | None) -> str | None:
+    """A fact-check verdict in the suite's labels: the golden file's "not_enough_info" is "unverifiable"."""
+    if verdict in (None, ""):
+        return None
+    return "unverifiable" if verdict == "not_enough_info" else verdict
+
+
+@dataclass(frozen=True)
+class QuestionChecks:
+    """Thresholds of the checks a written question must pass (the config's `synth.checks`)."""
+
+    max_verbatim_run: int = 5
+    max_coverage: float = 0.8
+    premise: bool = True
+    context_chunks: int = 2
+    front_chars: int = 3000
+    skip_boilerplate: bool = True
+    label_check: bool = True
+
+
+class PremiseContext(NamedTuple):
+    """What a question about a chunk may name: the chunk, its neighbours and the document's front
+    matter (title, issuer, date) as a reader of the document has them, and the whole document."""
+
+    chunk: str
+    near: str
+    document: str
+
+
+def premise_contexts(chunks: list, around: int, front_chars: int) -> dict[str, PremiseContext]:
+    """{chunk id: its PremiseContext}, the document rebuilt from its chunks in reading order."""
+    by_doc: dict[str, list] = {}
+    for c in chunks:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    out = {}
+    for cs in by_doc.values():
+        cs = sorted(cs, key=lambda c: (c.char_start, c.chunk_id))
+        document = "\n".join(c.text for c in cs)
+        front = document[:front_chars]
+        for i, c in enumerate(cs):
+            near = "\n".join(x.text for x in cs[max(0, i - around) : i + around + 1])
+            out[c.chunk_id] = PremiseContext(c.text, near + "\n" + front, document)
+    return out
+
+
+def copy_check(question: str, chunk: str, checks: QuestionChecks) -> str:
+    """ "passed", or why the question restates its chunk (run and coverage beside their limits)."""
+    run, cov = longest_verbatim_run(question, chunk), content_coverage(question, chunk)
+    why = []
+    if run > checks.max_verbatim_run:
+        why.append(f"verbatim run of {run} words > {checks.max_verbatim_run}")
+    if cov > checks.max_coverage:
+        why.append(f"content-word coverage {cov:.2f} > {checks.max_coverage}")
+    return "; ".join(why) or PASSED
+
+
+def premise_check(question: str, ctx: PremiseContext) -> tuple[str, list[str]]:
+    """("passed" | "pending" | the reason, the terms the judge must decide). A term the chunk's
+    neighbourhood or the document's front matter holds is context the question may name; one the
+    document never holds is a false premise; one found only elsewhere in the document is the judge's."""
+    outside = unsupported_premises(question, ctx.chunk, ctx.near)
+    if not outside:
+        return PASSED, []
+    absent = unsupported_premises(question, ctx.document)
+    absent = [t for t in outside if t in absent]
+    if absent:
+        return f"not in its document: {', '.join(absent)}", []
+    return PENDING, outside
+
+
+def _best_sentence(claim: str, chunk: str) -> str:
+    sents = [s for s in _SENTENCE.split(chunk) if s.strip()] or [chunk]
+    c = {_stem(w) for w in content_words(claim)}
+    return max(sents, key=lambda s: len(c & {_stem(w) for w in content_words(s)}))
+
+
+def alteration(claim: str, chunk: str) -> list[str]:
+    """How a refuted claim differs from its chunk in a way a reader can check: the names and numbers
+    it holds that the chunk does not, and "negation" when it negates where the chunk's closest
+    sentence does not (or the reverse). Empty: no checkable alteration."""
+    found = unsupported_premises(claim, chunk)
+    if bool(_NEGATION.search(claim)) != bool(_NEGATION.search(_best_sentence(claim, chunk))):
+        found.append("negation")
+    return found
+
+
+def deterministic_checks(record: dict, ctx: PremiseContext, checks: QuestionChecks) -> tuple[dict, list[str]]:
+    """The rule-decided checks of one written question: ({check: "passed" | reason | "pending" |
+    "skipped: why"}, the premise terms left to the judge). A refuted or unverifiable claim names what
+    its chunk does not hold on purpose: its premise check is skipped, and a refuted one must show a
+    checkable alteration instead."""
+    q, label = record["question"], record.get("label")
+    out = {"boilerplate": PASSED, "copy": copy_check(q, ctx.chunk, checks)}
+    pending: list[str] = []
+    if not checks.premise:
+        out["premise"] = "skipped: premise check off"
+    elif label in ("refuted", "unverifiable"):
+        out["premise"] = f"skipped: {label} claim"
+    else:
+        out["premise"], pending = premise_check(q, ctx)
+    if label is not None:
+        if label == "refuted" and not alteration(q, ctx.chunk):
+            out["label"] = "no checkable alteration (number, name or negation) from the chunk"
+        else:
+            out["label"] = PENDING if checks.label_check else "skipped: label check off"
+    return out, pending
+
+
+def first_failure(checks: dict) -> str | None:
+    """The first check a question failed ("copy", "premise", "label"), or None."""
+    for name in ("boilerplate", "copy", "premise", "label"):
+        v = checks.get(name)
+        if v is not None and v != PASSED and v != PENDING and not v.startswith("skipped"):
+            return name
+    return None

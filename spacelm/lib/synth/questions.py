@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .checks import QuestionChecks
+
 if TYPE_CHECKING:
     from ..retrieval.systems import RetrievalSetup
 
@@ -22,6 +24,9 @@ DROP_REASONS = (
     "refers_to_passage",
     "duplicate",
     "copied_example",
+    "copy",
+    "premise",
+    "label",
     "not_retrieved",
     "subject_missing",
     "answerable_by_judge",
@@ -48,6 +53,7 @@ class QuestionWriting:
     unanswerable_per_task: int | None
     filter_top_n: int
     filter_retriever: str  # "bm25", "dense" or "union"
+    checks: QuestionChecks = QuestionChecks()
 
 
 _DEICTIC = re.compile(r"\b(?:the|this|given|above|provided) (?:passage|text|excerpt|document)\b", re.I)
@@ -58,18 +64,31 @@ def _rng(*parts) -> random.Random:
     return random.Random(hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest())
 
 
-def fewshot_messages(task: str, examples: list, passage: str) -> list[dict]:
-    """System prompt (task definition), the examples as user/assistant turns, then the target
-    passage. With fixed examples per task, every prompt of a task shares the same prefix."""
+def fewshot_messages(prompt: str, examples: list, passage: str) -> list[dict]:
+    """System prompt (`prompt`'s task definition: "direct_qa" reads `synth_direct_qa.txt`), the
+    examples as user/assistant turns, then the target passage."""
     from ..llm.prompting import as_data, template
 
-    system, user = template(f"synth_{task}")
+    system, user = template(f"synth_{prompt}")
     msgs = [{"role": "system", "content": system}]
     for ex in examples:
         msgs.append({"role": "user", "content": user.format(passage=as_data(ex.passage))})
         msgs.append({"role": "assistant", "content": ex.question})
     msgs.append({"role": "user", "content": user.format(passage=as_data(passage))})
     return msgs
+
+
+def boilerplate_chunks(chunks: list) -> dict[str, str]:
+    """{chunk id: why it is boilerplate} for the chunks no question is written from (licences,
+    reference lists, tables of contents, captions, headers, code: `checks.boilerplate_reason`)."""
+    from .checks import boilerplate_reason
+
+    out = {}
+    for c in chunks:
+        reason = boilerplate_reason(c.text)
+        if reason:
+            out[c.chunk_id] = reason
+    return out
 
 
 def select_chunks(chunks: list, max_chunks, seed: int, min_tokens: int = 40) -> list:
@@ -106,35 +125,70 @@ def stratified_targets(chunks: list, n: int | None, tasks: list[str], seed: int,
     return out
 
 
-def plan_generation(writing: QuestionWriting, chunks: list, golden: list) -> list[dict]:
-    """The planned question-writing calls, ordered task by task so that prompts sharing few-shot
-    examples run consecutively. `writing.sampling`: "stratified" (one task per source chunk, chunks
-    spread over the documents: `stratified_targets`) or "every_task" (the paper's: every
-    selected chunk × every task)."""
+def claim_labels(chunk_ids: list[str], seed: int) -> dict[str, str]:
+    """{chunk id: the label its fact-check claim is written with}: supported, refuted and
+    unverifiable in turn over the chunks in a seeded order, so each gets a third (±1)."""
+    from .checks import LABELS
+
+    order = sorted(chunk_ids)
+    _rng(seed, "claim-labels").shuffle(order)
+    return {cid: LABELS[i % len(LABELS)] for i, cid in enumerate(order)}
+
+
+def example_pool(golden: list, task: str, label: str | None = None) -> list:
+    """The answerable golden samples of `task` (for a fact-check label, those with that verdict), by id."""
+    from .checks import claim_label
+
+    pool = [g for g in golden if g.task == task and g.answerable]
+    if label is not None:
+        pool = [g for g in pool if claim_label(g.verdict) == label]
+    return sorted(pool, key=lambda g: g.id)
+
+
+def choose_examples(writing: QuestionWriting, pool: list, chunk, key: tuple) -> list:
+    """The few-shot examples of one prompt. "per_task_fixed": the same seeded draw for every chunk
+    of the task; "per_chunk": a seeded draw per chunk from the examples of other documents (the
+    chunk's own document's examples would hand the writer its passage's wording), from all when
+    too few are left."""
+    n = min(writing.n_fewshot, len(pool))
+    if writing.fewshot_sampling == "per_task_fixed":
+        return _rng(writing.seed, "fewshot", *key).sample(pool, n)
+    others = [g for g in pool if g.doc_id != chunk.doc_id]
+    source = others if len(others) >= n else pool
+    return _rng(writing.seed, "fewshot", *key, chunk.chunk_id).sample(source, n)
+
+
+def generation_targets(writing: QuestionWriting, chunks: list) -> list[tuple]:
+    """(chunk, task) pairs to write, boilerplate chunks left out when the checks say so."""
+    skip = boilerplate_chunks(chunks) if writing.checks.skip_boilerplate else {}
+    usable = [c for c in chunks if c.chunk_id not in skip]
     if writing.sampling == "every_task":
-        picked = select_chunks(chunks, writing.max_chunks, writing.seed)
-        targets = [(c, t) for t in writing.tasks for c in picked]
-    else:
-        targets = stratified_targets(chunks, writing.max_chunks, list(writing.tasks), writing.seed)
+        picked = select_chunks(usable, writing.max_chunks, writing.seed)
+        return [(c, t) for t in writing.tasks for c in picked]
+    return stratified_targets(usable, writing.max_chunks, list(writing.tasks), writing.seed)
+
+
+def plan_generation(writing: QuestionWriting, chunks: list, golden: list) -> list[dict]:
+    """The planned question-writing calls, ordered task by task (and fact-check label) so that
+    prompts sharing few-shot examples run consecutively. `writing.sampling`: "stratified" (one
+    task per source chunk, chunks spread over the documents: `stratified_targets`) or "every_task"
+    (the paper's: every selected chunk × every task). A fact-check is written with the label it
+    must have (`claim_labels`), from golden examples with that verdict."""
+    targets = generation_targets(writing, chunks)
     plan = []
     for task in writing.tasks:
-        pool = sorted((g for g in golden if g.task == task and g.answerable), key=lambda g: g.id)
-        fixed = (
-            _rng(writing.seed, "fewshot", task).sample(pool, writing.n_fewshot)
-            if writing.fewshot_sampling == "per_task_fixed"
-            else None
-        )
-        for c in sorted((c for c, t in targets if t == task), key=lambda c: c.chunk_id):
-            examples = (
-                fixed
-                if fixed is not None
-                else _rng(writing.seed, "fewshot", task, c.chunk_id).sample(pool, writing.n_fewshot)
-            )
-            msgs = fewshot_messages(task, examples, c.text)
+        cs = sorted((c for c, t in targets if t == task), key=lambda c: c.chunk_id)
+        labels = claim_labels([c.chunk_id for c in cs], writing.seed) if task == "fact_checking" else {}
+        for c in sorted(cs, key=lambda c: (labels.get(c.chunk_id, ""), c.chunk_id)):
+            label = labels.get(c.chunk_id)
+            pool = example_pool(golden, task, label) or example_pool(golden, task)
+            examples = choose_examples(writing, pool, c, (task,) if label is None else (task, label))
+            msgs = fewshot_messages(task if label is None else f"{task}_{label}", examples, c.text)
             plan.append(
                 {
                     "qid": f"syn-{task}-{c.chunk_id}",
                     "task": task,
+                    "label": label,
                     "chunk": c,
                     "fewshot_ids": [e.id for e in examples],
                     "examples": [e.question for e in examples],
@@ -143,6 +197,20 @@ def plan_generation(writing: QuestionWriting, chunks: list, golden: list) -> lis
                 }
             )
     return plan
+
+
+def fewshot_share(plan: list[dict]) -> dict[str, float]:
+    """{task: the largest share of its prompts any one few-shot example appears in}: how far one
+    example's wording can dominate a task (1.0 with fixed examples)."""
+    out = {}
+    for task in sorted({p["task"] for p in plan}):
+        ps = [p for p in plan if p["task"] == task]
+        counts: dict[str, int] = {}
+        for p in ps:
+            for e in p["fewshot_ids"]:
+                counts[e] = counts.get(e, 0) + 1
+        out[task] = round(max(counts.values(), default=0) / len(ps), 3)
+    return out
 
 
 # more characters per token than the few-shot prompts have with the byte-level BPE tokenizers the
@@ -157,14 +225,15 @@ def fewshot_prefix_chars(writing: QuestionWriting, golden: list) -> dict[str, in
     any of its prompts holds)."""
     out = {}
     for task in writing.tasks:
-        pool = sorted((g for g in golden if g.task == task and g.answerable), key=lambda g: g.id)
+        pool = example_pool(golden, task)
         if len(pool) < writing.n_fewshot:
             continue  # load_golden reports too few samples
         if writing.fewshot_sampling == "per_task_fixed":
             examples = _rng(writing.seed, "fewshot", task).sample(pool, writing.n_fewshot)
         else:
             examples = sorted(pool, key=lambda g: len(g.passage) + len(g.question))[: writing.n_fewshot]
-        out[task] = sum(len(m["content"]) for m in fewshot_messages(task, examples, ""))
+        prompt = f"{task}_supported" if task == "fact_checking" else task
+        out[task] = sum(len(m["content"]) for m in fewshot_messages(prompt, examples, ""))
     return out
 
 
@@ -216,6 +285,7 @@ def generate_questions(writing: QuestionWriting, llm, plan: list[dict]) -> list[
                 "qid": p["qid"],
                 "task": p["task"],
                 "question": q or "",
+                **({"label": p["label"]} if p.get("label") else {}),
                 "source_chunk_id": c.chunk_id,
                 "doc_id": c.doc_id,
                 "page_start": c.page_start,
@@ -512,7 +582,7 @@ def retrieval_filter(
         cache_dir=cache_dir,
     )
     for name, system in systems.items():
-        rankings = system.search([r["question"] for r in valid], n)
+        rankings = system.search([r["question"] for r in valid], n) if valid else []
         for r, ranking in zip(valid, rankings):
             r[f"rank_{name}"] = next((i for i, (d, _) in enumerate(ranking, 1) if d == r["source_chunk_id"]), None)
     for r in valid:

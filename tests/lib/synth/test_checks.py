@@ -87,3 +87,9 @@ def test_a_chunk_of_prose_is_worth_asking_about():
 def test_summaries_of_a_distribution():
     assert summarise([]) == {"n": 0, "mean": None, "median": None, "p90": None}
     assert summarise([3, 1, 2, 10]) == {"n": 4, "mean": 4.0, "median": 3, "p90": 10}
+
+
+def test_a_capitalised_word_opening_any_sentence_is_not_a_name():
+    q = "Operators compare each case with a threshold. They plan a manoeuvre when needed: Which office decides?"
+    assert premise_terms(q) == []
+    assert premise_terms("Operators tell the Council. They act.") == ["Council"]

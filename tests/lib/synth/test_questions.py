@@ -41,6 +41,7 @@ def test_plan_fixed_fewshot_shares_prefix_and_is_seeded(tiny_config):
     tiny_config.synth.n_fewshot = 2
     tiny_config.synth.max_chunks = 3
     tiny_config.synth.sampling = "every_task"
+    tiny_config.synth.fewshot_sampling = "per_task_fixed"
     plan = synth.plan_generation(tiny_config.question_writing(), chunks, _golden())
     assert len(plan) == 6 and [p["task"] for p in plan] == ["direct_qa"] * 3 + ["analysis"] * 3
     direct = [p for p in plan if p["task"] == "direct_qa"]
@@ -60,7 +61,7 @@ def _chunk(cid: str, doc: str, n_tokens: int = 100):
     return Chunk(
         chunk_id=cid,
         doc_id=doc,
-        text=f"text of {cid}",
+        text=f"The text of chunk {cid} describes how operators screen conjunctions and plan manoeuvres.",
         page_start=1,
         page_end=1,
         char_start=0,
@@ -120,6 +121,18 @@ def test_retention_table_counts_each_filter():
     assert df.loc["all", "generated"] == 4 and df.loc["all", "retention_union_%"] == pytest.approx(66.7)
 
 
+QUESTIONS = {
+    "direct_qa": [
+        "Which figure do operators weigh before moving a satellite?",
+        "Who decides whether a satellite dodges a close approach?",
+    ],
+    "summarization": [
+        "Give a short overview of how close-approach warnings are handled.",
+        "Outline the steps taken after a collision alert.",
+    ],
+}
+
+
 @pytest.mark.slow
 def test_synth_stage_end_to_end_with_real_model(tiny_config, tiny_corpus):
     """Real embedded 0.5B model on the tiny corpus: writes questions, filters, exports."""
@@ -131,9 +144,7 @@ def test_synth_stage_end_to_end_with_real_model(tiny_config, tiny_corpus):
                 {
                     "id": f"{t}-{i}",
                     "task": t,
-                    "question": f"What does note {i} say about collision avoidance?"
-                    if t == "direct_qa"
-                    else f"Summarise what note {i} says about conjunction warnings.",
+                    "question": QUESTIONS[t][i],
                     "passage": "Operators compare the probability of collision with a threshold and plan a manoeuvre.",
                 }
             )
