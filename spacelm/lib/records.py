@@ -126,6 +126,10 @@ class Question(Record):
     check_grades: dict = ABSENT
     check_expected_grades: dict = ABSENT
     check_passed: bool | None = ABSENT
+    label: str | None = ABSENT  # a fact-check claim's label: supported, refuted or unverifiable
+    checks: dict = ABSENT  # per check (boilerplate, copy, premise, label): "passed", the reason, or "skipped: why"
+    check_scores: dict = ABSENT  # the judge's P where it settled a check
+    alteration: list = ABSENT  # a refuted claim's names, numbers or negation its chunk lacks
     required: ClassVar[tuple[str, ...]] = ("qid", "task", "question")
 
 
@@ -197,6 +201,10 @@ class Answer(Record):
     gated_scores: dict = ABSENT
     fact_check: dict = ABSENT
     claims: list = ABSENT
+    label: str | None = ABSENT  # a fact-check question's label
+    verdict: str | None = ABSENT  # the verdict the answer begins with
+    expected_verdict: str | None = ABSENT
+    verdict_correct: bool | None = ABSENT
     required: ClassVar[tuple[str, ...]] = ("qid", "setting", "pipeline")
 
 

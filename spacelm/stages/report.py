@@ -935,9 +935,80 @@ def report_values(cfg, out=_same) -> dict:
         pipelines_banner=judge_banner(cfg, "table2", ["correct", "answer_relevant", "grounded", "claim_support"]),
         pipelines=_csv_md(run / names.PIPELINES_TABLE, PIPELINE_COLUMNS),
         fact_checks=fact_check_lines(cfg),
+        question_checks=question_check_lines(cfg, stages),
         answerability=answerability_section(cfg),
     )
     return v
+
+
+AUDIT_REPORT_COLUMNS = [
+    "set",
+    "n",
+    "coverage_mean",
+    "verbatim_median",
+    "share_copy",
+    "share_outside_context",
+    "share_outside_document",
+    "share_boilerplate",
+]
+
+
+def question_check_lines(cfg, stages: dict) -> list[str]:
+    """What synth's checks rejected per task, the same checks on the golden samples, and the audit
+    figures of the written, kept and golden questions. Nothing for questions written before the checks."""
+    import pandas as pd
+
+    rej, audit = cfg.synthetic_dir / names.REJECTIONS, cfg.synthetic_dir / names.QUESTION_AUDIT
+    if not rej.is_file():
+        return []
+    t = pd.read_csv(rej)
+    c = cfg.synth.checks
+    syn = stages.get("synth", {})
+    skipped = syn.get("sources_skipped") or {}
+    out = [
+        "### Question checks",
+        "",
+        f"Before the filter every written question is checked (`synth.checks`): **copy** (a verbatim run of more than "
+        f"{c.max_verbatim_run} words shared with its chunk, or more than {c.max_coverage:.0%} of its content words in "
+        "it), **premise** (a name, acronym or number neither its chunk's neighbourhood, its document's front matter "
+        "nor its document holds; the judge decides names found only elsewhere in the document), **label** (a "
+        "fact-check claim the judge reads against the label it was written with). "
+        f"Boilerplate chunks never sources: {sum(skipped.values())} skipped "
+        f"({', '.join(f'{k} {v}' for k, v in skipped.items()) or 'none'}). Largest share of a task's prompts holding "
+        f"one few-shot example: {syn.get('fewshot_max_share', '?')}.",
+        "",
+        _label_check_line(syn.get("label_check_on_golden")),
+        "",
+        markdown_table(t[t["set"] == "written"].drop(columns="set").loc[:, lambda d: (d != 0).any()]),
+        "",
+        "The same checks on the golden samples (kept = passed every check): what each threshold would reject of "
+        "questions people wrote.",
+        "",
+        markdown_table(t[t["set"] == "golden"].drop(columns="set").loc[:, lambda d: (d != 0).any()]),
+        "",
+    ]
+    if audit.is_file():
+        a = pd.read_csv(audit)
+        out += [
+            "Audit of the questions against their source chunks (all tasks; per task in "
+            f"`{names.QUESTION_AUDIT}`): content-word coverage, verbatim run, and the shares over the copy limits, "
+            "naming a term outside the chunk's context or outside its document, and from a boilerplate chunk.",
+            "",
+            markdown_table(a[a.task == "all"][AUDIT_REPORT_COLUMNS].round(3)),
+            "",
+        ]
+    return out
+
+
+def _label_check_line(a: dict | None) -> str:
+    if not a or not a.get("n"):
+        return "Label check: no golden fact-check with a label was read by the judge, so its agreement is unmeasured."
+    per = ", ".join(f"{k} {v['agree']}/{v['n']}" for k, v in a["by_label"].items())
+    return (
+        f"Label check against the golden fact-checks' labels (people's): agrees on {a['agree']} of {a['n']} "
+        f"({a['share']:.0%}, 95% CI {a['ci'][0]:.0%}–{a['ci'][1]:.0%}; {per}). A fact-check kept by it is as "
+        "trustworthy as that agreement."
+    )
 
 
 FACT_CHECK_REPORT_COLUMNS = ["setting", "pipeline", "n", "n_verdict", "accuracy", "ci_low", "ci_high"]
@@ -1022,7 +1093,8 @@ RUN_READS = (
 def _reads(cfg) -> list[Path]:
     from .data import chunks_path
 
-    shared = [chunks_path(cfg), cfg.synthetic_dir / names.RETENTION, cfg.synthetic_dir / names.UNANSWERABLE]
+    synthetic = (names.RETENTION, names.UNANSWERABLE, names.REJECTIONS, names.QUESTION_AUDIT)
+    shared = [chunks_path(cfg)] + [cfg.synthetic_dir / f for f in synthetic]
     sizes = [cfg.run_dir / names.CHUNK_SIZES / str(n) / names.TABLE1 for n in cfg.chunk_study.sizes]
     return [TEMPLATE] + [cfg.run_dir / f for f in RUN_READS] + sizes + shared
 

@@ -33,7 +33,15 @@ from ..lib.synth.questions import (
     unanswerable_check_pairs,
     unanswerable_table,
 )
-from ..lib.synth.screening import audit_table, golden_records, judge_checks, judge_requests, rejection_table, screen
+from ..lib.synth.screening import (
+    audit_table,
+    golden_records,
+    judge_checks,
+    judge_requests,
+    label_agreement,
+    rejection_table,
+    screen,
+)
 from .base import ModelTurns, Stage, execute
 from .data import chunks_path, golden_path, load_chunks, questions_path, write_attribution
 
@@ -47,6 +55,7 @@ class SynthFiles(NamedTuple):
     rejections_csv: Path
     rejections_md: Path
     audit: Path
+    golden_checks: Path
     unanswerable: Path
     beir: Path
     hf_dataset: Path
@@ -62,6 +71,7 @@ def outputs(cfg: Config) -> SynthFiles:
         d / names.REJECTIONS,
         d / names.REJECTIONS_MD,
         d / names.QUESTION_AUDIT,
+        d / names.GOLDEN_CHECKS,
         d / names.UNANSWERABLE,
         d / "beir",
         d / "hf_dataset",
@@ -150,6 +160,8 @@ def write(cfg: Config, chunks: list, result: Synthesis, out) -> None:
     written = [r for r in records if r.get("answerable", True) and r.get("origin") != "golden" and r["question"]]
     sets = {"written": written, "kept": [r for r in written if r["kept"]], "golden": result.golden_screened}
     write_dataframe(audit_table(sets, contexts, checks), out(files.audit))
+    keys = ("qid", "task", "label", "source_chunk_id", "drop_reason", "checks", "check_scores")
+    write_jsonl(out(files.golden_checks), [{k: g[k] for k in keys if k in g} for g in result.golden_screened])
     write_dataframe(unanswerable_table(records), out(files.unanswerable))
     export_beir(chunks, records, out(files.beir))
     export_hf(chunks, records, out(files.hf_dataset))
@@ -185,6 +197,7 @@ def build(cfg: Config, out) -> dict:
             c: sum(r["drop_reason"] == c for r in result.golden_screened) for c in ("copy", "premise", "label")
         },
         "golden_screened": len(result.golden_screened),
+        "label_check_on_golden": label_agreement(result.golden_screened),
         "filter": f"{cfg.synth.filter_retriever} top-{cfg.synth.filter_top_n}",
         "golden_samples": len(golden),
         "golden_not_found": [f"{s.id} (line {s.line})" for s in not_found],

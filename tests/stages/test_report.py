@@ -198,6 +198,56 @@ def test_report_shows_fact_check_verdicts_with_their_n_and_says_when_none_is_lab
     assert [r[:5] for r in rows[1:]] == [["standard", "table2", "2", "2", "0.5"]]  # all labels: one row per setting
 
 
+def test_report_shows_the_question_checks_per_task_beside_the_golden_samples(tiny_config):
+    import pandas as pd
+
+    from spacelm.lib.io import write_dataframe
+    from spacelm.lib.synth.screening import rejection_table
+    from spacelm.stages.report import question_check_lines
+
+    assert question_check_lines(tiny_config, {}) == []  # questions written before the checks
+    recs = [
+        {"task": "direct_qa", "drop_reason": "copy", "kept": False},
+        {"task": "direct_qa", "drop_reason": "premise", "kept": False},
+        {"task": "direct_qa", "drop_reason": None, "kept": True},
+    ]
+    gold = [{"task": "direct_qa", "drop_reason": None}, {"task": "direct_qa", "drop_reason": "copy"}]
+    d = tiny_config.synthetic_dir
+    d.mkdir(parents=True, exist_ok=True)
+    write_dataframe(rejection_table(recs, {"a:1": "licence"}, gold), d / "rejections.csv")
+    audit = [
+        {"set": s, "task": "all", "n": 3, "coverage_mean": 0.5, "verbatim_median": 2, "verbatim_p90": 4}
+        for s in ("written", "kept", "golden")
+    ]
+    write_dataframe(
+        pd.DataFrame(
+            [
+                {
+                    **a,
+                    "share_copy": 0.1,
+                    "share_outside_context": 0.0,
+                    "share_outside_document": 0.0,
+                    "share_boilerplate": 0.0,
+                }
+                for a in audit
+            ]
+        ),
+        d / "question_audit.csv",
+    )
+    text = "\n".join(question_check_lines(tiny_config, {"synth": {"sources_skipped": {"licence": 1}}}))
+    assert "1 skipped (licence 1)" in text
+    rows = [[c.strip() for c in ln.split("|")[1:-1]] for ln in text.splitlines() if ln.startswith("| ")]
+    header = rows[0]
+    direct = dict(zip(header, rows[1]))
+    assert (direct["written"], direct["rejected_copy"], direct["rejected_premise"], direct["kept"]) == (
+        "3",
+        "1",
+        "1",
+        "1",
+    )
+    assert ["golden", "3"] == [r[:2] for r in rows if r[0] == "golden"][0]  # the audit table's golden row
+
+
 # --------------------------------------------------------------------------- the report as a stage
 def test_report_and_findings_are_declared_stages_and_the_template_is_an_input(tiny_config, monkeypatch):
     from spacelm.stages import BY_NAME, LAST, STAGES, base, report

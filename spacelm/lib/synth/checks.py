@@ -14,6 +14,7 @@ are the caller's (the config's), set from the golden questions' own distribution
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -113,7 +114,7 @@ def _present(term: str, text_lower: str, text_words: set[str]) -> bool:
 
 def unsupported_premises(question: str, *sources: str) -> list[str]:
     """The question's premise terms that none of `sources` (its chunk, then its document) contains."""
-    lowered = [str(s).lower() for s in sources]
+    lowered = [unicodedata.normalize("NFKC", str(s)).lower() for s in sources]  # IRIS² reads as IRIS2
     word_sets = [set(words(s)) for s in lowered]
     return [t for t in premise_terms(question) if not any(_present(t, lo, ws) for lo, ws in zip(lowered, word_sets))]
 
@@ -210,8 +211,9 @@ class QuestionChecks:
 
 
 class PremiseContext(NamedTuple):
-    """What a question about a chunk may name: the chunk, its neighbours and the document's front
-    matter (title, issuer, date) as a reader of the document has them, and the whole document."""
+    """What a question about a chunk may name: the chunk; its neighbours, the document's front matter
+    (title, issuer, date) and its name (the file's), as a reader of the document has them; and the whole
+    document (with its name)."""
 
     chunk: str
     near: str
@@ -227,10 +229,11 @@ def premise_contexts(chunks: list, around: int, front_chars: int) -> dict[str, P
     for cs in by_doc.values():
         cs = sorted(cs, key=lambda c: (c.char_start, c.chunk_id))
         document = "\n".join(c.text for c in cs)
+        name = re.sub(r"[-_.]+", " ", cs[0].doc_id)  # the file's name: "eu-regulation-2023-588-iris2-..."
         front = document[:front_chars]
         for i, c in enumerate(cs):
             near = "\n".join(x.text for x in cs[max(0, i - around) : i + around + 1])
-            out[c.chunk_id] = PremiseContext(c.text, near + "\n" + front, document)
+            out[c.chunk_id] = PremiseContext(c.text, "\n".join((near, front, name)), document + "\n" + name)
     return out
 
 
@@ -278,8 +281,7 @@ def alteration(claim: str, chunk: str) -> list[str]:
 def deterministic_checks(record: dict, ctx: PremiseContext, checks: QuestionChecks) -> tuple[dict, list[str]]:
     """The rule-decided checks of one written question: ({check: "passed" | reason | "pending" |
     "skipped: why"}, the premise terms left to the judge). A refuted or unverifiable claim names what
-    its chunk does not hold on purpose: its premise check is skipped, and a refuted one must show a
-    checkable alteration instead."""
+    its chunk does not hold on purpose: its premise check is skipped; its label is the judge's to check."""
     q, label = record["question"], record.get("label")
     out = {"boilerplate": PASSED, "copy": copy_check(q, ctx.chunk, checks)}
     pending: list[str] = []
@@ -290,10 +292,7 @@ def deterministic_checks(record: dict, ctx: PremiseContext, checks: QuestionChec
     else:
         out["premise"], pending = premise_check(q, ctx)
     if label is not None:
-        if label == "refuted" and not alteration(q, ctx.chunk):
-            out["label"] = "no checkable alteration (number, name or negation) from the chunk"
-        else:
-            out["label"] = PENDING if checks.label_check else "skipped: label check off"
+        out["label"] = PENDING if checks.label_check else "skipped: label check off"
     return out, pending
 
 

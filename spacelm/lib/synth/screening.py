@@ -17,6 +17,7 @@ from .checks import (
     PENDING,
     PremiseContext,
     QuestionChecks,
+    alteration,
     boilerplate_reason,
     content_coverage,
     deterministic_checks,
@@ -48,6 +49,8 @@ def screen(records: list[dict], contexts: dict[str, PremiseContext], checks: Que
             pending[r["qid"]] = ["(a stand-in question)"]
             continue
         r["checks"], terms = deterministic_checks(r, contexts[r["source_chunk_id"]], checks)
+        if r.get("label") == "refuted":  # what a reader can check against the chunk (empty: a swap within it)
+            r["alteration"] = alteration(r["question"], contexts[r["source_chunk_id"]].chunk)
         r["drop_reason"] = first_failure(r["checks"])
         if r["drop_reason"] is not None:  # the judge is not asked about a rejected question
             r["checks"] = {c: f"not run: {r['drop_reason']}" if v == PENDING else v for c, v in r["checks"].items()}
@@ -135,6 +138,36 @@ def _settle(check: str, p: float | None, label: str | None) -> str:
     if supported == (label == "supported"):
         return PASSED
     return f"judge reads the claim as {'supported' if supported else 'not supported'} (p {p:.2f}), label {label}"
+
+
+def label_agreement(golden: list[dict]) -> dict:
+    """How often the label check passes the golden fact-checks a person labelled (its agreement with
+    people, per label, with a 95% Wilson interval) and how well the judge's P separates supported claims
+    from the rest (AUC, threshold-free): {n, agree, share, ci, auc, by_label}. Only the claims the
+    judge read count (a claim rejected earlier, e.g. as a copy, is left out)."""
+    from ..judge.validity import auc
+    from ..stats import wilson_ci
+
+    read = [g for g in golden if g.get("label") and (g.get("check_scores") or {}).get("label") is not None]
+    agree = [g["checks"]["label"] == PASSED for g in read]
+    by = {}
+    for lab in sorted({g["label"] for g in read}):
+        xs = [a for g, a in zip(read, agree) if g["label"] == lab]
+        by[lab] = {"n": len(xs), "agree": sum(xs)}
+    if not read:
+        return {"n": 0, "agree": 0, "share": None, "ci": None, "auc": None, "by_label": by}
+    lo, hi = wilson_ci(sum(agree), len(agree))
+    kinds = {g["label"] == "supported" for g in read}
+    return {
+        "auc": round(auc([g["label"] == "supported" for g in read], [g["check_scores"]["label"] for g in read]), 3)
+        if len(kinds) == 2
+        else None,
+        "n": len(read),
+        "agree": sum(agree),
+        "share": round(sum(agree) / len(read), 3),
+        "ci": [round(lo, 3), round(hi, 3)],
+        "by_label": by,
+    }
 
 
 # --------------------------------------------------------------------------- tables

@@ -93,3 +93,8 @@ def test_a_capitalised_word_opening_any_sentence_is_not_a_name():
     q = "Operators compare each case with a threshold. They plan a manoeuvre when needed: Which office decides?"
     assert premise_terms(q) == []
     assert premise_terms("Operators tell the Council. They act.") == ["Council"]
+
+
+def test_a_superscript_in_the_source_matches_its_plain_digit():
+    source = "The IRIS² constellation serves governments."
+    assert unsupported_premises("What will IRIS2 offer governments?", source) == []

@@ -151,7 +151,7 @@ def test_a_copied_question_is_rejected():
     assert copy["drop_reason"] == "copy" and "verbatim run of 7 words > 5" in copy["checks"]["copy"]
 
 
-def test_fact_check_claims_keep_their_label_and_a_refuted_one_needs_a_checkable_change():
+def test_fact_check_claims_keep_their_label_skip_the_premise_check_and_go_to_the_judge():
     refuted = _record(
         "f1",
         "Operators plan a mitigation manoeuvre once collision risk passes 1e-3.",
@@ -173,7 +173,10 @@ def test_fact_check_claims_keep_their_label_and_a_refuted_one_needs_a_checkable_
     assert alteration(refuted["question"], HANDBOOK[2]) == ["1e-3"]
     assert refuted["label"] == "refuted" and refuted["checks"]["premise"] == "skipped: refuted claim"
     assert refuted["checks"]["label"] == "pending" and refuted["drop_reason"] is None
-    assert vague["drop_reason"] == "label" and "no checkable alteration" in vague["checks"]["label"]
+    assert refuted["alteration"] == ["1e-3"]  # what a reader can check against the chunk
+    # a claim changed within the chunk's own words (a swap) shows no alteration: the judge decides
+    assert vague["alteration"] == [] and vague["checks"]["label"] == "pending" and vague["drop_reason"] is None
+    assert alteration("Operators never plan a mitigation manoeuvre.", HANDBOOK[2]) == ["negation"]
     assert unverifiable["checks"]["premise"] == "skipped: unverifiable claim" and unverifiable["drop_reason"] is None
 
 
@@ -262,3 +265,39 @@ def test_rejection_and_audit_tables_count_each_check_beside_the_golden_samples()
     assert audit.loc[("written", "all"), "n"] == 3
     assert audit.loc[("written", "all"), "share_copy"] == pytest.approx(1 / 3, abs=1e-3)
     assert audit.loc[("golden", "all"), "share_copy"] == 0
+
+
+class ScriptedWriter:
+    """Writes the same claim for every prompt (a unit-test stand-in for the question writer)."""
+
+    identity = {"name": "scripted", "sha256": None}
+
+    def chat_many(self, reqs, progress=None):
+        return [Completion(text=f"Claim number {i}: operators move satellites at risk.") for i, _ in enumerate(reqs)]
+
+
+def test_a_written_fact_check_row_carries_its_label_and_other_tasks_none():
+    plan = synth.plan_generation(_writing(), _chunks(HANDBOOK), _golden())
+    rows = synth.generate_questions(_writing(), ScriptedWriter(), plan)
+    facts = [r for r in rows if r["task"] == "fact_checking"]
+    assert [r["label"] for r in facts] == [p["label"] for p in plan if p["task"] == "fact_checking"]
+    assert {r["label"] for r in facts} == set(LABELS)
+    assert all("label" not in r for r in rows if r["task"] == "direct_qa")
+    assert all(r["fewshot_ids"] and r["fewshot_sampling"] == "per_chunk" for r in rows)
+
+
+def test_the_label_checks_agreement_with_people_is_counted_per_label():
+    from spacelm.lib.synth.screening import label_agreement
+
+    gold = [
+        {"label": "supported", "checks": {"label": "passed"}, "check_scores": {"label": 0.8}},
+        {"label": "refuted", "checks": {"label": "judge reads ..."}, "check_scores": {"label": 0.7}},
+        {"label": "refuted", "checks": {"label": "passed"}, "check_scores": {"label": 0.2}},
+        {"label": "refuted", "checks": {"label": "not run: copy"}},  # never read by the judge
+        {"label": None, "checks": {}},
+    ]
+    a = label_agreement(gold)
+    assert (a["n"], a["agree"], a["share"]) == (3, 2, 0.667)
+    assert a["by_label"] == {"refuted": {"n": 2, "agree": 1}, "supported": {"n": 1, "agree": 1}}
+    assert a["ci"][0] < 0.667 < a["ci"][1]
+    assert label_agreement([])["share"] is None
