@@ -902,7 +902,67 @@ def reranker_speed(root: Path) -> list[str]:
     ]
 
 
+QUESTIONS_DIR = "data/synthetic/standard"
+
+
+def question_checks(root: Path) -> list[str]:
+    """What synth's checks rejected per task in the standard run, and the same checks on the golden samples."""
+    rows = _csv(root, f"{QUESTIONS_DIR}/{names.REJECTIONS}")
+    cols = ["task", "written", "malformed", "rejected_copy", "rejected_premise", "rejected_label", "not_retrieved"]
+    out = []
+    for name, title in (("written", "written by the run"), ("golden", "golden samples, same checks")):
+        picked = [{**r, "task": f"{r['task']} ({title})" if r["task"] == "all" else r["task"]} for r in rows]
+        out += table([r for r in picked if r["set"] == name], [*cols, "kept"], right=tuple(cols[1:]) + ("kept",))
+        out.append("")
+    skipped = next(r for r in rows if r["set"] == "sources skipped")
+    reasons = ", ".join(
+        f"{k[len('boilerplate_') :]} {int(float(v))}"
+        for k, v in skipped.items()
+        if k.startswith("boilerplate_") and float(v or 0)
+    )
+    return out + [
+        f"Boilerplate chunks never sources: {int(float(skipped['written']))} ({reasons}).",
+        "",
+        source_line(f"{QUESTIONS_DIR}/{names.REJECTIONS}"),
+    ]
+
+
+def question_audit(root: Path) -> list[str]:
+    """The standard run's questions against their source chunks, before the checks (as committed before
+    issue 40) and after (written, kept), beside the golden samples."""
+    before = [r for r in _json(root, "results/question_audit_before.json")["audit"] if r["task"] == "all"]
+    after = [r for r in _csv(root, f"{QUESTIONS_DIR}/{names.QUESTION_AUDIT}") if r["task"] == "all"]
+    label = {
+        "run": "kept, before the checks",
+        "written": "written, after",
+        "kept": "kept, after",
+        "golden": "golden samples",
+    }
+    rows = [{**r, "set": label[r["set"]]} for r in before if r["set"] == "run"] + [
+        {**r, "set": label[r["set"]]} for r in after
+    ]
+    cols = [
+        "n",
+        "coverage_mean",
+        "verbatim_median",
+        "verbatim_p90",
+        "share_copy",
+        "share_outside_context",
+        "share_outside_document",
+        "share_boilerplate",
+    ]
+    for r in rows:
+        for c in cols[1:]:
+            r[c] = f"{float(r[c]):.3f}".rstrip("0").rstrip(".") if "." in str(r[c]) else r[c]
+    return table(rows, ["set", *cols], right=tuple(cols)) + [
+        "",
+        source_line("results/question_audit_before.json", f"{QUESTIONS_DIR}/{names.QUESTION_AUDIT}"),
+    ]
+
+
 GENERATORS = {
+    "standard-question-checks": question_checks,
+    "standard-question-audit": question_audit,
     "reranker": reranker,
     "reranker-space": reranker_space,
     "reranker-speed": reranker_speed,

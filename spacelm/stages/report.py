@@ -975,7 +975,7 @@ def question_check_lines(cfg, stages: dict) -> list[str]:
         "fact-check claim the judge reads against the label it was written with). "
         f"Boilerplate chunks never sources: {sum(skipped.values())} skipped "
         f"({', '.join(f'{k} {v}' for k, v in skipped.items()) or 'none'}). Largest share of a task's prompts holding "
-        f"one few-shot example: {syn.get('fewshot_max_share', '?')}.",
+        f"one few-shot example: {_shares(syn.get('fewshot_max_share'))}.",
         "",
         _label_check_line(syn.get("label_check_on_golden")),
         "",
@@ -998,6 +998,10 @@ def question_check_lines(cfg, stages: dict) -> list[str]:
             "",
         ]
     return out
+
+
+def _shares(d: dict | None) -> str:
+    return ", ".join(f"{k} {v:.2f}" for k, v in d.items()) if d else "?"
 
 
 def _label_check_line(a: dict | None) -> str:

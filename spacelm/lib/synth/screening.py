@@ -199,7 +199,9 @@ def rejection_table(records: list[dict], skipped: dict[str, str], golden: list[d
     df = pd.concat([_rejections("written", written), _rejections("golden", list(golden))], ignore_index=True)
     note = {"set": "sources skipped", "task": "all", "written": len(skipped)}
     note.update({f"boilerplate_{k}": list(skipped.values()).count(k) for k in sorted(set(skipped.values()))})
-    return pd.concat([df, pd.DataFrame([note])], ignore_index=True).fillna(0)
+    out = pd.concat([df, pd.DataFrame([note])], ignore_index=True).fillna(0)
+    counts = [c for c in out.columns if c not in ("set", "task")]
+    return out.astype({c: int for c in counts})
 
 
 def _rejections(name: str, records: list[dict]):
