@@ -163,17 +163,18 @@ def unanswerable_text(run_dir: Path, z: dict, m: dict) -> str:
 
 
 def findings(root: Path, run: str = "standard") -> list[str]:
-    """The paper's findings with this run's verdict (and why, for no evidence), short enough for the README."""
+    """The paper's findings with this run's verdict (and why, where the run gives a reason), short enough for the
+    README."""
     rows = _csv(root, f"results/{run}/{names.PAPER_VS_RUN}")
     why: dict = {}
     for r in rows:
         reason = r.get("verdict_reason")
         if str(reason).strip().lower() not in ("", "nan", "none"):
-            why.setdefault(str(reason), []).append(r["finding"])
+            why.setdefault((r["verdict"], str(reason)), []).append(r["finding"])
     reasons = [
         line
-        for reason, fs in why.items()
-        for line in wrap(f"*no evidence* for {len(fs)} finding{'s' if len(fs) > 1 else ''}: {reason}.", "- ")
+        for (verdict, reason), fs in why.items()
+        for line in wrap(f"*{verdict}* for {len(fs)} finding{'s' if len(fs) > 1 else ''}: {reason}.", "- ")
     ]
     return (
         table(rows, ["finding", "verdict", "n"])
@@ -311,6 +312,54 @@ def judges_controls(run: str):
         return table(rows, ["judge", "controls", "pass rate", "verdict"], ("controls",)) + [
             "",
             source_line(f"results/{run}/{names.JUDGE_CONTROLS}"),
+        ]
+
+    return gen
+
+
+def control_gaps(run: str, config: str):
+    """The judge's good - bad control gap (mean, 95% cluster-robust t interval) per kind for each rubric
+    a "changes little" finding reads, and over the kinds the config names for it, beside twice the
+    config's margin: what the findings' resolution rule (spacelm/lib/report/findings.py) reads."""
+
+    def gen(root: Path) -> list[str]:
+        import dataclasses
+
+        import yaml
+
+        from spacelm.config.schema import FindingsConfig
+        from spacelm.lib.io import read_jsonl
+        from spacelm.lib.report.findings import RESOLUTION, control_gap
+
+        rows = read_jsonl(root / "results" / run / names.JUDGE_CONTROLS_ROWS)
+        declared = (yaml.safe_load((root / config).read_text()) or {}).get("findings") or {}
+        default = dataclasses.asdict(FindingsConfig())
+        margins = {**default["margins"], **(declared.get("margins") or {})}
+        kinds = {**default["control_kinds"], **(declared.get("control_kinds") or {})}
+
+        def line(rubric, what, gap, need=None):
+            lo, hi = gap["low"], gap["high"]
+            return {
+                "rubric": rubric,
+                "controls": what,
+                "n": gap["n"],
+                "mean gap": "–" if gap["mean"] is None else f"{gap['mean']:.3f}",
+                "95% CI": ci((lo, hi), "{:.3f}") if lo is not None else "–",
+                "2 × margin": "" if need is None else f"{need:g}",
+                "resolves": "" if need is None else "**yes**" if lo is not None and lo >= need else "**no**",
+            }
+
+        out = []
+        for rubric, margin in margins.items():
+            mine = sorted({r.get("kind") for r in rows if r.get("rubric") == rubric and r.get("kind")})
+            out += [line(rubric, k, control_gap(rows, rubric, [k])) for k in mine]
+            named = ", ".join(kinds[rubric]) or "all"
+            gap = control_gap(rows, rubric, kinds[rubric])
+            out.append(line(rubric, f"**read: {named}**", gap, RESOLUTION * margin))
+        cols = ["rubric", "controls", "n", "mean gap", "95% CI", "2 × margin", "resolves"]
+        return table(out, cols, ("n", "mean gap")) + [
+            "",
+            source_line(f"results/{run}/{names.JUDGE_CONTROLS_ROWS}", f"{config} (findings)"),
         ]
 
     return gen
@@ -988,6 +1037,7 @@ GENERATORS = {
     "standard-judges-relevance": judges_relevance("standard"),
     "standard-judges-controls": judges_controls("standard"),
     "standard-controls-vintage": controls_vintage("standard"),
+    "standard-control-gaps": control_gaps("standard", "configs/standard.yaml"),
     "quick-stage-seconds": stage_seconds,
     "quick-findings": lambda root: findings(root, "quick"),
     "quick-model-time": lambda root: model_time(root, "quick"),

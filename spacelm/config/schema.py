@@ -301,7 +301,11 @@ class AnswerConfig:
     n_wrong_values: list[int] = field(default_factory=lambda: [0, 3])
     # ... and the negative setting: N wrong passages and no relevant one (0 to skip it)
     negative_n_wrong: int = 5
-    wrong_sampling: Literal["random", "hard"] = "random"
+    # wrong passages: "random" chunks of other documents; "hard", BM25's top chunks of other documents;
+    # "same_document", other chunks of the source's document; "bm25", BM25's top chunks of any document.
+    # The last two leave out the source, its neighbours and chunks overlapping it, so they can mislead
+    # without holding the answer
+    wrong_sampling: Literal["random", "hard", "same_document", "bm25"] = "random"
     pipelines: list[str] = field(default_factory=lambda: ["A", "B", "C"])
     retriever: str = "bm25"  # the system whose ranking feeds pipelines B and C
     retrieve_k: int = 3
@@ -449,6 +453,37 @@ class JudgeCheckConfig:
 
 
 @dataclass
+class FindingsMargins:
+    """Each "changes little" finding's equivalence margin, in rubric points (1-5): the change from
+    standard to 3 wrong passages is "little" when its 90% CI lies within ±margin."""
+
+    faithfulness: float = 0.25
+    relevance: float = 0.25
+
+
+@dataclass
+class FindingsControlKinds:
+    """The known-answer control kinds (judge_check/controls.jsonl `kind`) whose good - bad gap must
+    resolve each margin: the failures the wrong passages can cause (docs/judges.md lists the kinds).
+    An empty list reads all of the rubric's controls, as do controls that carry no kind."""
+
+    # a claim taken from an injected passage, alone or after the right one
+    faithfulness: list[str] = field(default_factory=lambda: ["unrelated_claim", "partial"])
+    # an answer to what another document is about instead of the question
+    relevance: list[str] = field(default_factory=lambda: ["other_question"])
+
+
+@dataclass
+class FindingsConfig:
+    """The findings' rules fixed before the run (spacelm/lib/report/findings.py): a margin is a
+    claim about the instrument, so a verdict at it needs the judge's control gap for the relevant
+    kinds (its lower 95% bound) to be at least twice the margin, else *no evidence*."""
+
+    margins: FindingsMargins = field(default_factory=FindingsMargins)
+    control_kinds: FindingsControlKinds = field(default_factory=FindingsControlKinds)
+
+
+@dataclass
 class Config:
     run_name: str = "quick"
     seed: int = 13
@@ -463,6 +498,7 @@ class Config:
     answer: AnswerConfig = field(default_factory=AnswerConfig)
     judge_check: JudgeCheckConfig = field(default_factory=JudgeCheckConfig)
     chunk_study: ChunkStudyConfig = field(default_factory=ChunkStudyConfig)
+    findings: FindingsConfig = field(default_factory=FindingsConfig)
     # where the YAML came from; relative paths in the config resolve against `root`
     source: str | None = field(default=None, metadata={"internal": True})
     root: str | None = field(default=None, metadata={"internal": True})

@@ -218,6 +218,9 @@ def validate(cfg: Config, source: str) -> None:
         need(False, f"retrieval.reranker.train.{k}", why)
     _check_stemmer(cfg.retrieval.bm25.stemmer, need)
     _validate_corpus_and_chunk_study(cfg, need, at_least)
+    for rubric in ("faithfulness", "relevance"):
+        key = f"findings.margins.{rubric}"
+        need(_get(cfg, key) > 0, key, f"must be > 0 rubric points (the equivalence margin), got {_get(cfg, key)!r}")
 
 
 def _check_stemmer(stemmer: str | None, need) -> None:

@@ -106,6 +106,7 @@ ANSWERABILITY_SWEEP = "answerability_sweep.csv"
 CLAIMS = "claims.csv"
 CLAIM_ROWS = "claims.jsonl"
 FACT_CHECK_VERDICTS = "fact_check_verdicts.csv"
+ANSWER_MEASURES = "answer_measures.csv"
 
 # chunk-sizes
 CHUNK_SIZES = "chunk_sizes"

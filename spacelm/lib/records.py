@@ -205,6 +205,10 @@ class Answer(Record):
     verdict: str | None = ABSENT  # the verdict the answer begins with
     expected_verdict: str | None = ABSENT
     verdict_correct: bool | None = ABSENT
+    refused_phrase: bool = ABSENT  # the refusal phrase check
+    leakage: dict | None = ABSENT  # trigrams taken from an injected passage and not in the source
+    citation_support: dict | None = ABSENT  # per cited sentence: do its cited passages hold it
+    claim_support: dict | None = ABSENT  # the claims the claim judge reads as supported, asked both ways
     required: ClassVar[tuple[str, ...]] = ("qid", "setting", "pipeline")
 
 

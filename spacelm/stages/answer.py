@@ -41,6 +41,7 @@ from ..lib.answer.answers import (
 from ..lib.answer.citations import citation_check
 from ..lib.answer.claims import claim_table, judge_claims
 from ..lib.answer.gate import REFUSAL_TEXT, gated_answer
+from ..lib.answer.measures import MEASURE_COLUMNS, answer_measures, claim_support, measure_table
 from ..lib.io import write_dataframe, write_json, write_jsonl, write_text
 from ..lib.judge.relevance import select_questions
 from ..lib.names import scale
@@ -68,6 +69,7 @@ class AnswerFiles(NamedTuple):
     tests: Path
     per_task: Path
     fact_checks: Path
+    measures: Path
 
 
 def outputs(cfg: Config) -> AnswerFiles:
@@ -89,6 +91,7 @@ def outputs(cfg: Config) -> AnswerFiles:
         d / names.TABLE2_TESTS,
         d / names.TABLE2_PER_TASK,
         d / names.FACT_CHECK_VERDICTS,
+        d / names.ANSWER_MEASURES,
     )
 
 
@@ -147,6 +150,7 @@ def compute(cfg: Config, chunks: list, questions: list[dict], unanswerable: list
     for it in items:
         it["citation"] = citation_check(it["answer"], it["passage_ids"], known)
         it["refusal"] = is_refusal(it["answer"])
+        answer_measures(it, text_of, is_refusal)  # refused_phrase, leakage, citation_support
         if asks_verdict(it):  # the verdict it begins with, against the question's label
             score_verdict(it)
         if "gate" in it and it["pipeline"] in ("B", "C"):  # what the gated pipeline would have returned
@@ -173,6 +177,8 @@ def compute(cfg: Config, chunks: list, questions: list[dict], unanswerable: list
         written = models.as_written(claim_items(cfg, items))
         claim_rows = judge("claim support", lambda llm: judge_claims(llm, written, text_of, JUDGE_STYLE))
     models.release()
+    for it in items:
+        it["claim_support"] = claim_support(it)
     return Answers(items, claim_rows, chosen, len(questions), una, n_refs)
 
 
@@ -249,6 +255,7 @@ def write_tables(
             group="setting",
         )
     write_dataframe(table2_tests(items, setting_names, cfg.answer.n_bootstrap, cfg.seed), out(files.tests))
+    write_dataframe(pd.DataFrame(measure_table(items), columns=MEASURE_COLUMNS), out(files.measures))
     run_scale = scale(len(questions))
     write_text(
         out(files.table_md),
@@ -493,7 +500,7 @@ def _prompts(cfg: Config) -> list[str]:
     if cfg.answer.refusal_judge:
         p += ["judge_refusal", "judge_refusal_mirrored"]
     if cfg.answer.claims:
-        p.append("judge_claim_support")
+        p += ["judge_claim_support", "judge_claim_support_mirrored"]
     return p
 
 

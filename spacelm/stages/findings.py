@@ -3,8 +3,11 @@ grade and answer stages (and of the chunk-size study's Table 1, when it grades) 
 of the judge checks (see spacelm/lib/report/findings.py).
 
 It writes `findings.json` (the rows, read by the report, the notebooks and the README script),
-the same table as `paper_vs_run.csv`, and the forest plot of Table 1's cells. It runs after the
-answer stage and before the notebooks, loads no model and takes a fraction of a second."""
+the same table as `paper_vs_run.csv`, and the forest plot of Table 1's cells. Table 2's
+"changes little" findings are read at the config's margins (`findings.margins`), each against the
+judge's control gap for the kinds of bad answer the config names (`findings.control_kinds`),
+computed here from the judge check's scored controls. It runs after the answer stage and before
+the notebooks, loads no model and takes a fraction of a second."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ READS = (
     names.TABLE2_TESTS,
     names.JUDGE_RELEVANCE,
     names.JUDGE_CONTROLS,
+    names.JUDGE_CONTROLS_ROWS,
 )
 
 
@@ -42,6 +46,22 @@ def read_judge_check(cfg) -> tuple:
     return rel, ctl
 
 
+def control_gaps(cfg: Config) -> dict:
+    """{rubric: its control gap} for each "changes little" finding's rubric, from the judge check's
+    scored controls (judge_check/controls.jsonl) of the kinds the config names for it
+    (findings.control_kinds); {} when the judge check scored none."""
+    from dataclasses import asdict
+
+    from ..lib.io import read_jsonl
+    from ..lib.report.findings import control_gap
+
+    p = cfg.run_dir / names.JUDGE_CONTROLS_ROWS
+    rows = read_jsonl(p) if p.is_file() else []
+    if not rows:
+        return {}
+    return {rubric: control_gap(rows, rubric, kinds) for rubric, kinds in asdict(cfg.findings.control_kinds).items()}
+
+
 def size_tests(cfg: Config) -> dict[int, Path]:
     """{chunk size: its Table 1 paired tests} of the chunk-size study, when it grades."""
     if not cfg.chunk_study.grade_questions:
@@ -51,7 +71,15 @@ def size_tests(cfg: Config) -> dict[int, Path]:
 
 def compute(cfg: Config) -> list[dict]:
     """The findings' rows (lib.findings.COLUMNS) from the run's files; [] before grade and answer."""
-    from ..lib.report.findings import judge_verdicts, paper_vs_run, table1_findings, table2_findings
+    from dataclasses import asdict
+
+    from ..lib.report.findings import (
+        five_wrong_missing,
+        judge_verdicts,
+        paper_vs_run,
+        table1_findings,
+        table2_findings,
+    )
     from ..lib.report.setup_table import comparability, setup_rows
 
     run = cfg.run_dir
@@ -65,8 +93,13 @@ def compute(cfg: Config) -> list[dict]:
         )
     rel, ctl = read_judge_check(cfg)
     if (run / names.TABLE2_TESTS).is_file():
-        gaps = {r["rubric"]: r.get("mean_gap") for r in ctl or []}
-        rows += table2_findings(_read_csv(run / names.TABLE2), _read_csv(run / names.TABLE2_TESTS), gaps)
+        rows += table2_findings(
+            _read_csv(run / names.TABLE2),
+            _read_csv(run / names.TABLE2_TESTS),
+            control_gaps(cfg),
+            asdict(cfg.findings.margins),
+            five_wrong_missing(cfg.answer.n_wrong_values, cfg.answer.negative_n_wrong),
+        )
     # what an absolute level needs to match (judge, chunk size) depends on the config alone
     return paper_vs_run(
         rows, judge_verdicts(rel, ctl), comparability(setup_rows(cfg.run_setup())), grader_evidence(cfg, rel)
@@ -133,6 +166,11 @@ STAGE = Stage(
         "retrieval.dense",
         "retrieval.reranker",
         "judge_check.bias_share_of_mde",
+        "findings.margins",
+        "findings.control_kinds",
+        # the 5-wrong finding's reason names the run's settings
+        "answer.n_wrong_values",
+        "answer.negative_n_wrong",
     ],
     reads=lambda cfg: [cfg.run_dir / f for f in READS] + list(size_tests(cfg).values()),
     doc="the paper's findings beside this run's (findings.json, paper_vs_run.csv), from the tests and judge checks",

@@ -538,6 +538,7 @@ def _prompts(cfg: Config) -> list[str]:
             "judge_negative_rejection",
             "judge_binary",
             "judge_claim_support",
+            "judge_claim_support_mirrored",
             "judge_refusal",
             "judge_refusal_mirrored",
         ]

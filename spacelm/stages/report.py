@@ -427,6 +427,8 @@ def interval_methods(run: Path | None = None) -> dict:
     out[names.ANSWERABILITY] += "; refusal_f1: " + INTERVALS["pooled share"]
     if run is None or (run / names.FACT_CHECK_VERDICTS).is_file():  # not in a run made before the table
         out[names.FACT_CHECK_VERDICTS] = INTERVALS["proportion"]
+    if run is None or (run / names.ANSWER_MEASURES).is_file():
+        out[names.ANSWER_MEASURES] = INTERVALS["proportion"]
     out[names.JUDGE_CONTROLS] = "Wilson score interval (each control its own pair)"
     out[names.PLOT_NOISE] = f"faithfulness: {INTERVALS['mean']}; refusal share: {INTERVALS['proportion']}"
     out[names.JUDGE_RELEVANCE] = "percentile bootstrap over queries (the pairs of one query move together)"
@@ -935,10 +937,48 @@ def report_values(cfg, out=_same) -> dict:
         pipelines_banner=judge_banner(cfg, "table2", ["correct", "answer_relevant", "grounded", "claim_support"]),
         pipelines=_csv_md(run / names.PIPELINES_TABLE, PIPELINE_COLUMNS),
         fact_checks=fact_check_lines(cfg),
+        answer_measures=answer_measure_lines(cfg),
         question_checks=question_check_lines(cfg, stages),
         answerability=answerability_section(cfg),
     )
     return v
+
+
+MEASURE_REPORT_COLUMNS = [
+    "setting",
+    "pipeline",
+    "n",
+    "refused_phrase",
+    "leakage_answers",
+    "leakage_mean_share",
+    "cited_sentences",
+    "citation_supported",
+    "misattributed",
+    "claims",
+    "claim_supported",
+]
+
+
+def answer_measure_lines(cfg) -> list[str]:
+    """The deterministic answer measures and claim support per setting and pipeline, with their n;
+    the intervals stay in the CSV. Nothing for a run made before the table."""
+    import pandas as pd
+
+    p = cfg.run_dir / names.ANSWER_MEASURES
+    if not p.is_file():
+        return []
+    t = pd.read_csv(p)
+    return [
+        "### Answer measures beside the rubrics",
+        "",
+        "Refusal phrase rate; the share of answers that took word trigrams from an injected passage (not in the "
+        "source) and their mean share; cited sentences whose cited passages hold them, and those citing only a wrong "
+        "passage while the source holds them (misattributed); claims the claim judge reads as supported, asked both "
+        f"ways. 95% Wilson intervals at the effective n in `{names.ANSWER_MEASURES}`.",
+        "",
+        markdown_table(t[[c for c in MEASURE_REPORT_COLUMNS if c in t]].round(3)),
+        "",
+    ]
 
 
 AUDIT_REPORT_COLUMNS = [
@@ -1089,6 +1129,7 @@ RUN_READS = (
     names.ANSWERABILITY,
     names.CLAIMS,
     names.FACT_CHECK_VERDICTS,
+    names.ANSWER_MEASURES,
     names.CHUNK_SIZES_SUMMARY,
     names.CHUNK_SIZES_COSTS,
 )

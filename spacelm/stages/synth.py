@@ -262,7 +262,7 @@ def _prompts(cfg: Config) -> list[str]:
     if "fact_checking" in cfg.synth.tasks:
         p += [f"synth_fact_checking_{label}" for label in LABELS]
     p += ["reference_answer"] if cfg.synth.with_reference_answer else []
-    p += ["verify_premise", "verify_premise_mirrored", "judge_claim_support", "verify_claim_mirrored"]
+    p += ["verify_premise", "verify_premise_mirrored", "judge_claim_support", "judge_claim_support_mirrored"]
     if cfg.synth.unanswerable.enabled:
         p += [f"synth_unanswerable_{k}" for k in cfg.synth.unanswerable.kinds] + [cfg.grading.prompt]
     return p

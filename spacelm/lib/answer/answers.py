@@ -81,14 +81,50 @@ def settings(design: AnswerDesign) -> list[dict]:
     return out
 
 
+WRONG_SAMPLING = ("random", "hard", "same_document", "bm25")
+OVERLAP_LIMIT = 0.3  # word-trigram Jaccard with the source above which a chunk may hold its answer
+
+
 def wrong_passages(q: dict, n: int, chunks: list, rng: random.Random, mode: str, bm25=None) -> list[str]:
-    """n chunk ids from documents other than the question's source document."""
-    others = [c.chunk_id for c in chunks if c.doc_id != q["doc_id"]]
-    if mode == "hard" and bm25 is not None:
+    """n chunk ids that should not answer the question, drawn as `mode` says:
+
+    - "random": chunks of other documents (unrelated, easy to ignore);
+    - "hard": the BM25 ranking for the question, chunks of other documents only;
+    - "same_document": chunks of the source's own document (same topic and vocabulary);
+    - "bm25": the BM25 ranking for the question, any document.
+
+    The last two leave out the source chunk, its neighbours in the document and any chunk overlapping
+    it (`could_answer`), so the passages can mislead without holding the answer."""
+    src = q.get("source_chunk_id")
+    if mode == "same_document":
+        pool = [c.chunk_id for c in chunks if c.doc_id == q["doc_id"] and not could_answer(c, src, chunks)]
+        return rng.sample(pool, min(n, len(pool)))
+    if mode in ("hard", "bm25") and bm25 is not None:
+        by_id = {c.chunk_id: c for c in chunks}
         ranked = [d for d, _ in bm25.search([q["question"]], len(chunks))[0]]
-        doc_of = {c.chunk_id: c.doc_id for c in chunks}
-        return [d for d in ranked if doc_of[d] != q["doc_id"]][:n]
+        if mode == "hard":
+            return [d for d in ranked if by_id[d].doc_id != q["doc_id"]][:n]
+        return [d for d in ranked if not could_answer(by_id[d], src, chunks)][:n]
+    others = [c.chunk_id for c in chunks if c.doc_id != q["doc_id"]]
     return rng.sample(others, min(n, len(others)))
+
+
+def could_answer(chunk, source_id: str | None, chunks: list) -> bool:
+    """Whether `chunk` is the source, next to it in its document, or overlaps it (word trigrams)."""
+    from .measures import ngrams
+
+    if source_id is None:
+        return False
+    src = next((c for c in chunks if c.chunk_id == source_id), None)
+    if src is None or chunk.chunk_id == source_id:
+        return chunk.chunk_id == source_id
+    if chunk.doc_id == src.doc_id:
+        order = sorted((c for c in chunks if c.doc_id == src.doc_id), key=lambda c: (c.char_start, c.chunk_id))
+        ids = [c.chunk_id for c in order]
+        if abs(ids.index(chunk.chunk_id) - ids.index(source_id)) <= 1:
+            return True
+    a, b = ngrams(chunk.text), ngrams(src.text)
+    return bool(a and b) and len(a & b) / len(a | b) > OVERLAP_LIMIT
 
 
 # --------------------------------------------------------------------------- judging
@@ -327,7 +363,7 @@ def build_items(design: AnswerDesign, questions: list[dict], chunks: list, ranki
 
     bm25 = (
         BM25Retriever(BM25Config()).index([c.chunk_id for c in chunks], [c.text for c in chunks])
-        if design.wrong_sampling == "hard"
+        if design.wrong_sampling in ("hard", "bm25")
         else None
     )
     items = []

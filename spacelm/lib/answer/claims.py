@@ -1,8 +1,10 @@
 """Claim-level support: an answer split into claims (its sentences), each judged against the
 passages it cites (or, when it cites none, the whole context).
 
-The judge answers yes/no, constrained to those two options, and its probability of "yes" is
-kept. One call per (claim, cited passage), so that each citation is judged on its own:
+The judge answers yes/no, constrained to those two options, asked both ways (supported? anything
+unsupported?) so that a judge leaning to "yes" cancels out; the support kept is the mean of P(yes) to
+the first and P(no) to the second. Two calls per (claim, cited passage), so that each citation is
+judged on its own:
 
 - claim faithfulness = supported claims / claims;
 - citation precision = citations that support the sentence they are attached to / citations;
@@ -18,12 +20,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..judge.scores import p_yes
+from ..judge.scores import mirrored_p_yes, p_yes
 from ..stats import cluster_bootstrap_cis
 from .citations import MARKER, cited_markers, format_context, strip_markers
 from .gate import split_sentences
 
 MIN_CLAIM_WORDS = 3
+# each check is asked both ways: "is the statement supported?" and its mirror "does it say anything
+# unsupported?"; the mean of P(yes) and the mirror's P(no) is the claim's support
+CLAIM_PROMPTS = ("judge_claim_support", "judge_claim_support_mirrored")
 # a sentence that only declines to answer makes no claim
 _DECLINE = re.compile(
     r"cannot be (?:found|answered|determined)|not (?:contain|include|mention|provide)|"
@@ -82,16 +87,18 @@ def judge_claims(judge, items: Sequence[dict], text_of: dict, style: str = "numb
     checks = plan_claim_checks(items)
     reqs = [
         Request(
-            messages=render("judge_claim_support", context=format_context(c["ids"], text_of, style), claim=c["claim"]),
+            messages=render(name, context=format_context(c["ids"], text_of, style), claim=c["claim"]),
             choices=["yes", "no"],
             max_tokens=1,
         )
         for c in checks
+        for name in CLAIM_PROMPTS
     ]
     comps = judge.chat_many(reqs, progress="judging claims") if reqs else []
     per_claim: dict = {}
-    for c, comp in zip(checks, comps):
-        p = p_yes(comp)
+    for i, c in enumerate(checks):
+        # asked both ways ("supported?", "anything unsupported?"): a judge's lean to "yes" cancels
+        p = mirrored_p_yes(p_yes(comps[2 * i]), p_yes(comps[2 * i + 1]))
         key = (id(c["item"]), c["claim_index"])
         row = per_claim.setdefault(key, {"item": c["item"], "claim": c["claim"], "cited": c["cited"], "support": {}})
         row["support"]["context" if not c["cited"] else c["ids"][0]] = None if p is None else round(p, 4)

@@ -13,7 +13,9 @@ Vocabulary (`VERDICTS`, the only values of the `verdict` column):
   (an absolute level is set by the judge's calibration and the passage length), then
   :func:`level_verdict` or :func:`threshold_verdict`;
 - *no evidence* when the judge whose scores produced the figure fails its check or was not
-  checked (:func:`judge_status`), whatever the figures say;
+  checked (:func:`judge_status`), whatever the figures say; for a "changes little" finding also
+  when the judge's control gap for the failure the setting can cause (its lower 95% bound) is
+  under twice the finding's margin, fixed in the config (:func:`resolution`);
 - *not tested* when the run holds no figure for it.
 
 Each rule is one function below, named in its docstring and in the `rule` column; `mde_rule`
@@ -24,9 +26,15 @@ level and multiplicity the rule applies. Standard errors are cluster-robust over
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 ALPHA = 0.05
 POWER = 0.8
-LITTLE = 0.25  # rubric points: a change smaller than a quarter point is "little"
+# rubric points: the default equivalence margin ("little" = under a quarter point). A run's margins are
+# fixed in its config (findings.margins, whose defaults are this); `spacelm plan`'s power table uses it
+LITTLE = 0.25
+# an equivalence verdict needs the judge's control gap (lower 95% bound) at least this many margins wide
+RESOLUTION = 2.0
 HIGH = 4.0  # "high" on the 1-5 scale
 LEVEL_MARGIN = 0.5  # rubric points: a level "matches" the paper's when our CI lies within ±0.5 of it
 SHARE_LEVEL = 90.0  # % of graded passages at grade 2-3 (the paper: above 90% in most cells)
@@ -44,6 +52,8 @@ COLUMNS = [
     "judge_verdict",
     "boundary",
     "judge_bias",
+    "margin",
+    "control_gap_low",
     "n",
     "judge",
     "rule",
@@ -77,6 +87,12 @@ PAPER_TABLE2 = {
     ("noise_robustness", "3_wrong"): (4.87, 0.68),
     ("negative_rejection", "5_wrong"): (3.14, 1.55),
 }
+# the "changes little" findings: the paper's change from standard to 3 wrong, per rubric
+PAPER_CHANGE = {"faithfulness": "4.42 → 4.41", "relevance": "4.44 → 4.39"}
+# the negative setting with five wrong passages, as lib/answer/answers.py::settings names it ("5_wrong",
+# or "5_wrong_only" when answer.n_wrong_values also holds 5): where the paper's negative rejection is read
+FIVE = 5
+FIVE_WRONG = (f"{FIVE}_wrong", f"{FIVE}_wrong_only")
 
 
 def paper_measure(grades: list, measure: str) -> float:
@@ -472,98 +488,215 @@ def table1_findings(
     return out
 
 
-def table2_findings(long: list[dict], tests: list[dict], control_gaps: dict | None = None) -> list[dict]:
-    """The paper's Table 2 findings from table2_answer_quality.csv and table2_tests.csv rows.
-    `control_gaps` ({rubric: mean good - bad score over its known-answer controls}): an
-    equivalence ("changes little") holds only when the judge separates a good answer from a bad
-    one by at least the margin; a judge whose scores move less than that between a right and a
-    wrong answer would show "little change" whatever happened, so the finding cannot be told."""
+# --------------------------------------------------------------------------- Table 2: the instrument's resolution
+def control_gap(controls: list[dict], rubric: str, kinds: Sequence[str] | None = None) -> dict:
+    """A judge's good − bad score gap over its known-answer controls (rows of
+    judge_check/controls.jsonl, scored as the tables score): the mean and the 95% cluster-robust t
+    interval over the controls (those of one question as a cluster, :func:`spacelm.lib.stats.cluster_t`).
+    Read over the controls of `kinds` (the failures the finding's setting can cause) when the rows
+    carry a kind, else over all of the rubric's controls; `basis` says which. `low` (the lower
+    bound) is None below two questions' controls, where no interval can be drawn."""
+    from ..stats import cluster_t
+
+    scored = [
+        r
+        for r in controls or []
+        if r.get("rubric") == rubric and _num(r.get("good_score")) is not None and _num(r.get("bad_score")) is not None
+    ]
+    if kinds and any(r.get("kind") for r in scored):
+        picked = [r for r in scored if r.get("kind") in set(kinds)]
+        basis = f"{rubric} controls of kind {', '.join(kinds)}"
+    else:
+        picked = scored
+        basis = f"all {rubric} controls ({'they carry no kind' if kinds else 'no kind named'})"
+    gaps = [_num(r["good_score"]) - _num(r["bad_score"]) for r in picked]
+    c = cluster_t(gaps, [r.get("qid") for r in picked]) if gaps else {}
+    return {
+        "rubric": rubric,
+        "basis": basis,
+        "n": len(gaps),
+        "mean": _num(c.get("mean")),
+        "low": _num(c.get("ci_low")),
+        "high": _num(c.get("ci_high")),
+    }
+
+
+def resolution(gap: dict | None, margin: float) -> tuple[bool, str]:
+    """Whether the instrument resolves an equivalence `margin`: the lower 95% bound of its control
+    gap for the relevant failure (:func:`control_gap`) is at least `RESOLUTION` × `margin`. A judge
+    whose score moves less than that between a right and a wrong answer would show "little change"
+    whatever happened. Returns (resolved, the reason in words)."""
+    need = RESOLUTION * margin
+    low = _num((gap or {}).get("low"))
+    where = f"{gap['basis']}, n {gap['n']}" if gap else "no control scored"
+    if low is None:
+        return False, (
+            f"the instrument cannot resolve the margin (its control gap has no lower bound: {where}; "
+            f"{RESOLUTION:g} × margin {margin:g} = {need:g} is needed)"
+        )
+    if low < need:
+        return False, (
+            f"the instrument cannot resolve the margin (control gap lower bound {low:.3f} < {RESOLUTION:g} × "
+            f"margin {margin:g} = {need:g}; {where})"
+        )
+    return (
+        True,
+        f"the instrument resolves the margin (control gap lower bound {low:.3f} ≥ {RESOLUTION:g} × margin "
+        f"{margin:g}; {where})",
+    )
+
+
+def equivalence_finding(t: dict, margin: float, gap: dict | None) -> dict:
+    """A "changes little" finding from one table2_tests.csv row: the two one-sided tests at
+    `margin` (rubric points, fixed in the config before the run), then the resolution gate: an
+    instrument that cannot resolve the margin gives *no evidence* whatever the tests say."""
     from ..stats import min_equivalence_margin
 
+    metric = t["metric"]
+    verdict, ci90 = equivalence_verdict(t["diff"], t.get("se"), t.get("df"), margin)
+    narrowest = min_equivalence_margin(_num(t.get("se")) or float("nan"), int(_num(t.get("df")) or 0), ALPHA, POWER)
+    resolved, reason = resolution(gap, margin)
+    low = _num((gap or {}).get("low"))
+    return {
+        "finding": f"{metric.capitalize()} changes little from standard to {t['setting_b'].replace('_', ' ')}",
+        "paper": PAPER_CHANGE[metric],
+        "this_run": f"{t['mean_a']:.2f} → {t['mean_b']:.2f} ({t['diff']:+.2f}; 90% CI {_ci(*ci90)})",
+        "ci": _ci(t["ci_low"], t["ci_high"]),
+        "verdict": verdict if resolved else NO_EVIDENCE,
+        "verdict_reason": reason,
+        "margin": margin,
+        "control_gap_low": None if low is None else round(low, 3),
+        "n": _n([t]),
+        "judge": metric,
+        "level": False,
+        "rule": f"equivalence (two one-sided tests, α = {ALPHA:g}) at the config's margin ±{margin:g} points: 90% "
+        f"CI within it holds, 95% CI wholly outside it reverses; any verdict needs the judge's control gap for the "
+        f"failure the setting can cause (lower 95% bound) ≥ {RESOLUTION:g} × margin, else no evidence",
+        "mde_rule": "–"
+        if narrowest != narrowest
+        else f"narrowest margin shown at this n: ±{narrowest:.2f} points (the rule's: ±{margin:g})",
+    }
+
+
+def _change_test(tests: list[dict], metric: str) -> dict | None:
+    """The standard vs 3-wrong test of `metric` (the paper's change), else the first standard vs
+    N-wrong one with the relevant passage kept, or None."""
+    kept = [
+        t
+        for t in tests
+        if t["metric"] == metric and t["setting_b"].endswith("_wrong") and not t["setting_b"].endswith("only")
+    ]
+    return next((t for t in kept if t["setting_b"] == "3_wrong"), kept[0] if kept else None)
+
+
+# --------------------------------------------------------------------------- Table 2: levels
+def _level_row(long: list[dict], metric: str, settings: Sequence[str] | None = None) -> dict | None:
+    """The first table2_answer_quality.csv row of `metric` with a mean (at one of `settings`)."""
+    rows = [
+        r
+        for r in long
+        if r["metric"] == metric and _num(r.get("mean")) is not None and (settings is None or r["setting"] in settings)
+    ]
+    return rows[0] if rows else None
+
+
+def _n_of(r: dict) -> str:
+    return f"{int(r['n'])}" + (f" / {int(r['n_source_chunks'])}" if _num(r.get("n_source_chunks")) else "")
+
+
+def noise_finding(long: list[dict]) -> dict | None:
+    """ "Noise robustness is high": an absolute level, read at the first setting with a mean."""
+    nr = _level_row(long, "noise_robustness")
+    if not nr:
+        return None
+    lo, hi = _num(nr["ci_low"]), _num(nr["ci_high"])
+    return {
+        "finding": "Noise robustness is high",
+        "paper": "4.87",
+        "this_run": f"{nr['mean']:.2f}",
+        "ci": _ci(lo, hi),
+        "verdict": threshold_verdict(lo, hi, HIGH),
+        "n": _n_of(nr),
+        "judge": "noise_robustness",
+        "level": True,
+        "rule": f"an absolute level: compared only when judge and chunk size are the paper's; then 'high' "
+        f"= mean ≥ {HIGH:g} of 5: 95% CI wholly above holds, wholly below reverses",
+        "mde_rule": "–",
+    }
+
+
+def five_wrong_missing(n_wrong_values: Sequence[int] | None = None, negative_n_wrong: int | None = None) -> str:
+    """Why a run has no negative-rejection figure with 5 wrong passages, from its answer settings
+    (answer.n_wrong_values, answer.negative_n_wrong; None: not known)."""
+    tail = (
+        f"the paper's negative rejection (3.14) is read with {FIVE} wrong passages: here the negative setting "
+        f"(answer.negative_n_wrong: {FIVE}), where no passage holds the answer"
+    )
+    if n_wrong_values is None or negative_n_wrong is None:
+        return f"table2_answer_quality.csv holds no negative-rejection score with 5 wrong passages; {tail}"
+    if negative_n_wrong == FIVE:
+        return "the run's 5-wrong negative setting has no negative-rejection score in table2_answer_quality.csv"
+    head = (
+        f"the run's 5-wrong setting keeps the relevant passage (answer.n_wrong_values is {list(n_wrong_values)}), "
+        "where negative rejection is not scored"
+        if FIVE in n_wrong_values
+        else f"the run has no 5-wrong setting: answer.n_wrong_values is {list(n_wrong_values)}"
+    )
+    neg = (
+        f"the negative setting has {negative_n_wrong} wrong passages (answer.negative_n_wrong)"
+        if negative_n_wrong
+        else "answer.negative_n_wrong is 0 (no negative setting)"
+    )
+    return f"{head}; {neg}; {tail}"
+
+
+def negative_rejection_finding(long: list[dict], missing: str | None = None) -> dict:
+    """The paper's negative-rejection finding with 5 wrong passages (3.14, SD 1.55; "more likely
+    to abstain"), read at the negative setting with 5 wrong passages only (`FIVE_WRONG`: as
+    lib/answer/answers.py::settings names it). Every run has the row: *not tested*, with
+    `missing` (:func:`five_wrong_missing`) as the reason, when that setting has no score."""
+    rule = (
+        f"an absolute level at the negative setting with {FIVE} wrong passages: compared only when judge and chunk "
+        f"size are the paper's; then 95% CI within 3.14 ± {LEVEL_MARGIN} holds, wholly outside reverses"
+    )
+    row = {"finding": f"Negative rejection with {FIVE} wrong passages", "paper": "3.14 (SD 1.55)"}
+    row.update(judge="negative_rejection", level=True, rule=rule, mde_rule="–")
+    neg = _level_row(long, "negative_rejection", FIVE_WRONG)
+    if not neg:
+        why = missing or five_wrong_missing()
+        this_run = f"not run: no negative-rejection score with {FIVE} wrong passages (verdict_reason says why)"
+        return dict(row, this_run=this_run, ci="–", verdict=NOT_TESTED, verdict_reason=why, n="0")
+    lo, hi, sd = _num(neg["ci_low"]), _num(neg["ci_high"]), _num(neg.get("std"))
+    return dict(
+        row,
+        this_run=f"{neg['mean']:.2f}" + ("" if sd is None else f" (SD {sd:.2f})") + f" at {neg['setting']}",
+        ci=_ci(lo, hi),
+        verdict=level_verdict(lo, hi, 3.14),
+        n=_n_of(neg),
+    )
+
+
+def table2_findings(
+    long: list[dict],
+    tests: list[dict],
+    control_gaps: dict | None = None,
+    margins: dict | None = None,
+    five_wrong: str | None = None,
+) -> list[dict]:
+    """The paper's Table 2 findings from table2_answer_quality.csv and table2_tests.csv rows:
+    each "changes little" finding at its margin (`margins`, {rubric: points}: the config's
+    findings.margins; `LITTLE` where none is given) gated by the judge's control gap
+    (`control_gaps`, {rubric: :func:`control_gap`}); the noise-robustness level; and the
+    negative-rejection finding with 5 wrong passages, always (`five_wrong`: why the run has no
+    such figure, from :func:`five_wrong_missing`)."""
     out = []
-    paper_change = {"faithfulness": "4.42 → 4.41", "relevance": "4.44 → 4.39"}
-    for metric, paper in paper_change.items():
-        t = next(
-            (
-                t
-                for t in tests
-                if t["metric"] == metric and t["setting_b"].endswith("_wrong") and not t["setting_b"].endswith("only")
-            ),
-            None,
-        )
-        if t is None:
-            continue
-        verdict, ci90 = equivalence_verdict(t["diff"], t.get("se"), t.get("df"))
-        margin = min_equivalence_margin(_num(t.get("se")) or float("nan"), int(_num(t.get("df")) or 0), ALPHA, POWER)
-        gap = _num((control_gaps or {}).get(metric))
-        resolution = ""
-        if gap is not None:
-            resolution = f"; 'holds' needs the judge's mean good - bad control gap ≥ {LITTLE} (here {gap:.2f})"
-            if verdict == HOLDS and gap < LITTLE:
-                verdict = CANNOT_TELL
-        out.append(
-            {
-                "finding": f"{metric.capitalize()} changes little from standard to {t['setting_b'].replace('_', ' ')}",
-                "paper": paper,
-                "this_run": f"{t['mean_a']:.2f} → {t['mean_b']:.2f} ({t['diff']:+.2f}; 90% CI {_ci(*ci90)})",
-                "ci": _ci(t["ci_low"], t["ci_high"]),
-                "verdict": verdict,
-                "n": _n([t]),
-                "judge": metric,
-                "level": False,
-                "rule": f"equivalence (two one-sided tests, α = {ALPHA:g}): 90% CI within ±{LITTLE} points holds; "
-                f"95% CI wholly outside ±{LITTLE} reverses" + resolution,
-                "mde_rule": "–"
-                if margin != margin
-                else f"narrowest margin shown at this n: ±{margin:.2f} points (the rule's: ±{LITTLE})",
-            }
-        )
-
-    def level(metric: str):
-        rows = [r for r in long if r["metric"] == metric and _num(r.get("mean")) is not None]
-        return rows[0] if rows else None
-
-    def n_of(r):
-        return f"{int(r['n'])}" + (f" / {int(r['n_source_chunks'])}" if _num(r.get("n_source_chunks")) else "")
-
-    nr = level("noise_robustness")
-    if nr:
-        lo, hi = _num(nr["ci_low"]), _num(nr["ci_high"])
-        out.append(
-            {
-                "finding": "Noise robustness is high",
-                "paper": "4.87",
-                "this_run": f"{nr['mean']:.2f}",
-                "ci": _ci(lo, hi),
-                "verdict": threshold_verdict(lo, hi, HIGH),
-                "n": n_of(nr),
-                "judge": "noise_robustness",
-                "level": True,
-                "rule": f"an absolute level: compared only when judge and chunk size are the paper's; then 'high' "
-                f"= mean ≥ {HIGH:g} of 5: 95% CI wholly above holds, wholly below reverses",
-                "mde_rule": "–",
-            }
-        )
-    neg = level("negative_rejection")
-    if neg:
-        lo, hi = _num(neg["ci_low"]), _num(neg["ci_high"])
-        sd = _num(neg.get("std"))
-        out.append(
-            {
-                "finding": "Negative rejection",
-                "paper": "3.14 (SD 1.55)",
-                "this_run": f"{neg['mean']:.2f}" + ("" if sd is None else f" (SD {sd:.2f})"),
-                "ci": _ci(lo, hi),
-                "verdict": level_verdict(lo, hi, 3.14),
-                "n": n_of(neg),
-                "judge": "negative_rejection",
-                "level": True,
-                "rule": f"an absolute level: compared only when judge and chunk size are the paper's; then 95% CI "
-                f"within 3.14 ± {LEVEL_MARGIN} holds, wholly outside reverses",
-                "mde_rule": "–",
-            }
-        )
-    return out
+    for metric in PAPER_CHANGE:
+        t = _change_test(tests, metric)
+        if t is not None:
+            margin = float((margins or {}).get(metric, LITTLE))
+            out.append(equivalence_finding(t, margin, (control_gaps or {}).get(metric)))
+    nr = noise_finding(long)
+    return out + ([nr] if nr else []) + [negative_rejection_finding(long, five_wrong)]
 
 
 def judge_verdicts(relevance: list | None, controls: list | None) -> dict:
@@ -672,7 +805,8 @@ def paper_vs_run(
     the setup's comparability, and the printed verdict after :func:`gate`. Table 1's findings
     (judge "grader") pass :func:`grader_gate` first: one standard for every verdict, a judge
     not shown valid in domain at the finding's boundary, or not shown unbiased between the
-    compared systems, gives *no evidence (the reason)*."""
+    compared systems, gives *no evidence (the reason)*. Table 2's findings keep the reason their
+    rule gave (the instrument's resolution of a margin, a setting the run lacks) after the judge's."""
     out = []
     for r in rows:
         jv = verdicts.get(r["judge"], "unchecked")
@@ -689,9 +823,13 @@ def paper_vs_run(
         else:
             r.setdefault("boundary", "–")
             r.setdefault("judge_bias", "–")
+            own = r.get("verdict_reason") or ""  # the rule's own reason (resolution, a missing setting)
             r["verdict"] = gate(r["verdict"], jv, level, comparable)
-            no = r["verdict"] == NO_EVIDENCE
-            r["verdict_reason"] = f"the {r['judge']} judge's known-answer controls: {jv}" if no else ""
+            unchecked = r["verdict"] == NO_EVIDENCE and judge_status(jv) != "checked"
+            judge_why = f"the {r['judge']} judge's known-answer controls: {jv}" if unchecked else ""
+            r["verdict_reason"] = "; ".join(x for x in (judge_why, own) if x)
+        r.setdefault("margin", None)  # equivalence rows only
+        r.setdefault("control_gap_low", None)
         out.append(r)
     return out
 

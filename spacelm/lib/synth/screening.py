@@ -5,7 +5,7 @@ set of questions beside the golden samples'.
 A record's `checks` holds, per check, "passed", the reason it failed, or "skipped: why"; its
 `drop_reason` names the first check it failed ("copy", "premise", "label"). The judge is asked each
 of its questions both ways (`verify_premise` / `verify_premise_mirrored`, `judge_claim_support` /
-`verify_claim_mirrored`) and the mean of P(yes) and P(no) of the mirror decides, so a judge that leans
+`judge_claim_support_mirrored`) and the mean of P(yes) and P(no) of the mirror decides, so a judge that leans
 to "yes" whatever it reads cannot pass or fail everything."""
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def judge_requests(records: list[dict], contexts: dict[str, PremiseContext], pen
             out.append((r, "premise", ask("verify_premise", **kw), ask("verify_premise_mirrored", **kw)))
         if checks.get("label") == PENDING:
             kw = dict(context=f"[1] {ctx.chunk}", claim=r["question"])
-            out.append((r, "label", ask("judge_claim_support", **kw), ask("verify_claim_mirrored", **kw)))
+            out.append((r, "label", ask("judge_claim_support", **kw), ask("judge_claim_support_mirrored", **kw)))
     return out
 
 

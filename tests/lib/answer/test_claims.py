@@ -30,7 +30,8 @@ def test_one_check_per_cited_passage_or_the_whole_context():
 
 
 class Judge:
-    """Scripted yes/no: P(yes) from a table keyed by (claim start, passage text)."""
+    """Scripted yes/no: P(yes) from a table keyed by (claim start, passage text); asked the mirrored
+    question, the opposite."""
 
     def __init__(self, table):
         self.table = table
@@ -40,6 +41,8 @@ class Judge:
         for r in reqs:
             user = r.messages[-1]["content"]
             p = next(v for (claim, passage), v in self.table.items() if claim in user and passage in user)
+            if "do not support" in user:  # the mirrored question: a consistent judge says the opposite
+                p = 1 - p
             out.append(Completion(text="yes" if p >= 0.5 else "no", choice_probs={"yes": p, "no": 1 - p}))
         return out
 

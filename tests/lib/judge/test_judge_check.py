@@ -373,10 +373,12 @@ class ScriptedJudge:
                 p = 0.9 if any(x in reply for x in DECLINES) else 0.1
                 on_done(i, Completion(text="yes" if p > 0.5 else "no", choice_probs={"yes": p, "no": 1 - p}))
             elif "Statement:" in user:  # claim support: yes when every word of the claim is in the passages
-                claim = user.split("Statement:")[-1].split("Is the statement")[0]
+                claim = re.split(r"Is the statement|Does the statement", user.split("Statement:")[-1])[0]
                 words = [w.strip(".,") for w in claim.lower().split()]
                 p = sum(w in user.split("Statement:")[0].lower() for w in words) / max(1, len(words))
                 p = 0.9 if p == 1 else 0.1
+                if "do not support" in user:  # the mirrored question ("anything unsupported?")
+                    p = 1 - p
                 on_done(i, Completion(text="yes" if p > 0.5 else "no", choice_probs={"yes": p, "no": 1 - p}))
             elif r.choices == ["yes", "no"] and "Reply with one word: yes or no." in user:  # a binary judge
                 answer = re.split(r"Reference answer:|Task - ", user.split("Assistant's answer:")[-1])[0]

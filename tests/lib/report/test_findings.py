@@ -220,18 +220,135 @@ def test_table2_findings():
             "df": 19,
         }
     ]
-    by = {r["judge"]: r for r in F.table2_findings(long, tests)}
+    fine = {"faithfulness": F.control_gap(_controls([1.0, 1.1, 0.9, 1.2, 0.8] * 2), "faithfulness")}
+    by = {r["judge"]: r for r in F.table2_findings(long, tests, fine)}
     # 90% CI: -0.1 ± 1.7291 · 0.05 = [-0.186, -0.014], within ±0.25
     assert by["faithfulness"]["verdict"] == F.HOLDS and "4.40 → 4.30" in by["faithfulness"]["this_run"]
     assert by["faithfulness"]["n"] == "24 / 20"
     assert by["noise_robustness"]["verdict"] == F.HOLDS and by["noise_robustness"]["n"] == "24 / 20"
     assert by["negative_rejection"]["verdict"] == F.REVERSED  # [1.6, 2.5] wholly below 3.14 - 0.5
-    assert "SD 1.20" in by["negative_rejection"]["this_run"]
-    # the same equivalence from a judge whose controls move it less than the margin: cannot tell
-    coarse = {r["judge"]: r for r in F.table2_findings(long, tests, {"faithfulness": 0.12})}
-    assert coarse["faithfulness"]["verdict"] == F.CANNOT_TELL and "(here 0.12)" in coarse["faithfulness"]["rule"]
-    fine = {r["judge"]: r for r in F.table2_findings(long, tests, {"faithfulness": 0.6})}
-    assert fine["faithfulness"]["verdict"] == F.HOLDS
+    assert "SD 1.20" in by["negative_rejection"]["this_run"] and "5_wrong_only" in by["negative_rejection"]["this_run"]
+    # no control gap measured: the instrument's resolution is unknown, so no evidence
+    blind = {r["judge"]: r for r in F.table2_findings(long, tests)}["faithfulness"]
+    assert blind["verdict"] == F.NO_EVIDENCE and "has no lower bound" in blind["verdict_reason"]
+
+
+def _controls(gaps, kind="unrelated_claim", rubric="faithfulness"):
+    """Scored known-answer controls (judge_check/controls.jsonl rows), one question each, whose
+    good - bad gaps are `gaps`."""
+    return [
+        {"qid": f"{kind}-{i}", "rubric": rubric, "kind": kind, "good_score": 4.0 + g, "bad_score": 4.0}
+        for i, g in enumerate(gaps)
+    ]
+
+
+def _equivalence_test(metric="faithfulness"):
+    """A standard vs 3-wrong test whose 90% CI [-0.086, 0.086] lies well within ±0.25."""
+    return {
+        "metric": metric,
+        "setting_a": "standard",
+        "setting_b": "3_wrong",
+        "n_questions": 30,
+        "n_source_chunks": 30,
+        "mean_a": 4.0,
+        "mean_b": 4.0,
+        "diff": 0.0,
+        "ci_low": -0.1,
+        "ci_high": 0.1,
+        "p_value": 1.0,
+        "p_holm": 1.0,
+        "se": 0.05,
+        "df": 29,
+    }
+
+
+def test_a_margin_too_wide_for_its_instrument_gives_no_evidence():
+    """The issue's case: the judge moves 0.28 on average between a good and a bad answer; the old
+    gate (mean gap >= the margin 0.25) let "changes little" hold. Its lower 95% bound is far under
+    twice the margin: the instrument cannot resolve ±0.25, so the flat scores are no evidence."""
+    gaps = [0.1, 0.4, 0.2, 0.35, 0.3, 0.15, 0.45, 0.25, 0.3, 0.3]  # mean 0.28
+    gap = F.control_gap(_controls(gaps), "faithfulness", ["unrelated_claim"])
+    assert gap["n"] == 10 and gap["mean"] == pytest.approx(0.28) and gap["low"] < 0.5
+    (row,) = F.table2_findings([], [_equivalence_test()], {"faithfulness": gap}, {"faithfulness": 0.25})[:1]
+    assert F.equivalence_verdict(0.0, 0.05, 29)[0] == F.HOLDS  # the tests alone would say holds
+    assert row["verdict"] == F.NO_EVIDENCE
+    assert row["verdict_reason"].startswith(
+        f"the instrument cannot resolve the margin (control gap lower bound {gap['low']:.3f} < 2 × margin 0.25 = 0.5"
+    )
+    assert row["margin"] == 0.25 and row["control_gap_low"] == round(gap["low"], 3)
+    # a margin the same instrument resolves (2 × 0.08 = 0.16 under its lower bound) lets the tests speak
+    (narrow,) = F.table2_findings([], [_equivalence_test()], {"faithfulness": gap}, {"faithfulness": 0.08})[:1]
+    assert gap["low"] >= 0.16 and narrow["verdict"] == F.CANNOT_TELL  # 90% CI ±0.085 is not within ±0.08
+    # and the judge's gate keeps its reason first, the resolution after it
+    out = F.paper_vs_run([row], {"faithfulness": "valid"}, "no")[0]
+    assert out["verdict"] == F.NO_EVIDENCE and out["verdict_reason"].startswith("the instrument cannot resolve")
+    out = F.paper_vs_run([row], {}, "no")[0]
+    assert out["verdict_reason"].startswith("the faithfulness judge's known-answer controls: unchecked; the instrument")
+
+
+def test_a_control_gap_whose_lower_bound_clears_twice_the_margin_lets_holds_stand():
+    gap = F.control_gap(_controls([0.9, 1.1, 1.0, 0.8, 1.2, 1.0]), "faithfulness", ["unrelated_claim"])
+    assert gap["low"] >= 0.5
+    (row,) = F.table2_findings([], [_equivalence_test()], {"faithfulness": gap}, {"faithfulness": 0.25})[:1]
+    assert row["verdict"] == F.HOLDS and row["verdict_reason"].startswith("the instrument resolves the margin")
+    out = F.paper_vs_run([row], {"faithfulness": "valid"}, "no")[0]
+    assert out["verdict"] == F.HOLDS and out["margin"] == 0.25 and out["control_gap_low"] >= 0.5
+
+
+def test_the_gap_is_read_at_the_failure_the_setting_can_cause():
+    """One negation control with a gap of 1.4 lifts the rubric's overall gap; the gap on claims taken
+    from an injected passage (the failure wrong passages cause) stays small, and it is the one read."""
+    rows = _controls([1.4, 1.4, 1.3, 1.5], kind="negated") + _controls([0.15, 0.1, 0.2, 0.12, 0.18, 0.15])
+    relevant = F.control_gap(rows, "faithfulness", ["unrelated_claim", "partial"])
+    overall = F.control_gap(rows, "faithfulness", [])
+    assert relevant["n"] == 6 and overall["n"] == 10 and relevant["low"] < 0.5 <= overall["mean"]
+    assert "controls of kind unrelated_claim, partial" in relevant["basis"]
+    # at a margin of 0.09 (0.18 needed) the overall gap (lower bound 0.187) would pass, the relevant one (0.111) not
+    assert F.resolution(relevant, 0.09)[0] is False and F.resolution(overall, 0.09)[0] is True
+    # a kind the controls do not hold gives no gap at all, not another kind's
+    none = F.control_gap(rows, "faithfulness", ["unit_swapped"])
+    assert none["n"] == 0 and none["low"] is None and F.resolution(none, 0.25)[0] is False
+    # controls that carry no kind: the rubric's overall gap, and the reason says so
+    kindless = [{k: v for k, v in r.items() if k != "kind"} for r in rows]
+    gap = F.control_gap(kindless, "faithfulness", ["unrelated_claim"])
+    assert gap["n"] == 10 and "all faithfulness controls (they carry no kind)" in F.resolution(gap, 0.25)[1]
+
+
+def test_the_5_wrong_finding_has_a_row_in_every_run():
+    """Without a negative setting of 5 wrong passages the row is there, not tested, with the reason;
+    with one (named 5_wrong, or 5_wrong_only beside a 5-wrong setting that keeps the relevant
+    passage) it gets a real verdict."""
+    tests = [_equivalence_test()]
+    why = F.five_wrong_missing([0, 3], 0)
+    assert why.startswith(
+        "the run has no 5-wrong setting: answer.n_wrong_values is [0, 3]; answer.negative_n_wrong is 0"
+    )
+    assert "the negative setting has 3 wrong passages" in F.five_wrong_missing([0, 3], 3)
+    assert "keeps the relevant passage" in F.five_wrong_missing([0, 3, 5], 3)
+    rows = F.table2_findings([], tests, None, None, why)
+    neg = next(r for r in rows if r["judge"] == "negative_rejection")
+    assert neg["finding"] == "Negative rejection with 5 wrong passages" and neg["verdict"] == F.NOT_TESTED
+    assert neg["verdict_reason"] == why and neg["n"] == "0"
+    out = [
+        r for r in F.paper_vs_run(rows, {"negative_rejection": "valid"}, "yes") if r["judge"] == "negative_rejection"
+    ]
+    assert out[0]["verdict"] == F.NOT_TESTED and out[0]["verdict_reason"] == why
+    # a negative setting of 3 wrong passages is not the paper's 5
+    three = {
+        "metric": "negative_rejection",
+        "setting": "3_wrong_only",
+        "mean": 3.1,
+        "n": 20,
+        "ci_low": 2.9,
+        "ci_high": 3.3,
+    }
+    assert F.negative_rejection_finding([three])["verdict"] == F.NOT_TESTED
+    for setting in ("5_wrong", "5_wrong_only"):
+        five = dict(three, setting=setting)
+        row = F.negative_rejection_finding([three, five], why)
+        assert row["verdict"] == F.HOLDS and setting in row["this_run"]  # [2.9, 3.3] within 3.14 ± 0.5
+        out = F.paper_vs_run([row], {"negative_rejection": "valid"}, "yes")[0]
+        assert out["verdict"] == F.HOLDS and out["verdict_reason"] == ""
 
 
 def test_paper_effects_from_the_papers_table():
@@ -328,3 +445,67 @@ def test_a_bias_between_the_compared_systems_as_large_as_the_effect_gives_no_evi
     assert small["verdict"] == F.HOLDS and "bm25+rerank − bm25: +0.50 pp" in small["judge_bias"]
     big = _one(F.paper_vs_run(rows, {}, "no", _grader(bias=0.04, half_width=0.01)))
     assert big["verdict"] == F.NO_EVIDENCE and "bias between bm25+rerank and bm25" in big["verdict_reason"]
+
+
+def _stage_run(tmp_path, controls, **sections):
+    """A run folder holding a Table 2 test, its table and the judge check's scored controls, and a
+    config on it with `sections` (findings, answer) set."""
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    from spacelm.config import from_dict
+
+    root = Path(__file__).resolve().parents[3]
+    cfg = from_dict(
+        {"run_name": "t", "paths": {"results_dir": str(tmp_path / "results"), "cache_dir": str(tmp_path / "c")}}
+        | sections,
+        source="<test>",
+        root=str(root),
+    )
+    run = cfg.run_dir
+    (run / "judge_check").mkdir(parents=True)
+    pd.DataFrame([_equivalence_test()]).to_csv(run / "table2_tests.csv", index=False)
+    level = {"metric": "faithfulness", "setting": "standard", "mean": 4.0, "n": 30, "ci_low": 3.9, "ci_high": 4.1}
+    pd.DataFrame([level]).to_csv(run / "table2_answer_quality.csv", index=False)
+    (run / "judge_check" / "controls.jsonl").write_text("".join(json.dumps(r) + "\n" for r in controls))
+    table = [{"rubric": "faithfulness", "verdict": "valid", "passed": True, "mean_gap": 1.0}]
+    pd.DataFrame(table).to_csv(run / "judge_check" / "controls.csv", index=False)
+    return cfg
+
+
+def test_the_findings_stage_reads_margins_kinds_and_settings_from_the_config(tmp_path):
+    """The margin is the config's (findings.margins), the gap is read at its control kinds
+    (findings.control_kinds), the 5-wrong row names the config's settings, and paper_vs_run.csv
+    carries margin and control_gap_low."""
+    import pandas as pd
+
+    from spacelm.stages import findings as stage
+
+    controls = _controls([0.9, 1.1, 1.0, 0.8, 1.2, 1.0]) + _controls([0.1] * 3 + [0.2] * 3, kind="partial")
+    answer = {"n_wrong_values": [0, 3], "negative_n_wrong": 0}
+    kinds = {"faithfulness": ["unrelated_claim"]}
+    cfg = _stage_run(tmp_path, controls, answer=answer, findings={"control_kinds": kinds})
+    gap = stage.control_gaps(cfg)["faithfulness"]
+    assert gap["n"] == 6 and 0.5 <= gap["low"] < 1.0
+    by = {r["judge"]: r for r in stage.compute(cfg)}
+    assert by["faithfulness"]["verdict"] == F.HOLDS and by["faithfulness"]["margin"] == 0.25  # the default
+    neg = by["negative_rejection"]
+    assert neg["verdict"] == F.NOT_TESTED and "answer.n_wrong_values is [0, 3]" in neg["verdict_reason"]
+    # a wider margin in the config: 2 × 0.5 = 1 is beyond the same instrument's lower bound
+    wide = _stage_run(
+        tmp_path / "wide", controls, answer=answer, findings={"margins": {"faithfulness": 0.5}, "control_kinds": kinds}
+    )
+    row = next(r for r in stage.compute(wide) if r["judge"] == "faithfulness")
+    assert row["verdict"] == F.NO_EVIDENCE and row["margin"] == 0.5
+    assert "< 2 × margin 0.5 = 1;" in row["verdict_reason"] and "n 6" in row["verdict_reason"]
+    # the default kinds read the partial controls too, whose gaps are small: no evidence at 0.25 either
+    both = _stage_run(tmp_path / "both", controls, answer=answer)
+    assert next(r for r in stage.compute(both) if r["judge"] == "faithfulness")["verdict"] == F.NO_EVIDENCE
+    stage.run(cfg, force=True)
+    table = pd.read_csv(cfg.run_dir / "paper_vs_run.csv")
+    assert {"margin", "control_gap_low"} <= set(table.columns) and list(table.columns) == F.COLUMNS
+    eq = table[table["judge"] == "faithfulness"].iloc[0]
+    assert eq["margin"] == 0.25 and eq["control_gap_low"] == pytest.approx(round(gap["low"], 3))
+    assert table[table["judge"] == "negative_rejection"]["margin"].isna().all()
