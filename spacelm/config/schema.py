@@ -177,17 +177,11 @@ class QuestionChecksConfig:
     label_check: bool = True
 
     def checks(self):
+        from dataclasses import asdict
+
         from ..lib.synth.checks import QuestionChecks
 
-        return QuestionChecks(
-            self.max_verbatim_run,
-            self.max_coverage,
-            self.premise,
-            self.context_chunks,
-            self.front_chars,
-            self.skip_boilerplate,
-            self.label_check,
-        )
+        return QuestionChecks(**asdict(self))
 
 
 @dataclass

@@ -18,7 +18,6 @@ from ..lib.synth.checks import LABELS, premise_contexts
 from ..lib.synth.golden import load_golden, locate_samples
 from ..lib.synth.questions import (
     add_reference_answers,
-    boilerplate_chunks,
     check_waves,
     export_beir,
     export_hf,
@@ -30,6 +29,7 @@ from ..lib.synth.questions import (
     plan_generation,
     plan_unanswerable,
     retention_table,
+    skipped_sources,
     unanswerable_check_pairs,
     unanswerable_table,
 )
@@ -92,6 +92,7 @@ class Synthesis:
     golden_screened: list[dict]
     skipped: dict
     fewshot_share: dict
+    contexts: dict  # {chunk id: PremiseContext}, what the checks and the audit read
 
 
 def compute(cfg: Config, chunks: list, golden: list, models: ModelTurns, found: dict | None = None) -> Synthesis:
@@ -100,7 +101,9 @@ def compute(cfg: Config, chunks: list, golden: list, models: ModelTurns, found: 
     and write and check the unanswerable candidates (`models`: the writer and the judge taking turns)."""
     chunks_by_id = {c.chunk_id: c for c in chunks}
     writing = cfg.question_writing()
-    plan = plan_generation(writing, chunks, golden)
+    skipped = skipped_sources(writing, chunks)
+    contexts = premise_contexts(chunks, writing.checks.context_chunks, writing.checks.front_chars)
+    plan = plan_generation(writing, chunks, golden, skipped)
     records = models.use("question_writer", lambda llm: generate_questions(writing, llm, plan), "questions")
     if cfg.synth.with_reference_answer:
         models.use(
@@ -113,7 +116,7 @@ def compute(cfg: Config, chunks: list, golden: list, models: ModelTurns, found: 
             warnings.simplefilter("ignore")
             found, _ = locate_samples(golden, chunks, golden_path(cfg))
     gold = golden_records(golden, found, chunks_by_id)
-    check_questions(cfg, chunks, records + gold, models)
+    check_questions(writing.checks, contexts, records + gold, models)
     gold_una = golden_unanswerable(golden)
     una, n_pairs, filtered = [], 0, []
 
@@ -128,15 +131,12 @@ def compute(cfg: Config, chunks: list, golden: list, models: ModelTurns, found: 
         models.release()
     if not filtered:
         run_filter()
-    skipped = boilerplate_chunks(chunks) if writing.checks.skip_boilerplate else {}
-    return Synthesis(records + una + gold_una, una, n_pairs, gold, skipped, fewshot_share(plan))
+    return Synthesis(records + una + gold_una, una, n_pairs, gold, skipped, fewshot_share(plan), contexts)
 
 
-def check_questions(cfg: Config, chunks: list, records: list[dict], models: ModelTurns) -> None:
-    """The copy, premise and label checks on the written questions (and the golden samples among
-    `records`): the rules first, then the judge on what they cannot decide."""
-    checks = cfg.question_writing().checks
-    contexts = premise_contexts(chunks, checks.context_chunks, checks.front_chars)
+def check_questions(checks, contexts: dict, records: list[dict], models: ModelTurns) -> None:
+    """The copy, premise and label checks (`checks`, thresholds) on the written questions (and the golden
+    samples among `records`): the rules first, then the judge on what they cannot decide."""
     pending = screen(records, contexts, checks)
     requests = judge_requests(records, contexts, pending)
     if requests:
@@ -155,11 +155,9 @@ def write(cfg: Config, chunks: list, result: Synthesis, out) -> None:
     rejections = rejection_table(records, result.skipped, result.golden_screened)
     write_dataframe(rejections, out(files.rejections_csv))
     write_dataframe(rejections, out(files.rejections_md))
-    checks = cfg.question_writing().checks
-    contexts = premise_contexts(chunks, checks.context_chunks, checks.front_chars)
     written = [r for r in records if r.get("answerable", True) and r.get("origin") != "golden" and r["question"]]
     sets = {"written": written, "kept": [r for r in written if r["kept"]], "golden": result.golden_screened}
-    write_dataframe(audit_table(sets, contexts, checks), out(files.audit))
+    write_dataframe(audit_table(sets, result.contexts, cfg.question_writing().checks), out(files.audit))
     keys = ("qid", "task", "label", "source_chunk_id", "drop_reason", "checks", "check_scores")
     write_jsonl(out(files.golden_checks), [{k: g[k] for k in keys if k in g} for g in result.golden_screened])
     write_dataframe(unanswerable_table(records), out(files.unanswerable))

@@ -158,9 +158,15 @@ def choose_examples(writing: QuestionWriting, pool: list, chunk, key: tuple) -> 
     return _rng(writing.seed, "fewshot", *key, chunk.chunk_id).sample(source, n)
 
 
-def generation_targets(writing: QuestionWriting, chunks: list) -> list[tuple]:
-    """(chunk, task) pairs to write, boilerplate chunks left out when the checks say so."""
-    skip = boilerplate_chunks(chunks) if writing.checks.skip_boilerplate else {}
+def skipped_sources(writing: QuestionWriting, chunks: list) -> dict[str, str]:
+    """{chunk id: reason} of the boilerplate chunks no question is written from ({} when the checks
+    keep them)."""
+    return boilerplate_chunks(chunks) if writing.checks.skip_boilerplate else {}
+
+
+def generation_targets(writing: QuestionWriting, chunks: list, skip: dict | None = None) -> list[tuple]:
+    """(chunk, task) pairs to write, the chunks in `skip` (default: `skipped_sources`) left out."""
+    skip = skipped_sources(writing, chunks) if skip is None else skip
     usable = [c for c in chunks if c.chunk_id not in skip]
     if writing.sampling == "every_task":
         picked = select_chunks(usable, writing.max_chunks, writing.seed)
@@ -168,13 +174,14 @@ def generation_targets(writing: QuestionWriting, chunks: list) -> list[tuple]:
     return stratified_targets(usable, writing.max_chunks, list(writing.tasks), writing.seed)
 
 
-def plan_generation(writing: QuestionWriting, chunks: list, golden: list) -> list[dict]:
+def plan_generation(writing: QuestionWriting, chunks: list, golden: list, skip: dict | None = None) -> list[dict]:
     """The planned question-writing calls, ordered task by task (and fact-check label) so that
     prompts sharing few-shot examples run consecutively. `writing.sampling`: "stratified" (one
     task per source chunk, chunks spread over the documents: `stratified_targets`) or "every_task"
     (the paper's: every selected chunk × every task). A fact-check is written with the label it
-    must have (`claim_labels`), from golden examples with that verdict."""
-    targets = generation_targets(writing, chunks)
+    must have (`claim_labels`), from golden examples with that verdict. `skip`: the chunks never
+    written from (default: `skipped_sources`)."""
+    targets = generation_targets(writing, chunks, skip)
     plan = []
     for task in writing.tasks:
         cs = sorted((c for c, t in targets if t == task), key=lambda c: c.chunk_id)

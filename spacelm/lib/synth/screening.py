@@ -247,13 +247,13 @@ _REJECTION_COLUMNS = [
 def audit_row(r: dict, ctx: PremiseContext, checks: QuestionChecks) -> dict:
     """The audit figures of one question against its source chunk."""
     q = r["question"]
+    cov, run = content_coverage(q, ctx.chunk), longest_verbatim_run(q, ctx.chunk)
     return {
         "qid": r["qid"],
         "task": r["task"],
-        "coverage": content_coverage(q, ctx.chunk),
-        "verbatim": longest_verbatim_run(q, ctx.chunk),
-        "copy": longest_verbatim_run(q, ctx.chunk) > checks.max_verbatim_run
-        or content_coverage(q, ctx.chunk) > checks.max_coverage,
+        "coverage": cov,
+        "verbatim": run,
+        "copy": run > checks.max_verbatim_run or cov > checks.max_coverage,
         "outside_document": bool(unsupported_premises(q, ctx.chunk, ctx.document)),
         "outside_context": bool(unsupported_premises(q, ctx.chunk, ctx.near)),
         "boilerplate": boilerplate_reason(ctx.chunk) is not None,
