@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import random
-import re
 import sys
 import time
 from pathlib import Path
@@ -31,30 +30,12 @@ sys.path.insert(0, str(ROOT))
 
 from spacelm.config.load import load_config  # noqa: E402
 from spacelm.lib.answer.answers import generate, is_refusal  # noqa: E402
-from spacelm.lib.answer.citations import strip_markers  # noqa: E402
 from spacelm.lib.answer.facts import fact_check  # noqa: E402
+from spacelm.lib.answer.failures import non_answer  # noqa: E402
 from spacelm.lib.io import write_json  # noqa: E402
 from spacelm.lib.stats import wilson_ci  # noqa: E402
-from spacelm.lib.synth.checks import content_words  # noqa: E402
 from spacelm.stages.base import ModelTurns  # noqa: E402
 from spacelm.stages.data import golden_questions, load_chunks  # noqa: E402
-
-_EMPTY_CITATION = re.compile(
-    r"\b(?:is|are|was|were|include|includes|as follows)\s*[:,]?\s*(?:\[[^\]]+\]\s*)+\.?\s*$", re.I
-)
-
-
-def non_answer(answer: str, question: str) -> str | None:
-    """Why an answer says nothing ("short", "empty_citation", "restated"), or None."""
-    text = strip_markers(answer or "")
-    if len(text.split()) < 4:
-        return "short"
-    if any(_EMPTY_CITATION.search(s) for s in re.split(r"(?<=[.!?])\s+", answer or "")):
-        return "empty_citation"
-    a, q = set(content_words(text)), set(content_words(question))
-    if a and len(a & q) / len(a) >= 0.75:
-        return "restated"
-    return None
 
 
 def share(values: list[bool]) -> dict:

@@ -406,6 +406,16 @@ class JudgeCheckConfig:
     # bad answer rotate between questions); a pass rate's 95% Wilson interval clears 0.8 only
     # from about 17 controls passed out of 17, so verdicts need 30 or more
     n_controls: int = 30
+    # bad answers drawn from the generator's own outputs too: judge-check answers the answer stage's
+    # questions under its Table 2 settings (the same prompts, so the answer stage reads them from the
+    # cache) and the answers deterministic checks flag (lib/answer/failures.py) become controls
+    control_outputs: bool = True
+    # a control passes when its good answer scores at least this share of the judge's scale above
+    # the bad one (0.125: half a point on the 1-5 rubrics, twice the 0.25 equivalence margin; on a
+    # yes/no judge any flip); 0 counts any positive gap
+    min_control_gap: float = 0.125
+    # a judge's set needs this many kinds of bad answer, none more than a third of the set, for a verdict
+    min_control_kinds: int = 3
     position_bias: bool = True  # grade the check pairs passage-first too
     # ... only those of the first N queries of each source (null: every pair); ignored when
     # grading.debias is both_orders, which needs every pair in both orders
@@ -461,10 +471,11 @@ class FindingsControlKinds:
     resolve each margin: the failures the wrong passages can cause (docs/judges.md lists the kinds).
     An empty list reads all of the rubric's controls, as do controls that carry no kind."""
 
-    # a claim taken from an injected passage, alone or after the right one
-    faithfulness: list[str] = field(default_factory=lambda: ["unrelated_claim", "partial"])
-    # an answer to what another document is about instead of the question
-    relevance: list[str] = field(default_factory=lambda: ["other_question"])
+    # the generator's own answers that took their content from an injected passage, and a claim taken
+    # from an injected passage, alone or after the right one
+    faithfulness: list[str] = field(default_factory=lambda: ["injected_content", "unrelated_claim", "partial"])
+    # an answer to another question, and the generator's own answers that say nothing
+    relevance: list[str] = field(default_factory=lambda: ["other_question", "non_answer"])
 
 
 @dataclass

@@ -70,6 +70,7 @@ JUDGE_RELEVANCE = "judge_check/relevance.json"
 JUDGE_PAIRS = "judge_check/pairs.jsonl"
 JUDGE_CONTROLS = "judge_check/controls.csv"
 JUDGE_CONTROLS_ROWS = "judge_check/controls.jsonl"
+JUDGE_CONTROLS_BY_KIND = "judge_check/controls_by_kind.csv"
 JUDGE_CHECK_PLOTS = "judge_check/plots"
 
 # grade (Table 1)

@@ -49,6 +49,7 @@ class JudgeCheckFiles(NamedTuple):
     pairs: Path
     controls_csv: Path
     controls: Path
+    controls_by_kind: Path
     plots: Path
 
 
@@ -59,6 +60,7 @@ def outputs(cfg: Config) -> JudgeCheckFiles:
         d / names.JUDGE_PAIRS,
         d / names.JUDGE_CONTROLS,
         d / names.JUDGE_CONTROLS_ROWS,
+        d / names.JUDGE_CONTROLS_BY_KIND,
         d / names.JUDGE_CHECK_PLOTS,
     )
 
@@ -194,6 +196,7 @@ class JudgeCheck:
 
     sources: list = field(default_factory=list)
     control_rows: list[dict] = field(default_factory=list)
+    outputs: list[dict] = field(default_factory=list)  # the generator's answers the controls drew on
 
 
 def _grade_check(cfg: Config, models: ModelTurns, name: str, pairs: list[dict], passages: dict) -> tuple:
@@ -326,6 +329,9 @@ def compute(cfg: Config, chunks: list, questions: list[dict], models: ModelTurns
     if not jc.enabled:
         result.sources.append(_not_run("all", "", "judge_check.enabled is false"))
         return result
+    text_of = {c.chunk_id: c.text for c in chunks}
+    if jc.controls and jc.control_outputs:  # the generator first: one model in memory at a time
+        result.outputs = generator_outputs(cfg, chunks, questions, models, text_of)
     for src in jc.sources:
         d = cfg.path(src.path)
         if not d.is_dir():
@@ -355,7 +361,6 @@ def compute(cfg: Config, chunks: list, questions: list[dict], models: ModelTurns
         result.sources.append(
             Checked(src.name, pairs, sub, rows, swapped, graded, meta, refs, bias_rows, retrieved_by, src.in_domain)
         )
-    text_of = {c.chunk_id: c.text for c in chunks}
     if jc.in_domain:
         samples = load_golden(golden_path(cfg))
         found, _ = locate_samples(samples, chunks, golden_path(cfg))
@@ -371,7 +376,10 @@ def compute(cfg: Config, chunks: list, questions: list[dict], models: ModelTurns
         result.sources.append(Checked(name, pairs, sub, rows, swapped, False, meta))
     if jc.controls:
         doc_of = {c.chunk_id: c.doc_id for c in chunks}
-        controls = build_controls(questions, text_of, doc_of, jc.n_controls, cfg.seed, cfg.answer.judges())
+        flagged = [it for it in result.outputs if it["flags"]]
+        controls = build_controls(
+            questions, text_of, doc_of, jc.n_controls, cfg.seed, cfg.answer.judges(), outputs=flagged
+        )
         scoring = cfg.answer.scoring
         result.control_rows = models.use(
             "judge", lambda llm: score_controls(llm, controls, text_of, scoring), "known-answer controls"
@@ -380,10 +388,40 @@ def compute(cfg: Config, chunks: list, questions: list[dict], models: ModelTurns
     return result
 
 
+def generator_outputs(cfg: Config, chunks: list, questions: list[dict], models: ModelTurns, text_of: dict):
+    """The generator's answers to the answer stage's questions under its Table 2 settings (the same
+    items and prompts, so the answer stage reads them back from the cache), each with the failure
+    flags the deterministic checks raise (`flags`, lib/answer/failures.py)."""
+    from dataclasses import replace
+
+    from ..lib.answer.answers import build_items, generate, is_refusal
+    from ..lib.answer.failures import flag_answer
+    from ..lib.judge.relevance import select_questions
+
+    chosen = select_questions(questions, cfg.answer.max_questions, cfg.seed)
+    design = replace(cfg.answer_design(), pipelines=())
+    items = build_items(design, chosen, chunks, None)
+    models.use("generator", lambda llm: generate(llm, items, text_of, design), "answers the controls draw on")
+    for it in items:
+        it["flags"] = flag_answer(it, text_of, is_refusal)
+    return items
+
+
+def flagged_summary(items: list[dict]) -> dict:
+    """Per setting: the generator's answers and how many raised each flag."""
+    out: dict = {}
+    for it in items:
+        row = out.setdefault(it["setting"], {"answers": 0})
+        row["answers"] += 1
+        for f in it["flags"]:
+            row[f] = row.get(f, 0) + 1
+    return out
+
+
 def write(cfg: Config, result: JudgeCheck, identity: dict, out) -> tuple:
     """relevance.json, pairs.jsonl, the controls and the confusion plots: (metrics per source,
     graded rows, controls table)."""
-    from ..lib.judge.validity import controls_table
+    from ..lib.judge.validity import controls_by_kind, controls_table
 
     files = outputs(cfg)
     plots = out(files.plots)
@@ -408,6 +446,7 @@ def write(cfg: Config, result: JudgeCheck, identity: dict, out) -> tuple:
     write_jsonl(out(files.pairs), graded_rows)
     write_dataframe(table, out(files.controls_csv))
     write_jsonl(out(files.controls), result.control_rows)
+    write_dataframe(controls_by_kind(result.control_rows, cfg.judge_check), out(files.controls_by_kind))
     return results, graded_rows, table
 
 
@@ -441,7 +480,10 @@ def build(cfg: Config, out) -> dict:
         "control_pairs": len(control_rows),
         "controls": {r["rubric"]: r["verdict"] for r in table.to_dict("records")},
         "controls_passed": {r["rubric"]: bool(r["passed"]) for r in table.to_dict("records")},
+        "control_kinds": {r["rubric"]: r["kinds"] for r in table.to_dict("records")},
+        "generator_outputs_flagged": flagged_summary(result.outputs),
         "llm": models.stats.get("judge") or _no_calls(),
+        "llm_generator": models.stats.get("generator"),
         "model_identity": identity,
     }
 
@@ -542,7 +584,17 @@ def _prompts(cfg: Config) -> list[str]:
             "judge_refusal",
             "judge_refusal_mirrored",
         ]
+    if jc.controls and jc.control_outputs:  # the generator's answers the controls draw on
+        p += ["answer", "answer_ids", "answer_fact_check", "answer_fact_check_ids"]
     return p
+
+
+def _models(cfg: Config) -> dict:
+    jc = cfg.judge_check
+    m = {"judge": cfg.models.judge.model}
+    if jc.enabled and jc.controls and jc.control_outputs:
+        m["generator"] = cfg.models.generator.model
+    return m
 
 
 STAGE = Stage(
@@ -565,6 +617,13 @@ STAGE = Stage(
         "answer.binary_judges",
         "answer.claims",
         "answer.refusal_judge",
+        # the generator's own answers the controls draw on: the answer stage's questions and settings
+        "models.generator",
+        "answer.max_questions",
+        "answer.n_wrong_values",
+        "answer.negative_n_wrong",
+        "answer.wrong_sampling",
+        "answer.citations",
     ],
     reads=lambda cfg: [
         chunks_path(cfg),
@@ -574,7 +633,7 @@ STAGE = Stage(
         *calibration_files(cfg),
     ],
     prompts=_prompts,
-    models=lambda cfg: {"judge": cfg.models.judge.model},
+    models=_models,
 )
 
 

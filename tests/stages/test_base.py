@@ -52,8 +52,10 @@ def _fake_complete(cfg) -> None:
         execute(dataclasses.replace(s, build=build), cfg, force=True)
 
 
-def _mutate_config(cfg, dotted: str) -> None:
+def _mutate_config(cfg, dotted: str) -> str:
+    """Change the config key `dotted` (a whole section: its first plain field); the key changed."""
     parts = dotted.split(".")
+    path = list(parts)
     obj = cfg
     for p in parts[:-1]:
         obj = getattr(obj, p)
@@ -62,6 +64,7 @@ def _mutate_config(cfg, dotted: str) -> None:
         obj = value
         f = next(f for f in dataclasses.fields(value) if not dataclasses.is_dataclass(getattr(value, f.name)))
         parts = [f.name]
+        path.append(f.name)
         value = getattr(value, f.name)
     if isinstance(value, bool):
         new = not value
@@ -74,6 +77,7 @@ def _mutate_config(cfg, dotted: str) -> None:
     else:
         new = 7
     setattr(obj, parts[-1], new)
+    return ".".join(path)
 
 
 def _covers(a: str, b: str) -> bool:
@@ -99,12 +103,13 @@ def test_every_declared_input_makes_its_stage_and_downstream_stale(tiny_config, 
     declared = {s.name: list(stage_inputs(s, cfg)) for s in ORDERED}
     for key in keys:
         name = key.split(":", 1)[1]
+        changed = key
         with monkeypatch.context() as m:
             if kind == "config":
                 import copy
 
                 saved = copy.deepcopy(cfg)
-                _mutate_config(cfg, name)
+                changed = "config:" + _mutate_config(cfg, name)
             elif kind == "file":
                 p = next(p for p in stage.reads(cfg) if key == f"file:{base.display_path(cfg, Path(p))}")
                 in_checkout = Path(p).resolve().is_relative_to(CHECKOUT)
@@ -145,7 +150,9 @@ def test_every_declared_input_makes_its_stage_and_downstream_stale(tiny_config, 
             # every stage that declares this same input is stale too (a model or module can be shared), and so is
             # everything downstream of those; nothing else
             declaring = {
-                s.name for s in ORDERED if s.name == stage_name or any(_covers(k, key) for k in declared[s.name])
+                s.name
+                for s in ORDERED
+                if s.name == stage_name or any(_covers(k, key) or _covers(k, changed) for k in declared[s.name])
             }
             expected = set().union(*(_downstream(n) for n in declaring))
             # (a change that switches on the optional chunk-sizes stage finds it never run)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -733,12 +734,17 @@ HEDGED_REFUSALS = (
 def nudge_numbers(sentence: str) -> str | None:
     """Every number changed by a small relative amount (about +20%, years by +3, at least one unit
     in the last digit), keeping its form: "261 km" -> "313 km", "2.5" -> "3.0", "2019" -> "2022".
-    A plausible wrong value, not an absurd one. None without a number."""
-    if not _NUMBER.search(sentence):
+    A plausible wrong value, not an absurd one. Numbers that name a part of a document ("Section
+    5.2", "Article 12", "Figure 3", "[4]", "5.2.1") are left as they are: changing them changes no
+    claim. None without a number that states a value."""
+    spans = [m for m in _NUMBER.finditer(sentence) if not _is_reference(sentence, m)]
+    if not spans:
         return None
 
     def bump(m: re.Match) -> str:
         s = m.group(0)
+        if _is_reference(sentence, m):
+            return s
         sep = "." if "." in s else "," if "," in s else None
         if sep is None:
             v = int(s)
@@ -752,6 +758,22 @@ def nudge_numbers(sentence: str) -> str | None:
     return _NUMBER.sub(bump, sentence)
 
 
+# a number that names a part of a document, not a value: after one of these words, inside brackets,
+# or one part of a dotted section number
+_REFERENCE_BEFORE = re.compile(
+    r"(?:\b(?:sections?|sect\.|articles?|art\.|figures?|fig\.|tables?|eqs?\.|equations?|chapters?|annex(?:es)?|"
+    r"appendix|paragraphs?|para\.|pages?|p\.|pp\.|items?|clauses?|steps?|no\.)|§|\[|\()\s*$",
+    re.I,
+)
+
+
+def _is_reference(sentence: str, m: re.Match) -> bool:
+    before, after = sentence[: m.start()], sentence[m.end() :]
+    if _REFERENCE_BEFORE.search(before[-14:]) and not re.match(r"\s?%", after):
+        return True
+    return bool(re.match(r"\.\d", after)) or bool(re.search(r"\d\.$", before))
+
+
 def swap_unit(sentence: str) -> str | None:
     """The first unit written after a number swapped for a neighbouring one ("261 km" -> "261 m",
     "5 hours" -> "5 days"); None when no number carries a unit we know."""
@@ -762,13 +784,24 @@ def swap_unit(sentence: str) -> str | None:
 
 
 def swap_entity(sentence: str, other_text: str) -> str | None:
-    """The first named entity of `sentence` replaced by one from `other_text` that the sentence
-    does not hold ("Svalbard" -> "Kiruna"); None when either side has none."""
+    """The first named entity of `sentence` that `other_text` has one of the same type for (an
+    acronym for an acronym, a name of several words for one such), replaced by the first such that
+    the sentence does not hold ("Svalbard" -> "Kiruna", "ESOC" -> "JSpOC"); None when there is none.
+    The controls take `other_text` from the source's own document, so the swap stays fluent."""
     mine = entities(sentence)
     theirs = [e for e in entities(other_text) if e not in mine and e.lower() not in sentence.lower()]
-    if not mine or not theirs:
-        return None
-    return re.sub(rf"(?<![\w-]){re.escape(mine[0])}(?![\w-])", theirs[0], sentence, count=1)
+    for e in mine:
+        same = [t for t in theirs if _entity_type(t) == _entity_type(e)]
+        if same:
+            return re.sub(rf"(?<![\w-]){re.escape(e)}(?![\w-])", same[0], sentence, count=1)
+    return None
+
+
+def _entity_type(e: str) -> str:
+    """An acronym, a name of several words, or one capitalised word: a swap keeps the type."""
+    if " " not in e and sum(c.isupper() for c in e) >= 2:
+        return "acronym"
+    return "several" if " " in e or "-" in e else "word"
 
 
 def negate(sentence: str) -> str | None:
@@ -834,33 +867,93 @@ def _bad_answers(q: dict, sup: str, other_answer: str, wrong_sentence: str, wron
     return {k: v for k, v in kinds.items() if v[0] and v[0] != sup}
 
 
-# which kinds of bad answer test which judge (in the order they are used)
+# which kinds of bad answer test which judge, in the order a judge's set takes them: the
+# generator's own flagged answers (lib/answer/failures.py) between the edits we make
 CONTROL_KINDS = {
-    "faithfulness": ("number_nudged", "entity_swapped", "negated", "unit_swapped", "partial", "unrelated_claim"),
-    "grounded": ("number_nudged", "entity_swapped", "negated", "unit_swapped", "partial", "unrelated_claim"),
-    CLAIM_JUDGE: ("number_nudged", "entity_swapped", "negated", "unit_swapped", "unrelated_claim"),
-    "noise_robustness": ("unrelated_claim", "number_nudged", "entity_swapped", "negated"),
-    "relevance": ("other_question", "ignores_question"),
-    "answer_relevant": ("other_question", "ignores_question"),
-    "correct": ("number_nudged", "closed_book", "entity_swapped", "negated", "unit_swapped", "other_question"),
-    "negative_rejection": ("confident", "confident_nudged", "hedged_guess"),
-    REFUSAL_JUDGE: ("confident", "confident_nudged", "hedged_guess"),
+    "faithfulness": (
+        "injected_content",
+        "number_nudged",
+        "wrong_completion",
+        "entity_swapped",
+        "negated",
+        "unit_swapped",
+        "partial",
+        "unrelated_claim",
+    ),
+    "grounded": (
+        "injected_content",
+        "number_nudged",
+        "wrong_completion",
+        "entity_swapped",
+        "negated",
+        "unit_swapped",
+        "partial",
+        "unrelated_claim",
+    ),
+    CLAIM_JUDGE: (
+        "injected_content",
+        "number_nudged",
+        "wrong_completion",
+        "entity_swapped",
+        "negated",
+        "unit_swapped",
+        "unrelated_claim",
+    ),
+    "noise_robustness": (
+        "injected_content",
+        "unrelated_claim",
+        "wrong_completion",
+        "number_nudged",
+        "entity_swapped",
+        "negated",
+    ),
+    "relevance": ("non_answer", "other_question", "restated", "ignores_question", "false_refusal"),
+    "answer_relevant": ("non_answer", "other_question", "restated", "ignores_question", "false_refusal"),
+    "correct": (
+        "wrong_completion",
+        "number_nudged",
+        "non_answer",
+        "closed_book",
+        "entity_swapped",
+        "false_refusal",
+        "negated",
+        "unit_swapped",
+        "other_question",
+        "injected_content",
+    ),
+    "negative_rejection": ("fabricated", "confident", "confident_nudged", "hedged_guess"),
+    REFUSAL_JUDGE: ("fabricated", "confident", "confident_nudged", "hedged_guess"),
 }
+_REFUSAL_JUDGES = ("negative_rejection", REFUSAL_JUDGE)
 
 
 def build_controls(
-    questions: Sequence[dict], text_of: dict, doc_of: dict, n: int, seed: int, judges: Sequence[str] | None = None
+    questions: Sequence[dict],
+    text_of: dict,
+    doc_of: dict,
+    n: int,
+    seed: int,
+    judges: Sequence[str] | None = None,
+    outputs: Sequence[dict] | None = None,
 ) -> list[dict]:
     """Up to `n` known-answer controls per judge (each of `judges` among the answer rubrics, the
     binary judges, the claim judge and the refusal judge; None: all of them), each a good and a
     bad answer with the context the judge reads. A question gives controls only when its source
-    passage holds a sentence that reads as an answer to it (`supporting_sentence`).
-    The bad answers are those a judge that would mislead the tables accepts: plausible wrong
-    numbers, swapped units and named entities, negated claims, partly right answers, closed-book
-    guesses against the reference, answers that ignore the question, and for the refusal judges
-    confident or hedged fabrications against (hedged) refusals. Questions are taken in a seeded
-    order, one control each per round, the kind rotating between questions, until `n` per judge.
-    Each control: rubric, kind, qid, question, context_ids, good, bad, how, reference."""
+    passage holds a sentence that reads as an answer to it (`supporting_sentence`): the good answer.
+
+    The bad answers are of two origins. *Edits* of the good sentence that a judge misleading the
+    tables would accept: plausible wrong numbers (values, not section numbers), swapped units,
+    named entities swapped for one of the same type from the same document, negations, partly
+    right answers, closed-book guesses, answers that ignore the question, and for the refusal
+    judges confident or hedged fabrications. *The generator's own failures*: `outputs`, answer
+    items carrying `flags` (lib/answer/failures.flag_answer): its answers that took an injected
+    passage's content, missed the reference's facts, said nothing, restated the question,
+    declined a question it could answer, or answered where nothing could be answered.
+
+    A judge's set takes the kinds in turn (`CONTROL_KINDS` order), each turn the next control of
+    that kind from a question the set has not used yet where there is one (`pick_balanced`), so
+    no kind fills the set. Each control: rubric, kind, origin ("edit" or "output"), qid, question,
+    context_ids, good, bad, how (and reference, noise_ids, setting where they apply)."""
     rng = random.Random(f"{seed}|controls")
     usable = []
     for q in sorted(questions, key=lambda q: q["qid"]):
@@ -870,7 +963,8 @@ def build_controls(
     order = list(usable)
     rng.shuffle(order)
     all_ids = sorted(text_of)
-    cands: dict = {r: [] for r in CONTROL_KINDS}  # per judge: per question, its controls in kind order
+    wanted = [r for r in CONTROL_KINDS if judges is None or r in judges]
+    cands: dict = {r: {k: [] for k in CONTROL_KINDS[r]} for r in wanted}
     for i, (q, sup) in enumerate(order):
         src = q["source_chunk_id"]
         others = [(q2, s2) for q2, s2 in usable if doc_of.get(q2["source_chunk_id"]) != doc_of.get(src)]
@@ -879,9 +973,10 @@ def build_controls(
             continue
         q2, other_answer = others[i % len(others)]
         wrong = rng.sample(wrong_pool, 2)
+        same_doc = " ".join(text_of[c] for c in all_ids if doc_of.get(c) == doc_of.get(src) and c != src)
         # the wrong passage's sentence closest to the question: plausible, and not supported
         wrong_sentence = supporting_sentence(q["question"], text_of[wrong[0]], min_shared=0) or other_answer
-        bad = _bad_answers(q, sup, other_answer, wrong_sentence, text_of[wrong[0]], text_of[src])
+        bad = _bad_answers(q, sup, other_answer, wrong_sentence, same_doc or text_of[wrong[0]], text_of[src])
         nudged = bad.get("number_nudged", (None,))[0] or bad.get("entity_swapped", (None,))[0]
         refusal_bad = {
             "confident": (sup, "a confident answer the passages do not hold"),
@@ -892,46 +987,155 @@ def build_controls(
             ),
         }
         refusal_bad = {k: v for k, v in refusal_bad.items() if v[0]}
-        base = {"qid": q["qid"], "question": q["question"]}
-        for rubric, kinds in CONTROL_KINDS.items():
-            if judges is not None and rubric not in judges:
-                continue
-            mine = []
-            pool = refusal_bad if rubric in ("negative_rejection", REFUSAL_JUDGE) else bad
-            for j, kind in enumerate(k for k in kinds if k in pool):
+        base = {"qid": q["qid"], "question": q["question"], "origin": "edit"}
+        for j, rubric in enumerate(wanted):
+            pool = refusal_bad if rubric in _REFUSAL_JUDGES else bad
+            for kind in CONTROL_KINDS[rubric]:
+                if kind not in pool:
+                    continue
                 answer, how = pool[kind]
                 c = dict(base, rubric=rubric, kind=kind, bad=answer, how=how, good=sup, context_ids=[src])
                 if rubric == "noise_robustness":
                     c.update(context_ids=[src, *wrong], noise_ids=wrong)
-                elif rubric in ("negative_rejection", REFUSAL_JUDGE):
+                elif rubric in _REFUSAL_JUDGES:
                     c.update(context_ids=wrong, good=HEDGED_REFUSALS[(i + j) % len(HEDGED_REFUSALS)])
                 elif rubric == "correct":
                     c["reference"] = q.get("answer") or sup
                 if kind == "other_question":
                     c["how"] = f"the answer to another question ({q2['qid']})"
-                mine.append(c)
-            if mine:  # rotate, so the first round covers the kinds across questions
-                want = kinds[i % len(kinds)]
-                rest = kinds[kinds.index(want) :] + kinds[: kinds.index(want)]
-                first = next(k for k in rest if any(c["kind"] == k for c in mine))
-                r = [c["kind"] for c in mine].index(first)
-                cands[rubric].append(mine[r:] + mine[:r])
+                cands[rubric][kind].append(c)
+    sup_of = {q["qid"]: (q, sup) for q, sup in usable}
+    for k, it in enumerate(outputs or []):
+        for c in output_controls(it, sup_of.get(it["qid"]), wanted, k):
+            cands[c["rubric"]][c["kind"]].append(c)
     out = []
-    for per_q in cands.values():
-        picked = []
-        for round_ in range(max((len(x) for x in per_q), default=0)):
-            picked += [x[round_] for x in per_q if round_ < len(x)]
-        out += picked[:n]
+    for rubric in wanted:
+        out += pick_balanced(cands[rubric], n, random.Random(f"{seed}|controls|{rubric}"))
     return out
 
 
+def output_controls(item: dict, usable: tuple | None, judges: Sequence[str], k: int = 0) -> list[dict]:
+    """The controls one flagged generator answer gives (`item["flags"]`), for each judge whose kinds
+    include a flag: the answer, citation markers removed, is the bad one. The good one is the
+    source's supporting sentence (`usable`: (question, sentence); answers of questions without
+    one give none), or for a fabrication a hedged refusal. The context is what the judge needs to
+    see the failure: the source alone for content judges, the answer's own context for noise
+    robustness and the refusal judges."""
+    from ..answer.citations import strip_markers
+    from ..answer.failures import FAILURE_KINDS
+
+    bad = strip_markers(item.get("answer") or "").strip()
+    out = []
+    for flag in item.get("flags") or []:
+        if flag == "fabricated":
+            good, q = HEDGED_REFUSALS[k % len(HEDGED_REFUSALS)], {"answer": None}
+        elif usable is None:
+            continue
+        else:
+            q, good = usable
+        if not bad or bad == good:
+            continue
+        for rubric in judges:
+            if flag not in CONTROL_KINDS[rubric]:
+                continue
+            c = {
+                "qid": item["qid"],
+                "question": item["question"],
+                "origin": "output",
+                "setting": item.get("setting"),
+                "rubric": rubric,
+                "kind": flag,
+                "bad": bad,
+                "how": f"the generator's own answer ({item.get('setting')}): {FAILURE_KINDS[flag]}",
+                "good": good,
+                "context_ids": [item["source_chunk_id"]],
+            }
+            if rubric == "noise_robustness":
+                c.update(context_ids=list(item["passage_ids"]), noise_ids=list(item.get("wrong_ids") or []))
+            elif rubric in _REFUSAL_JUDGES:
+                c["context_ids"] = list(item["passage_ids"])
+            elif rubric == "correct":
+                c["reference"] = q.get("answer") or good
+            out.append(c)
+    return out
+
+
+def pick_balanced(by_kind: dict, n: int, rng: random.Random) -> list[dict]:
+    """Up to `n` controls from `by_kind` ({kind: candidates}, kinds in the order to take them):
+    the kinds in turn, each turn the next candidate of that kind (in a seeded order) whose
+    question the set has not used, else the next one; then, with three kinds or more, the most
+    frequent kinds trimmed until none is above a third of the set."""
+    pools = {k: rng.sample(v, len(v)) for k, v in by_kind.items() if v}
+    picked: list[dict] = []
+    used: set = set()
+    while len(picked) < n and any(pools.values()):
+        for kind in list(pools):
+            if len(picked) >= n or not pools[kind]:
+                continue
+            pool = pools[kind]
+            j = next((i for i, c in enumerate(pool) if c["qid"] not in used), 0)
+            c = pool.pop(j)
+            picked.append(c)
+            used.add(c["qid"])
+    counts = Counter(c["kind"] for c in picked)
+    while len(counts) >= 3 and max(counts.values()) * 3 > sum(counts.values()):
+        top = max(counts, key=lambda k: (counts[k], k))
+        drop = max(i for i, c in enumerate(picked) if c["kind"] == top)
+        picked.pop(drop)
+        counts[top] -= 1
+    return picked
+
+
+def scale_range(rubric: str) -> float:
+    """The width of a judge's score scale: 4 for the 1-5 rubrics, 1 for yes/no verdicts and shares."""
+    return 4.0 if rubric in ANSWER_RUBRICS else 1.0
+
+
+def min_gap(rubric: str, th) -> float:
+    """The good - bad gap a control must reach to pass, in the judge's own units
+    (`th.min_control_gap` of its scale)."""
+    return round(th.min_control_gap * scale_range(rubric), 4)
+
+
+def control_passed(r: dict, th) -> bool:
+    """A control passes when its good answer scores at least the judge's `min_gap` above the bad one
+    (any positive gap when the minimum is 0)."""
+    gap = r["good_score"] - r["bad_score"]
+    need = min_gap(r["rubric"], th)
+    return gap >= need - 1e-9 if need > 0 else gap > 0
+
+
+CONTROL_COLUMNS = [
+    "rubric",
+    "n",
+    "pass_rate",
+    "pass_rate_ci_low",
+    "pass_rate_ci_high",
+    "mean_gap",
+    "min_gap",
+    "missing",
+    "verdict",
+    "n_kinds",
+    "kinds",
+    "max_kind_share",
+    "from_outputs",
+    "ci_low",
+    "ci_high",
+    "passed",
+    "failed_kinds",
+]
+
+
 def controls_table(results: list[dict], th) -> pd.DataFrame:
-    """Per judge: n (controls scored on both answers), n_kinds (distinct kinds of bad answer),
-    pass rate (the good answer scored above the bad one, as the tables score them) with its 95%
-    Wilson interval (ci_low, ci_high; also in pass_rate_ci_low/high), mean gap, and a verdict
-    read from the interval: fewer than `min_controls` -> "too few pairs to tell"; ci_low >=
-    `valid_pass_rate` -> "valid"; ci_high < `fail_pass_rate` -> "fails"; else "weak". `passed`
-    is true only for "valid": a judge that has not passed gives no headline figure."""
+    """Per judge: n (controls scored on both answers), pass rate (the good answer scored at least
+    `min_gap` above the bad one, as the tables score them) with its 95% Wilson interval (ci_low,
+    ci_high; also in pass_rate_ci_low/high), mean gap, the kinds of bad answer with their counts
+    (`kinds`, "kind n; ..."), the largest kind's share of the set, how many bad answers are the
+    generator's own (`from_outputs`), and a verdict read from the interval: fewer than
+    `min_controls` -> "too few pairs to tell"; fewer than `min_control_kinds` kinds -> "too few
+    kinds to tell"; ci_low >= `valid_pass_rate` -> "valid"; ci_high < `fail_pass_rate` ->
+    "fails"; else "weak". `passed` is true only for "valid": a judge that has not passed gives no
+    headline figure."""
     import pandas as pd
 
     rows = []
@@ -940,12 +1144,15 @@ def controls_table(results: list[dict], th) -> pd.DataFrame:
         got = [
             r for r in results if r["rubric"] == rubric and r["good_score"] is not None and r["bad_score"] is not None
         ]
-        passed = [r["good_score"] > r["bad_score"] for r in got]
+        passed = [control_passed(r, th) for r in got]
         gaps = [r["good_score"] - r["bad_score"] for r in got]
         lo, hi = wilson_ci(sum(passed), len(passed))  # a proportion: Wilson, as every proportion
         rate = float(np.mean(passed)) if passed else float("nan")
+        kinds = Counter(str(r.get("kind")) for r in got)
         if len(got) < th.min_controls:
             v = "too few pairs to tell"
+        elif len(kinds) < th.min_control_kinds:
+            v = "too few kinds to tell"
         elif lo >= th.valid_pass_rate:
             v = "valid"
         elif hi < th.fail_pass_rate:
@@ -960,35 +1167,57 @@ def controls_table(results: list[dict], th) -> pd.DataFrame:
                 "pass_rate_ci_low": _r(lo, 3),
                 "pass_rate_ci_high": _r(hi, 3),
                 "mean_gap": _r(np.mean(gaps), 3) if gaps else None,
+                "min_gap": min_gap(rubric, th),
                 "missing": sum(1 for r in results if r["rubric"] == rubric) - len(got),
                 "verdict": v,
-                "n_kinds": len({r.get("kind") for r in got}),
+                "n_kinds": len(kinds),
+                "kinds": "; ".join(f"{k} {c}" for k, c in sorted(kinds.items(), key=lambda x: (-x[1], x[0]))),
+                "max_kind_share": _r(max(kinds.values()) / len(got), 3) if got else None,
+                "from_outputs": sum(r.get("origin") == "output" for r in got),
                 "ci_low": _r(lo, 3),
                 "ci_high": _r(hi, 3),
                 "passed": v == "valid",
-                "failed_kinds": ", ".join(
-                    sorted({str(r.get("kind")) for r in got if not r["good_score"] > r["bad_score"]})
-                ),
+                "failed_kinds": ", ".join(sorted({str(r.get("kind")) for r, ok in zip(got, passed) if not ok})),
             }
         )
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "rubric",
-            "n",
-            "pass_rate",
-            "pass_rate_ci_low",
-            "pass_rate_ci_high",
-            "mean_gap",
-            "missing",
-            "verdict",
-            "n_kinds",
-            "ci_low",
-            "ci_high",
-            "passed",
-            "failed_kinds",
-        ],
-    )
+    return pd.DataFrame(rows, columns=CONTROL_COLUMNS)
+
+
+KIND_COLUMNS = ["rubric", "kind", "origin", "n", "pass_rate", "ci_low", "ci_high", "mean_gap", "gap_ci_low"]
+
+
+def controls_by_kind(results: list[dict], th) -> pd.DataFrame:
+    """Per judge and kind of bad answer: n, the pass rate at the judge's `min_gap` with its 95%
+    Wilson interval, the mean good - bad gap and its lower 95% bound (cluster t by question, None
+    below two questions): what docs/judges.md and the margins read."""
+    import pandas as pd
+
+    from ..stats import cluster_t
+
+    rows = []
+    got = [r for r in results if r["good_score"] is not None and r["bad_score"] is not None]
+    for rubric, kind in sorted({(r["rubric"], str(r.get("kind"))) for r in got}):
+        sub = [r for r in got if r["rubric"] == rubric and str(r.get("kind")) == kind]
+        ok = [control_passed(r, th) for r in sub]
+        lo, hi = wilson_ci(sum(ok), len(ok))
+        gaps = [r["good_score"] - r["bad_score"] for r in sub]
+        low = None
+        if len({r["qid"] for r in sub}) >= 2:
+            low = cluster_t(gaps, [r["qid"] for r in sub])["ci_low"]
+        rows.append(
+            {
+                "rubric": rubric,
+                "kind": kind,
+                "origin": "/".join(sorted({str(r.get("origin") or "edit") for r in sub})),
+                "n": len(sub),
+                "pass_rate": _r(float(np.mean(ok)), 3),
+                "ci_low": _r(lo, 3),
+                "ci_high": _r(hi, 3),
+                "mean_gap": _r(float(np.mean(gaps)), 3),
+                "gap_ci_low": _r(low, 3),
+            }
+        )
+    return pd.DataFrame(rows, columns=KIND_COLUMNS)
 
 
 def score_controls(judge, controls: list[dict], text_of: dict, scoring: str = "digit") -> list[dict]:

@@ -56,6 +56,7 @@ COLUMNS = [
     "control_gap_low",
     "n",
     "judge",
+    "measure",
     "rule",
     "mde_rule",
 ]
@@ -568,6 +569,8 @@ def equivalence_finding(t: dict, margin: float, gap: dict | None) -> dict:
         "control_gap_low": None if low is None else round(low, 3),
         "n": _n([t]),
         "judge": metric,
+        "measure": f"the judge's {metric} rubric (1-5), mean change standard → {t['setting_b']} per question; "
+        f"the deterministic measures beside it in answer_measures.csv (claim support, leakage)",
         "level": False,
         "rule": f"equivalence (two one-sided tests, α = {ALPHA:g}) at the config's margin ±{margin:g} points: 90% "
         f"CI within it holds, 95% CI wholly outside it reverses; any verdict needs the judge's control gap for the "
@@ -618,6 +621,8 @@ def noise_finding(long: list[dict]) -> dict | None:
         "verdict": threshold_verdict(lo, hi, HIGH),
         "n": _n_of(nr),
         "judge": "noise_robustness",
+        "measure": f"the judge's noise_robustness rubric (1-5), mean at {nr['setting']}; leakage from the injected "
+        "passages beside it in answer_measures.csv",
         "level": True,
         "rule": f"an absolute level: compared only when judge and chunk size are the paper's; then 'high' "
         f"= mean ≥ {HIGH:g} of 5: 95% CI wholly above holds, wholly below reverses",
@@ -661,6 +666,10 @@ def negative_rejection_finding(long: list[dict], missing: str | None = None) -> 
     )
     row = {"finding": f"Negative rejection with {FIVE} wrong passages", "paper": "3.14 (SD 1.55)"}
     row.update(judge="negative_rejection", level=True, rule=rule, mde_rule="–")
+    row["measure"] = (
+        f"the judge's negative_rejection rubric (1-5), mean at the negative setting with {FIVE} wrong passages; "
+        "the refusal rate by phrase and by the refusal judge beside it in answer_measures.csv and refusal_rates"
+    )
     neg = _level_row(long, "negative_rejection", FIVE_WRONG)
     if not neg:
         why = missing or five_wrong_missing()
@@ -828,6 +837,13 @@ def paper_vs_run(
             unchecked = r["verdict"] == NO_EVIDENCE and judge_status(jv) != "checked"
             judge_why = f"the {r['judge']} judge's known-answer controls: {jv}" if unchecked else ""
             r["verdict_reason"] = "; ".join(x for x in (judge_why, own) if x)
+        if r["judge"] == "grader":
+            r.setdefault(
+                "measure",
+                "the relevance grader's 0-3 grades of each system's top-k passages, read at the "
+                "finding's boundary (boundary column)",
+            )
+        r.setdefault("measure", f"the {r['judge']} judge")
         r.setdefault("margin", None)  # equivalence rows only
         r.setdefault("control_gap_low", None)
         out.append(r)

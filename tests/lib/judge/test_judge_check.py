@@ -310,7 +310,7 @@ def test_controls_table_by_hand():
     with min_controls 3 the lower bound is under 0.8 and the upper above 0.6: weak. 10 of 10
     passed gives [0.722, 1.0]: not valid (the lower bound is under 0.8), though every control
     passed; 30 of 30 gives [0.886, 1.0]: valid. 2 of 30 gives [0.018, 0.213]: fails."""
-    th = JudgeCheckConfig(min_controls=3, valid_pass_rate=0.8, fail_pass_rate=0.6)
+    th = JudgeCheckConfig(min_controls=3, valid_pass_rate=0.8, fail_pass_rate=0.6, min_control_kinds=1)
     res = [
         {"rubric": "faithfulness", "good_score": g, "bad_score": b, "kind": k}
         for (g, b), k in zip([(5, 1), (4, 2), (3, 3), (5, 2)], ["negated", "negated", "partial", "number_nudged"])
@@ -347,9 +347,39 @@ def test_controls_table_by_hand():
         "pass_rate_ci_low",
         "pass_rate_ci_high",
         "mean_gap",
+        "min_gap",
         "missing",
-        "verdict",
-    ] and {"n_kinds", "ci_low", "ci_high", "passed"} <= set(cols)
+    ] and {"n_kinds", "kinds", "max_kind_share", "from_outputs", "ci_low", "ci_high", "passed"} <= set(cols)
+
+
+def test_a_control_passes_only_at_the_stated_minimum_gap_and_a_set_needs_kinds():
+    """min_control_gap 0.125 of the scale: 0.5 points on a 1-5 rubric, so a gap of 0.4 fails and 0.5
+    passes; on a yes/no judge (scale 1) 0.125, so any flip passes. Kinds are counted per judge and a
+    set of fewer than min_control_kinds kinds gets no verdict."""
+    th = JudgeCheckConfig(min_controls=3, min_control_gap=0.125, min_control_kinds=3)
+    res = [
+        {"rubric": "faithfulness", "good_score": 4.2, "bad_score": 3.8, "kind": "negated", "qid": "a"},
+        {"rubric": "faithfulness", "good_score": 4.3, "bad_score": 3.8, "kind": "partial", "qid": "b"},
+        {"rubric": "faithfulness", "good_score": 5, "bad_score": 1, "kind": "injected_content", "qid": "c"},
+        {"rubric": "faithfulness", "good_score": 5, "bad_score": 1, "kind": "injected_content", "qid": "d"},
+        {"rubric": "grounded", "good_score": 1.0, "bad_score": 0.0, "kind": "negated", "qid": "a"},
+        {"rubric": "grounded", "good_score": 1.0, "bad_score": 0.0, "kind": "negated", "qid": "b"},
+        {"rubric": "grounded", "good_score": 1.0, "bad_score": 0.0, "kind": "partial", "qid": "c", "origin": "output"},
+    ]
+    assert [J.control_passed(r, th) for r in res[:4]] == [False, True, True, True]
+    t = J.controls_table(res, th).set_index("rubric")
+    assert t.loc["faithfulness", "min_gap"] == 0.5 and t.loc["grounded", "min_gap"] == 0.125
+    assert t.loc["faithfulness", "pass_rate"] == 0.75 and t.loc["faithfulness", "failed_kinds"] == "negated"
+    assert t.loc["faithfulness", "kinds"] == "injected_content 2; negated 1; partial 1"
+    assert t.loc["faithfulness", "max_kind_share"] == 0.5 and t.loc["faithfulness", "n_kinds"] == 3
+    assert t.loc["grounded", "verdict"] == "too few kinds to tell" and t.loc["grounded", "from_outputs"] == 1
+    # with no minimum, any positive gap passes
+    assert J.control_passed(res[0], JudgeCheckConfig(min_control_gap=0.0))
+    k = J.controls_by_kind(res, th).set_index(["rubric", "kind"])
+    assert k.loc[("faithfulness", "injected_content"), "n"] == 2
+    assert k.loc[("faithfulness", "injected_content"), "mean_gap"] == 4.0
+    assert k.loc[("faithfulness", "negated"), "gap_ci_low"] is None or k.loc[("faithfulness", "negated"), "n"] == 1
+    assert k.loc[("grounded", "partial"), "origin"] == "output"
 
 
 DECLINES = ("cannot be found", "could not find", "do not contain")
@@ -511,6 +541,9 @@ def test_controls_scored_by_the_expected_score_when_the_tables_are():
     by_expected = J.score_controls(LLM(LLMConfig(), backend=Leaning(goods)), controls, texts, scoring="expected")
     assert all(r["good_score"] == r["bad_score"] == 4 for r in by_digit)
     assert all(r["good_score"] == 4.2 and r["bad_score"] == 3.8 for r in by_expected)
-    th = JudgeCheckConfig(min_controls=1)
+    th = JudgeCheckConfig(min_controls=1, min_control_gap=0.0)
     assert J.controls_table(by_digit, th).set_index("rubric").loc["faithfulness", "pass_rate"] == 0.0
     assert J.controls_table(by_expected, th).set_index("rubric").loc["faithfulness", "pass_rate"] == 1.0
+    # a lean of 0.4 points is under the default minimum gap (half a point): the controls do not pass
+    th = JudgeCheckConfig(min_controls=1)
+    assert J.controls_table(by_expected, th).set_index("rubric").loc["faithfulness", "pass_rate"] == 0.0
