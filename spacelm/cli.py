@@ -81,9 +81,16 @@ def cmd_status(args) -> int:
         if state == "stale":
             shown = r["changed"][:3] + ([f"… {len(r['changed']) - 3} more"] if len(r["changed"]) > 3 else [])
             state = "stale: " + ", ".join(shown)
+        elif r.get("from_manifest"):
+            state = "up to date (from the committed manifest)"
         print(f"  {r['stage']:<{width}}  {state}")
     todo = [r["stage"] for r in rows if r["would_recompute"]]
     print("a run would recompute: " + (", ".join(todo) if todo else "nothing (every stage is up to date)"))
+    if any(r.get("from_manifest") for r in rows):
+        print(
+            "  (a stage up to date from the committed manifest has no stamp here: the notebooks read its "
+            "outputs as committed, `spacelm run` recomputes it; docs/notebooks.md)"
+        )
     from .config.validate import check_stage_needs
     from .stages import stages_for
 

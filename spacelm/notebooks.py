@@ -4,7 +4,10 @@
 `spacelm run` writes `results/<run>/config.resolved.yaml` (overrides applied) and executes
 every notebook with ``$SPACELM_CONFIG`` pointing at it and ``$SPACELM_REUSE_ONLY`` set, so a
 notebook shows exactly that run's results and never recomputes a stage with other settings.
-The committed notebooks stay without outputs."""
+A notebook opened by hand from `results/<run>/notebooks/` finds that run's resolved config
+itself and is reuse-only too unless recomputing is allowed (``$SPACELM_RECOMPUTE=1`` or
+``notebook_config(recompute=True)``; docs/notebooks.md). The committed notebooks stay without
+outputs."""
 
 from __future__ import annotations
 
@@ -18,6 +21,10 @@ from .lib import names
 
 log = logging.getLogger("spacelm")
 RESOLVED_NAME = "config.resolved.yaml"
+# beside it, only when the public copy had to hide a machine path or a credential: the config
+# as this machine ran it (git-ignored), which notebooks read in its place
+LOCAL_RESOLVED_NAME = ".config.resolved.local.yaml"
+RECOMPUTE_ENV = "SPACELM_RECOMPUTE"  # "1": a notebook reading a run folder may recompute stages
 
 
 PROJECT_NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -34,21 +41,42 @@ def notebook_dir(cfg: Config) -> Path:
 
 def write_resolved_config(cfg: Config) -> Path:
     """`results/<run>/config.resolved.yaml`: the run's config with every override applied;
-    paths stay as written (relative ones resolve against `project_root`)."""
+    paths stay as written (relative ones resolve against `project_root`). A path outside the
+    project that the config gives absolute (`--set paths.processed_dir=/tmp/x`) is written
+    `<outside the project>/x`, and credentials as ***; the config as given then goes to a
+    git-ignored `.config.resolved.local.yaml` beside it, which the notebooks read instead."""
     import yaml
 
     from .lib.io import write_text
+    from .stages.provenance import machine_free
 
     path = cfg.run_dir / RESOLVED_NAME
+    local = path.parent / LOCAL_RESOLVED_NAME
     data = cfg.to_dict()
+    public = machine_free(data, cfg)
     if cfg.root:
         data = {"project_root": os.path.relpath(cfg.root, path.parent), **data}
+        public = {"project_root": data["project_root"], **public}
     header = (
         f"# The resolved config of run '{cfg.run_name}' (from {cfg.source}, overrides applied).\n"
         "# `spacelm run --config` this file reproduces the run; its notebooks were executed against it.\n"
     )
-    write_text(path, header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    if public != data:
+        header += (
+            f"# Machine paths and credentials are hidden here; this machine's copy is {LOCAL_RESOLVED_NAME}\n"
+            "# (not committed): set the hidden values again with --set to reproduce the run elsewhere.\n"
+        )
+        write_text(local, header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    else:
+        local.unlink(missing_ok=True)
+    write_text(path, header + yaml.safe_dump(public, sort_keys=False, allow_unicode=True))
     return path
+
+
+def readable_config(resolved: Path) -> Path:
+    """The file to load for a run's resolved config: this machine's copy when there is one."""
+    local = Path(resolved).parent / LOCAL_RESOLVED_NAME
+    return local if Path(resolved).name == RESOLVED_NAME and local.is_file() else Path(resolved)
 
 
 def execute_notebook(
@@ -64,7 +92,7 @@ def execute_notebook(
 
     nb = nbformat.read(src, as_version=4)
     saved = {k: os.environ.get(k) for k in ("SPACELM_CONFIG", REUSE_ONLY_ENV)}
-    os.environ["SPACELM_CONFIG"] = str(Path(config_file).resolve())
+    os.environ["SPACELM_CONFIG"] = str(readable_config(Path(config_file)).resolve())
     if reuse_only:
         os.environ[REUSE_ONLY_ENV] = "1"
     else:
@@ -104,19 +132,84 @@ def execute_notebooks(cfg: Config, config_file: Path) -> list[str]:
     return done
 
 
-def notebook_config(default: str = "configs/quick.yaml") -> Config:
-    """The config a notebook runs with: $SPACELM_CONFIG (set by `spacelm run`), else `default`
-    found from the current folder or its parents (so the notebook also runs by hand)."""
+def find_resolved_config(start: Path | None = None) -> Path | None:
+    """The `config.resolved.yaml` of the run folder holding `start` (default: the current
+    folder): looked for in `start` and its parents up to the run folder (`results/<run>/`,
+    the folder holding a manifest) or the project root, whichever comes first."""
+    here = Path(start or Path.cwd()).resolve()
+    for d in [here, *here.parents]:
+        if (d / RESOLVED_NAME).is_file():
+            return d / RESOLVED_NAME
+        if (d / names.MANIFEST).is_file() or (d / "configs").is_dir() or d.parent.name == "results":
+            return None
+    return None
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def notebook_config(default: str = "configs/quick.yaml", recompute: bool | None = None) -> Config:
+    """The config a notebook runs with, said on stderr:
+
+    1. ``$SPACELM_CONFIG`` (set by `spacelm run`, which also makes the notebook reuse-only);
+    2. else the `config.resolved.yaml` of the run folder the notebook sits in (opened from
+       `results/<run>/notebooks/`): that run, reuse-only — a stage whose outputs are not the
+       run's raises instead of calling a model — unless `recompute` is true or
+       ``$SPACELM_RECOMPUTE=1``;
+    3. else `default`, found from the current folder or its parents (a notebook opened from
+       the project's `notebooks/` folder), which may compute.
+
+    A resolved config's relative `project_root` resolves from the file's own folder."""
     from .config import load_config
+    from .stages.base import REUSE_ONLY_ENV
 
     env = os.environ.get("SPACELM_CONFIG")
-    if env:
-        return load_config(env)
     here = Path.cwd().resolve()
+    if env:
+        cfg = load_config(env)
+        _say_config(Path(env), cfg, reuse_only=bool(os.environ.get(REUSE_ONLY_ENV)))
+        return cfg
+    resolved = find_resolved_config(here)
+    if resolved is not None:
+        cfg = load_config(readable_config(resolved))
+        allow = recompute if recompute is not None else _truthy(os.environ.get(RECOMPUTE_ENV))
+        if allow:
+            os.environ.pop(REUSE_ONLY_ENV, None)
+        else:
+            os.environ[REUSE_ONLY_ENV] = "1"
+        _say_config(resolved, cfg, reuse_only=not allow)
+        return cfg
     for d in [here, *here.parents]:
         if (d / default).is_file():
-            return load_config(d / default)
-    raise FileNotFoundError(f"no {default} found above {here}; set SPACELM_CONFIG to a config file")
+            cfg = load_config(d / default)
+            if recompute is False:
+                os.environ[REUSE_ONLY_ENV] = "1"
+            _say_config(d / default, cfg, reuse_only=bool(os.environ.get(REUSE_ONLY_ENV)))
+            return cfg
+    raise FileNotFoundError(
+        f"no {RESOLVED_NAME} in a run folder above {here} and no {default} found above it; "
+        "set SPACELM_CONFIG to a config file"
+    )
+
+
+def _say_config(path: Path, cfg: Config, reuse_only: bool) -> None:
+    """One line on stderr naming the config read (relative to the current folder, so an
+    executed notebook holds no machine path) and whether stages may be recomputed."""
+    import sys
+
+    try:
+        shown = os.path.relpath(Path(path).resolve(), Path.cwd().resolve())
+    except ValueError:
+        shown = Path(path).name
+    mode = (
+        f"reuse-only: reads what the run wrote, no model call (set {RECOMPUTE_ENV}=1 to allow recomputing)"
+        if reuse_only
+        else "stages not up to date are recomputed (model calls)"
+    )
+    msg = f"spacelm: config {shown} (run '{cfg.run_name}'); {mode}"
+    log.info(msg)
+    print(msg, file=sys.stderr)
 
 
 def describe_stage(cfg: Config, name: str, summary: dict | None = None) -> str:

@@ -11,11 +11,12 @@ import logging
 import time
 
 from .config import Config
+from .lib.names import MANIFEST
 from .lib.records import StageSummary
 from .stages import BY_NAME, LAST, STAGES, stages_for
 from .stages.base import execute, freshness, stage_inputs
 from .stages.lock import folder_locks
-from .stages.manifest import Manifest
+from .stages.manifest import Manifest, output_hashes
 
 log = logging.getLogger("spacelm")
 
@@ -51,6 +52,7 @@ def run_stages(cfg: Config, upto: str | None = None, force: bool = False, manife
     if upto is not None and upto in names:
         names = names[: names.index(upto) + 1]
     check_before_run(cfg, names)  # before the manifest is written and any model loads
+    # `spacelm run` starts the run's manifest; a one-stage command merges what it computes into it
     manifest = manifest or Manifest(cfg, command=upto or "run")
     results = {}
     for stage in (s for s in stages_for(cfg) if s is not LAST):  # the report: run_all, `spacelm report`
@@ -61,11 +63,12 @@ def run_stages(cfg: Config, upto: str | None = None, force: bool = False, manife
         summary = execute(stage, cfg, force=force and (upto is None or stage.name == upto))
         summary["wall_seconds"] = round(time.perf_counter() - t0, 3)
         typed = StageSummary.from_dict(summary)  # the fields every stage's summary may hold, by name
-        if typed.model_identity:
-            manifest.record_model(stage.name, typed.model_identity)
-        manifest.record_stage(stage.name, summary)
-        if typed.get("corpus_list"):  # which listed corpus (name, list sha256) the run measured
-            manifest.data["corpus_list"] = typed.get("corpus_list")
+        if manifest.keeps(summary):  # a one-stage command records only the stages it computed
+            if typed.model_identity:
+                manifest.record_model(stage.name, typed.model_identity)
+            if typed.get("corpus_list"):  # which listed corpus (name, list sha256) the run measured
+                manifest.data["corpus_list"] = typed.get("corpus_list")
+            manifest.record_stage(stage.name, summary, outputs=output_hashes(stage, cfg))
         results[stage.name] = summary
         if stage.name == "chunk" and isinstance(typed.get("chunks"), int):
             check_corpus_size(cfg, typed.get("chunks"))  # before synth's model calls
@@ -117,16 +120,38 @@ def run_all(cfg: Config, force: bool = False, notebooks: bool = True, wait: bool
 def status(cfg: Config) -> list[dict]:
     """One row per stage: state ("up to date", "stale", "never run"), the inputs that changed,
     and whether a run would recompute it (its own inputs changed, or a stage it reads from will
-    be recomputed). Loads no model."""
+    be recomputed). Loads no model.
+
+    A stage with no stamp (stamps are never committed, so a fresh clone has none) is read from
+    the run's manifest: up to date when its recorded outputs are there with their recorded
+    hashes and its config is unchanged (`from_manifest` is then true). `spacelm run` still
+    recomputes such a stage, having no stamp for it (so the committed run can be re-made cold);
+    notebooks reading the run folder reuse it."""
+    from .stages.base import committed_state
+    from .stages.provenance import read_manifest
+
+    data = read_manifest(cfg.run_dir / MANIFEST)
     rows, recompute = [], set()
     for stage in stages_for(cfg):
-        state, reasons = freshness(stage, cfg, stage_inputs(stage, cfg))
+        inputs = stage_inputs(stage, cfg)
+        state, reasons = freshness(stage, cfg, inputs)
+        from_manifest = False
+        if state == "never run" and data is not None:
+            got, why, rec = committed_state(stage, cfg, inputs, data)
+            if rec is not None:
+                state, reasons, from_manifest = got, why, got == "up to date"
         upstream = [a for a in stage.after if a in recompute]
-        if state == "up to date" and upstream:
+        if state == "up to date" and upstream and not from_manifest:
             state, reasons = "stale", [f"upstream: {a} will be recomputed" for a in upstream]
-        if state != "up to date":
+        if state != "up to date" or from_manifest:
             recompute.add(stage.name)
         rows.append(
-            {"stage": stage.name, "state": state, "changed": reasons, "would_recompute": stage.name in recompute}
+            {
+                "stage": stage.name,
+                "state": state,
+                "changed": reasons,
+                "would_recompute": stage.name in recompute,
+                "from_manifest": from_manifest,
+            }
         )
     return rows

@@ -77,16 +77,17 @@ def test_retrieval_stage_end_to_end_on_tiny_corpus(tiny_config, tiny_corpus):
 
 
 def test_manifest_holds_only_the_stages_of_this_run(tiny_config):
-    """A later run of fewer stages does not inherit the earlier run's stage entries."""
+    """A later run (`spacelm run`) of fewer stages does not inherit the earlier run's stage
+    entries (a one-stage command merges instead: tests/stages/test_manifest_merge.py)."""
     first = Manifest(tiny_config)
     run_stages(tiny_config, upto="chunk", manifest=first)
     first.finish()
     assert set(json.loads((tiny_config.run_dir / "manifest.json").read_text())["stages"]) == {"ingest", "chunk"}
-    second = Manifest(tiny_config, command="ingest")
+    second = Manifest(tiny_config)
     run_stages(tiny_config, upto="ingest", manifest=second)
     second.finish()
     data = json.loads((tiny_config.run_dir / "manifest.json").read_text())
-    assert set(data["stages"]) == {"ingest"} and data["command"] == "ingest"
+    assert set(data["stages"]) == {"ingest"} and data["command"] == "run"
     assert data["total_seconds"] == data["stages"]["ingest"]["wall_seconds"]
 
 

@@ -264,6 +264,55 @@ def freshness(stage: Stage, cfg: Config, inputs: dict | None = None) -> tuple[st
     return ("stale", changed) if changed else ("up to date", [])
 
 
+# --------------------------------------------------------------------------- a committed run folder
+def committed_state(stage, cfg: Config, inputs: dict | None = None, data: dict | None = None):
+    """A stage's state read from the run's manifest rather than its stamp (stamps are never
+    committed, so a fresh clone has none): ("up to date" | "stale" | "never run", reasons,
+    the stage's record).
+
+    Up to date when the manifest records the hashes of the stage's outputs, each recorded
+    output is there with that hash (one git ignores, which a clone never holds, may be
+    missing), every config section the stage reads hashes as recorded, and every input file
+    that exists now hashes as recorded. Code changed since the run does not count: the
+    manifest's `git_commit` names the code that made the outputs."""
+    from ..lib import names
+    from .provenance import config_anchors, git_ignored, machine_free, public_path, read_manifest
+
+    data = data if data is not None else read_manifest(cfg.run_dir / names.MANIFEST)
+    rec = ((data or {}).get("stages") or {}).get(stage.name)
+    if not isinstance(rec, dict) or rec.get("state") == "building":
+        return "never run", [], None
+    anchors = config_anchors(cfg)
+    now = machine_free(inputs if inputs is not None else stage_inputs(stage, cfg), cfg, anchors)
+    old = rec.get("inputs") or {}
+    changed = []
+    for k in sorted(set(now) | set(old)):
+        if k.startswith("config:") and now.get(k) != old.get(k):
+            changed.append(f"{k} (config changed since the manifest)")
+        elif k.startswith("file:") and k in now and now[k] != "<missing>" and k in old and now[k] != old[k]:
+            changed.append(f"{k} (changed since the manifest)")
+    if not isinstance(rec.get("outputs"), dict) or not rec["outputs"]:
+        if not any(Path(p).exists() for p in stage.outputs(cfg)):
+            return "never run", [], None
+        # a run made before the manifest recorded its outputs: its files cannot be checked
+        return "stale", changed + ["the manifest records no output hashes (scripts/manifest_outputs.py)"], rec
+    declared = {public_path(p, cfg, anchors): Path(p) for p in stage.outputs(cfg)}
+    root = Path(cfg.root) if cfg.root else Path.cwd()
+    reasons, missing = [], []
+    for pub, recorded in rec["outputs"].items():
+        p = declared.get(pub)
+        if p is None and not pub.startswith(("<", "~")) and ":" not in pub:
+            p = root / pub
+        if p is None or not p.exists():
+            missing.append(pub)
+        elif file_hash(p) != recorded:
+            reasons.append(f"output changed since the manifest: {pub}")
+    ignored = git_ignored(cfg.root, [m for m in missing if not m.startswith(("<", "~")) and ":" not in m])
+    reasons += [f"output missing: {m}" for m in missing if m not in ignored]
+    reasons = changed + reasons
+    return ("stale", reasons, rec) if reasons else ("up to date", [], rec)
+
+
 # --------------------------------------------------------------------------- execution
 class Staging:
     """Maps each final output path to a staged path beside it; `commit` moves them into place."""
@@ -314,6 +363,14 @@ def execute(stage: Stage, cfg: Config, force: bool = False) -> dict:
         summary.update(skipped=True, seconds=0.0, computed_seconds=summary.get("computed_seconds"), inputs=inputs)
         return summary
     if os.environ.get(REUSE_ONLY_ENV):
+        if state == "never run":  # no stamp (a fresh clone): the outputs the run's manifest recorded
+            got, why_not, rec = committed_state(stage, cfg, inputs)
+            if got == "up to date":
+                keep = {k: v for k, v in rec.items() if k not in ("inputs", "outputs", "finished", "wall_seconds")}
+                keep.update(skipped=True, seconds=0.0, from_manifest=True, inputs=inputs)
+                keep.setdefault("computed_seconds", rec.get("seconds"))
+                return keep
+            reasons = why_not or reasons
         why = "; ".join(reasons) or state
         raise StaleStage(
             f"stage '{stage.name}' is {state} ({why}) and this process may only reuse results "

@@ -1,6 +1,20 @@
 """`results/<run>/manifest.json`: what produced a run's results — the resolved config, git
 commit, package versions, model identities, and per stage its declared inputs, summary, wall
-time and model calls. It holds the stages of this run only."""
+time, model calls and the hashes of the outputs it left.
+
+One rule for who writes it:
+
+- `spacelm run` writes a new manifest holding the stages of that run only; its run-level
+  fields (`cold`, `started`, `finished`, `total_seconds`, `model_time`, `sizes`) describe that
+  process.
+- A one-stage command (`spacelm chunk`, `spacelm grade`, …) merges the record of each stage
+  it *computed* into the run's existing manifest and keeps every other stage record and the
+  run-level fields, which still describe the full run; it appends one entry to `updates`
+  (the command, the stages it recomputed, when, the git commit, the config keys that differ
+  from the run's). A command that computes nothing (every stage reused) writes nothing. With
+  no manifest yet, it writes one of its own.
+
+No machine path is written: see :func:`public_path`."""
 
 from __future__ import annotations
 
@@ -14,6 +28,7 @@ from importlib import metadata
 from ..config import Config
 from ..lib import names
 from ..lib.io import write_json
+from .provenance import OUTSIDE, config_anchors, machine_free, public_path, read_manifest  # noqa: F401
 
 PACKAGES = [
     "spacelm",
@@ -121,28 +136,53 @@ def server_versions(cfg: Config) -> dict:
 
 
 def public_view(data: dict, cfg: Config) -> dict:
-    """The manifest as written: no credentials (a server URL's user:password, api keys in its
-    query) and no machine paths (model files as `models:<file>` or `package:<path>`, files of
-    the project relative to its root, the home folder as `~`)."""
+    """The manifest as written: no credentials and no machine paths (:func:`machine_free`)."""
+    return machine_free(data, cfg)
+
+
+def output_hashes(stage, cfg: Config) -> dict:
+    """{public path: short sha256} of each output `stage` declares that exists now (a folder
+    hashes its files' names and contents): what `spacelm status` compares a committed run
+    folder's files with when the stamps are missing."""
     from pathlib import Path
 
-    from ..lib.llm.models import path_roots
-    from ..lib.redact import scrub
+    from .base import file_hash
 
-    return scrub(data, path_roots() + ([("", Path(cfg.root))] if cfg.root else []))
+    anchors = config_anchors(cfg)
+    return {public_path(p, cfg, anchors): file_hash(Path(p)) for p in stage.outputs(cfg) if Path(p).exists()}
 
 
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+UPDATES_KEPT = 50  # the most recent one-stage updates a manifest lists
+
+
+def _flat(d, prefix: str = "") -> dict:
+    out = {}
+    for k, v in (d or {}).items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flat(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
 class Manifest:
-    """Rewritten atomically after every stage."""
+    """Rewritten atomically after every stage. `command` "run" starts a new manifest; any other
+    command (one stage's) merges what it computed into the run's existing one (see the module's
+    docstring)."""
 
     def __init__(self, cfg: Config, command: str = "run"):
         self.cfg = cfg
         self._t0: float | None = None  # set by record_start: the process is then timed as a whole
         self.path = cfg.run_dir / names.MANIFEST
+        self.command = command
+        self.partial = command != "run"
+        # the run's manifest a one-stage command merges into (None: a run, or none written yet)
+        self.base = read_manifest(self.path) if self.partial else None
         self.data = dict(
             run_name=cfg.run_name,
             command=command,
@@ -161,13 +201,22 @@ class Manifest:
         if servers:
             self.data["vllm_servers"] = servers
 
-    def record_stage(self, name: str, summary: dict) -> None:
-        self.data["stages"][name] = dict(summary, finished=now())
+    def keeps(self, summary: dict) -> bool:
+        """Whether a stage's summary goes into the manifest: every stage of a run; only the
+        stages a one-stage command computed (a reused stage keeps the record of the run that
+        computed it)."""
+        return not (self.partial and summary.get("skipped"))
+
+    def record_stage(self, name: str, summary: dict, outputs: dict | None = None) -> None:
+        if not self.keeps(summary):
+            return
+        self.data["stages"][name] = dict(summary, finished=now(), **({"outputs": outputs} if outputs else {}))
         self.save()
 
     def record_model(self, role: str, identity: dict) -> None:
         self.data["models"][role] = identity
-        self.save()
+        if self.data["stages"]:  # a one-stage command writes nothing before it finished a stage
+            self.save()
 
     def record_start(self, stages: list) -> None:
         """Whether this process starts cold: no model call in the run's call cache and no stage
@@ -181,6 +230,11 @@ class Manifest:
         self._t0 = time.perf_counter()
 
     def finish(self) -> None:
+        if self.base is not None:  # the run-level figures stay those of the full run
+            if self.data["stages"]:
+                self.data["finished"] = now()
+                self.save()
+            return
         self.data["finished"] = now()
         stages = self.data["stages"].values()
         self.data["stage_seconds"] = round(sum(s.get("wall_seconds", s.get("seconds", 0)) for s in stages), 3)
@@ -194,7 +248,36 @@ class Manifest:
         self.data["intervals"] = interval_methods(self.cfg.run_dir)
         self.save()
 
+    def merged(self) -> dict:
+        """What a one-stage command writes: the run's manifest with this command's stage
+        records (and their models) put in, and this command listed under `updates`."""
+        base = self.base or {}
+        public = public_view(self.data, self.cfg)
+        out = dict(base)
+        out["stages"] = {**base.get("stages", {}), **public["stages"]}
+        out["models"] = {**base.get("models", {}), **{k: public["models"][k] for k in public["models"]}}
+        if "corpus_list" in public:
+            out["corpus_list"] = public["corpus_list"]
+        was, now_cfg = _flat(base.get("config")), _flat(public["config"])
+        changes = {k: now_cfg.get(k) for k in sorted(set(was) | set(now_cfg)) if was.get(k) != now_cfg.get(k)}
+        update = {
+            "command": self.command,
+            "stages": list(public["stages"]),
+            "started": public["started"],
+            "finished": public.get("finished") or now(),
+            "git_commit": public["git_commit"],
+            "config_changes": changes,
+        }
+        out["updates"] = (base.get("updates") or [])[-(UPDATES_KEPT - 1) :] + [update]
+        return out
+
     def save(self) -> None:
+        if self.base is not None:
+            if self.data["stages"]:  # a command that finished nothing writes nothing
+                write_json(self.path, self.merged())
+            return
+        if self.partial and not self.data["stages"]:
+            return
         write_json(self.path, public_view(self.data, self.cfg))
 
 
@@ -306,3 +389,33 @@ def run_sizes(stages: dict) -> dict:
         "table2_source_chunks": (g("answer", "sample") or {}).get("source_chunks"),
         "table2_tasks": sorted((g("answer", "sample") or {}).get("per_task", {})) or None,
     }
+
+
+# --------------------------------------------------------------------------- a committed run folder
+def record_outputs(cfg: Config, stages: list) -> list[str]:
+    """Add the hashes of each recorded stage's outputs, as they are now, to a run's manifest
+    whose records lack them (a run made before the manifest recorded them); listed under
+    `updates`. Returns the stages it added hashes to."""
+    path = cfg.run_dir / names.MANIFEST
+    data = read_manifest(path)
+    if data is None:
+        raise FileNotFoundError(f"{path}: no manifest to add output hashes to")
+    done = []
+    for st in stages:
+        rec = data["stages"].get(st.name)
+        if isinstance(rec, dict) and not rec.get("outputs"):
+            hashes = output_hashes(st, cfg)
+            if hashes:
+                rec["outputs"] = hashes
+                done.append(st.name)
+    if done:
+        data["updates"] = (data.get("updates") or [])[-(UPDATES_KEPT - 1) :] + [
+            {
+                "command": "record output hashes (scripts/manifest_outputs.py)",
+                "stages": done,
+                "finished": now(),
+                "git_commit": git_commit(cfg.root),
+            }
+        ]
+        write_json(path, data)
+    return done

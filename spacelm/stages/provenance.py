@@ -1,0 +1,122 @@
+"""How a run's files name paths and read a run's manifest, below both the stage machinery
+(`base`) and the manifest writer (`manifest`): no machine path in what a run writes
+(:func:`public_path`), and the manifest as data (:func:`read_manifest`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+
+from ..config import Config
+
+OUTSIDE = "<outside the project>"  # stands for a machine folder in what a run writes
+
+
+def _inside(p: str, folder: str) -> bool:
+    return p == folder or p.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def config_anchors(cfg: Config) -> list[str]:
+    """Folders outside the project that the config names by a relative path (such as
+    `../shared/space_corpus`): a path under one is written relative to the project, as the
+    config gives it."""
+    if not cfg.root:
+        return []
+    out: list[str] = []
+
+    def walk(v):
+        if isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+        elif isinstance(v, str) and v.startswith("../"):
+            out.append(os.path.normpath(os.path.join(cfg.root, v)))
+
+    walk(cfg.to_dict())
+    return out
+
+
+def public_path(path, cfg: Config, anchors: list[str] | None = None) -> str:
+    """How a run's files name `path` (a relative one is read against the project root):
+    a model file as `models:<file>` or `package:<path>`; inside the project, relative to its root;
+    under a folder the config names relatively, relative to the root as the config gives it
+    (`../shared/space_corpus/x.pdf`); under the home folder as `~/…`; any other machine path
+    (say a `--set paths.processed_dir=/tmp/scratch` override) as `<outside the project>/<name>`."""
+    from ..lib.llm.models import path_roots
+
+    raw = os.path.expanduser(str(path))
+    p = os.path.normpath(raw if os.path.isabs(raw) or not cfg.root else os.path.join(cfg.root, raw))
+    for label, r in path_roots():
+        r = os.path.abspath(str(r))
+        if _inside(p, r):
+            return f"{label}:{os.path.relpath(p, r)}"
+    root = os.path.abspath(cfg.root) if cfg.root else None
+    if root and _inside(p, root):
+        return os.path.relpath(p, root)
+    for a in config_anchors(cfg) if anchors is None else anchors:
+        if _inside(p, a):
+            return os.path.relpath(p, root)
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and _inside(p, home):
+        return "~/" + os.path.relpath(p, home)
+    return f"{OUTSIDE}/{os.path.basename(p.rstrip(os.sep)) or 'root'}"
+
+
+def _looks_like_path(s: str) -> bool:
+    return s.startswith(("/", "~/", "../")) or s == "~" or bool(re.match(r"^[A-Za-z]:\\", s))
+
+
+def machine_free(obj, cfg: Config, anchors: list[str] | None = None):
+    """A copy of a JSON-like object with credentials hidden (a server URL's user:password, api
+    keys in its query) and every path made public (:func:`public_path`): string values that
+    are absolute paths or climb out of the project (`../`), and the path in an input's name
+    (`file:<path>`)."""
+    from ..lib.redact import redact_text
+
+    anchors = config_anchors(cfg) if anchors is None else anchors
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            if isinstance(k, str) and k.startswith("file:") and _looks_like_path(k[5:]):
+                k = "file:" + public_path(k[5:], cfg, anchors)
+            out[k] = machine_free(v, cfg, anchors)
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [machine_free(v, cfg, anchors) for v in obj]
+    if isinstance(obj, str):
+        if "://" in obj or "=" in obj:
+            obj = redact_text(obj)
+        return public_path(obj, cfg, anchors) if _looks_like_path(obj) else obj
+    return obj
+
+
+def read_manifest(path) -> dict | None:
+    """A manifest file's data, or None when it is missing or not a manifest."""
+    try:
+        data = json.loads(open(path, encoding="utf-8").read())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("stages"), dict) else None
+
+
+def git_ignored(root: str | None, paths: list[str]) -> set[str]:
+    """Those of `paths` (relative to `root`) that git ignores: files a run writes but never
+    commits (such as judge_check/pairs.jsonl). Empty when git cannot tell."""
+    if not paths or not root:
+        return set()
+    try:
+        out = subprocess.run(
+            ["git", "check-ignore", "--stdin"],
+            cwd=root,
+            input="\n".join(paths),
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    return set(out.stdout.splitlines()) if out.returncode in (0, 1) else set()

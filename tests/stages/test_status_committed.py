@@ -1,0 +1,84 @@
+"""`spacelm status` and reuse-only notebooks recognise a committed run folder (issue 42): stamps
+are never committed, so a fresh clone has none; the run's manifest records each stage's output
+hashes and config, and a stage whose recorded outputs are there unchanged, under the same
+config, reads as up to date from the manifest."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from spacelm.pipeline import run_stages, status
+from spacelm.stages import stages_for
+from spacelm.stages.base import REUSE_ONLY_ENV, StaleStage, execute
+from spacelm.stages.manifest import Manifest
+
+
+def _committed_run(cfg):
+    """ingest and chunk run and recorded; then every stamp removed, as in a fresh clone."""
+    m = Manifest(cfg)
+    run_stages(cfg, upto="chunk", manifest=m)
+    m.finish()
+    for st in stages_for(cfg):
+        st.stamp_path(cfg).unlink(missing_ok=True)
+    return json.loads(m.path.read_text())
+
+
+def _rows(cfg) -> dict:
+    return {r["stage"]: r for r in status(cfg)}
+
+
+def test_status_reads_a_committed_manifest_without_stamps(tiny_config):
+    data = _committed_run(tiny_config)
+    assert data["stages"]["chunk"]["outputs"] and data["stages"]["ingest"]["outputs"]
+    rows = _rows(tiny_config)
+    for name in ("ingest", "chunk"):
+        assert rows[name]["state"] == "up to date" and rows[name]["from_manifest"], rows[name]
+    assert rows["synth"]["state"] == "never run" and not rows["synth"]["from_manifest"]
+
+
+def test_a_changed_output_or_config_makes_it_stale(tiny_config):
+    _committed_run(tiny_config)
+    chunks = tiny_config.processed_dir / "chunks.jsonl"
+    chunks.write_text(chunks.read_text() + "\n")
+    row = _rows(tiny_config)["chunk"]
+    assert row["state"] == "stale" and any("output changed" in c and "chunks.jsonl" in c for c in row["changed"])
+    chunking = dataclasses.replace(tiny_config.chunking, max_tokens=128)
+    row = _rows(dataclasses.replace(tiny_config, chunking=chunking))["chunk"]
+    assert any(c.startswith("config:chunking") for c in row["changed"])
+
+
+def test_a_missing_output_is_stale(tiny_config):
+    _committed_run(tiny_config)
+    (tiny_config.processed_dir / "documents.csv").unlink()
+    row = _rows(tiny_config)["ingest"]
+    assert row["state"] == "stale" and any("output missing" in c for c in row["changed"])
+
+
+def test_reuse_only_reads_the_stage_from_the_manifest(tiny_config, monkeypatch):
+    """A notebook (reuse-only) gets the recorded summary; outside reuse-only the stage runs."""
+    from spacelm.stages import BY_NAME
+
+    data = _committed_run(tiny_config)
+    monkeypatch.setenv(REUSE_ONLY_ENV, "1")
+    got = execute(BY_NAME["chunk"], tiny_config)
+    assert got["skipped"] and got["from_manifest"] and got["chunks"] == data["stages"]["chunk"]["chunks"]
+    chunks = tiny_config.processed_dir / "chunks.jsonl"
+    chunks.write_text(chunks.read_text() + "\n")
+    with pytest.raises(StaleStage, match="output changed"):
+        execute(BY_NAME["chunk"], tiny_config)
+    monkeypatch.delenv(REUSE_ONLY_ENV)
+    assert not execute(BY_NAME["chunk"], tiny_config)["skipped"]  # `spacelm chunk` recomputes it
+
+
+def test_cli_status_says_from_the_committed_manifest(tiny_config, capsys, monkeypatch):
+    from spacelm import cli
+
+    _committed_run(tiny_config)
+    monkeypatch.setattr(cli, "_cfg", lambda args: tiny_config)
+    monkeypatch.setattr("spacelm.config.validate.check_stage_needs", lambda *a, **k: None)
+    assert cli.main(["status"]) == 0
+    out = capsys.readouterr().out
+    assert "chunk" in out and "up to date (from the committed manifest)" in out
