@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import re
 import types
 import typing
@@ -19,6 +20,20 @@ from .validate import blame_set, validate
 
 def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+MAX_INT = 2**63 - 1  # what numpy and the engines take; a larger integer fails deep in a stage
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    """`value`'s repr cut to `limit` characters: an error message stays one line whatever the value
+    (a YAML alias bomb expands to gigabytes when printed whole)."""
+    import reprlib
+
+    r = reprlib.Repr()
+    r.maxstring, r.maxother, r.maxlist, r.maxdict, r.maxlevel = limit, limit, 8, 8, 3
+    text = r.repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _coerce(value: Any, tp: Any, key: str, source: str) -> Any:
@@ -41,11 +56,11 @@ def _coerce(value: Any, tp: Any, key: str, source: str) -> Any:
         raise ConfigError(errors[0] if errors else f"{source}: key '{key}' may not be null")
     if origin is Literal:
         if value not in args:
-            raise ConfigError(f"{source}: key '{key}' must be one of {list(args)}, got {value!r}")
+            raise ConfigError(f"{source}: key '{key}' must be one of {list(args)}, got {_short(value)}")
         return value
     if origin is list:
         if not isinstance(value, list):
-            raise ConfigError(f"{source}: key '{key}' must be a list, got {type(value).__name__} ({value!r})")
+            raise ConfigError(f"{source}: key '{key}' must be a list, got {type(value).__name__} ({_short(value)})")
         return [_coerce(v, args[0], f"{key}[{i}]", source) for i, v in enumerate(value)] if args else value
     if origin is dict:
         if not isinstance(value, dict):
@@ -57,19 +72,23 @@ def _coerce(value: Any, tp: Any, key: str, source: str) -> Any:
         return _build(tp, value, key, source)
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{source}: key '{key}' must be a number, got {value!r}")
+            raise ConfigError(f"{source}: key '{key}' must be a number, got {_short(value)}")
+        if not math.isfinite(float(value)):
+            raise ConfigError(f"{source}: key '{key}' must be a finite number, got {value!r}")
         return float(value)
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{source}: key '{key}' must be an integer, got {value!r}")
+            raise ConfigError(f"{source}: key '{key}' must be an integer, got {_short(value)}")
+        if abs(value) > MAX_INT:
+            raise ConfigError(f"{source}: key '{key}' must be an integer of at most 2**63 - 1 in size, got {value}")
         return value
     if tp is bool:
         if not isinstance(value, bool):
-            raise ConfigError(f"{source}: key '{key}' must be true or false, got {value!r}")
+            raise ConfigError(f"{source}: key '{key}' must be true or false, got {_short(value)}")
         return value
     if tp is str:
         if not isinstance(value, str):
-            raise ConfigError(f"{source}: key '{key}' must be a string, got {value!r}")
+            raise ConfigError(f"{source}: key '{key}' must be a string, got {_short(value)}")
         return value
     raise ConfigError(f"{source}: key '{key}' has unsupported type {_type_name(tp)}")
 
@@ -109,7 +128,7 @@ def load_config(path: str | Path, overrides: dict | None = None, sets: Sequence[
     if not p.is_file():
         raise ConfigError(f"{p}: config file not found")
     try:
-        data = yaml.load(p.read_text(encoding="utf-8"), Loader=_loader()) or {}
+        data = yaml.load(p.read_text(encoding="utf-8"), Loader=_loader())
     except _DuplicateKey as e:
         raise ConfigError(
             f"{p}:{e.line}: key '{e.key}' appears twice in one mapping (first on line {e.first}); "
@@ -119,6 +138,13 @@ def load_config(path: str | Path, overrides: dict | None = None, sets: Sequence[
         raise ConfigError(f"{p}: not UTF-8 text (byte {e.start}); save the file as UTF-8") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{p}: not valid YAML: {e}") from None
+    if not data:
+        raise ConfigError(
+            f"{p}: is empty (or holds only comments): a config names at least its run (run_name: my-run); with "
+            "every default it would write into another run's folder. Start from a copy of configs/quick.yaml"
+        )
+    if isinstance(data, dict) and "run_name" not in data:  # never another run's folder by default
+        data = {"run_name": p.stem, **data}
     set_keys = []
     for text in sets:
         parsed = parse_override(text)

@@ -43,6 +43,8 @@ def validate(cfg: Config, source: str) -> None:
         f"is {cfg.run_name!r}; it names the run's folder under paths.results_dir, so it may hold only "
         "letters, digits, '.', '_' and '-' (no '..', no '/')",
     )
+    # a seed every random generator takes (numpy's legacy generators stop at 2**32 - 1)
+    within("seed", 0, 2**32 - 1)
     # counts and sizes
     for key in (
         "chunking.max_tokens",

@@ -247,3 +247,49 @@ def test_status_says_a_run_would_refuse_the_config(capsys):
     out, err = capsys.readouterr()
     assert "a run would recompute" in out  # the table is still shown
     assert "--set retrieval.systems=[bm25, dense]: key 'retrieval.systems' lacks bm25+rerank, dense+rerank" in err
+
+
+# --------------------------------------------------------------------------- issue 43: numbers and empty files
+def test_an_empty_or_comment_only_config_is_refused(tmp_path):
+    """Issue 43: an empty config ran as `quick` with every default (over the committed smoke run)."""
+    for text in ("", "# only a comment\n", "\n\n"):
+        p = tmp_path / "empty.yaml"
+        p.write_text(text)
+        with pytest.raises(ConfigError, match=r"empty\.yaml: is empty"):
+            load_config(p)
+
+
+def test_a_config_without_run_name_writes_to_its_own_run(tmp_path):
+    p = tmp_path / "mine.yaml"
+    p.write_text("seed: 3\n")
+    assert load_config(p).run_name == "mine"
+
+
+@pytest.mark.parametrize(
+    "setting,pattern",
+    [
+        ("retrieval.bm25.k1=.inf", r"retrieval\.bm25\.k1.*finite number, got inf"),
+        ("models.judge.timeout_s=.inf", r"models\.judge\.timeout_s.*finite"),
+        ("models.judge.temperature=.nan", r"models\.judge\.temperature.*finite"),
+        ("seed=18446744073709551616", r"'seed'.*2\*\*63"),
+        ("seed=4294967296", r"'seed' must be between 0 and 4294967295"),
+    ],
+)
+def test_non_finite_and_out_of_range_numbers_are_refused_at_load(setting, pattern):
+    """Issue 43: k1=.inf turned BM25's recall@3 from 1.0 to 0.0; timeout and temperature .inf failed later
+    as "model backend failed"; seed=2**64 crashed synth after its model calls."""
+    with pytest.raises(ConfigError, match=pattern) as e:
+        load_config(QUICK, sets=[setting])
+    assert str(e.value).startswith(f"--set {setting}")
+
+
+def test_an_alias_bomb_gives_a_short_error(tmp_path):
+    """Issue 43: a YAML alias bomb in a value printed a multi-gigabyte error message. Nine levels of nine
+    references expand to 9**9 strings when printed whole; the error is refused in one short line."""
+    levels = ['&l0 ["x","x","x","x","x","x","x","x","x"]']
+    levels += [f"&l{i} [" + ",".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, 9)]
+    p = tmp_path / "bomb.yaml"
+    p.write_text("run_name: bomb\nseed: [" + ", ".join(levels) + "]\n")
+    with pytest.raises(ConfigError, match=r"'seed' must be an integer") as e:
+        load_config(p)
+    assert len(str(e.value)) < 600
