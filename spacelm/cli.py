@@ -434,6 +434,10 @@ def setup_logging(progress: bool = False) -> None:
     from .lib.progress import show_progress
 
     logging.basicConfig(level=logging.WARNING, format="[%(name)s] %(message)s", stream=sys.stderr)
+    from .lib.redact import RedactingFilter
+
+    for h in logging.getLogger().handlers:  # no secret the config was given reaches stderr
+        h.addFilter(RedactingFilter())
     logging.getLogger("spacelm").setLevel(logging.INFO)
     if progress:
         os.environ["SPACELM_PROGRESS"] = "1"

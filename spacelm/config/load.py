@@ -162,7 +162,25 @@ def load_config(path: str | Path, overrides: dict | None = None, sets: Sequence[
     except ConfigError as e:
         raise blame_set(e, str(p), set_keys) from None
     cfg.sets = set_keys
+    remember_secrets(cfg)
     return cfg
+
+
+def remember_secrets(cfg) -> None:
+    """Every secret the config hands the models (a base_url's user:password, the api key its
+    api_key_env names), so redaction hides it wherever it would be written or printed."""
+    import os
+
+    from ..lib.redact import remember_secret, remember_url
+
+    for role in ("question_writer", "generator", "judge"):
+        llm = getattr(cfg.models, role, None)
+        if llm is None:
+            continue
+        remember_url(getattr(llm, "base_url", None))
+        env = getattr(llm, "api_key_env", None)
+        if env:
+            remember_secret(os.environ.get(env))
 
 
 class _DuplicateKey(Exception):

@@ -38,16 +38,78 @@ _KEYLIKE = re.compile(
 )
 
 
+# the secrets this process was given (a base_url's password, an api key read from the environment):
+# hidden wherever they appear, whatever surrounds them (a server echoing a key without "Bearer")
+_KNOWN: set[str] = set()
+MIN_SECRET = 4  # shorter strings would hide ordinary words
+
+
+def remember_secret(value: str | None) -> None:
+    """Hide `value` (and, for a user:password pair, its HTTP Basic encoding) in everything
+    `redact_text` cleans from now on."""
+    import base64
+    from urllib.parse import unquote
+
+    if not value or len(value) < MIN_SECRET:
+        return
+    for v in {value, unquote(value)}:
+        _KNOWN.add(v)
+        if ":" in v:
+            _KNOWN.add(base64.b64encode(v.encode()).decode())
+
+
+def remember_url(url: str | None) -> None:
+    """Remember the user:password (and the password alone) of a URL, and its secret query values."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    if not url:
+        return
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return
+    if parts.password:
+        remember_secret(parts.password)
+        remember_secret(f"{parts.username}:{parts.password}")
+    for name, value in parse_qsl(parts.query):
+        if re.fullmatch(_SECRET_NAMES, name, re.I):
+            remember_secret(value)
+
+
 def redact_text(text: str, limit: int | None = None) -> str:
-    """`text` with every credential-looking part replaced by ***, cut to `limit` characters.
-    Used on error messages and server bodies before they are printed or stored."""
-    text = _USERINFO.sub(lambda m: m.group("scheme") + HIDDEN + "@", str(text))
+    """`text` with every secret this process was given (`remember_secret`) and every
+    credential-looking part replaced by ***, cut to `limit` characters. Used on error messages,
+    server bodies, lock files, stamps and manifests before they are printed or stored."""
+    text = str(text)
+    for secret in sorted(_KNOWN, key=len, reverse=True):
+        text = text.replace(secret, HIDDEN)
+    text = _USERINFO.sub(lambda m: m.group("scheme") + HIDDEN + "@", text)
     text = _BEARER.sub(lambda m: (m.group("name") or m.group("bname")) + HIDDEN, text)
     text = _KV.sub(lambda m: m.group("name") + m.group("sep") + HIDDEN, text)
     text = _KEYLIKE.sub(HIDDEN, text)
     if limit is not None and len(text) > limit:
         text = text[:limit] + f"… ({len(text) - limit} more characters)"
     return text
+
+
+def redact_obj(obj: Any) -> Any:
+    """A copy of a JSON-like object with `redact_text` applied to every string in it (keys too)."""
+    if isinstance(obj, dict):
+        return {redact_obj(k): redact_obj(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [redact_obj(v) for v in obj]
+    return redact_text(obj) if isinstance(obj, str) else obj
+
+
+class RedactingFilter:
+    """A logging filter that hides secrets in every record before a handler prints it."""
+
+    def filter(self, record) -> bool:
+        msg = record.getMessage()
+        clean = redact_text(msg)
+        if clean != msg:
+            record.msg, record.args = clean, ()
+        return True
 
 
 def redact_url(url: str | None) -> str | None:

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from ..config import Config
 from ..lib.io import sha256_file_remembered, write_json
+from ..lib.redact import redact_obj
 
 REUSE_ONLY_ENV = "SPACELM_REUSE_ONLY"
 
@@ -400,17 +401,15 @@ def execute(stage: Stage, cfg: Config, force: bool = False) -> dict:
     staging.commit()
     summary = dict(summary, skipped=False, seconds=seconds, computed_seconds=seconds)
     outputs = [os.path.relpath(p, stamp_path.parent) for p in stage.outputs(cfg)]
-    write_json(
-        stamp_path,
-        {
-            "stage": stage.name,
-            "state": "complete",
-            "fingerprint": fingerprint_of(inputs),
-            "inputs": inputs,
-            "outputs": outputs,
-            "summary": summary,
-        },
-    )
+    record = {
+        "stage": stage.name,
+        "state": "complete",
+        "fingerprint": fingerprint_of(inputs),
+        "inputs": inputs,
+        "outputs": outputs,
+        "summary": summary,
+    }
+    write_json(stamp_path, redact_obj(record))  # no secret the config was given (a server's password)
     return dict(summary, inputs=inputs)
 
 

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from ..lib.redact import redact_text
+
 LOCK_NAME = ".spacelm.lock"
 
 
@@ -53,7 +55,7 @@ def folder_lock(folder: Path, wait: bool = False, poll_s: float = 1.0) -> Iterat
             json.dumps(
                 {
                     "pid": os.getpid(),
-                    "command": " ".join(["spacelm", *sys.argv[1:]])[:200],
+                    "command": redact_text(" ".join(["spacelm", *sys.argv[1:]]))[:200],
                     "started": time.strftime("%Y-%m-%d %H:%M:%S"),
                 }
             ).encode(),

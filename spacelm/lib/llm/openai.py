@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-from ..redact import redact_url, trim_body
+from ..redact import redact_url, remember_secret, remember_url, trim_body
 from .settings import LLMConfig
 from .types import (
     BackendError,
@@ -27,6 +27,22 @@ from .types import (
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
 
+def split_userinfo(url: str) -> tuple[str, str | None, str | None]:
+    """(the URL without user:password, the user, the password): credentials go to the server as an
+    Authorization header, never in the URL that messages and logs name."""
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.username is None:
+        return url, None, None
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port:
+        netloc += f":{parts.port}"
+    clean = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return clean, unquote(parts.username), None if parts.password is None else unquote(parts.password)
+
+
 class OpenAIBackend:
     """Chat completions over HTTP against any OpenAI-compatible server."""
 
@@ -37,11 +53,19 @@ class OpenAIBackend:
         if not cfg.base_url:
             raise BackendUnavailable("the openai backend needs base_url in its config (e.g. http://127.0.0.1:8000/v1)")
         self.cfg = cfg
-        key = os.environ.get(cfg.api_key_env, "")
+        key = os.environ.get(cfg.api_key_env, "") if cfg.api_key_env else ""
+        url, user, password = split_userinfo(cfg.base_url.rstrip("/"))
+        remember_url(cfg.base_url)
+        remember_secret(key)
+        if key and user is not None:
+            raise BackendUnavailable(
+                f"{redact_url(cfg.base_url)}: the base_url carries user:password and ${cfg.api_key_env} holds an api "
+                "key; the server would get only one of them: keep the one it expects (unset the variable, or take "
+                "user:password out of base_url)"
+            )
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self.client = httpx.Client(
-            base_url=cfg.base_url.rstrip("/"), headers=headers, timeout=cfg.timeout_s, transport=transport
-        )
+        auth = httpx.BasicAuth(user, password or "") if user is not None else None
+        self.client = httpx.Client(base_url=url, headers=headers, auth=auth, timeout=cfg.timeout_s, transport=transport)
         self._httpx = httpx
         self.retries_done = 0
         self.breaker = CircuitBreaker(cfg.breaker_failures)
