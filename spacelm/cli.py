@@ -197,9 +197,13 @@ def cmd_label(args) -> int:
             )
         )
         return 0
+    if args.serve and args.n is None:
+        return serve_labels(folder, args.port)
     if args.n is None or args.n < 1:
-        raise InputError("--n: give the number of pairs to label (e.g. --n 100)")
+        raise InputError("--n: give the number of pairs to label (e.g. --n 100), or --serve the sample drawn")
     files = label_sample(cfg, args.n)
+    if args.serve:
+        return serve_labels(folder, args.port)
     print(
         json.dumps(
             {
@@ -395,6 +399,29 @@ def cmd_show(args) -> int:
     return 0
 
 
+def serve_labels(folder, port: int = 0) -> int:
+    """Serve the labelling sample of `folder` on 127.0.0.1 until interrupted (spacelm label --serve)."""
+    from .lib.judge.label_server import LabelStore, make_server
+
+    store = LabelStore(folder)
+    server = make_server(store, port)
+    server.on_grade = lambda st: print(f"  {st.graded} of {st.total} graded", file=sys.stderr)
+    host, bound = server.server_address[:2]
+    print(
+        f"labelling {store.total} pairs ({store.graded} graded already) at http://{host}:{bound}/ ; "
+        f"grades are saved to {store.path} as they are given; Ctrl-C stops (the same command resumes)",
+        flush=True,
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    print(f"stopped: {store.graded} of {store.total} pairs graded in {store.path}")
+    return 0
+
+
 def _add_drilldown(sub) -> None:
     from .lib.report.browse import FILTERS
 
@@ -484,6 +511,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", metavar="NAME", help="the run folder results/NAME (default: the config's run_name)")
     p.add_argument("--n", type=int, help="how many pairs to draw")
     p.add_argument("--check", action="store_true", help="validate labels/human_labels.csv against the sample")
+    p.add_argument(
+        "--serve",
+        action="store_true",
+        help="grade the drawn sample in a browser page on 127.0.0.1 (keys 0-3; each grade saved to "
+        "labels/human_labels.csv as it is given; resumes where it stopped)",
+    )
+    p.add_argument("--port", type=int, default=0, help="with --serve: the port (default: a free one)")
     p.set_defaults(func=cmd_label)
     p = sub.add_parser(
         "models",
