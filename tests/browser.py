@@ -11,6 +11,7 @@ import os
 import select
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -23,6 +24,15 @@ needs_chromium = pytest.mark.skipif(
 )
 
 
+def _high(fd: int) -> int:
+    """`fd` moved to a number above 9 (the old number closed)."""
+    import fcntl
+
+    high = fcntl.fcntl(fd, fcntl.F_DUPFD, 10)
+    os.close(fd)
+    return high
+
+
 class Browser:
     """One headless Chromium with one page; `with Browser() as b: b.open(url); b.js("...")`."""
 
@@ -31,6 +41,8 @@ class Browser:
         self._profile = tempfile.mkdtemp(prefix="spacelm-chromium-")
         to_browser_r, self._to_browser = os.pipe()
         self._from_browser, from_browser_w = os.pipe()
+        # the child's ends above fd 9, so moving them to fds 3 and 4 never overwrites one with the other
+        to_browser_r, from_browser_w = (_high(fd) for fd in (to_browser_r, from_browser_w))
         args = [
             "--headless",
             "--no-sandbox",
@@ -42,10 +54,13 @@ class Browser:
             f"--window-size={width},{height}",
             "--remote-debugging-pipe",
         ]
-        # the shell puts the pipe's ends on fds 3 and 4, where the browser expects them
-        script = f'exec "$0" "$@" 3<&{to_browser_r} 4>&{from_browser_w}'
+        # a Python trampoline puts the pipe's ends on fds 3 and 4, where the browser expects them
+        trampoline = (
+            "import os, sys; os.dup2(int(sys.argv[1]), 3); os.dup2(int(sys.argv[2]), 4); "
+            "os.execv(sys.argv[3], sys.argv[3:])"
+        )
         self.proc = subprocess.Popen(
-            ["sh", "-c", script, CHROMIUM, *args],
+            [sys.executable, "-c", trampoline, str(to_browser_r), str(from_browser_w), CHROMIUM, *args],
             pass_fds=(to_browser_r, from_browser_w),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -114,9 +129,10 @@ class Browser:
     # ------------------------------------------------------------------ what tests use
     def open(self, url: str) -> None:
         """Load `url` and wait for its load event and the page's own `data-ready` mark."""
-        self.events.clear()
-        self.call("Page.navigate", {"url": url})
-        self.wait_event("Page.loadEventFired")
+        for target in ("about:blank", url):  # by way of a blank page: a new fragment alone would not reload
+            self.events.clear()
+            self.call("Page.navigate", {"url": target})
+            self.wait_event("Page.loadEventFired")
         self.wait_for("document.body && document.body.dataset.ready === '1'")
 
     def js(self, expression: str):
