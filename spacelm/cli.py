@@ -197,9 +197,13 @@ def cmd_label(args) -> int:
             )
         )
         return 0
+    if args.serve and args.n is None:
+        return serve_labels(folder, args.port)
     if args.n is None or args.n < 1:
-        raise InputError("--n: give the number of pairs to label (e.g. --n 100)")
+        raise InputError("--n: give the number of pairs to label (e.g. --n 100), or --serve the sample drawn")
     files = label_sample(cfg, args.n)
+    if args.serve:
+        return serve_labels(folder, args.port)
     print(
         json.dumps(
             {
@@ -334,6 +338,118 @@ def _guess_list(folder) -> str:
     return best
 
 
+# --------------------------------------------------------------------------- drill-down (issue 42)
+def _run_folder_config(run: str):
+    """(config, run folder) of `--run results/<run>`: the run's config.resolved.yaml (this machine's
+    git-ignored copy when there is one), so the drill-down reads that run's data folders."""
+    from pathlib import Path
+
+    from .lib.io import InputError
+    from .notebooks import readable_config
+
+    folder = Path(run)
+    if not folder.is_dir() and (Path("results") / run).is_dir():
+        folder = Path("results") / run  # a bare run name
+    resolved = folder / names.RESOLVED_CONFIG
+    if not resolved.is_file():
+        raise InputError(
+            f"{resolved} not found: give a run folder a run wrote (e.g. --run results/quick); it holds "
+            "config.resolved.yaml beside manifest.json"
+        )
+    return load_config(readable_config(resolved)), folder
+
+
+def cmd_browse(args) -> int:
+    """Write results/<run>/browse.html from the run's files (no model call)."""
+    from .stages.browse import write_browse
+
+    cfg, folder = _run_folder_config(args.run)
+    text = {"auto": None, "yes": True, "no": False}[args.text]
+    out = args.out or folder / ("browse.local.html" if text and cfg.corpus.file_list else names.BROWSE)
+    data = write_browse(cfg, out, run_dir=folder, k=args.k, text=text)
+    shown = "included" if data["passages"] else "not included"
+    print(f"wrote {out}: {len(data['questions'])} questions, passage text {shown}")
+    if data["text_note"]:
+        print(data["text_note"], file=sys.stderr)
+    return 0
+
+
+def cmd_show(args) -> int:
+    """The drill-down of a run's questions in the terminal."""
+    from .lib.io import InputError
+    from .lib.report.browse import index_lines, question_lines, select
+    from .stages.browse import collect
+
+    cfg, folder = _run_folder_config(args.run)
+    data = collect(cfg, run_dir=folder, k=args.k, text=None if args.text == "auto" else args.text == "yes")
+    chosen = select(data, args.qid, args.filter or [])
+    if args.qid and not chosen:
+        if not select(data, args.qid):
+            raise InputError(f"question {args.qid!r} is not in {folder}; `spacelm show --run {args.run}` lists them")
+        print(f"question {args.qid} does not pass the filter(s) {', '.join(args.filter)}")
+        return 0
+    if not args.qid and not args.filter:
+        print("\n".join(index_lines(data, chosen)))
+        print("give --qid ID (or --filter NAME) to see passages, grades and answers")
+        return 0
+    for q in chosen:
+        print("\n".join(question_lines(data, q)))
+    if not chosen:
+        print(f"no question of run '{data['run']}' passes {', '.join(args.filter)}")
+    return 0
+
+
+def serve_labels(folder, port: int = 0) -> int:
+    """Serve the labelling sample of `folder` on 127.0.0.1 until interrupted (spacelm label --serve)."""
+    from .lib.judge.label_server import LabelStore, make_server
+
+    store = LabelStore(folder)
+    server = make_server(store, port)
+    server.on_grade = lambda st: print(f"  {st.graded} of {st.total} graded", file=sys.stderr)
+    host, bound = server.server_address[:2]
+    print(
+        f"labelling {store.total} pairs ({store.graded} graded already) at http://{host}:{bound}/ ; "
+        f"grades are saved to {store.path} as they are given; Ctrl-C stops (the same command resumes)",
+        flush=True,
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    print(f"stopped: {store.graded} of {store.total} pairs graded in {store.path}")
+    return 0
+
+
+def _add_drilldown(sub) -> None:
+    from .lib.report.browse import FILTERS
+
+    p = sub.add_parser(
+        "browse",
+        help="write results/<run>/browse.html: per question its passages, grades and answers, one file that "
+        "opens from disk (no model call)",
+    )
+    p.add_argument("--run", required=True, metavar="FOLDER", help="the run folder, e.g. results/quick")
+    p.add_argument("--out", metavar="PATH", help="where to write the page (default: <run>/browse.html)")
+    p.add_argument("--k", type=int, help="passages shown per system (default: the deepest grading.top_k)")
+    p.add_argument(
+        "--text",
+        choices=["auto", "yes", "no"],
+        default="auto",
+        help="put passage text in the page: auto follows the corpus licences (docs/stages.md#drill-down); "
+        "yes on a listed corpus writes browse.local.html, which git ignores",
+    )
+    p.set_defaults(func=cmd_browse)
+    p = sub.add_parser("show", help="a run's questions with their passages, grades and answers, in the terminal")
+    p.add_argument("--run", required=True, metavar="FOLDER", help="the run folder, e.g. results/quick")
+    p.add_argument("--qid", help="one question's id (without it and --filter: the list of questions)")
+    p.add_argument("--filter", action="append", choices=list(FILTERS), help="only questions that meet it (repeatable)")
+    p.add_argument("--k", type=int, help="passages shown per system (default: the deepest grading.top_k)")
+    p.add_argument("--text", choices=["auto", "yes", "no"], default="yes", help="show passage snippets (default yes)")
+    p.set_defaults(func=cmd_show)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .stages import OPTIONAL, STAGES
 
@@ -395,6 +511,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", metavar="NAME", help="the run folder results/NAME (default: the config's run_name)")
     p.add_argument("--n", type=int, help="how many pairs to draw")
     p.add_argument("--check", action="store_true", help="validate labels/human_labels.csv against the sample")
+    p.add_argument(
+        "--serve",
+        action="store_true",
+        help="grade the drawn sample in a browser page on 127.0.0.1 (keys 0-3; each grade saved to "
+        "labels/human_labels.csv as it is given; resumes where it stopped)",
+    )
+    p.add_argument("--port", type=int, default=0, help="with --serve: the port (default: a free one)")
     p.set_defaults(func=cmd_label)
     p = sub.add_parser(
         "models",
@@ -423,6 +546,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="verify: the list to check against (default: the shipped list naming most of the folder's files)",
     )
     p.set_defaults(func=cmd_corpus)
+    _add_drilldown(sub)
     return ap
 
 

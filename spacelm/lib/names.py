@@ -50,6 +50,7 @@ Ranking = list[tuple[str, float]]
 MANIFEST = "manifest.json"
 RESOLVED_CONFIG = "config.resolved.yaml"
 REPORT = "report.md"
+BROWSE = "browse.html"  # the drill-down page: per question its passages, grades and answers
 ATTRIBUTION = "ATTRIBUTION.md"
 PLOTS = "plots"  # folder of the report's figures
 NOTEBOOKS = "notebooks"

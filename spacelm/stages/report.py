@@ -1105,7 +1105,10 @@ def build(cfg, out) -> dict:
 
     lines = render(read_blocks(TEMPLATE)["report"], report_values(cfg, out))
     write_text(out(cfg.run_dir / names.REPORT), "\n".join(lines) + "\n")
-    return {"lines": len(lines)}
+    from .browse import write_browse  # the drill-down page beside the report (stages/browse.py)
+
+    browsed = write_browse(cfg, out(cfg.run_dir / names.BROWSE))
+    return {"lines": len(lines), "browse_questions": len(browsed["questions"])}
 
 
 # what the report reads from the run folder, beyond the findings and the manifest
@@ -1132,6 +1135,10 @@ RUN_READS = (
     names.ANSWER_MEASURES,
     names.CHUNK_SIZES_SUMMARY,
     names.CHUNK_SIZES_COSTS,
+    # the drill-down page (browse.html) reads these too
+    names.RANKINGS,
+    names.GRADES,
+    names.ANSWERS,
 )
 
 
@@ -1141,11 +1148,14 @@ def _reads(cfg) -> list[Path]:
     synthetic = (names.RETENTION, names.UNANSWERABLE, names.REJECTIONS, names.QUESTION_AUDIT)
     shared = [chunks_path(cfg)] + [cfg.synthetic_dir / f for f in synthetic]
     sizes = [cfg.run_dir / names.CHUNK_SIZES / str(n) / names.TABLE1 for n in cfg.chunk_study.sizes]
-    return [TEMPLATE] + [cfg.run_dir / f for f in RUN_READS] + sizes + shared
+    from ..lib.report.browse import TEMPLATE as BROWSE_TEMPLATE
+
+    shared.append(cfg.synthetic_dir / names.QUESTIONS)
+    return [TEMPLATE, BROWSE_TEMPLATE] + [cfg.run_dir / f for f in RUN_READS] + sizes + shared
 
 
 def _outputs(cfg) -> list[Path]:
-    return [cfg.run_dir / names.REPORT, cfg.run_dir / names.SETUP_VS_PAPER]
+    return [cfg.run_dir / names.REPORT, cfg.run_dir / names.SETUP_VS_PAPER, cfg.run_dir / names.BROWSE]
 
 
 STAGE = Stage(
