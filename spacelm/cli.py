@@ -605,8 +605,11 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     setup_logging(args.progress)
     quiet_warnings()
+    from .signals import exit_code, terminations
+
     try:
-        return args.func(args)
+        with terminations():  # SIGTERM and SIGHUP end the command as Ctrl-C does
+            return args.func(args)
     except (ConfigError, InputError, ModelNotFound, StaleStage) as e:
         if args.debug:
             raise
@@ -648,14 +651,14 @@ def main(argv=None) -> int:
             "check that the folder is writable and not full, or run `spacelm cache clear`"
         )
         return EXIT_INPUT
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         if args.debug:
             raise
         _say(
-            "interrupted; finished model calls are cached and the interrupted stage stays stale, "
-            "so the same command resumes"
+            f"interrupted{f' by {e}' if str(e) else ''}; every model server it started is stopped, finished model "
+            "calls are cached and the interrupted stage stays stale, so the same command resumes"
         )
-        return EXIT_INTERRUPTED
+        return exit_code(e, EXIT_INTERRUPTED)
 
 
 if __name__ == "__main__":

