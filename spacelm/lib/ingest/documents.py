@@ -244,7 +244,7 @@ _SOFT_HYPHEN = re.compile("\u00ad")
 _SPACES = re.compile(r"[ \t\u00a0\u2000-\u200b\u202f\u3000]+")
 
 
-_HYPHEN_WORD_BREAK = re.compile(r"([A-Za-z0-9]+)[-\u00ad]\n[ \t]*([a-z]+)")
+_HYPHEN_WORD_BREAK = re.compile(r"(?<![A-Za-z0-9])([A-Za-z0-9]+)[-\u00ad]\n[ \t]*([a-z]+)")
 _COMPOUND = re.compile(r"\b([A-Za-z0-9]+-[A-Za-z]+)\b")
 
 
@@ -300,15 +300,24 @@ _COMMON = set(
 
 
 def _segments(token: str, vocab: set[str], max_len: int = 20) -> list[str] | None:
-    """Fewest vocabulary words that concatenate to `token` (dynamic programming), or None."""
+    """Fewest vocabulary words that concatenate to `token` (dynamic programming over word counts
+    and back-pointers: linear in the token's length, so a 100,000-letter run costs a second, not
+    gigabytes), or None."""
     n = len(token)
-    best: list[list[str] | None] = [[]] + [None] * n
+    count: list[int | None] = [0] + [None] * n
+    back = [0] * (n + 1)
     for i in range(1, n + 1):
         for j in range(max(0, i - max_len), i):
-            prev = best[j]
-            if prev is not None and token[j:i] in vocab and (best[i] is None or len(prev) + 1 < len(best[i])):
-                best[i] = prev + [token[j:i]]
-    return best[n]
+            c = count[j]
+            if c is not None and (count[i] is None or c + 1 < count[i]) and token[j:i] in vocab:
+                count[i], back[i] = c + 1, j
+    if count[n] is None:
+        return None
+    out, i = [], n
+    while i > 0:
+        out.append(token[back[i] : i])
+        i = back[i]
+    return out[::-1]
 
 
 def _is_run_together(token: str, vocab: set[str], min_len: int) -> int:
