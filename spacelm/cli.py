@@ -451,11 +451,13 @@ def _add_drilldown(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
     from .stages import OPTIONAL, STAGES
 
     ap = argparse.ArgumentParser(prog="spacelm", description="RAG benchmark suite for space-operations documents")
-    ap.add_argument("--debug", action="store_true", help="show tracebacks")
-    ap.add_argument("--progress", action="store_true", help="progress bars even when not on a terminal")
+    ap.add_argument("--version", action="version", version=f"spacelm {__version__}")
+    for flag, text in GLOBAL_FLAGS:
+        ap.add_argument(flag, action="store_true", help=text)
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="run every stage, execute the notebooks, write the report into results/<run>/")
     _add_common(p)
@@ -547,7 +549,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_corpus)
     _add_drilldown(sub)
+    _finish_subcommands(sub)  # last: every subcommand, the drill-down's too, gets the global flags
     return ap
+
+
+GLOBAL_FLAGS = (
+    ("--debug", "show tracebacks"),
+    ("--progress", "progress bars even when not on a terminal"),
+)
+
+
+def _finish_subcommands(sub) -> None:
+    """Every subcommand: its `-h` opens with the line `spacelm --help` shows for it, and the global
+    flags are accepted after it as well as before (`spacelm run --debug` = `spacelm --debug run`).
+    Given after the subcommand, a flag is stored only when given, so it never resets one given before."""
+    helps = {a.dest: a.help for a in sub._choices_actions}
+    for name, p in sub.choices.items():
+        if not helps.get(name):
+            raise AssertionError(f"subcommand {name!r} has no help line")  # a test runs build_parser()
+        if p.description is None:
+            p.description = helps[name]
+        for flag, text in GLOBAL_FLAGS:
+            if flag not in p._option_string_actions:
+                p.add_argument(flag, action="store_true", default=argparse.SUPPRESS, help=text)
 
 
 def setup_logging(progress: bool = False) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from pathlib import Path
 
 from .config import Config
@@ -149,9 +150,15 @@ def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def notebook_config(default: str = "configs/quick.yaml", recompute: bool | None = None) -> Config:
+def notebook_config(
+    config: str | Path | None = None, default: str = "configs/quick.yaml", recompute: bool | None = None
+) -> Config:
     """The config a notebook runs with, said on stderr:
 
+    0. ``config``, the notebook's parameters cell (``CONFIG``) when it names one: a run folder
+       (`results/<run>`, read from its `config.resolved.yaml`, reuse-only unless `recompute`), a
+       run's `config.resolved.yaml` (the same), or a config file (which may compute); a relative
+       path is found from the current folder or its parents;
     1. ``$SPACELM_CONFIG`` (set by `spacelm run`, which also makes the notebook reuse-only);
     2. else the `config.resolved.yaml` of the run folder the notebook sits in (opened from
        `results/<run>/notebooks/`): that run, reuse-only — a stage whose outputs are not the
@@ -166,6 +173,8 @@ def notebook_config(default: str = "configs/quick.yaml", recompute: bool | None 
 
     env = os.environ.get("SPACELM_CONFIG")
     here = Path.cwd().resolve()
+    if config is not None:
+        return _explicit_config(Path(config), here, recompute)
     if env:
         cfg = load_config(env)
         _say_config(Path(env), cfg, reuse_only=bool(os.environ.get(REUSE_ONLY_ENV)))
@@ -231,3 +240,52 @@ def describe_stage(cfg: Config, name: str, summary: dict | None = None) -> str:
         )
     model = f"; {calls} model calls, {hits} answered from the cache" if llm else ""
     return f"{name}: computed in this run ({rec.get('seconds', 0):.0f} s{model})"
+
+
+def _explicit_config(given: Path, here: Path, recompute: bool | None) -> Config:
+    """The config a parameters cell names (see `notebook_config`)."""
+    from .config import load_config
+    from .stages.base import REUSE_ONLY_ENV
+
+    found = next((d / given for d in [here, *here.parents] if (d / given).exists()), None)
+    if given.is_absolute() or found is None:
+        found = given
+    if not found.exists():
+        raise FileNotFoundError(f"CONFIG = {str(given)!r}: no such run folder or config file from {here} or above")
+    resolved = found / RESOLVED_NAME if found.is_dir() else found
+    if found.is_dir() and not resolved.is_file():
+        raise FileNotFoundError(f"CONFIG = {str(given)!r}: {resolved} not found (a run folder holds one after a run)")
+    if resolved.name == RESOLVED_NAME:
+        cfg = load_config(readable_config(resolved))
+        allow = recompute if recompute is not None else _truthy(os.environ.get(RECOMPUTE_ENV))
+    else:
+        cfg = load_config(resolved)
+        allow = recompute is not False
+    if allow:
+        os.environ.pop(REUSE_ONLY_ENV, None)
+    else:
+        os.environ[REUSE_ONLY_ENV] = "1"
+    _say_config(resolved, cfg, reuse_only=not allow)
+    return cfg
+
+
+_IMAGE_LINK = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
+
+
+def show_markdown(cfg: Config, text: str) -> None:
+    """Display a report section in a notebook: its text as Markdown and each figure it links
+    (a path in the run folder) as an embedded image, so no figure depends on where the notebook
+    file sits; a figure that is not there is named instead."""
+    from IPython.display import Image, Markdown, display
+
+    pos = 0
+    for m in _IMAGE_LINK.finditer(text):
+        if text[pos : m.start()].strip():
+            display(Markdown(text[pos : m.start()]))
+        path = cfg.run_dir / m.group(2)
+        display(
+            Image(filename=str(path)) if path.is_file() else Markdown(f"_(figure not in this run: `{m.group(2)}`)_")
+        )
+        pos = m.end()
+    if text[pos:].strip():
+        display(Markdown(text[pos:]))

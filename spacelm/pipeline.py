@@ -17,6 +17,7 @@ from .stages import BY_NAME, LAST, STAGES, stages_for
 from .stages.base import execute, freshness, stage_inputs
 from .stages.lock import folder_locks
 from .stages.manifest import Manifest, output_hashes
+from .stages.runlog import run_log
 
 log = logging.getLogger("spacelm")
 
@@ -37,8 +38,7 @@ def run_stages(cfg: Config, upto: str | None = None, force: bool = False, manife
     (or every stage when `upto` is None)."""
     if upto is not None and upto not in BY_NAME:
         raise ValueError(f"unknown stage {upto!r}; stages are: {', '.join(stage_names())}")
-    from .stages.costs import announce
-    from .stages.preflight import check_before_run, check_corpus_size
+    from .stages.preflight import check_before_run
 
     names = [s.name for s in stages_for(cfg) if s is not LAST]
     if upto is not None and upto not in names and upto != LAST.name:
@@ -52,6 +52,14 @@ def run_stages(cfg: Config, upto: str | None = None, force: bool = False, manife
     if upto is not None and upto in names:
         names = names[: names.index(upto) + 1]
     check_before_run(cfg, names)  # before the manifest is written and any model loads
+    with run_log(cfg, upto or "run"):
+        return _run_stages(cfg, upto, force, manifest)
+
+
+def _run_stages(cfg: Config, upto: str | None, force: bool, manifest: Manifest | None) -> dict:
+    from .stages.costs import announce
+    from .stages.preflight import check_corpus_size
+
     # `spacelm run` starts the run's manifest; a one-stage command merges what it computes into it
     manifest = manifest or Manifest(cfg, command=upto or "run")
     results = {}
@@ -98,7 +106,7 @@ def run_all(cfg: Config, force: bool = False, notebooks: bool = True, wait: bool
     from .notebooks import execute_notebooks, write_resolved_config
     from .stages.report import build_report
 
-    with folder_locks(write_folders(cfg), wait=wait):
+    with folder_locks(write_folders(cfg), wait=wait), run_log(cfg, "run"):
         resolved = write_resolved_config(cfg)
         log.info("resolved config: %s", resolved)
         manifest = Manifest(cfg, command="run")

@@ -48,6 +48,8 @@ Ranking = list[tuple[str, float]]
 
 # the run as a whole
 MANIFEST = "manifest.json"
+LOGS_DIR = "logs"  # a run's log files (git-ignored)
+RUN_LOG = "spacelm.log"
 RESOLVED_CONFIG = "config.resolved.yaml"
 REPORT = "report.md"
 BROWSE = "browse.html"  # the drill-down page: per question its passages, grades and answers
@@ -63,6 +65,9 @@ RETRIEVAL_SUMMARY_MD = "retrieval/summary.md"
 RETRIEVAL_SIGNIFICANCE = "retrieval/significance.csv"
 RETRIEVAL_PER_QUERY = "retrieval/per_query.jsonl"
 RETRIEVAL_PER_TASK = "retrieval/per_task.csv"
+TREC_RUN = "retrieval/run.{system}.trec"  # one TREC run file per system (6 columns)
+TREC_QRELS = "retrieval/qrels.trec"  # the source chunk of each answerable question (grade 1)
+TREC_QRELS_JUDGE = "retrieval/qrels.judge.trec"  # the judge's 0-3 grades of the passages it graded
 RANKINGS = "retrieval/rankings.jsonl"
 
 # judge-check

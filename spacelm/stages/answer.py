@@ -72,6 +72,21 @@ class AnswerFiles(NamedTuple):
     measures: Path
 
 
+CLAIM_COLUMNS = [
+    "setting",
+    "pipeline",
+    "n_answers",
+    "n_claims",
+    "n_citations",
+    *(
+        f"{m}{s}"
+        for m in ("claim_faithfulness", "citation_precision", "citation_recall")
+        for s in ("", "_ci_low", "_ci_high")
+    ),
+    "group",
+]
+
+
 def outputs(cfg: Config) -> AnswerFiles:
     d = cfg.run_dir
     return AnswerFiles(
@@ -307,7 +322,10 @@ def write_tables(
             cfg.seed,
         )
     ]
-    write_dataframe(pd.DataFrame(claim_tab), out(files.claims_csv))
+    # no answer with claims still writes the header, so pandas.read_csv reads an empty table
+    write_dataframe(
+        pd.DataFrame(claim_tab) if claim_tab else pd.DataFrame(columns=CLAIM_COLUMNS), out(files.claims_csv)
+    )
     verdicts = fact_check_table(items)
     write_dataframe(verdicts, out(files.fact_checks))
     refusals = refusal_rates(items)

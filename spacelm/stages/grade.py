@@ -48,6 +48,7 @@ class GradeFiles(NamedTuple):
     per_task: Path
     ppi_differences: Path
     decomposition: Path
+    judge_qrels: Path
 
 
 def outputs(cfg: Config) -> GradeFiles:
@@ -65,6 +66,7 @@ def outputs(cfg: Config) -> GradeFiles:
         d / names.GRADING_PER_TASK,
         d / names.PPI_DIFFERENCES,
         d / names.GRADE_DECOMPOSITION,
+        d / names.TREC_QRELS_JUDGE,
     )
 
 
@@ -294,6 +296,7 @@ def write_tables(
     write_dataframe(relevant_shares(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), out(files.relevant_shares))
     write_dataframe(graded_metrics(cfg.table_design(), questions, rankings, grades), out(files.graded_metrics))
     grade_distribution(long, out(files.distribution_plot))
+    write_judge_qrels(cfg, questions, used, out)
     return {
         "questions": len(questions),
         "sample": n.to_dict(),
@@ -304,15 +307,12 @@ def write_tables(
     }
 
 
-def recompute(cfg: Config) -> dict:
-    """`write_tables` from the run's stored grades.jsonl and rankings (no model): the questions
-    from questions.jsonl when it is there, else each graded question with the source chunk its
-    validity pair names (no task breakdown then)."""
+def stored_grades(cfg: Config) -> tuple:
+    """From the run's grades.jsonl: the first-order rows, the rows Table 1 uses (both orders'
+    mean under `debias: both_orders`) and the swapped validity rows (or None)."""
     from ..lib.io import read_jsonl
-    from ..lib.judge.relevance import clusters_from_grades
 
-    d = cfg.run_dir
-    rows = read_jsonl(d / names.GRADES)
+    rows = read_jsonl(cfg.run_dir / names.GRADES)
     first = [r for r in rows if r.get("prompt") == grade_label(cfg)]
     second = [r for r in rows if r.get("prompt") == cfg.grading.prompt + "_swapped"]
     used, swapped = first, (second or None)
@@ -323,6 +323,39 @@ def recompute(cfg: Config) -> dict:
             if cfg.grading.consistency_check
             else None
         )
+    return first, used, swapped
+
+
+def write_judge_qrels(cfg: Config, questions: list[dict], used: list[dict], out=lambda p: p) -> Path:
+    """`retrieval/qrels.judge.trec`: the judge's grade 0-3 of every passage it graded for the
+    (answerable) questions Table 1 reads, as TREC qrels; a pair without a grade is left out."""
+    from ..lib.retrieval.trec import qrels_text
+
+    qids = {q["qid"] for q in questions}
+    qrels: dict = {}
+    for r in used:
+        if r["qid"] in qids and r.get("grade") is not None:
+            qrels.setdefault(r["qid"], {}).setdefault(r["chunk_id"], int(r["grade"]))
+    path = outputs(cfg).judge_qrels
+    write_text(out(path), qrels_text(qrels))
+    return path
+
+
+def export_judge_qrels(cfg: Config) -> Path:
+    """`write_judge_qrels` from the run's stored grades.jsonl (no model)."""
+    _, used, _ = stored_grades(cfg)
+    return write_judge_qrels(cfg, [{"qid": r["qid"]} for r in used], used)
+
+
+def recompute(cfg: Config) -> dict:
+    """`write_tables` from the run's stored grades.jsonl and rankings (no model): the questions
+    from questions.jsonl when it is there, else each graded question with the source chunk its
+    validity pair names (no task breakdown then)."""
+    from ..lib.io import read_jsonl
+    from ..lib.judge.relevance import clusters_from_grades
+
+    d = cfg.run_dir
+    first, used, swapped = stored_grades(cfg)
     source = clusters_from_grades(first)
     known = {}
     if questions_path(cfg).is_file():

@@ -45,7 +45,46 @@ def _csv_md(p: Path, cols=None, round_to: int = 3) -> str:
     df = pd.read_csv(p)
     if cols:
         df = df[[c for c in cols if c in df.columns]]
+    if df.empty:
+        return f"_(none in this run: `{p.name}` holds no row)_"
     return markdown_table(df.round(round_to))
+
+
+def _estimate(v, lo=None, hi=None, digits: int = 2) -> str:
+    """`40.0 [32.2, 48.9]`: a figure with its interval, a dash where missing."""
+    if v is None or v != v:
+        return "–"
+    ci = "" if lo is None or hi is None or lo != lo or hi != hi else f" [{lo:.{digits}f}, {hi:.{digits}f}]"
+    return f"{v:.{digits}f}{ci}"
+
+
+def _tests_md(run: Path, name: str, keys: tuple, value: str) -> str:
+    """A paired-tests CSV as the columns a reader needs: what is compared, n, the two means, the
+    difference with its 95% CI as `+4.0 [-1.2, 9.2]`, Holm's p and the detectable difference;
+    shares (percentage points) with one decimal, scores with two. Every column: the CSV, linked."""
+    p = run / name
+    if not p.is_file():
+        return "_(not produced in this run)_"
+    import pandas as pd
+
+    df = pd.read_csv(p)
+    if df.empty:
+        return f"_(none in this run: `{p.name}` holds no row)_"
+    rows = []
+    for r in df.to_dict("records"):
+        d = 1 if str(r.get("measure", "")).startswith("share") else 2
+        rows.append(
+            {
+                **{k.replace("_", " "): r.get(k) for k in keys if k in r},
+                "n": r.get("n_questions"),
+                "a": _estimate(r.get(f"{value}_a"), digits=d),
+                "b": _estimate(r.get(f"{value}_b"), digits=d),
+                "b − a [95% CI]": _estimate(r.get("diff"), r.get("ci_low"), r.get("ci_high"), d),
+                "p (Holm)": _estimate(r.get("p_holm"), digits=3),
+                "mde": _estimate(r.get("mde_cell"), digits=d),
+            }
+        )
+    return markdown_table(pd.DataFrame(rows)) + f"\n\nEvery column (family, se, df, deff, …): [{name}]({name})."
 
 
 def _img(run: Path, name: str, alt: str, out=_same) -> str:
@@ -489,6 +528,41 @@ REPORT_FINDING_COLUMNS = [
 ]
 
 
+def findings_tables(df) -> list[str]:
+    """The findings as a table narrow enough to read (number, finding, the paper's figure, this
+    run's, its CI, verdict, n), then each verdict's reason, boundary and judge bias as a numbered
+    note; every column is in paper_vs_run.csv, linked."""
+    from ..lib.report.tables import MISSING, as_words
+
+    def cell(v) -> str:
+        text = as_words(v).strip()
+        return md_cell(text) if text else MISSING
+
+    out = ["| # | finding | paper | this run | 95% CI | verdict | n |", "|---:|---|---|---|---|---|---|"]
+    notes = []
+    for i, r in enumerate(df.to_dict("records"), 1):
+        out.append(
+            f"| {i} | {cell(r['finding'])} | {cell(r['paper'])} | {cell(r['this_run'])} | {cell(r['ci'])} | "
+            f"*{cell(r['verdict'])}* | {cell(r['n'])} |"
+        )
+        parts = [as_words(r.get(k)).strip() for k in ("verdict_reason",)]
+        parts += [
+            f"{label}: {as_words(r.get(k)).strip()}"
+            for k, label in (("boundary", "boundary"), ("judge_bias", "judge bias"))
+        ]
+        parts = [p for p in parts if p and not p.endswith(MISSING) and p != MISSING and not p.endswith(": ")]
+        if parts:
+            notes.append(f"{i}. " + md_cell("; ".join(parts)))
+    out.append("")
+    if notes:
+        out += ["Why each verdict (by number above):", "", *notes, ""]
+    out += [
+        f"Every column (comparable, mde_rule, the judges' verdicts, …): [{names.PAPER_VS_RUN}]({names.PAPER_VS_RUN}).",
+        "",
+    ]
+    return out
+
+
 def paper_section(cfg, rows: list[dict]) -> list[str]:
     import pandas as pd
 
@@ -514,8 +588,7 @@ def paper_section(cfg, rows: list[dict]) -> list[str]:
         "the finding reads (`boundary`), share no scorer with the systems compared, and show a bias between "
         "them small beside the detectable difference (`judge_bias`); otherwise *no evidence*, with the reason.",
         "",
-        pd.DataFrame(rows, columns=COLUMNS)[REPORT_FINDING_COLUMNS].to_markdown(index=False),
-        "",
+        *findings_tables(pd.DataFrame(rows, columns=COLUMNS)),
         *decomposition_lines(cfg),
         _img(cfg.run_dir, names.PLOT_FOREST, "forest plot of the findings' cells"),
         "",
@@ -809,7 +882,7 @@ def _run_time_rows(stages: dict) -> list[str]:
     for name, s in stages.items():
         computed = s.get("computed_seconds")
         rows.append(
-            f"| {name} | {s.get('wall_seconds', s.get('seconds', 0)):.1f} | {s.get('skipped', False)} | "
+            f"| {name} | {s.get('wall_seconds', s.get('seconds', 0)):.1f} | {'yes' if s.get('skipped') else 'no'} | "
             f"{'' if computed is None else f'{computed:.1f}'} |"
         )
     return rows
@@ -922,13 +995,13 @@ def report_values(cfg, out=_same) -> dict:
         table1=_read(run / names.TABLE1_MD),
         img_grades=_img(run, names.PLOT_GRADES, "grade distribution"),
         img_table1_per_task=_img(run, names.PLOT_TABLE1_PER_TASK, "grade 3 share per task"),
-        paired_tests=_csv_md(run / names.PAIRED_TESTS),
+        paired_tests=_tests_md(run, names.PAIRED_TESTS, ("comparison", "retriever", "top_k", "measure"), "value"),
         graded_metrics=_csv_md(run / names.GRADED_METRICS),
         ppi=ppi_lines(cfg),
         judge_validity=_optional(blocks, "judge_validity", run / names.JUDGE_VALIDITY, _validity_fields),
         table2_banner=judge_banner(cfg, "table2"),
         table2=_read(run / names.TABLE2_MD),
-        table2_tests=_csv_md(run / names.TABLE2_TESTS),
+        table2_tests=_tests_md(run, names.TABLE2_TESTS, ("metric", "setting_a", "setting_b"), "mean"),
         img_answer_scores=_img(run, names.PLOT_ANSWER_SCORES, "answer scores"),
         img_noise=_img(run, names.PLOT_NOISE, "noise curve"),
         img_table2_per_task=_img(run, names.PLOT_TABLE2_PER_TASK, "faithfulness per task"),
@@ -1085,16 +1158,38 @@ def fact_check_lines(cfg) -> list[str]:
     ]
 
 
+def _grade_counts(counts) -> str:
+    """{"0": 0, "1": 10, ...} as `0, 10, 2, 1 at grades 0/1/2/3`."""
+    if not isinstance(counts, dict) or not counts:
+        return "–"
+    keys = sorted(counts, key=str)
+    return f"{', '.join(str(counts[k]) for k in keys)} at grades {'/'.join(str(k) for k in keys)}"
+
+
+def _by_setting(values) -> str:
+    """{"standard": 0.083, "3_wrong": None} as `standard 0.08, 3_wrong –`."""
+    if not isinstance(values, dict) or not values:
+        return "–"
+    return ", ".join(f"{k} {_fmt(v)}" for k, v in values.items())
+
+
 def _validity_fields(v: dict) -> dict:
-    keys = ("verdict", "auc", "n_pairs", "source_grades", "random_grades", "order_swap_agreement")
-    return {k: v[k] if k == "verdict" else v.get(k) for k in keys}
+    swap = v.get("order_swap_agreement")
+    return {
+        "verdict": v["verdict"],
+        "auc": _fmt(v.get("auc")),
+        "n_pairs": v.get("n_pairs"),
+        "source_grades": _grade_counts(v.get("source_grades")),
+        "random_grades": _grade_counts(v.get("random_grades")),
+        "order_swap_agreement": "not measured (no pair graded in both orders)" if swap is None else _fmt(swap),
+    }
 
 
 def _check_fields(c: dict) -> dict:
     return dict(
-        refusal_rate_by_setting=c["refusal_rate_by_setting"],
-        citation_accuracy_by_setting=c["citation_accuracy_by_setting"],
-        agreement=c["judge_vs_regex_refusal_agreement"],
+        refusal_rate_by_setting=_by_setting(c["refusal_rate_by_setting"]),
+        citation_accuracy_by_setting=_by_setting(c["citation_accuracy_by_setting"]),
+        agreement=_fmt(c["judge_vs_regex_refusal_agreement"]),
         pairs=c["judge_vs_regex_refusal_pairs"],
     )
 
@@ -1217,7 +1312,13 @@ def answerability_section(cfg) -> list[str]:
             markdown_table(t),
             "",
         ]
-        if len(gold):
+        if not cfg.synth.unanswerable.enabled:
+            out += [
+                "The unanswerable check did not run in this run (`synth.unanswerable.enabled: false`): golden "
+                "unanswerable questions are kept as people labelled them, and no synthetic one was checked.",
+                "",
+            ]
+        elif len(gold):
             out += [
                 f"The check agrees with people on {int(gold.check_passed.sum())} of {int(gold.generated.sum())} "
                 "human-labelled unanswerable questions (the rest it would have dropped as answerable): that is how "

@@ -36,7 +36,43 @@ def outputs(cfg: Config):
         rankings_path(cfg),
         d / names.PLOT_RECALL,
         d / names.RETRIEVAL_PER_TASK,
+        *trec_outputs(cfg),
     ]
+
+
+def trec_outputs(cfg: Config) -> list:
+    """One TREC run file per system and the qrels of the gold the metrics use."""
+    d = cfg.run_dir
+    return [d / names.TREC_RUN.format(system=s) for s in cfg.retrieval.systems] + [d / names.TREC_QRELS]
+
+
+def write_trec(cfg: Config, rankings: dict, qrels: dict, out=lambda p: p) -> list:
+    """`retrieval/run.<system>.trec` (answerable questions, each system's ranked list to the depth
+    it was ranked) and `retrieval/qrels.trec` (the gold the metrics use: chunks overlapping the
+    question's evidence span, else its source chunk; relevance 1). trec_eval, ranx, ir_measures and
+    pytrec_eval read them as they are. `rankings`: {system: {qid: [(chunk_id, score), ...]}}."""
+    from ..lib.io import write_text
+    from ..lib.retrieval.trec import qrels_text, run_text
+
+    runs, qrels_path = trec_outputs(cfg)[:-1], trec_outputs(cfg)[-1]
+    for system, path in zip(cfg.retrieval.systems, runs):
+        write_text(out(path), run_text({q: r for q, r in rankings.get(system, {}).items() if q in qrels}, system))
+    write_text(out(qrels_path), qrels_text(qrels))
+    return [*runs, qrels_path]
+
+
+def export_trec(cfg: Config) -> list:
+    """The TREC files of a run that has ranked, from its rankings.jsonl, the questions and the
+    chunks (no model: used to add them to a run made before retrieve wrote them)."""
+    from ..lib.io import read_jsonl
+
+    chunks = load_chunks(cfg)
+    answerable = [q for q in load_questions(cfg, chunks, answerable=None) if q["answerable"]]
+    rankings: dict = {}
+    for row in read_jsonl(rankings_path(cfg)):
+        if row.get("answerable", True):
+            rankings.setdefault(row["system"], {})[row["qid"]] = [(d, s) for d, s in row["ranking"]]
+    return write_trec(cfg, rankings, gold_qrels(answerable, chunks))
 
 
 class RetrievalEval(NamedTuple):
@@ -192,7 +228,7 @@ def write(cfg: Config, result: Retrieval, out) -> dict:
 
     rc, res, questions, k_main = cfg.retrieval, result.evaluation, result.questions, result.k_main
     summary = res.summary
-    summary_csv, summary_md, per_query_path, sig_path, rankings_file, plot, per_task = outputs(cfg)
+    summary_csv, summary_md, per_query_path, sig_path, rankings_file, plot, per_task = outputs(cfg)[:7]
     n = sample_size(questions)
     summary.insert(2, "n_source_chunks", n.source_chunks)
     summary.insert(3, "n_documents", n.documents)
@@ -203,6 +239,7 @@ def write(cfg: Config, result: Retrieval, out) -> dict:
     write_jsonl(out(rankings_file), res.rankings_rows)
     write_dataframe(result.significance.round(4), out(sig_path))
     recall_curve(pd.DataFrame(res.per_query), rc.k_values, out(plot), seed=cfg.seed)
+    write_trec(cfg, res.rankings, res.qrels, out)
     best = summary.sort_values(f"ndcg@{k_main}", ascending=False).iloc[0]
     qids = [q["qid"] for q in questions]
     return {

@@ -71,7 +71,7 @@ def recall_curve(
         bound = lambda x: x if x != x else min(1.0, max(0.0, x))  # NaN (one cluster) stays NaN: no bar
         err = _yerr(means, [bound(c["ci_low"]) for c in cis], [bound(c["ci_high"]) for c in cis])
         x = [k + (j - (len(systems) - 1) / 2) * 0.08 for k in ks]  # dodge so the bars do not hide each other
-        ax.errorbar(x, means, yerr=err, marker="o", capsize=3, label=name)
+        ax.errorbar(x, means, yerr=err, capsize=3, label=name, **system_style(name))
     ax.set_xlabel("k")
     ax.set_ylabel(f"{metric}@k (95% CI, n={per_query['qid'].nunique()} queries)")
     ax.set_ylim(0, 1.02)
@@ -113,6 +113,28 @@ def generated_vs_kept(retention, path: Path | None = None):
 
 GRADE_COLORS = {0: "#cc3311", 1: "#ee7733", 2: "#88ccee", 3: "#228833"}
 
+# The one palette of the retrieval systems, shared by every plot: a retriever keeps its colour
+# before and after reranking (the reranked line is dashed, its marker a square).
+SYSTEM_COLORS = {"bm25": "#4477aa", "dense": "#ee6677", "hybrid": "#228833", "splade": "#ccbb44"}
+_MORE_COLORS = ("#66ccee", "#aa3377", "#bbbbbb", "#000000")
+
+
+def system_color(name: str) -> str:
+    """The colour of a system (`bm25`, `dense+rerank`, ...): its first-stage retriever's."""
+    base = str(name).split("+")[0].split(" ")[0]
+    if base in SYSTEM_COLORS:
+        return SYSTEM_COLORS[base]
+    return _MORE_COLORS[sum(map(ord, base)) % len(_MORE_COLORS)]
+
+
+def system_style(name: str) -> dict:
+    """Colour, line style and marker of a system's line."""
+    reranked = "rerank" in str(name)
+    return {"color": system_color(name), "linestyle": "--" if reranked else "-", "marker": "s" if reranked else "o"}
+
+
+SCORE_AXIS = (1, 5.2)  # a 1-5 rubric's axis starts at 1, its lowest score
+
 
 def grade_distribution(table1_long, path: Path | None = None):
     """Table 1 as points: one panel per grade, the share of graded passages (%) against top-k
@@ -135,7 +157,7 @@ def grade_distribution(table1_long, path: Path | None = None):
                 capsize=2,
                 marker="o" if st == "retrieved" else "s",
                 linestyle="-" if st == "retrieved" else "--",
-                color=("#4477aa", "#ee6677", "#228833", "#ccbb44")[[g[0] for g in groups].index(r) % 4],
+                color=system_color(r),
                 label=f"{r} {'reranked' if st == 'reranked' else 'retrieved'}",
             )
         ax.set_title(f"grade {grade}", fontsize=9, color=GRADE_COLORS[grade])
@@ -179,7 +201,7 @@ def score_distributions(table2_long, path: Path | None = None):
     ax.set_xticks(range(len(metrics)))
     ax.set_xticklabels([m.replace("_", " ") for m in metrics], fontsize=8)
     ax.set_ylabel("mean score (1-5, 95% cluster-robust t CI)")
-    ax.set_ylim(0, 5.2)
+    ax.set_ylim(*SCORE_AXIS)
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     save(fig, path)
@@ -228,7 +250,7 @@ def noise_curve(items, settings, path: Path | None = None, n_boot: int = None, s
         ax.annotate(f"n={p[3]}", (s["n_wrong"], p[0]), textcoords="offset points", xytext=(6, -10), fontsize=7)
     ax.set_xlabel("wrong passages in the context")
     ax.set_ylabel("faithfulness (1-5, 95% CI)")
-    ax.set_ylim(0, 5.2)
+    ax.set_ylim(*SCORE_AXIS)
     ax.grid(alpha=0.3)
     for keep, style in ((True, "-"), (False, "--")):
         ss = [s for s in settings if s["keep_relevant"] == keep]
@@ -431,7 +453,8 @@ def per_task_panels(per_task, value: str, ylabel: str, path: Path | None = None,
         if group:
             labels = [str(x) for x in sub[group]]
             n = int(sub["n"].max()) if "n" in sub else None
-            ax.bar(range(len(sub)), sub[value], color="#4477aa")
+            base = SCORE_AXIS[0] if "1-5" in ylabel else 0  # a 1-5 score's bar rises from 1
+            ax.bar(range(len(sub)), sub[value] - base, bottom=base, color="#4477aa")
             ax.set_xticks(range(len(sub)), labels, rotation=30, fontsize=7)
         else:
             for (r, st), g in sub.groupby(["retriever", "stage"]):
@@ -440,6 +463,7 @@ def per_task_panels(per_task, value: str, ylabel: str, path: Path | None = None,
                     g[value],
                     marker="o" if st == "retrieved" else "s",
                     linestyle="-" if st == "retrieved" else "--",
+                    color=system_color(r),
                     label=f"{r} {st}",
                 )
             n = int(sub["questions"].max())
@@ -449,7 +473,10 @@ def per_task_panels(per_task, value: str, ylabel: str, path: Path | None = None,
         ax.grid(alpha=0.3)
     top = float(np.nanmax(df[value])) if len(df) else 1.0
     for ax in axes:
-        ax.set_ylim(0, top * 1.1 if top > 0 else 1)
+        if "1-5" in ylabel:  # a rubric's scores: the axis starts at 1
+            ax.set_ylim(*SCORE_AXIS)
+        else:
+            ax.set_ylim(0, top * 1.1 if top > 0 else 1)
     axes[0].set_ylabel(ylabel)
     h, lab = axes[0].get_legend_handles_labels()
     if h:

@@ -37,13 +37,38 @@ def markdown_table(df, index: bool = False) -> str:
     from pandas.api.types import is_numeric_dtype
 
     out = df.copy()
+    align = []
     for col in out.columns:
-        if not is_numeric_dtype(out[col]):
-            out[col] = out[col].astype(object).map(md_cell)
+        numeric = is_numeric_dtype(out[col]) and out[col].dtype != bool
+        align.append(("right" if out[col].isna().any() else "decimal") if numeric else "left")
+        if numeric and out[col].isna().any():  # a missing number is a dash, not "nan"
+            out[col] = out[col].astype(object).map(lambda v: MISSING if v != v or v is None else f"{v:g}")
+        elif not numeric:
+            out[col] = out[col].astype(object).map(lambda v: MISSING if v is None or v != v else md_cell(v))
     out.columns = [md_cell(c) for c in out.columns]
     if index:
         out.index = [md_cell(i) for i in out.index]
-    return out.to_markdown(index=index)
+        align.insert(0, "left")
+    return out.to_markdown(index=index, colalign=align) if len(out.columns) else out.to_markdown(index=index)
+
+
+MISSING = "–"
+
+
+def as_words(value) -> str:
+    """A value as a reader sees it in prose: a dash for None or NaN, yes/no for a truth value,
+    `a, b` for a list, `key value, key value` for a mapping; never a Python repr."""
+    if value is None or (isinstance(value, float) and value != value):
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k} {as_words(v)}" for k, v in value.items()) or "none"
+    if isinstance(value, (list, tuple, set)):
+        return ", ".join(as_words(v) for v in value) or "none"
+    return str(value)
 
 
 def render(df, fmt: str = "md", marks: Mapping[tuple[int, str], str] | None = None) -> str:

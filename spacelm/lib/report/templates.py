@@ -39,11 +39,14 @@ def read_blocks(path: Path) -> dict[str, list[str]]:
 def render(block: list[str], values: dict) -> list[str]:
     """The lines of `block` with its placeholders filled from `values` (a missing value is an
     error: a template and its caller must agree)."""
+    from .tables import as_words
+
+    shown = {k: as_words(v) for k, v in values.items()}  # None, dicts and lists as words, not reprs
     out: list[str] = []
     for line in block:
         slot = _SLOT.match(line)
         if slot and isinstance(values.get(slot.group(1)), list):
             out.extend(values[slot.group(1)])
             continue
-        out.append(Template(line).substitute(values))
+        out.append(Template(line).substitute(shown))
     return out

@@ -1,0 +1,54 @@
+"""A run's log file: `results/<run>/logs/spacelm.log`, appended by every command that runs stages.
+
+The lines spacelm prints on stderr while it runs (its own at INFO, libraries' from WARNING) are
+also written here with a timestamp, so a run's history can be read after the terminal is gone.
+The folder is git-ignored."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from pathlib import Path
+
+from ..lib import names
+
+LOG_FORMAT = "%(asctime)s %(levelname)s [%(name)s] %(message)s"
+
+
+def log_path(cfg) -> Path:
+    return cfg.run_dir / names.LOGS_DIR / names.RUN_LOG
+
+
+@contextlib.contextmanager
+def run_log(cfg, command: str):
+    """While the block runs, the `spacelm` logger (and warnings) also go to the run's log file.
+    Nested use (run → run_stages) keeps the one handler the outer block attached."""
+    path = log_path(cfg).resolve()
+    root = logging.getLogger()
+    if any(isinstance(h, logging.FileHandler) and Path(h.baseFilename) == path for h in root.handlers):
+        yield path
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.addFilter(_spacelm_or_warning)
+    root.addHandler(handler)
+    spacelm_logger = logging.getLogger("spacelm")
+    if spacelm_logger.getEffectiveLevel() > logging.INFO:
+        spacelm_logger.setLevel(logging.INFO)
+    argv = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))
+    spacelm_logger.info("%s: run '%s' (%s) — %s", command, cfg.run_name, cfg.source or "<config>", argv)
+    try:
+        yield path
+    except BaseException as e:
+        spacelm_logger.error("%s stopped: %s: %s", command, type(e).__name__, e)
+        raise
+    finally:
+        root.removeHandler(handler)
+        handler.close()
+
+
+def _spacelm_or_warning(record: logging.LogRecord) -> bool:
+    return record.name.startswith("spacelm") or record.levelno >= logging.WARNING
