@@ -13,7 +13,8 @@ answer the judge wrote and controls whose bad answer the other generator wrote. 
 bad answers come closer to the good ones. 95% interval by a bootstrap over controls within cells.
 
     python bench/control_gaps.py --config configs/standard.yaml \
-        --models embedded:qwen2.5-coder-0.5b,embedded:qwen2.5-coder-1.5b --max 12 --out results/control_gaps.json
+        --models embedded:qwen2.5-coder-0.5b,embedded:qwen2.5-coder-1.5b --max 12 --n-controls 24 \
+        --judges faithfulness,relevance,negative_rejection --out results/control_gaps.json
 
 Calls are cached (`cfg.cache_dir`); the edit controls are shared between the generators, so only the flagged
 answers cost judge calls the second time. The output holds aggregates and the controls' kinds, not corpus text.
@@ -93,6 +94,12 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default="embedded:qwen2.5-coder-0.5b,embedded:qwen2.5-coder-1.5b")
     ap.add_argument("--max", type=int, default=12, help="questions (the answer stage's selection, at most)")
     ap.add_argument("--out", default=str(ROOT / "results" / "control_gaps.json"))
+    ap.add_argument(
+        "--judges",
+        default="faithfulness,relevance,negative_rejection",
+        help="the judges to control (comma-separated; default: the rubrics Table 2's findings read)",
+    )
+    ap.add_argument("--n-controls", type=int, default=None, help="controls per judge (default: the config's)")
     args = ap.parse_args(argv)
     cfg = load_config(args.config)
     cfg.answer.max_questions = args.max
@@ -101,11 +108,16 @@ def main(argv=None) -> int:
     text_of = {c.chunk_id: c.text for c in chunks}
     doc_of = {c.chunk_id: c.doc_id for c in chunks}
     jc = cfg.judge_check
+    if args.n_controls:
+        jc.n_controls = args.n_controls
+    judges = tuple(j for j in args.judges.split(",") if j)
     out = {
         "config": args.config,
         "questions": min(args.max, len(questions)),
         "judge": cfg.models.judge.model,
         "min_control_gap": jc.min_control_gap,
+        "judges": list(judges),
+        "n_controls": jc.n_controls,
         "generators": {},
     }
     all_rows = []
@@ -116,9 +128,7 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         items = generator_outputs(run, chunks, questions, turns, text_of)
         flagged = [it for it in items if it["flags"]]
-        controls = J.build_controls(
-            questions, text_of, doc_of, jc.n_controls, cfg.seed, cfg.answer.judges(), outputs=flagged
-        )
+        controls = J.build_controls(questions, text_of, doc_of, jc.n_controls, cfg.seed, judges, outputs=flagged)
         rows = turns.use(
             "judge", lambda llm, c=controls: J.score_controls(llm, c, text_of, cfg.answer.scoring), "controls"
         )
