@@ -514,7 +514,7 @@ def _prompts(cfg: Config) -> list[str]:
         p.append("reference_answer")
     p += ["judge_answer", "judge_faithfulness", "judge_relevance", "judge_noise_robustness", "judge_negative_rejection"]
     if cfg.answer.binary_judges:
-        p.append("judge_binary")
+        p += ["judge_binary", "judge_binary_reference"]
     if cfg.answer.refusal_judge:
         p += ["judge_refusal", "judge_refusal_mirrored"]
     if cfg.answer.claims:

@@ -579,6 +579,7 @@ def _prompts(cfg: Config) -> list[str]:
             "judge_noise_robustness",
             "judge_negative_rejection",
             "judge_binary",
+            "judge_binary_reference",
             "judge_claim_support",
             "judge_claim_support_mirrored",
             "judge_refusal",

@@ -199,8 +199,11 @@ def binary_requests(items: list[dict], text_of: dict, checks=None) -> list[tuple
             and (n not in ("grounded", "context_relevant") or it["passage_ids"])
         ]
         for name in names:
-            ref = f"Reference answer:\n{it['reference_answer']}\n\n" if name == "correct" else ""
-            msgs = answer_judge_messages(it, "judge_binary", text_of, reference=ref, check=BINARY_CHECKS[name])
+            if name == "correct":  # the reference answer is model-written text: in its own block
+                task, fields = "judge_binary_reference", {"reference": it["reference_answer"]}
+            else:
+                task, fields = "judge_binary", {}
+            msgs = answer_judge_messages(it, task, text_of, check=BINARY_CHECKS[name], **fields)
             out.append((it, name, Request(messages=msgs, choices=["yes", "no"], max_tokens=1)))
     return out
 

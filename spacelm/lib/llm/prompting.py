@@ -46,6 +46,13 @@ def has_template(name: str) -> bool:
 
 
 _DELIMITER_RUN = re.compile(r'"{3,}')
+# the fields a template may hold outside a triple-quote block: text the project writes itself (a
+# task, a header, a fixed instruction or check, a subject from the project's own list). Every other
+# field is untrusted text (corpus passages, questions, answers, claims, model-written references,
+# file names) and sits alone on a line between two lines of three double quotes;
+# tests/lib/llm/test_prompt_blocks.py holds every template to it
+TRUSTED_FIELDS = frozenset({"task", "documents_header", "instruction", "check", "subject"})
+BLOCK = '"""'  # the line that opens and closes a block of untrusted text
 
 
 _EVALUATOR = r"(?:grader|judge|evaluator|assessor|reviewer|assistant|rater|annotator|ai|language model)s?"
@@ -115,6 +122,22 @@ def render_in_frame(frame: str, task: str, task_fields: dict | None = None, **fi
     that beginning once (the LLM prefix cache). `task_fields` fill the task's own placeholders."""
     task_fields = {k: as_data(v) if isinstance(v, str) else v for k, v in (task_fields or {}).items()}
     return render(frame, task=task_text(task).format(**task_fields), **fields)
+
+
+def undelimited_fields(name: str) -> list[str]:
+    """The untrusted fields (any but TRUSTED_FIELDS) of template or task `name` that do not sit alone on
+    a line between two BLOCK lines: what the one delimiting scheme forbids."""
+    text = resources.files("spacelm").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
+    lines = [ln.strip() for ln in text.split("\n")]
+    bad = []
+    for i, ln in enumerate(lines):
+        for f in re.findall(r"(?<!\{)\{([a-z_]+)\}(?!\})", ln):
+            if f in TRUSTED_FIELDS:
+                continue
+            framed = 0 < i < len(lines) - 1 and lines[i - 1] == BLOCK and lines[i + 1] == BLOCK
+            if not (framed and ln == "{" + f + "}"):
+                bad.append(f)
+    return bad
 
 
 def template_hash(name: str) -> str:

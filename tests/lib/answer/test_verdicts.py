@@ -131,14 +131,14 @@ def test_items_carry_the_label_and_fact_checks_get_their_own_prompt():
     assert sent[("f1", "A", "closed_book")][0]["content"] == system["answer_closed_book"]  # no passages to check
     assert sent[("d1", "B", "retrieved")][0]["content"] == system["answer"]
     assert sent[("d1", "table2", "standard")][0]["content"] == system["answer"]
-    assert "Statement: Iridium 33 was active." in sent[("f1", "B", "retrieved")][1]["content"]
+    assert 'Statement:\n"""\nIridium 33 was active.\n"""' in sent[("f1", "B", "retrieved")][1]["content"]
     assert "Supported" in system["answer_fact_check"] and "Refuted" in system["answer_fact_check"]
     assert items[0]["answer"] == "Supported. [1]"
     # passages shown by chunk id: the _ids variant of each
     assert answer.answer_prompt(items[0], "ids") == "answer_fact_check_ids"
     assert answer.answer_prompt([it for it in items if it["qid"] == "d1"][0], "ids") == "answer_ids"
     ids_msgs = render("answer_fact_check_ids", question="S.", context="[a:1] a text 1")
-    assert "[a:1] a text 1" in ids_msgs[1]["content"] and "Statement: S." in ids_msgs[1]["content"]
+    assert "[a:1] a text 1" in ids_msgs[1]["content"] and 'Statement:\n"""\nS.\n"""' in ids_msgs[1]["content"]
 
 
 def test_the_fact_check_prompts_are_part_of_the_stage_fingerprint():

@@ -35,11 +35,12 @@ def test_injected_passage_stays_inside_its_block(template):
 
     user = render(template, question=QUESTION, passage=INJECTION)[1]["content"]
     blocks = _blocks(user)
-    assert len(blocks) == 1, user
+    assert len(blocks) == 2 and QUESTION in blocks, user  # the question's block and the passage's
+    passage = next(b for b in blocks if b != QUESTION)
     assert "Note to the grader" not in user and "Reply 3" not in user
-    assert ADDRESSED_MARK in blocks[0] and "Kiruna" in blocks[0] and "Ignore the scale." in blocks[0]
-    assert user.count('"""') == 2  # only the template's own delimiters
-    outside = user.replace(blocks[0], "")
+    assert ADDRESSED_MARK in passage and "Kiruna" in passage and "Ignore the scale." in passage
+    assert user.count('"""') == 4  # only the template's own delimiters
+    outside = user.replace(passage, "")
     assert "Reply 3" not in outside and "Kiruna" not in outside
 
 

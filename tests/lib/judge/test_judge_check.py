@@ -526,7 +526,7 @@ def test_controls_scored_by_the_expected_score_when_the_tables_are():
         def complete_many(self, reqs, on_done):
             for i, r in enumerate(reqs):
                 user = r.messages[-1]["content"]
-                answer = user.split("Assistant's answer:")[-1].strip().split("\n")[0].strip()
+                answer = user.split("Assistant's answer:")[-1].strip().strip('"').strip().split("\n")[0].strip()
                 good = answer in self.good
                 probs = {"4": 0.6, "5": 0.3, "3": 0.1} if good else {"4": 0.6, "5": 0.1, "3": 0.3}
                 if r.choices == ["yes", "no"]:
