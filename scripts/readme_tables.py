@@ -9,8 +9,9 @@ A block is two marker lines with the generator's name; everything between them i
 
     python scripts/readme_tables.py            # rewrite every block
     python scripts/readme_tables.py --check    # exit 1 when a block is out of date, a block names no
-                                               # generator, or a figure quoted in prose (QUOTED)
-                                               # differs from its run file
+                                               # generator, a figure quoted in prose (QUOTED)
+                                               # differs from its run file, or prose states a
+                                               # verdict or a count of questions by hand
 """
 
 from __future__ import annotations
@@ -1100,6 +1101,11 @@ def _cold_time(run: str = "standard", fmt: str = "{:,.0f}"):
     return read
 
 
+def _sizes(run: str, fmt: str):
+    """Figures of a run's manifest `sizes`, formatted by name: "{table1_questions}"."""
+    return lambda root: fmt.format(**_json(root, f"results/{run}/{names.MANIFEST}")["sizes"])
+
+
 def _controls_n(run: str):
     return lambda root: str(max(int(c["n"]) for c in _csv(root, f"results/{run}/judge_check/controls.csv")))
 
@@ -1127,6 +1133,30 @@ QUOTED = [
         _key(f"results/standard/{names.MANIFEST}", "sizes", "table2_questions_per_setting"),
     ),
     ("README.md", "standard controls n", "valid* on its {} controls", _controls_n("standard")),
+    (
+        "README.md",
+        "standard Table 1 questions",
+        "Table 1's {} questions can settle",
+        _sizes("standard", "{table1_questions}"),
+    ),
+    (
+        "README.md",
+        "standard Table 2 and answerability questions",
+        "answerability hold {} unanswerable ones",
+        _sizes("standard", "{answerability_answerable} questions and {answerability_unanswerable}"),
+    ),
+    (
+        "docs/judges.md",
+        "standard Table 1 questions",
+        "over the {} Table 1 questions at top-3",
+        _sizes("standard", "{table1_questions}"),
+    ),
+    (
+        "docs/measured.md",
+        "standard Table 1 questions and chunks",
+        "(Table 1 on {} source chunks",
+        _sizes("standard", "{table1_questions} questions from {table1_source_chunks}"),
+    ),
     (
         "README.md",
         "standard relevance rubric (README)",
@@ -1214,6 +1244,96 @@ QUOTED = [
 ]
 
 
+# --------------------------------------------------------------------------- claims written by hand
+# Two kinds of run figure are easy to type into prose and go stale unseen: a verdict next to a
+# judge's name ("the refusal judge is *fails*", "relevance *weak*") and a count of questions ("24
+# questions", "20 unanswerable ones", "Table 1's 60"). Outside the generated blocks and code
+# fences, each such claim in README.md and docs/*.md must lie inside a QUOTED template (checked
+# against its run file above) or inside a NOT_RUN_FIGURES phrase, which says why it is no figure of
+# a committed run file (a rule, a past run, a bench's own fixed setting); `--check` reports any
+# other, and a NOT_RUN_FIGURES phrase no longer in its file.
+_JUDGES = r"faithfulness|relevance|noise[- ]robustness|negative[- ]rejection|refusal|grader|judge|rubric"
+_VERDICTS = r"valid|weak|fails|failed|passes|passed|too few pairs to tell|too few kinds to tell"
+# a judge's name, then within 40 characters of the same clause (no other judge named between) a
+# verdict word in emphasis ("*weak*") or after a copula ("is valid", "is still weak")
+VERDICT_CLAIM = re.compile(
+    rf"\b(?:{_JUDGES})\b(?:(?!\b(?:{_JUDGES})\b)[^.;:!?|()\[\]]){{0,40}}?"
+    rf"(?:\*{{1,2}}(?P<v>{_VERDICTS})\*{{1,2}}|\b(?:is|are|was|were|still|stays)\s+\*{{0,2}}(?P<v2>{_VERDICTS})\b)",
+    re.I,
+)
+# a number of questions or unanswerable ones ("24 questions", "21 golden unanswerable"), or
+# Table 1's / Table 2's number
+COUNT_CLAIM = re.compile(
+    r"\b(?P<n>\d[\d,]*)\s+(?:(?:golden|synthetic|written|unanswerable|labelled|Table [12])\s+)?"
+    r"(?:questions?|unanswerable)\b|\bTable [12]'s (?P<n2>\d[\d,]*)"
+)
+# (file, phrase holding a claim, why it is not a figure of a committed run file)
+NOT_RUN_FIGURES = [
+    ("README.md", "grader reads the judge model alone and is *weak* in domain", "its κ beside it is QUOTED"),
+    ("docs/judges.md", "every rubric *failed* its controls in the previous", "a previous run, kept as history"),
+    ("docs/judges.md", "refusal judge asked both ways, which is *weak*", "the table of the refusal judge below"),
+    ("docs/judges.md", "The independent grader is *weak* wherever", "sums up the judge-independent blocks above"),
+    ("docs/judges.md", "answer 24 golden questions", "bench/generator_choice.py's fixed setting"),
+    ("docs/judges.md", "and 21 golden unanswerable questions", "bench/generator_choice.py's fixed setting"),
+    ("docs/judges.md", "they span 48 questions in all", "bench/control_gaps.py's held-out control sets"),
+    ("docs/statistics.md", "an answer rubric that is not *valid*", "a rule"),
+    ("docs/corpus.md", "and 17 unanswerable (3–4 per task type)", "the golden sample files' contents"),
+    ("docs/corpus.md", "synth (60 questions from 60 chunks)", "the paper-chunks config's setting"),
+    ("docs/corpus.md", "Table 1 at each size on 10 questions", "the paper-chunks config's setting"),
+    ("docs/corpus.md", "Table 1 at each size rests on 10 questions", "the paper-chunks config's setting"),
+    ("docs/measured.md", "beyond what 72 questions can resolve", "the chunk-size comparison's question set"),
+    ("docs/measured.md", "the same 90 questions written", "a previous run, kept as history"),
+    ("docs/measured.md", "saw 85 synthetic questions (100 written", "the trained cross-encoder's training record"),
+    ("docs/measured.md", "around the run's 72 questions", "the trained cross-encoder's training record"),
+    ("docs/measured.md", "the same 10 golden questions ×", "a bench's fixed setting"),
+    ("docs/measured.md", "4 questions × 4 passages", "bench/llm_throughput.py's fixed setting"),
+    ("docs/stages.md", "(10 synthetic questions from 10 chunks, 10 unanswerable", "configs/quick.yaml's setting"),
+    ("docs/stages.md", "1 question graded at top-3/5, 1 question answered", "configs/quick.yaml's setting"),
+    ("docs/stages.md", "46 of 90 questions exceed", "the synth audit of a past run, kept as history"),
+    ("docs/stages.md", "is in 3 written questions (13 before)", "the synth audit of a past run, kept as history"),
+]
+
+
+def prose(text: str) -> str:
+    """`text` without its generated blocks, code fences and HTML comments, whitespace collapsed."""
+    text = re.sub(r"<!-- generated:[\w.-]+ -->.*?<!-- /generated -->", " ", text, flags=re.S)  # flattened too
+    text = re.sub(r"```.*?```", " ", text, flags=re.S)
+    text = re.sub(r"<!--.*?-->", " ", text, flags=re.S)
+    return " ".join(text.split())
+
+
+def _spans(text: str, pattern: str) -> list[tuple[int, int]]:
+    return [m.span() for m in re.finditer(pattern, text)]
+
+
+def unchecked_claims(texts: dict[str, str]) -> list[str]:
+    """Verdicts next to a judge's name and counts of questions in the prose of `texts` ({file:
+    text}) whose figure (the verdict word, the number) no QUOTED template checks and no
+    NOT_RUN_FIGURES phrase explains, and NOT_RUN_FIGURES phrases no longer found."""
+    bad = []
+    for rel, raw in texts.items():
+        text = prose(raw)
+        covered = []
+        for f, _what, template, _ in QUOTED:
+            if f == rel:
+                left, _, right = template.partition("{}")
+                covered += _spans(text, re.escape(left) + r"[^|]{1,80}?" + re.escape(right))
+        for f, phrase, _ in NOT_RUN_FIGURES:
+            if f == rel:
+                found = _spans(text, re.escape(" ".join(phrase.split())))
+                covered += found
+                if not found:
+                    bad.append(f"{rel}: the phrase {phrase!r} of NOT_RUN_FIGURES is no longer there")
+        for m in [*VERDICT_CLAIM.finditer(text), *COUNT_CLAIM.finditer(text)]:
+            fig = next(m.span(g) for g in ("v", "v2", "n", "n2") if g in m.groupdict() and m.group(g))
+            if not any(a <= fig[0] and fig[1] <= b for a, b in covered):  # the figure itself is checked
+                bad.append(
+                    f"{rel}: {m.group(0)!r} is written by hand: put it in a generated block, quote it (QUOTED) "
+                    "or, if it is no run figure, say why in NOT_RUN_FIGURES"
+                )
+    return bad
+
+
 def files(root: Path) -> list[Path]:
     return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
 
@@ -1257,7 +1377,7 @@ def check(root: Path = ROOT) -> list[str]:
         problems += [f"{rel}: block {name!r} names no generator" for name in unknown]
         if new != texts[rel]:
             problems.append(f"{rel}: generated blocks are out of date: run python scripts/readme_tables.py")
-    return problems + quoted_mismatches(texts, root)
+    return problems + quoted_mismatches(texts, root) + unchecked_claims(texts)
 
 
 def main(argv=None) -> int:

@@ -1,5 +1,7 @@
 """The README and docs/ quote no figure by hand: generated blocks match the committed run files and
-bench outputs, figures quoted in prose match theirs, and the README stays a short front door."""
+bench outputs, figures quoted in prose match theirs, verdicts and question counts written in prose
+are quoted or explained (`test_a_verdict_or_count_written_by_hand_is_caught` states the rule), and
+the README stays a short front door."""
 
 import os
 import re
@@ -68,6 +70,61 @@ def test_a_changed_quoted_figure_is_caught():
         assert right in texts[rel], (rel, right)
         wrong = dict(texts, **{rel: texts[rel].replace(right, wrong_text)})
         assert any(what in b for b in rt.quoted_mismatches(wrong)), (rel, what)
+
+
+def _problems(rt, texts: dict) -> list[str]:
+    return rt.quoted_mismatches(texts) + rt.unchecked_claims(texts)
+
+
+@pytest.mark.parametrize(
+    "rel, right, wrong",
+    [
+        # a verdict next to a judge's name that no file backs (results/standard's controls: fails)
+        ("README.md", "as is noise robustness.", "as is noise robustness; the refusal judge is valid."),
+        ("docs/judges.md", "A *weak* rubric's", "The refusal judge is *valid*. A *weak* rubric's"),
+        # counts of questions against the manifest (answerability_unanswerable 20, table1_questions 60)
+        ("README.md", "24 questions and 20 unanswerable ones", "24 questions and 21 unanswerable ones"),
+        ("README.md", "Table 1's 60 questions", "Table 1's 61 questions"),
+        # the same counts written anew, where no template binds them
+        ("README.md", "as is noise robustness.", "as is noise robustness, on 21 unanswerable questions."),
+        ("docs/stages.md", "## ", "Table 1's 61 graded questions.\n\n## "),
+    ],
+)
+def test_a_verdict_or_count_written_by_hand_is_caught(rel, right, wrong):
+    """The rule for prose (README.md and docs/*.md, outside generated blocks and code fences): a
+    verdict word next to a judge's name (faithfulness, relevance, noise robustness, negative
+    rejection, refusal, grader, judge, rubric, then within the same clause the verdict in emphasis,
+    "*weak*", or after a copula, "is valid") and a count of questions ("N questions", "N golden
+    unanswerable", "Table 1's N") must have its figure inside a QUOTED template, which checks it
+    against its run file, or inside a NOT_RUN_FIGURES phrase that says why it is no run figure (a
+    rule, a past run, a bench's fixed setting). So a changed figure fails its template, and a new
+    one written by hand fails for being unchecked."""
+    rt = _tables()
+    texts = {str(p.relative_to(ROOT)): p.read_text() for p in DOCS}
+    assert _problems(rt, texts) == []
+    # the phrase may wrap across lines in the file: match it with any whitespace between its words
+    changed, n = re.subn(r"\s+".join(map(re.escape, right.split())), lambda _: wrong, texts[rel], count=1)
+    assert n == 1, (rel, right)
+    assert _problems(rt, dict(texts, **{rel: changed})), (rel, wrong)
+    # flattened (line breaks as spaces, as the quoted-figure check reads it) the same holds
+    flat = {k: " ".join(v.split()) for k, v in texts.items()}
+    assert _problems(rt, flat) == []
+    assert _problems(rt, dict(flat, **{rel: " ".join(changed.split())})), (rel, wrong)
+
+
+def test_prose_that_states_no_run_figure_is_not_flagged():
+    """Verdict words and numbers that are no claim about a run pass: words that are not verdicts
+    of a judge, a verdict far from any judge's name, numbers of other things, and anything inside a
+    generated block or a code fence."""
+    rt = _tables()
+    fine = (
+        "A value that is not valid YAML is refused. The run fails only if nothing is usable. A judge that "
+        "rewards word overlap looks valid on it. Verdicts: *valid*, *weak*, *fails*. It reads 27 documents "
+        "in 2 hours at 256 tokens.\n\n```\nthe refusal judge is valid on 21 unanswerable questions\n```\n\n"
+        "<!-- generated:standard-summary -->\nTable 1's 61 questions; relevance *valid*\n<!-- /generated -->\n"
+    )
+    assert rt.unchecked_claims({"docs/extending.md": fine}) == []
+    assert rt.unchecked_claims({"docs/extending.md": "Here the grader is *valid* on 12 questions."}) != []
 
 
 def test_every_block_of_the_docs_is_generated_and_filled():

@@ -130,3 +130,48 @@ def test_questions_needed_by_hand():
     assert (
         min_detectable_difference(10.0 / n**0.5, n - 1) <= 5.1 < min_detectable_difference(10 / (n - 1) ** 0.5, n - 2)
     )
+
+
+def test_share_ci_uses_the_effective_n_of_the_clusters_by_hand():
+    """Four source chunks of three questions, all yes in two chunks and all no in the other two:
+    share 6/12 = 0.5. Cluster residual sums ±1.5, so the cluster-robust se² = 4/3 · 4 · 1.5² / 12² =
+    1/12; independently s² = 12 · 0.25 / 11 = 3/11 and s²/n = 1/44, a design effect of 44/12 = 11/3
+    and an effective n of 12 / (11/3) = 36/11. Wilson at p = 0.5, n = 36/11, z = 1.959964:
+    z²/n = 1.17378, half-width = z / 2.17378 · √(0.25/n + z²/(4n²)) = 0.90164 · 0.40750 = 0.36741,
+    so [0.13259, 0.86741]. Without the clusters (n = 12): half-width 0.24622, [0.25378, 0.74622]."""
+    from spacelm.lib.stats import share_ci
+
+    values = [1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0]
+    chunks = ["a", "a", "a", "b", "b", "b", "c", "c", "c", "d", "d", "d"]
+    r = share_ci(values, chunks)
+    assert r["share"] == 0.5 and r["n"] == 12 and r["n_clusters"] == 4
+    assert r["n_effective"] == pytest.approx(36 / 11)
+    assert (r["ci_low"], r["ci_high"]) == (pytest.approx(0.13259, abs=1e-4), pytest.approx(0.86741, abs=1e-4))
+    flat = share_ci(values)
+    assert flat["n_effective"] == pytest.approx(12) and flat["n_clusters"] == 12
+    assert (flat["ci_low"], flat["ci_high"]) == (pytest.approx(0.25378, abs=1e-4), pytest.approx(0.74622, abs=1e-4))
+
+
+def test_cluster_bootstrap_resamples_within_clusters_by_hand():
+    """Six chunks of two questions: four hold (0, 1), one (1, 1), one (0, 0). One cluster drawn and
+    then its two questions drawn with replacement sums to 0, 1 or 2 with probability 1/3 each
+    (a (0, 1) chunk: 1/4, 1/2, 1/4; the others 0 or 2), so a resample's mean is T/12 with T the
+    sum of six independent uniform {0, 1, 2}: variance 6 · 2/3 / 12² = 1/36, SD 1/6. P(T ≤ 1) =
+    7/729 = 0.0096 and P(T ≤ 2) = 28/729 = 0.038, so the 95% percentile interval is [2/12, 10/12].
+    Drawing clusters only (the second stage left out) gives chunk means 1/2 (×4), 1, 0: SD
+    √(1/12 / 6) = 0.118 and a narrower interval."""
+    from spacelm.lib.stats import cluster_bootstrap_ci
+
+    units = [0, 1, 0, 1, 0, 1, 0, 1, 1, 1, 0, 0]
+    chunks = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    means: list[float] = []
+
+    def mean(u):
+        means.append(float(np.mean(u)))
+        return means[-1]
+
+    lo, hi = cluster_bootstrap_ci(units, chunks, mean, 4000, 0)
+    assert len(means) == 4000
+    assert float(np.mean(means)) == pytest.approx(0.5, abs=0.01)
+    assert float(np.std(means)) == pytest.approx(1 / 6, rel=0.05)
+    assert (lo, hi) == (pytest.approx(2 / 12), pytest.approx(10 / 12))

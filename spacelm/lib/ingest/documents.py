@@ -244,7 +244,10 @@ _SOFT_HYPHEN = re.compile("\u00ad")
 _SPACES = re.compile(r"[ \t\u00a0\u2000-\u200b\u202f\u3000]+")
 
 
-_HYPHEN_WORD_BREAK = re.compile(r"(?<![A-Za-z0-9])([A-Za-z0-9]+)[-\u00ad]\n[ \t]*([a-z]+)")
+# a word broken at a line end: either a lower-case continuation (joined, or kept as a compound:
+# `_dehyphenate`) or, after a plain hyphen, one that starts with a capital or a digit, which is a
+# name's compound ("Fengyun-1C", "non-European", "COSMOS-2251") and keeps its hyphen, never a space
+_HYPHEN_WORD_BREAK = re.compile(r"(?<![A-Za-z0-9])([A-Za-z0-9]+)(?:[-\u00ad]\n[ \t]*([a-z]+)|-\n[ \t]*(?=[A-Z0-9]))")
 _COMPOUND = re.compile(r"\b([A-Za-z0-9]+-[A-Za-z]+)\b")
 
 
@@ -259,6 +262,8 @@ def hyphen_vocabulary(text: str) -> tuple[set[str], set[str]]:
 
 def _dehyphenate(m: re.Match, words: set[str], compounds: set[str]) -> str:
     left, right = m.group(1), m.group(2)
+    if right is None:
+        return f"{left}-"  # the continuation starts with a capital or a digit: "Fengyun-" + "1C"
     hyphened, joined = f"{left}-{right}".lower(), f"{left}{right}".lower()
     if left[-1].isdigit() or hyphened in compounds and joined not in words:
         return f"{left}-{right}"  # "25-year", "well-known"

@@ -111,8 +111,9 @@ def ppi_mean_stratified(
 ) -> dict:
     """Classic PPI when the labelled pairs were drawn by stratum (e.g. by judge grade): the
     rectifier's mean is the stratum means weighted by the strata's shares W_h = N_h / N of all
-    pairs, and its variance the stratified one, Σ W_h² s_h² / n_h (times 1 - n_h/N_h for a finite
-    population), s_h² the rectifier's variance within stratum h (the pooled within-stratum
+    pairs, and its variance the stratified one, Σ W_h² s_h² / n_h, plus the predictions' own
+    var_N(f)/N (for a finite population that term is dropped and each stratum's is multiplied by
+    1 - n_h/N_h), s_h² the rectifier's variance within stratum h (the pooled within-stratum
     variance where a stratum has a single label). Every stratum holding pairs needs a label;
     otherwise the estimate is NaN. Same keys as :func:`ppi_mean`."""
     f, fl, y = (np.asarray(x, dtype=float) for x in (pred_all, pred_labelled, labels))

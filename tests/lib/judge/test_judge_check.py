@@ -82,6 +82,9 @@ def test_weighted_kappa_on_graded_labels_by_hand():
     assert m["kappa_weighted"] == pytest.approx(
         cohen_kappa_score([0, 1, 2, 3], [0, 1, 3, 2], weights="quadratic"), abs=1e-4
     )
+    # by hand: uniform margins, chance-expected Σ(i-j)²/16 = 40/16, observed 2/4: κ = 1 - 0.5/2.5 = 0.8
+    # (linear weights would give 1 - 0.5/1.25 = 0.6)
+    assert m["kappa_weighted"] == pytest.approx(0.8, abs=1e-4)
     assert m["exact_accuracy"] == 0.5 and m["relevant_from_label"] == 2
 
 

@@ -85,5 +85,11 @@ def test_stratified_ppi_by_hand():
     r = ppi.ppi_mean_stratified(f, f, [1, 1, 0, 0], [1, 0, 1, 0], [1, 1, 0, 0], finite_population=True)
     assert r["estimate"] == pytest.approx(0.5)
     assert r["se"] ** 2 == pytest.approx(0.09375)
+    # not a finite population: no correction, plus the judge's own sampling term var_N(f)/N.
+    # f has mean 3/4 and Σ(f - 3/4)² = 6/16 + 2·9/16 = 3/2, var_N(f) = (3/2)/7 and var/N = 3/112;
+    # se² = (3/4)² 0.5/2 + (1/4)² 0.5/2 + 3/112 = 5/32 + 3/112 = 41/224
+    r = ppi.ppi_mean_stratified(f, f, [1, 1, 0, 0], [1, 0, 1, 0], [1, 1, 0, 0])
+    assert r["estimate"] == pytest.approx(0.5) and r["se"] ** 2 == pytest.approx(41 / 224)
+    assert r["ci_high"] - r["ci_low"] == pytest.approx(2 * 1.959964 * (41 / 224) ** 0.5, abs=1e-5)
     # a stratum without a label: no estimate
     assert np.isnan(ppi.ppi_mean_stratified(f, f, [1, 1], [1, 0], [1, 1])["estimate"])

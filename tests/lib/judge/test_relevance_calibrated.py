@@ -156,6 +156,17 @@ def test_kappa_by_hand_matches_the_textbook_figure():
     assert rc.kappa(np.array([0, 1, 2, 3]), np.array([0, 1, 2, 3]), 4, quadratic=True) == pytest.approx(1.0)
 
 
+def test_quadratic_kappa_by_hand_differs_from_linear_and_unweighted():
+    """a = 0,0,0,1,2,3 against b = 0,0,1,1,3,3 on 0-3: row sums r = (3,1,1,1), column sums
+    c = (2,2,0,2), n = 6; the two disagreements are 0→1 and 2→3, one step each. Chance-expected
+    weighted disagreement Σ_i r_i Σ_j c_j w_ij / n: with w = (i-j)², Σ_j c_j w_ij = 20, 10, 12, 26 by
+    row, so (60 + 10 + 12 + 26)/6 = 18, and κ = 1 - 2/18 = 8/9. Linear weights |i-j| give rows
+    8, 6, 8, 10, (24 + 6 + 8 + 10)/6 = 8 and κ = 3/4; unweighted, p_o = 4/6, p_e = 10/36, κ = 7/13."""
+    a, b = np.array([0, 0, 0, 1, 2, 3]), np.array([0, 0, 1, 1, 3, 3])
+    assert rc.kappa(a, b, 4, quadratic=True) == pytest.approx(8 / 9)
+    assert rc.kappa(a, b, 4) == pytest.approx(7 / 13)
+
+
 def test_shipped_calibration_loads_and_matches_its_model():
     cal = rc.load_calibration("qwen2.5-coder-1.5b")
     assert cal.judge_model == "embedded:qwen2.5-coder-1.5b"

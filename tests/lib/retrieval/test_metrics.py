@@ -1,11 +1,13 @@
-"""Conformance: our metrics (ranx) against pytrec_eval (trec_eval) on a fixture, to 1e-6."""
+"""Conformance: our metrics (ranx) against pytrec_eval (trec_eval) on a fixture, to 1e-6. The run
+pytrec_eval reads is built here from the ranked lists, never by the code under test (`to_run`):
+fed the same dict, both sides would agree however wrong it were."""
 
 import random
 
 import numpy as np
 import pytest
 
-from spacelm.lib.retrieval.metrics import compare, evaluate, source_diagnostics, to_run
+from spacelm.lib.retrieval.metrics import compare, evaluate, source_diagnostics
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -23,11 +25,22 @@ def fixture():
     return qrels, rankings
 
 
+def _trec_run(rankings: dict) -> dict:
+    """The run as trec_eval reads it, {qid: {doc: score}}: rank r of a list scored 1000 - r, so
+    the first document scores highest (every doc id in a list is distinct: no tie to break)."""
+    run = {}
+    for qid, ranked in rankings.items():
+        docs = [doc for doc, _ in ranked]
+        assert len(set(docs)) == len(docs)
+        run[qid] = {doc: 1000.0 - rank for rank, doc in enumerate(docs, start=1)}
+    return run
+
+
 def test_ranx_agrees_with_trec_eval(fixture):
     qrels, rankings = fixture
     ours = evaluate(qrels, rankings, ["ndcg@10", "recall@5", "recall@20", "ndcg@3"], per_query=True)
     ev = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.3,10", "recall.5,20"})
-    ref = ev.evaluate(to_run(rankings))
+    ref = ev.evaluate(_trec_run(rankings))
     for ours_name, trec_name in [
         ("ndcg@10", "ndcg_cut_10"),
         ("ndcg@3", "ndcg_cut_3"),
@@ -42,7 +55,7 @@ def test_mrr_at_k_agrees_with_trec_reciprocal_rank_on_truncated_run(fixture):
     qrels, rankings = fixture
     ours = evaluate(qrels, rankings, ["mrr@10"], per_query=True)["per_query"]["mrr@10"]
     ev = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"})
-    ref = ev.evaluate(to_run({q: r[:10] for q, r in rankings.items()}))
+    ref = ev.evaluate(_trec_run({q: r[:10] for q, r in rankings.items()}))
     for q in qrels:
         assert ours[q] == pytest.approx(ref[q]["recip_rank"], abs=1e-6)
 
