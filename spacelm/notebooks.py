@@ -98,6 +98,7 @@ def execute_notebook(
         os.environ[REUSE_ONLY_ENV] = "1"
     else:
         os.environ.pop(REUSE_ONLY_ENV, None)
+    failure = None
     try:
         # the kernel's own log at ERROR: it otherwise warns on every start that its local TCP
         # socket (127.0.0.1, one kernel per notebook) is not encrypted
@@ -108,6 +109,12 @@ def execute_notebook(
             resources={"metadata": {"path": str(cwd)}},
             extra_arguments=["--log-level=ERROR"],
         ).execute()
+    except Exception as e:  # a cell failed: the notebook is kept as far as it ran, with the error shown
+        from nbclient.exceptions import CellExecutionError
+
+        if not isinstance(e, CellExecutionError):
+            raise
+        failure = NotebookFailed(src.name, _cell_error(e))
     finally:
         for k, v in saved.items():
             if v is None:
@@ -116,10 +123,33 @@ def execute_notebook(
                 os.environ[k] = v
     with atomic_open(dest) as f:
         nbformat.write(nb, f)
+    if failure is not None:
+        raise failure
     return dest
 
 
-def execute_notebooks(cfg: Config, config_file: Path) -> list[str]:
+class NotebookFailed(RuntimeError):
+    """A cell of a notebook raised; the executed copy (up to and with the error) is written."""
+
+    def __init__(self, name: str, error: str):
+        super().__init__(f"{name}: {error}")
+        self.name, self.error = name, error
+
+
+def _cell_error(e: Exception) -> str:
+    """The error a failed cell raised, in one line ("KeyError: 'ndcg@10'")."""
+    name, value = getattr(e, "ename", None), getattr(e, "evalue", None)
+    if name:
+        return f"{name}: {value}"[:300]
+    lines = [ln for ln in str(e).splitlines() if ln.strip()]
+    return (lines[-1] if lines else type(e).__name__)[:300]
+
+
+def execute_notebooks(cfg: Config, config_file: Path, failed: dict | None = None) -> list[str]:
+    """Execute every notebook against the run's resolved config into `results/<run>/notebooks/`. A
+    notebook whose cell fails is written as far as it ran, named with its error in `failed` (a dict
+    the caller passes) and in a warning, and the others still run: the stages' outputs stand whatever
+    a notebook does with them."""
     out_dir = cfg.run_dir / "notebooks"
     done = []
     found = sorted(notebook_dir(cfg).glob("[0-9][0-9]_*.ipynb"))
@@ -128,7 +158,12 @@ def execute_notebooks(cfg: Config, config_file: Path) -> list[str]:
     for src in found:
         dest = out_dir / src.name
         log.info("executing %s", src.name)
-        execute_notebook(src, dest, config_file, cwd=src.parent)
+        try:
+            execute_notebook(src, dest, config_file, cwd=src.parent)
+        except NotebookFailed as e:
+            log.warning("notebook %s failed: %s (its executed copy shows where: %s)", e.name, e.error, dest)
+            if failed is not None:
+                failed[e.name] = e.error
         done.append(str(dest))
     return done
 

@@ -115,10 +115,12 @@ def run_all(cfg: Config, force: bool = False, notebooks: bool = True, wait: bool
         results = run_stages(cfg, force=force, manifest=manifest)
         if notebooks:
             t0 = time.perf_counter()
-            executed = execute_notebooks(cfg, resolved)
-            manifest.record_stage(
-                "notebooks", {"executed": executed, "wall_seconds": round(time.perf_counter() - t0, 3)}
-            )
+            failed: dict = {}
+            executed = execute_notebooks(cfg, resolved, failed)
+            record = {"executed": executed, "wall_seconds": round(time.perf_counter() - t0, 3)}
+            if failed:  # the report is still written; the manifest and the log name what failed
+                record["failed"] = failed
+            manifest.record_stage("notebooks", record)
         manifest.finish()
         log.info("report: %s", build_report(cfg, force=force))
         log.info("run '%s' finished in %.1fs: %s", cfg.run_name, manifest.data["total_seconds"], manifest.path)

@@ -1,0 +1,26 @@
+"""A notebook whose cell fails does not end `spacelm run` with a traceback after every stage finished
+(issue 43): its executed copy is written as far as it ran, the failure is named, the others run."""
+
+import json
+
+import nbformat
+import pytest
+
+from spacelm.notebooks import NotebookFailed, execute_notebook
+
+
+def _notebook(path, code):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in code]
+    nbformat.write(nb, path)
+
+
+def test_a_failing_cell_is_named_and_the_copy_is_kept(tmp_path):
+    src, dest, cfg = tmp_path / "01_x.ipynb", tmp_path / "out" / "01_x.ipynb", tmp_path / "c.yaml"
+    cfg.write_text("run_name: x\n")
+    _notebook(src, ["x = {'a': 1}", "x['ndcg@10']", "print('never')"])
+    with pytest.raises(NotebookFailed) as e:
+        execute_notebook(src, dest, cfg, cwd=tmp_path)
+    assert e.value.name == "01_x.ipynb" and e.value.error == "KeyError: 'ndcg@10'"
+    cells = json.loads(dest.read_text())["cells"]
+    assert cells[1]["outputs"][0]["ename"] == "KeyError" and not cells[2].get("outputs")
