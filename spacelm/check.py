@@ -124,7 +124,9 @@ def _corpus_folder(cfg: Config, rep: CheckReport) -> bool:
 
     raw = cfg.path(cfg.corpus.raw_dir)
     lst_name = cfg.corpus.file_list
-    fetch = f" (`spacelm corpus fetch {lst_name} --to {cfg.corpus.raw_dir}` downloads the listed files)" if lst_name else ""
+    fetch = (
+        f" (`spacelm corpus fetch {lst_name} --to {cfg.corpus.raw_dir}` downloads the listed files)" if lst_name else ""
+    )
     if not raw.is_dir():
         shown = cfg.corpus.raw_dir + ("" if str(raw) == cfg.corpus.raw_dir else f" ({raw})")
         rep.error(
@@ -287,7 +289,9 @@ def _labelled_folders(cfg: Config, stages: list[str], rep: CheckReport) -> None:
     from .lib.retrieval.beir import qrels_file
 
     def missing_files(folder: Path, split: str) -> list[Path]:
-        return [p for p in (folder / "corpus.jsonl", folder / "queries.jsonl", qrels_file(folder, split)) if not p.is_file()]
+        return [
+            p for p in (folder / "corpus.jsonl", folder / "queries.jsonl", qrels_file(folder, split)) if not p.is_file()
+        ]
 
     jc = cfg.judge_check
     if "judge-check" in stages and jc.enabled:

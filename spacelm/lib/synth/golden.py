@@ -28,7 +28,6 @@ from pathlib import Path
 from ..io import InputError
 from ..names import TASKS, VERDICTS
 
-
 FIELDS = (
     "id",
     "task",
@@ -106,14 +105,17 @@ def _parse_line(where: str, lineno: int, line_bytes: bytes, seen: dict[str, int]
         line = line_bytes.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(
-            f"{where}: not UTF-8 text (byte 0x{line_bytes[e.start]:02x} at column {e.start + 1}); save the file as UTF-8"
+            f"{where}: not UTF-8 text (byte 0x{line_bytes[e.start]:02x} at column {e.start + 1}); "
+            "save the file as UTF-8"
         ) from None
     if not line.strip():
         return None
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as e:
-        raise InputError(f"{where}: not valid JSON ({e.msg}, column {e.colno}); write one JSON object per line") from None
+        raise InputError(
+            f"{where}: not valid JSON ({e.msg}, column {e.colno}); write one JSON object per line"
+        ) from None
     if not isinstance(obj, dict):
         raise InputError(f"{where}: expected a JSON object with id, task, question, passage")
     unknown = set(obj) - set(FIELDS)
