@@ -13,7 +13,8 @@ File format (JSONL, one object per line)::
   It needs no passage, is never a few-shot example, and joins the unanswerable questions of the
   refusal evaluation as written; ``unanswerable_reason`` (optional) says why the corpus cannot
   answer it, for the reviewer.
-Validation errors name the file, the line and the fix.
+Validation errors name the file, the line and the fix. docs/team-corpus.md is the schema's reference
+for users (fields, which are required, minimum counts per task).
 """
 
 from __future__ import annotations
