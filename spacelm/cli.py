@@ -2,6 +2,7 @@
 
     spacelm run      --config configs/quick.yaml [--force] [--no-notebooks] [--set KEY=VALUE] [--wait]
     spacelm status   --config configs/quick.yaml [--set KEY=VALUE]
+    spacelm check    --config configs/quick.yaml [--set KEY=VALUE]
     spacelm plan     --config configs/paper.yaml [--json] [--use-outputs] [--tokenizer PATH]
     spacelm ingest | chunk | synth | retrieve | judge-check | grade | answer  --config ... [--force]
     spacelm report   --config ... [--recompute] [--wait]
@@ -70,9 +71,11 @@ def cmd_run(args) -> int:
 
 
 def cmd_status(args) -> int:
+    from .check import run_check
     from .pipeline import status
 
     cfg = _cfg(args)
+    checked = run_check(cfg)  # what a run would refuse, said after the table
     rows = status(cfg)
     width = max(len(r["stage"]) for r in rows)
     print(f"run '{cfg.run_name}' ({cfg.source})")
@@ -91,11 +94,36 @@ def cmd_status(args) -> int:
             "  (a stage up to date from the committed manifest has no stamp here: the notebooks read its "
             "outputs as committed, `spacelm run` recomputes it; docs/notebooks.md)"
         )
-    from .config.validate import check_stage_needs
-    from .stages import stages_for
-
-    check_stage_needs(cfg, [s.name for s in stages_for(cfg)])  # a run would refuse it before its first stage
+    _print_problems(checked)
+    if checked.errors:
+        print(f"a run would refuse this config: {_counted(checked)} (`spacelm check` lists the same)")
+        return EXIT_INPUT
     return 0
+
+
+def cmd_check(args) -> int:
+    """Every check that needs no model: config, corpus folder and list, golden samples and their
+    passages in the corpus, labelled folders. Exit 2 on any error, one line per problem."""
+    from .check import run_check
+
+    cfg = _cfg(args)
+    checked = run_check(cfg)
+    _print_problems(checked)
+    print(("check failed: " if checked.errors else "check passed: ") + _counted(checked))
+    for line in checked.summary:
+        print("  " + line)
+    return EXIT_INPUT if checked.errors else 0
+
+
+def _counted(checked) -> str:
+    e, w = len(checked.errors), len(checked.warnings)
+    return f"{e} error{'s' if e != 1 else ''}, {w} warning{'s' if w != 1 else ''}"
+
+
+def _print_problems(checked) -> None:
+    """Each problem of a check as one line on stderr, errors first."""
+    for p in checked.errors + checked.warnings:
+        _say(str(p))
 
 
 def cmd_plan(args) -> int:
@@ -467,6 +495,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p, force=False)
     p.set_defaults(func=cmd_status)
     p = sub.add_parser(
+        "check",
+        help="every check that needs no model (config, corpus folder, golden samples and their passages, "
+        "labelled folders): one line per problem, exit 2 on any error",
+    )
+    _add_common(p, force=False)
+    p.set_defaults(func=cmd_check)
+    p = sub.add_parser(
         "plan",
         help="per stage and model phase: model calls, prompt and completion tokens, engines in "
         "load order; loads no model",
@@ -619,6 +654,7 @@ def quiet_warnings() -> None:
 def main(argv=None) -> int:
     import sqlite3
 
+    from .check import CheckFailed
     from .lib.deps import MissingDependency
     from .lib.io import InputError, describe_os_error
     from .lib.llm.models import ModelNotFound
@@ -634,6 +670,13 @@ def main(argv=None) -> int:
     try:
         with terminations():  # SIGTERM and SIGHUP end the command as Ctrl-C does
             return args.func(args)
+    except CheckFailed as e:
+        if args.debug:
+            raise
+        for line in e.lines:
+            _say(line)
+        _say(f"{e.command} refused before writing anything; `spacelm check` lists the same problems")
+        return EXIT_INPUT
     except (ConfigError, InputError, ModelNotFound, StaleStage) as e:
         if args.debug:
             raise

@@ -103,9 +103,11 @@ def _counts(summary: dict) -> str:
 def run_all(cfg: Config, force: bool = False, notebooks: bool = True, wait: bool = False) -> dict:
     """`spacelm run`: every stage, the notebooks against this run's resolved config, then the
     report, all into `results/<run_name>/`."""
+    from .check import refuse_on_problems
     from .notebooks import execute_notebooks, write_resolved_config
     from .stages.report import build_report
 
+    refuse_on_problems(cfg, "spacelm run")  # before the locks, the resolved config and the manifest
     with folder_locks(write_folders(cfg), wait=wait), run_log(cfg, "run"):
         resolved = write_resolved_config(cfg)
         log.info("resolved config: %s", resolved)

@@ -36,7 +36,7 @@ def test_notebook_runs_on_the_quick_run_without_a_model(nb, tmp_path, monkeypatc
     from spacelm.stages.data import chunks_path
 
     cfg = load_config(QUICK / "config.resolved.yaml")
-    if not chunks_path(cfg).is_file() and not Path(cfg.corpus.raw_dir).is_dir():
+    if not chunks_path(cfg).is_file() and not cfg.path(cfg.corpus.raw_dir).is_dir():
         pytest.skip(f"{chunks_path(cfg)} is not here (chunk text is not committed) and no corpus to rebuild it from")
     for stage in ("ingest", "chunk"):  # the git-ignored chunk text, rebuilt without a model (reused when current)
         execute(BY_NAME[stage], cfg)

@@ -13,7 +13,8 @@ File format (JSONL, one object per line)::
   It needs no passage, is never a few-shot example, and joins the unanswerable questions of the
   refusal evaluation as written; ``unanswerable_reason`` (optional) says why the corpus cannot
   answer it, for the reviewer.
-Validation errors name the file, the line and the fix.
+Validation errors name the file, the line and the fix. docs/team-corpus.md is the schema's reference
+for users (fields, which are required, minimum counts per task).
 """
 
 from __future__ import annotations
@@ -27,6 +28,19 @@ from pathlib import Path
 
 from ..io import InputError
 from ..names import TASKS, VERDICTS
+
+FIELDS = (
+    "id",
+    "task",
+    "question",
+    "passage",
+    "doc_id",
+    "chunk_id",
+    "answer",
+    "verdict",
+    "answerable",
+    "unanswerable_reason",
+)
 
 
 @dataclass
@@ -49,106 +63,108 @@ class GoldenSample:
 
 def load_golden(path: Path, min_per_task: int = 0, tasks: tuple = TASKS) -> list[GoldenSample]:
     """Read and validate a golden-samples file. `min_per_task` is the few-shot count: every task
-    in `tasks` needs at least that many samples."""
+    in `tasks` needs at least that many samples. The first problem is raised (InputError)."""
+    samples, problems = read_golden(path, min_per_task, tasks)
+    if problems:
+        raise InputError(problems[0])
+    return samples
+
+
+def read_golden(path: Path, min_per_task: int = 0, tasks: tuple = TASKS) -> tuple[list[GoldenSample], list[str]]:
+    """(the valid samples, one message per problem): every bad line is named with its file, line
+    and fix, and left out; then the per-task count (`spacelm check` shows them all at once)."""
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"{path}: golden samples file not found (set corpus.golden_samples in the config)")
+        return [], [f"{path}: golden samples file not found (set corpus.golden_samples in the config)"]
     samples: list[GoldenSample] = []
+    problems: list[str] = []
     seen: dict[str, int] = {}
     raw = path.read_bytes()
     if raw.startswith(b"\xef\xbb\xbf"):  # a byte-order mark, as some editors write, is fine
         raw = raw[3:]
     for lineno, line_bytes in enumerate(raw.split(b"\n"), 1):
-        where = f"{path}:{lineno}"
         try:
-            line = line_bytes.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise InputError(
-                f"{where}: not UTF-8 text (byte 0x{line_bytes[e.start]:02x} at column {e.start + 1}); "
-                "save the file as UTF-8"
-            ) from None
-        if not line.strip():
+            sample = _parse_line(f"{path}:{lineno}", lineno, line_bytes, seen)
+        except InputError as e:
+            problems.append(str(e))
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise InputError(
-                f"{where}: not valid JSON ({e.msg}, column {e.colno}); write one JSON object per line"
-            ) from None
-        if not isinstance(obj, dict):
-            raise InputError(f"{where}: expected a JSON object with id, task, question, passage")
-        unknown = set(obj) - {
-            "id",
-            "task",
-            "question",
-            "passage",
-            "doc_id",
-            "chunk_id",
-            "answer",
-            "verdict",
-            "answerable",
-            "unanswerable_reason",
-        }
-        if unknown:
-            raise InputError(
-                f"{where}: unknown field(s) {sorted(unknown)}; allowed: id, task, question, passage, "
-                "doc_id, chunk_id, answer, verdict, answerable, unanswerable_reason"
-            )
-        for name in ("task", "question", "passage", "doc_id", "chunk_id", "answer", "verdict", "unanswerable_reason"):
-            if obj.get(name) is not None and not isinstance(obj[name], str):
-                raise InputError(
-                    f"{where}: field '{name}' must be a string, got {type(obj[name]).__name__} "
-                    f"({json.dumps(obj[name])[:40]}); write it in quotes"
-                )
-        answerable = obj.get("answerable", True)
-        if not isinstance(answerable, bool):
-            raise InputError(f"{where}: 'answerable' must be true or false, got {answerable!r}")
-        sid = str(obj.get("id") or "").strip()
-        if not sid:
-            raise InputError(f"{where}: missing 'id'; give every sample a unique id")
-        if sid in seen:
-            raise InputError(f"{where}: duplicate id {sid!r} (first used on line {seen[sid]}); ids must be unique")
-        seen[sid] = lineno
-        task = obj.get("task")
-        if task not in TASKS:
-            raise InputError(f"{where}: unknown task {task!r}; use one of {', '.join(TASKS)}")
-        question = obj.get("question")
-        if not isinstance(question, str) or not question.strip():
-            raise InputError(f"{where}: empty 'question'; write the question (or, for fact_checking, the statement)")
-        passage = obj.get("passage") or ""
-        if answerable and not passage.strip() and not obj.get("chunk_id"):
-            raise InputError(f"{where}: needs a 'passage' (the supporting text) or a 'chunk_id'")
-        verdict = obj.get("verdict")
-        if task == "fact_checking" and answerable:
-            if verdict not in VERDICTS:
-                raise InputError(
-                    f"{where}: fact_checking needs 'verdict' = one of {', '.join(VERDICTS)}, got {verdict!r}"
-                )
-        elif task != "fact_checking" and verdict not in (None, ""):
-            raise InputError(f"{where}: 'verdict' is only for fact_checking samples (task is {task})")
-        samples.append(
-            GoldenSample(
-                id=sid,
-                task=task,
-                question=question.strip(),
-                passage=passage.strip(),
-                doc_id=obj.get("doc_id"),
-                chunk_id=obj.get("chunk_id"),
-                answer=obj.get("answer"),
-                verdict=verdict or None,
-                answerable=answerable,
-                unanswerable_reason=obj.get("unanswerable_reason"),
-                line=lineno,
-            )
-        )
+        if sample is not None:
+            samples.append(sample)
     counts = Counter(s.task for s in samples if s.answerable)
     short = [f"{t} has {counts.get(t, 0)}" for t in tasks if counts.get(t, 0) < min_per_task]
-    if short:
-        raise InputError(
+    if short and not problems:  # counted only on a file whose every line is valid
+        problems.append(
             f"{path}: fewer golden samples than the few-shot count ({min_per_task}): {'; '.join(short)}. "
             "Add samples for those tasks or lower synth.n_fewshot"
         )
-    return samples
+    return samples, problems
+
+
+def _parse_line(where: str, lineno: int, line_bytes: bytes, seen: dict[str, int]) -> GoldenSample | None:
+    """One line of a golden file as a sample (None for a blank line); InputError naming `where` and the fix."""
+    try:
+        line = line_bytes.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(
+            f"{where}: not UTF-8 text (byte 0x{line_bytes[e.start]:02x} at column {e.start + 1}); "
+            "save the file as UTF-8"
+        ) from None
+    if not line.strip():
+        return None
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise InputError(
+            f"{where}: not valid JSON ({e.msg}, column {e.colno}); write one JSON object per line"
+        ) from None
+    if not isinstance(obj, dict):
+        raise InputError(f"{where}: expected a JSON object with id, task, question, passage")
+    unknown = set(obj) - set(FIELDS)
+    if unknown:
+        raise InputError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: {', '.join(FIELDS)}")
+    for name in ("task", "question", "passage", "doc_id", "chunk_id", "answer", "verdict", "unanswerable_reason"):
+        if obj.get(name) is not None and not isinstance(obj[name], str):
+            raise InputError(
+                f"{where}: field '{name}' must be a string, got {type(obj[name]).__name__} "
+                f"({json.dumps(obj[name])[:40]}); write it in quotes"
+            )
+    answerable = obj.get("answerable", True)
+    if not isinstance(answerable, bool):
+        raise InputError(f"{where}: 'answerable' must be true or false, got {answerable!r}")
+    sid = str(obj.get("id") or "").strip()
+    if not sid:
+        raise InputError(f"{where}: missing 'id'; give every sample a unique id")
+    if sid in seen:
+        raise InputError(f"{where}: duplicate id {sid!r} (first used on line {seen[sid]}); ids must be unique")
+    seen[sid] = lineno
+    task = obj.get("task")
+    if task not in TASKS:
+        raise InputError(f"{where}: unknown task {task!r}; use one of {', '.join(TASKS)}")
+    question = obj.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise InputError(f"{where}: empty 'question'; write the question (or, for fact_checking, the statement)")
+    passage = obj.get("passage") or ""
+    if answerable and not passage.strip() and not obj.get("chunk_id"):
+        raise InputError(f"{where}: needs a 'passage' (the supporting text) or a 'chunk_id'")
+    verdict = obj.get("verdict")
+    if task == "fact_checking" and answerable:
+        if verdict not in VERDICTS:
+            raise InputError(f"{where}: fact_checking needs 'verdict' = one of {', '.join(VERDICTS)}, got {verdict!r}")
+    elif task != "fact_checking" and verdict not in (None, ""):
+        raise InputError(f"{where}: 'verdict' is only for fact_checking samples (task is {task})")
+    return GoldenSample(
+        id=sid,
+        task=task,
+        question=question.strip(),
+        passage=passage.strip(),
+        doc_id=obj.get("doc_id"),
+        chunk_id=obj.get("chunk_id"),
+        answer=obj.get("answer"),
+        verdict=verdict or None,
+        answerable=answerable,
+        unanswerable_reason=obj.get("unanswerable_reason"),
+        line=lineno,
+    )
 
 
 def _norm(text: str) -> str:
@@ -189,10 +205,14 @@ def locate_samples(samples: list[GoldenSample], chunks, path: Path) -> tuple[dic
             found[s.id] = cid
         else:
             missing.append(s)
-            warnings.warn(
-                f"{path}:{s.line}: golden sample {s.id!r}: its "
-                f"{'chunk_id ' + repr(s.chunk_id) if s.chunk_id else 'passage'} was not found in any chunk "
-                "of the corpus; fix the passage (or doc_id), or add the document it comes from",
-                stacklevel=2,
-            )
+            warnings.warn(not_found_message(s, path), stacklevel=2)
     return found, missing
+
+
+def not_found_message(sample: GoldenSample, path: Path) -> str:
+    """The one line naming a golden sample whose passage (or chunk id) is in no chunk of the corpus."""
+    what = f"chunk_id {sample.chunk_id!r}" if sample.chunk_id else "passage"
+    return (
+        f"{path}:{sample.line}: golden sample {sample.id!r}: its {what} was not found in any chunk of the "
+        "corpus; fix the passage (or doc_id), or add the document it comes from"
+    )
