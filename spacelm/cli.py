@@ -12,7 +12,8 @@
 
 Exit codes: 0 done; 1 a check failed (models verify); 2 bad input or config; 3 a model
 backend (or a package it needs) is unavailable; 4 another run holds the folder; 130
-interrupted. `--debug` shows the traceback of an error.
+interrupted; 141 stdout closed by its reader (`spacelm plan | head -1`), silently.
+`--debug` shows the traceback of an error.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import warnings
 
@@ -28,6 +30,18 @@ from .lib import names
 
 DEFAULT_CONFIG = "configs/quick.yaml"
 EXIT_INPUT, EXIT_BACKEND, EXIT_LOCKED, EXIT_INTERRUPTED = 2, 3, 4, 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command whose reader went away
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush of a closed pipe is silent."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 log = logging.getLogger("spacelm")
 
 
@@ -633,7 +647,9 @@ def main(argv=None) -> int:
 
     try:
         with terminations():  # SIGTERM and SIGHUP end the command as Ctrl-C does
-            return args.func(args)
+            code = args.func(args)
+            sys.stdout.flush()  # a closed pipe shows here, inside the handlers below, not at exit
+            return code
     except (ConfigError, InputError, ModelNotFound, StaleStage) as e:
         if args.debug:
             raise
@@ -657,6 +673,9 @@ def main(argv=None) -> int:
     except RunLocked as e:
         _say(str(e))
         return EXIT_LOCKED
+    except BrokenPipeError:  # stdout closed by its reader (`spacelm plan | head -1`): not an error of ours
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
     except (ConnectionError, TimeoutError) as e:  # OSErrors that come from a server, not a file
         if args.debug:
             raise
