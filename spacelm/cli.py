@@ -7,7 +7,7 @@
     spacelm report   --config ... [--recompute] [--wait]
     spacelm label    --config ... [--run NAME] --n N | --check
     spacelm models   list | path NAME | verify [NAME] | export-hf NAME
-    spacelm cache    stats | clear [--model NAME]
+    spacelm cache    stats | clear [--model NAME | --embeddings]
     spacelm corpus   verify DIR [--list NAME] | fetch NAME --to DIR | attribution NAME
 
 Exit codes: 0 done; 1 a check failed (models verify); 2 bad input or config; 3 a model
@@ -280,9 +280,27 @@ def cmd_models(args) -> int:
 
 
 def cmd_cache(args) -> int:
-    from .lib.llm.cache import CallCache
+    """Statistics of, or clear, the call cache (llm_calls.sqlite) and, with --embeddings, the
+    embedding cache (embeddings.sqlite) under paths.cache_dir."""
+    from .lib.llm.cache import CallCache, EmbeddingCache
 
     cfg = _cfg(args)
+    if args.embeddings:
+        if args.model:
+            raise ConfigError("--model applies to the call cache; --embeddings clears every stored vector")
+        path = cfg.cache_dir / "embeddings.sqlite"
+        if not path.exists():
+            print(f"no embedding cache yet at {path}")
+            return 0
+        emb = EmbeddingCache(path)  # a damaged file is moved aside here (and named in the log)
+        try:
+            if args.action == "clear":
+                print(f"removed {emb.clear()} cached embedding(s) from {path}")
+            else:
+                print(json.dumps(emb.summary(), indent=2))
+        finally:
+            emb.close()
+        return 0
     path = cfg.cache_dir / "llm_calls.sqlite"
     if not path.exists():
         print(f"no cache yet at {path}")
@@ -543,10 +561,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["list", "path", "verify", "export-hf"])
     p.add_argument("name", nargs="?")
     p.set_defaults(func=cmd_models)
-    p = sub.add_parser("cache", help="statistics of, or clear, the persistent LLM call cache")
+    p = sub.add_parser("cache", help="statistics of, or clear, the persistent LLM call cache (or the embedding cache)")
     p.add_argument("action", choices=["stats", "clear"])
     p.add_argument("--config", default=DEFAULT_CONFIG)
     p.add_argument("--model", help="with clear: only this model's entries")
+    p.add_argument(
+        "--embeddings", action="store_true", help="the embedding cache (embeddings.sqlite) instead of the call cache"
+    )
     p.set_defaults(func=cmd_cache, set=None)
     p = sub.add_parser(
         "corpus",
