@@ -631,15 +631,17 @@ def setup_logging(progress: bool = False) -> None:
 
 
 def _say(text: str) -> None:
-    """An error for the user: one line on stderr, credentials hidden."""
-    from .lib.redact import redact_text
+    """An error for the user: one line on stderr, credentials hidden, terminal controls escaped."""
+    from .lib.redact import printable, redact_text
 
-    print("spacelm: " + " ".join(redact_text(text).split()), file=sys.stderr)
+    print("spacelm: " + " ".join(printable(redact_text(text)).split()), file=sys.stderr)
 
 
 def _short_warning(message, category, filename, lineno, line=None) -> str:
     """A Python warning as `Category: message` (no file name and source line after it)."""
-    return f"{category.__name__}: {message}"
+    from .lib.redact import printable
+
+    return f"{category.__name__}: {printable(message)}"
 
 
 def quiet_warnings() -> None:
