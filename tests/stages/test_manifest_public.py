@@ -44,7 +44,8 @@ def test_documents_name_a_corpus_outside_the_project_without_its_machine_path(ti
     ]
     reasons = {s.source: s.reason for s in result.skipped}
     assert set(reasons) == {f"{OUTSIDE}/raw/z-copy.md", f"{OUTSIDE}/raw/sub/empty.txt"}
-    assert reasons[f"{OUTSIDE}/raw/z-copy.md"].startswith(f"{OUTSIDE}/raw/z-copy.md: the same content as {OUTSIDE}/raw/guide.md")
+    copy = reasons[f"{OUTSIDE}/raw/z-copy.md"]
+    assert copy.startswith(f"{OUTSIDE}/raw/z-copy.md: the same content as {OUTSIDE}/raw/guide.md")
 
 
 def test_vllm_servers_name_no_machine_path(tiny_config, monkeypatch):
