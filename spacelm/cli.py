@@ -211,13 +211,16 @@ def cmd_label(args) -> int:
             )
         )
         return 0
-    if args.serve and args.n is None:
-        return serve_labels(folder, args.port)
-    if args.n is None or args.n < 1:
+    from .stages.lock import folder_lock
+
+    if args.n is not None and args.n < 1 or args.n is None and not args.serve:
         raise InputError("--n: give the number of pairs to label (e.g. --n 100), or --serve the sample drawn")
-    files = label_sample(cfg, args.n)
-    if args.serve:
-        return serve_labels(folder, args.port)
+    with folder_lock(folder, args.wait):  # one process writes the labels folder at a time
+        if args.n is None:
+            return serve_labels(folder, args.port)
+        files = label_sample(cfg, args.n)
+        if args.serve:
+            return serve_labels(folder, args.port)
     print(
         json.dumps(
             {
@@ -552,6 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
         "labels/human_labels.csv as it is given; resumes where it stopped)",
     )
     p.add_argument("--port", type=int, default=0, help="with --serve: the port (default: a free one)")
+    p.add_argument("--wait", action="store_true", help="if another `spacelm label` holds the folder, wait for it")
     p.set_defaults(func=cmd_label)
     p = sub.add_parser(
         "models",
