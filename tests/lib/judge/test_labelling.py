@@ -112,14 +112,14 @@ def test_ppi_differences_by_hand():
 
 
 # ---------------------------------------------------------------- spreadsheets (issue 43)
-FORMULAS = ["=HYPERLINK(\"http://x\",\"y\")", "+1+2", "-3", "@SUM(A1)", "\tx", "\rx", "'quoted", "plain - text"]
+FORMULAS = ['=HYPERLINK("http://x","y")', "+1+2", "-3", "@SUM(A1)", "\tx", "\rx", "'quoted", "plain - text"]
 
 
 def test_cells_that_a_spreadsheet_would_run_are_neutralised_and_read_back(tmp_path):
     import csv
 
     items = [
-        {"pair_id": f"q{i}::c", "qid": f"q{i}", "chunk_id": "c", "question": t, "passage": t, "stratum": "s", "weight": 1}
+        dict(pair_id=f"q{i}::c", qid=f"q{i}", chunk_id="c", question=t, passage=t, stratum="s", weight=1)
         for i, t in enumerate(FORMULAS)
     ]
     L.write_labelling_files(tmp_path, items)
