@@ -1,5 +1,5 @@
-"""Probe of broken and hostile inputs (issue 26): run each numbered defect's case and the
-issue's contract commands against a tiny project built in a temporary folder, and print a
+"""Probe of broken and hostile inputs (issues 26 and 43): run each numbered defect's case and
+the issues' contract commands against a tiny project built in a temporary folder, and print a
 table (case, expected, got, ok); with --write, also `docs/probe_inputs.md`.
 
     python bench/probe_inputs.py [--write] [--only 5,7,contract] [--keep]
@@ -10,7 +10,9 @@ so. No case loads a language model: every LLM in the probe's config is an OpenAI
 server on a closed port (so a command that wrongly gets as far as a model call fails fast,
 exit 3), except case 1, which copies the 0.5B GGUF into a temporary models folder, damages
 the copy and checks that `models verify` and a run refuse it (skipped when the model is not
-assembled on this machine). Nothing outside the temporary folder is written.
+assembled on this machine); the issue-43 rows (`--only 43`) also start stand-in servers on
+127.0.0.1 (one replying HTML, one trickling a byte at a time). Nothing outside the temporary
+folder is written.
 """
 
 from __future__ import annotations
@@ -630,6 +632,324 @@ def c18_log(p: Probe):
     ), ok
 
 
+# --------------------------------------------------------------------------- issue 43
+def _hostile_corpus(p: Probe) -> tuple[Path, subprocess.CompletedProcess]:
+    """A project whose corpus holds a link to a file outside it, a notebook checkpoint copy, a
+    duplicate, an empty file whose name carries ANSI escapes, control and bidi characters in a
+    text and a UTF-16 Markdown file; `spacelm ingest` run on it once (cached on the probe)."""
+    if getattr(p, "hostile", None):
+        return p.hostile
+    proj = p.tmp / "hostile"
+    cfg = make_project(proj)
+    raw = proj / "data" / "raw"
+    (p.tmp / "outside-secret.txt").write_text("root:x:0:0:root:/root:/bin/bash\n" * 30)
+    (raw / "passwd.txt").symlink_to(p.tmp / "outside-secret.txt")
+    (raw / ".ipynb_checkpoints").mkdir()
+    (raw / ".ipynb_checkpoints" / "ops-checkpoint.md").write_text("# Operations draft\n\n" + LOREM * 12)
+    (raw / "ops-copy.md").write_bytes((raw / "ops.md").read_bytes())
+    (raw / "evil\x1b[2J\x1b[31mname.txt").write_bytes(b"")
+    (raw / "rlo.txt").write_text("Launch \u202eenon\u202c at \x1b[31mnoon\x1b[0m.\x07\n\n" + LOREM * 9)
+    (raw / "unicode.md").write_bytes(("# Unicode notes\n\n" + LOREM * 7).encode("utf-16"))
+    p.hostile = (proj, p.run("ingest", "--config", cfg, cwd=proj))
+    return p.hostile
+
+
+def _documents(proj: Path) -> list[dict]:
+    f = proj / "data" / "processed" / "documents.jsonl"
+    return [json.loads(ln) for ln in f.read_text().splitlines()] if f.is_file() else []
+
+
+@case("43 corpus symlink pointing outside the corpus folder (contract)", "skipped, a warning naming it; exit 0")
+def c43_symlink(p: Probe):
+    proj, r = _hostile_corpus(p)
+    docs = _documents(proj)
+    warned = [ln for ln in r.stderr.splitlines() if "passwd.txt" in ln and "outside the corpus folder" in ln]
+    leaked = any("root:x:0:0" in d["text"] for d in docs)
+    return f"exit {r.returncode}; warned: {bool(warned)}; /etc/passwd-like text ingested: {leaked}", (
+        r.returncode == 0 and bool(warned) and not leaked
+    )
+
+
+@case("43 files in hidden folders (.ipynb_checkpoints/)", "not ingested")
+def c43_hidden(p: Probe):
+    proj, r = _hostile_corpus(p)
+    ids = sorted(d["doc_id"] for d in _documents(proj))
+    return f"exit {r.returncode}; documents {ids}", r.returncode == 0 and not any("checkpoint" in i for i in ids)
+
+
+@case("43 a duplicate document (same bytes as another)", "reported, the second copy skipped")
+def c43_duplicate(p: Probe):
+    proj, r = _hostile_corpus(p)
+    ids = [d["doc_id"] for d in _documents(proj)]
+    said = any("ops.md" in ln and "duplicate" in ln for ln in r.stderr.splitlines())
+    return f"ops and ops-copy ingested: {ids.count('ops') + ids.count('ops-copy')}; reported: {said}", (
+        ids.count("ops") + ids.count("ops-copy") == 1 and said
+    )
+
+
+@case("43 a file name with ANSI escapes", "named in the warning with the escapes written out, no raw ESC")
+def c43_ansi(p: Probe):
+    proj, r = _hostile_corpus(p)
+    shown = [ln for ln in r.stderr.splitlines() if "name.txt" in ln]
+    raw_esc = "\x1b" in r.stderr
+    return f"raw ESC on stderr: {raw_esc}; shown as: {shown[0][:90] if shown else 'not named'}", (
+        not raw_esc and bool(shown) and "\\x1b[2J" in shown[0]
+    )
+
+
+@case("43 control and bidi characters (RLO, ESC, BEL) in a document", "removed at ingest and counted")
+def c43_controls(p: Probe):
+    proj, r = _hostile_corpus(p)
+    docs = {d["doc_id"]: d for d in _documents(proj)}
+    text = docs.get("rlo", {}).get("text", "")
+    left = [c for c in "\u202e\u202c\x1b\x07" if c in text]
+    counted = docs.get("rlo", {}).get("dropped_chars", {}).get("control_character")
+    return f"left in the text: {[hex(ord(c)) for c in left]}; counted: {counted}", bool(
+        text
+    ) and not left and counted == 5
+
+
+@case("43 a UTF-16 .md with a byte-order mark", "read as text (not 'binary data')")
+def c43_utf16(p: Probe):
+    proj, r = _hostile_corpus(p)
+    docs = {d["doc_id"]: d for d in _documents(proj)}
+    title = docs.get("unicode", {}).get("title")
+    return f"title: {title!r}", title == "Unicode notes"
+
+
+@case("43 a corpus outside the project", "no machine path in documents.jsonl")
+def c43_outside(p: Probe):
+    outside = p.tmp / "elsewhere" / "corpus"
+    shutil.copytree(p.project / "data" / "raw", outside)
+    r = p.run(
+        "ingest",
+        "--config",
+        p.config,
+        "--set",
+        f"corpus.raw_dir={outside}",
+        "--set",
+        f"paths.processed_dir={p.tmp / 'outside-processed'}",
+    )
+    f = p.tmp / "outside-processed" / "documents.jsonl"
+    text = f.read_text() if f.is_file() else ""
+    sources = sorted({json.loads(ln)["source"] for ln in text.splitlines()})
+    return f"exit {r.returncode}; sources {sources[:2]}…", r.returncode == 0 and text and str(p.tmp) not in text
+
+
+def _labels(p: Probe, content: bytes) -> subprocess.CompletedProcess:
+    labels = p.project / "results" / "probe" / "labels"
+    labels.mkdir(parents=True, exist_ok=True)
+    (labels / "to_label.jsonl").write_text(
+        "".join(json.dumps({"pair_id": f"q{i}::c{i}", "question": "q", "passage": "p"}) + "\n" for i in range(3))
+    )
+    (labels / "human_labels.csv").write_bytes(content)
+    return p.run("label", "--check", "--config", p.config)
+
+
+@case("43 label --check on a spreadsheet's CSV UTF-8 (BOM)", "exit 0, 2 labelled pairs")
+def c43_label_bom(p: Probe):
+    r = _labels(p, b"\xef\xbb\xbfpair_id,grade\r\nq0::c0,3\r\nq1::c1,0\r\n")
+    return (
+        f"exit {r.returncode}: {' '.join(r.stdout.split())[:80]}",
+        r.returncode == 0 and '"labelled_pairs": 2' in r.stdout,
+    )
+
+
+@case("43 label --check on Windows-1252 and UTF-16 files", "exit 0 both")
+def c43_label_encodings(p: Probe):
+    a = _labels(p, "pair_id,grade,note\nq0::c0,3,Café – bien\n".encode("cp1252"))
+    b = _labels(p, "pair_id\tgrade\r\nq0::c0\t2\r\n".encode("utf-16"))
+    return f"cp1252 exit {a.returncode}, UTF-16 exit {b.returncode}", a.returncode == 0 and b.returncode == 0
+
+
+@case("43 label --check with an unclosed quote", "exit 2 naming the file and line")
+def c43_label_quote(p: Probe):
+    return expect_exit(_labels(p, b'pair_id,grade\nq0::c0,3\n"q1::c1,2\nq2::c2,1\n'), 2, "human_labels.csv:3", "quote")
+
+
+@case("43 to_label.csv cell starting with = (LLM text `=HYPERLINK(...)`)", "written with a leading ' (library)")
+def c43_formula(p: Probe):
+    import csv
+
+    from spacelm.lib.judge.labelling import from_cell, write_labelling_files
+
+    item = {
+        "pair_id": "q::c",
+        "qid": "q",
+        "chunk_id": "c",
+        "question": '=HYPERLINK("http://x","y")',
+        "passage": "-2 m/s",
+        "stratum": "s",
+        "weight": 1.0,
+    }
+    folder = p.tmp / "formula"
+    write_labelling_files(folder, [item])
+    (row,) = list(csv.DictReader(open(folder / "to_label.csv", newline="", encoding="utf-8")))
+    ok = (
+        row["question"].startswith("'=")
+        and row["passage"] == "'-2 m/s"
+        and from_cell(row["question"]) == item["question"]
+    )
+    return f"question cell {row['question'][:20]!r}, passage cell {row['passage']!r}", ok
+
+
+@case("43 label while another label process holds the folder", "exit 4")
+def c43_label_lock(p: Probe):
+    from spacelm.stages.lock import folder_lock
+
+    with folder_lock(p.project / "results" / "probe" / "labels"):
+        r = p.run("label", "--n", "3", "--config", p.config)
+    return expect_exit(r, 4, "in use by")[0], r.returncode == 4
+
+
+@case("43 a damaged call-cache row (value not JSON) (library)", "a warning, a miss; the row replaced")
+def c43_cache_row(p: Probe):
+    import logging
+    import sqlite3
+
+    from spacelm.lib.llm.cache import CallCache
+
+    path = p.tmp / "rowcache" / "llm_calls.sqlite"
+    cache = CallCache(path)
+    cache.put("k", {"text": "x"})
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE calls SET value = '{not json'")
+    seen = []
+    handler = logging.Handler()
+    handler.emit = lambda rec: seen.append(rec.getMessage())
+    logging.getLogger("spacelm").addHandler(handler)
+    try:
+        got = cache.get("k")
+    finally:
+        logging.getLogger("spacelm").removeHandler(handler)
+    cache.put("k", {"text": "y"})
+    ok = got is None and any("damaged entry" in m for m in seen) and cache.get("k") == {"text": "y"}
+    return f"get: {got!r}; warned: {any('damaged entry' in m for m in seen)}", ok
+
+
+@case("43 cache clear --embeddings", "exit 0, the embedding cache emptied")
+def c43_cache_emb(p: Probe):
+    import numpy as np
+
+    from spacelm.lib.llm.cache import EmbeddingCache
+
+    cache_dir = p.tmp / "embcache"
+    emb = EmbeddingCache(cache_dir / "embeddings.sqlite")
+    emb.put_many("m", [("a", np.ones(4, dtype="float32"))])
+    emb.close()
+    cfg = p.variant("embcache", paths={"cache_dir": str(cache_dir)})
+    r = p.run("cache", "clear", "--embeddings", "--config", cfg)
+    return (
+        f"exit {r.returncode}: {r.stdout.strip()[:80]}",
+        r.returncode == 0 and "removed 1 cached embedding" in r.stdout,
+    )
+
+
+@case("43 closed stdout (`spacelm models list | head -0`)", "exit 141, nothing on stderr")
+def c43_pipe(p: Probe):
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), SPACELM_MODELS_DIR=str(p.models_dir))
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "spacelm.cli", "models", "list"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=p.project,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    return f"exit {r.returncode}; stderr {r.stderr.strip()[:80]!r}", r.returncode == 141 and not r.stderr
+
+
+class _HtmlServer(BaseHTTPRequestHandler):
+    """Answers every request 200 with an HTML page, as a proxy in front of a dead server does."""
+
+    def do_POST(self):  # noqa: N802
+        body = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+
+class _TrickleServer(BaseHTTPRequestHandler):
+    """Sends its headers, then one byte every 0.5 s of a body that never ends."""
+
+    def do_POST(self):  # noqa: N802
+        self.send_response(200)
+        self.send_header("Content-Length", "100000")
+        self.end_headers()
+        try:
+            while not getattr(self.server, "stopping", False):
+                self.wfile.write(b" ")
+                self.wfile.flush()
+                time.sleep(0.5)
+        except OSError:
+            pass
+
+    def log_message(self, *a):
+        pass
+
+
+def _synth_against(p: Probe, handler, name: str, **llm) -> tuple[subprocess.CompletedProcess, float, str]:
+    from http.server import ThreadingHTTPServer
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/v1"
+    try:
+        one = dead_llm(base_url=url, **llm)
+        cfg = p.variant(name, models={"question_writer": one, "generator": one, "judge": one})
+        t0 = time.perf_counter()
+        r = p.run("synth", "--config", cfg, timeout=120)
+        took = time.perf_counter() - t0
+    finally:
+        server.stopping = True
+        server.shutdown()
+    return r, took, url
+
+
+@case("43 a server replying 200 with HTML", "exit 3 naming the server and 'the reply is not JSON'")
+def c43_html_reply(p: Probe):
+    r, _, url = _synth_against(p, _HtmlServer, "html-reply")
+    return expect_exit(r, 3, url, "the reply is not JSON: <html>")
+
+
+@case("43 a server that sends headers, then a byte every 0.5 s (timeout_s=3)", "exit 3 within ~timeout_s, not a hang")
+def c43_trickle(p: Probe):
+    r, took, _ = _synth_against(p, _TrickleServer, "trickle", timeout_s=3.0)
+    line, ok = expect_exit(r, 3, "timeout_s=3")
+    return f"{took:.0f} s; {line}", ok and took < 60
+
+
+def _golden_case(p: Probe, name: str, change: dict, *needles: str):
+    g = p.project / "data" / "raw" / f"{name}.jsonl"
+    rows = golden_rows()
+    rows[1].update(change)
+    g.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    r = p.run("synth", "--config", p.config, "--set", f"corpus.golden_samples=data/raw/{name}.jsonl")
+    return expect_exit(r, 2, f"{name}.jsonl:2", *needles)
+
+
+@case("43 golden sample whose id is a list", "exit 2 naming the file and line")
+def c43_golden_id(p: Probe):
+    return _golden_case(p, "golden_id_list", {"id": ["a", "b"]}, "'id' must be a string or an integer")
+
+
+@case("43 a 200 KB unanswerable golden question", "exit 2 at load naming the file, line and the limit")
+def c43_golden_long(p: Probe):
+    change = {"id": "long", "answerable": False, "passage": "", "question": "Why? " * 40_000}
+    return _golden_case(p, "golden_long", change, "200,000 characters", "limit of 2,000")
+
+
 # --------------------------------------------------------------------------- the table
 def markdown(results: list[Result], seconds: float, tmp: Path | None = None) -> str:
     def cell(s: str) -> str:
@@ -642,13 +962,16 @@ def markdown(results: list[Result], seconds: float, tmp: Path | None = None) -> 
     n_ok = sum(r.ok is True for r in results)
     return "\n".join(
         [
-            "# Probe of broken and hostile inputs (issue 26)",
+            "# Probe of broken and hostile inputs (issues 26 and 43)",
             "",
             "<!-- generated by bench/probe_inputs.py --write; do not edit -->",
             "",
-            "Each row runs one case of issue 26 against a tiny project built in a temporary folder (`spacelm` "
+            "Each row runs one case of issue 26 (numbered by its defect) or of issue 43 (rows `43 …`) against a tiny "
+            "project built in a temporary folder (`spacelm` "
             "called as a subprocess, without `--debug`; every LLM is a server on a closed port, so nothing loads a "
-            "language model except the damaged copy of the 0.5B GGUF that case 1 must refuse). "
+            "language model except the damaged copy of the 0.5B GGUF that case 1 must refuse; the stand-in servers of "
+            "issue 43 listen on 127.0.0.1; rows marked (library) call a library function, and every issue-43 row has "
+            "a test in the suite). "
             f"Reproduce with `python bench/probe_inputs.py --write` ({seconds:.0f} s here).",
             "",
             f"{n_ok} of {len(results)} cases behave as expected.",

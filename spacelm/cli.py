@@ -8,12 +8,13 @@
     spacelm report   --config ... [--recompute] [--wait]
     spacelm label    --config ... [--run NAME] --n N | --check
     spacelm models   list | path NAME | verify [NAME] | export-hf NAME
-    spacelm cache    stats | clear [--model NAME]
+    spacelm cache    stats | clear [--model NAME | --embeddings]
     spacelm corpus   verify DIR [--list NAME] | fetch NAME --to DIR | attribution NAME
 
 Exit codes: 0 done; 1 a check failed (models verify); 2 bad input or config; 3 a model
 backend (or a package it needs) is unavailable; 4 another run holds the folder; 130
-interrupted. `--debug` shows the traceback of an error.
+interrupted; 141 stdout closed by its reader (`spacelm plan | head -1`), silently.
+`--debug` shows the traceback of an error.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import warnings
 
@@ -29,6 +31,18 @@ from .lib import names
 
 DEFAULT_CONFIG = "configs/quick.yaml"
 EXIT_INPUT, EXIT_BACKEND, EXIT_LOCKED, EXIT_INTERRUPTED = 2, 3, 4, 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command whose reader went away
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush of a closed pipe is silent."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 log = logging.getLogger("spacelm")
 
 
@@ -225,13 +239,16 @@ def cmd_label(args) -> int:
             )
         )
         return 0
-    if args.serve and args.n is None:
-        return serve_labels(folder, args.port)
-    if args.n is None or args.n < 1:
+    from .stages.lock import folder_lock
+
+    if args.n is not None and args.n < 1 or args.n is None and not args.serve:
         raise InputError("--n: give the number of pairs to label (e.g. --n 100), or --serve the sample drawn")
-    files = label_sample(cfg, args.n)
-    if args.serve:
-        return serve_labels(folder, args.port)
+    with folder_lock(folder, args.wait):  # one process writes the labels folder at a time
+        if args.n is None:
+            return serve_labels(folder, args.port)
+        files = label_sample(cfg, args.n)
+        if args.serve:
+            return serve_labels(folder, args.port)
     print(
         json.dumps(
             {
@@ -294,9 +311,27 @@ def cmd_models(args) -> int:
 
 
 def cmd_cache(args) -> int:
-    from .lib.llm.cache import CallCache
+    """Statistics of, or clear, the call cache (llm_calls.sqlite) and, with --embeddings, the
+    embedding cache (embeddings.sqlite) under paths.cache_dir."""
+    from .lib.llm.cache import CallCache, EmbeddingCache
 
     cfg = _cfg(args)
+    if args.embeddings:
+        if args.model:
+            raise ConfigError("--model applies to the call cache; --embeddings clears every stored vector")
+        path = cfg.cache_dir / "embeddings.sqlite"
+        if not path.exists():
+            print(f"no embedding cache yet at {path}")
+            return 0
+        emb = EmbeddingCache(path)  # a damaged file is moved aside here (and named in the log)
+        try:
+            if args.action == "clear":
+                print(f"removed {emb.clear()} cached embedding(s) from {path}")
+            else:
+                print(json.dumps(emb.summary(), indent=2))
+        finally:
+            emb.close()
+        return 0
     path = cfg.cache_dir / "llm_calls.sqlite"
     if not path.exists():
         print(f"no cache yet at {path}")
@@ -555,6 +590,7 @@ def build_parser() -> argparse.ArgumentParser:
         "labels/human_labels.csv as it is given; resumes where it stopped)",
     )
     p.add_argument("--port", type=int, default=0, help="with --serve: the port (default: a free one)")
+    p.add_argument("--wait", action="store_true", help="if another `spacelm label` holds the folder, wait for it")
     p.set_defaults(func=cmd_label)
     p = sub.add_parser(
         "models",
@@ -564,10 +600,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["list", "path", "verify", "export-hf"])
     p.add_argument("name", nargs="?")
     p.set_defaults(func=cmd_models)
-    p = sub.add_parser("cache", help="statistics of, or clear, the persistent LLM call cache")
+    p = sub.add_parser("cache", help="statistics of, or clear, the persistent LLM call cache (or the embedding cache)")
     p.add_argument("action", choices=["stats", "clear"])
     p.add_argument("--config", default=DEFAULT_CONFIG)
     p.add_argument("--model", help="with clear: only this model's entries")
+    p.add_argument(
+        "--embeddings", action="store_true", help="the embedding cache (embeddings.sqlite) instead of the call cache"
+    )
     p.set_defaults(func=cmd_cache, set=None)
     p = sub.add_parser(
         "corpus",
@@ -631,15 +670,17 @@ def setup_logging(progress: bool = False) -> None:
 
 
 def _say(text: str) -> None:
-    """An error for the user: one line on stderr, credentials hidden."""
-    from .lib.redact import redact_text
+    """An error for the user: one line on stderr, credentials hidden, terminal controls escaped."""
+    from .lib.redact import printable, redact_text
 
-    print("spacelm: " + " ".join(redact_text(text).split()), file=sys.stderr)
+    print("spacelm: " + " ".join(printable(redact_text(text)).split()), file=sys.stderr)
 
 
 def _short_warning(message, category, filename, lineno, line=None) -> str:
     """A Python warning as `Category: message` (no file name and source line after it)."""
-    return f"{category.__name__}: {message}"
+    from .lib.redact import printable
+
+    return f"{category.__name__}: {printable(message)}"
 
 
 def quiet_warnings() -> None:
@@ -669,7 +710,9 @@ def main(argv=None) -> int:
 
     try:
         with terminations():  # SIGTERM and SIGHUP end the command as Ctrl-C does
-            return args.func(args)
+            code = args.func(args)
+            sys.stdout.flush()  # a closed pipe shows here, inside the handlers below, not at exit
+            return code
     except CheckFailed as e:
         if args.debug:
             raise
@@ -700,6 +743,9 @@ def main(argv=None) -> int:
     except RunLocked as e:
         _say(str(e))
         return EXIT_LOCKED
+    except BrokenPipeError:  # stdout closed by its reader (`spacelm plan | head -1`): not an error of ours
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
     except (ConnectionError, TimeoutError) as e:  # OSErrors that come from a server, not a file
         if args.debug:
             raise

@@ -456,7 +456,7 @@ def _call_replay(cfg: Config):
     def replay(llm_cfg, req):
         front = fronts.setdefault(id(llm_cfg), LLM(llm_cfg))
         hit = cache.get(front._key(req))
-        return Completion(**hit, cached=True) if hit is not None else None
+        return Completion.from_cached(hit) if hit is not None else None
 
     return replay
 

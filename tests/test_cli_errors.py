@@ -159,3 +159,24 @@ def test_notebook_kernels_do_not_warn_about_tcp(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     assert "42" in (tmp_path / "out.ipynb").read_text() and "without encryption" not in r.stderr, r.stderr
+
+
+def test_a_closed_stdout_is_not_a_backend_failure():
+    """`spacelm plan | head -1`: the reader goes away; spacelm stops silently with 141 (128 +
+    SIGPIPE, as a shell reports it), not "model backend unavailable" (issue 43)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line is written
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "spacelm.cli", "models", "list"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert r.returncode == 141, r.stderr
+    assert r.stderr == "", r.stderr

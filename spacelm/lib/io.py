@@ -19,6 +19,64 @@ class InputError(ValueError):
     """Bad user input (a file we cannot use); the message names the file and what to fix."""
 
 
+# byte-order marks and the encodings they announce; UTF-32's first, as its LE mark starts like UTF-16's
+_BOMS = (
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+
+
+def bom_encoding(data: bytes) -> tuple[str, int] | None:
+    """(encoding, BOM length) when `data` starts with a byte-order mark, else None."""
+    for bom, enc in _BOMS:
+        if data.startswith(bom):
+            return enc, len(bom)
+    return None
+
+
+def decode_text(data: bytes, where: PathLike, fallback: str | None = None) -> str:
+    """Text from bytes: by its byte-order mark (UTF-8, UTF-16, UTF-32, as editors and spreadsheets
+    write them), else UTF-8, else `fallback` (e.g. "cp1252") when given. An InputError naming
+    `where` says how to re-save a file it cannot read."""
+    found = bom_encoding(data)
+    if found:
+        enc, n = found
+        try:
+            return data[n:].decode(enc)
+        except UnicodeDecodeError as e:
+            raise InputError(
+                f"{where}: starts with a {enc.upper()} byte-order mark but byte {e.start + n} is not {enc.upper()}; "
+                "save the file as UTF-8"
+            ) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if looks_utf16(data):
+            raise InputError(
+                f"{where}: looks like UTF-16 text without a byte-order mark; save the file as UTF-8"
+            ) from None
+        if fallback:
+            try:
+                return data.decode(fallback)
+            except UnicodeDecodeError:
+                pass
+        raise InputError(
+            f"{where}: not valid UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}); save the file as UTF-8"
+        ) from None
+
+
+def looks_utf16(data: bytes) -> bool:
+    """Whether bytes without a BOM look like UTF-16 text: most of every other byte is NUL."""
+    head = data[:1024]
+    if len(head) < 4:
+        return False
+    even, odd = head[0::2], head[1::2]
+    return max(even.count(0) / len(even), odd.count(0) / len(odd)) > 0.6
+
+
 def current_umask() -> int:
     """The process's umask, read without changing it where the system tells it (Linux), else
     by setting and restoring it."""

@@ -101,12 +101,29 @@ def redact_obj(obj: Any) -> Any:
     return redact_text(obj) if isinstance(obj, str) else obj
 
 
+# characters that act on a terminal or reorder what it shows instead of being shown: C0 controls
+# but tab and newline, DEL, C1 controls, and the bidirectional embeddings, overrides and isolates
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """`text` with every terminal control and bidi-override character written as an escape
+    (ESC -> \\x1b, RLO -> \\u202e), so a file name cannot clear the screen or reverse a line."""
+
+    def escape(m: re.Match) -> str:
+        c = ord(m.group())
+        return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+    return _UNPRINTABLE.sub(escape, str(text))
+
+
 class RedactingFilter:
-    """A logging filter that hides secrets in every record before a handler prints it."""
+    """A logging filter that hides secrets in every record before a handler prints it, and
+    escapes the characters that would act on the terminal (`printable`)."""
 
     def filter(self, record) -> bool:
         msg = record.getMessage()
-        clean = redact_text(msg)
+        clean = printable(redact_text(msg))
         if clean != msg:
             record.msg, record.args = clean, ()
         return True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import NamedTuple
 
 from ..config import Config
@@ -10,15 +11,19 @@ from ..lib import names
 from ..lib.ingest.documents import DROP_REASONS, documents_table, ingest_corpus, list_sources
 from ..lib.io import InputError, write_dataframe, write_json, write_jsonl
 from .base import Stage, execute
+from .provenance import public_path
 
 
-def _relative(path: str, root) -> str:
-    """`path` relative to the project root when it lies inside it (outputs match across clones)."""
-    try:
-        rel = os.path.relpath(path, root) if root else path
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
+def public_source(path: str, cfg: Config) -> str:
+    """How documents.jsonl, documents.csv and the skipped list name a corpus file: never a machine
+    path. A file of the corpus folder is the folder's public name (`public_path`: relative to the
+    project, `~/…`, or `<outside the project>/<folder>`) joined with its path inside the folder,
+    so outputs match across clones and machines and two files of the same name stay apart."""
+    raw = os.path.abspath(cfg.path(cfg.corpus.raw_dir))
+    p = os.path.abspath(path)
+    if p == raw or not p.startswith(raw.rstrip(os.sep) + os.sep):
+        return public_path(p, cfg)
+    return public_path(raw, cfg).rstrip("/") + "/" + Path(os.path.relpath(p, raw)).as_posix()
 
 
 def sources(cfg: Config):
@@ -84,9 +89,12 @@ def compute(cfg: Config) -> Ingested:
         cfg.ingest.min_doc_chars,
     )
     for d in res.documents:
-        d.source = _relative(d.source, cfg.root)
-    for s in res.skipped:
-        s.source = _relative(s.source, cfg.root)
+        d.source = public_source(d.source, cfg)
+    raw = os.path.abspath(cfg.path(cfg.corpus.raw_dir)).rstrip(os.sep) + os.sep
+    raw_public = public_path(raw, cfg).rstrip("/") + "/"
+    for s in res.skipped:  # the reasons name files too (the skipped one, the first copy of a duplicate)
+        s.reason = s.reason.replace(s.source, public_source(s.source, cfg)).replace(raw, raw_public)
+        s.source = public_source(s.source, cfg)
     table = documents_table(res.documents)
     table["garbled_flag"] = table["garbled_score"] > cfg.ingest.garbled_threshold
     return Ingested(res.documents, res.skipped, res.dropped, table, corpus_list)

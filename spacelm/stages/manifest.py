@@ -128,9 +128,10 @@ def server_versions(cfg: Config) -> dict:
         if python not in seen:
             try:
                 dist, version = installed_vllm(python)
-                seen[python] = f"{version} ({dist}) at {python}" if dist else f"no vLLM at {python}"
+                where = public_path(python, cfg)  # no machine path: `<outside the project>/python3`
+                seen[python] = f"{version} ({dist}) at {where}" if dist else f"no vLLM at {where}"
             except Exception as e:  # the manifest never stops a run
-                seen[python] = f"unknown ({e})"
+                seen[python] = f"unknown ({type(e).__name__})"
         out[role] = seen[python]
     return out
 

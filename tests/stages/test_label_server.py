@@ -157,3 +157,16 @@ def test_page_grades_with_keys_saves_each_and_resumes(labels, tmp_path):
         "q2::c2": 3,
     }
     assert (tmp_path / "label.png").stat().st_size > 5_000
+
+
+def test_label_takes_a_lock_on_the_labels_folder(tiny_config_file, capsys):
+    """issue 43: two `spacelm label` processes could interleave their writes to labels/."""
+    from spacelm.cli import main
+    from spacelm.stages.lock import folder_lock
+
+    config, run_dir = tiny_config_file
+    with folder_lock(run_dir / "labels"):  # another process drawing or serving
+        assert main(["label", "--config", str(config), "--n", "3"]) == 4
+        assert main(["label", "--config", str(config), "--serve"]) == 4
+    err = capsys.readouterr().err
+    assert f"{run_dir / 'labels'} is in use by pid" in err

@@ -11,8 +11,12 @@ breaks and collapses whitespace. Per document: a *garbled-text score* (words run
 without spaces), characters dropped per reason, equation-heavy blocks (kept), pages without
 text, and whether the PDF had to be repaired.
 
-A file that cannot be used (empty, encrypted, corrupt, undecodable) is skipped with a warning
-that names it and the reason; the run fails only when no document is usable.
+A file that cannot be used (empty, encrypted, corrupt, undecodable, a second copy of another
+file's bytes, a symbolic link leading out of the corpus folder) is skipped with a warning that
+names it (terminal control characters escaped) and the reason; the run fails only when no
+document is usable. Files in hidden folders (`.ipynb_checkpoints/`, `.git/`) are not corpus
+files. Control and bidi-override characters are removed from the text (`strip_controls`) and
+counted per document (`dropped_chars["control_character"]`).
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..io import InputError
+from ..io import InputError, bom_encoding, decode_text, looks_utf16, sha256_file
+from ..redact import printable
 from .bibliography import BibliographyRules, find_bibliography
 from .blocks import Block, is_equation, noise_reason, order_blocks, running_lines, strip_lines
 
@@ -76,7 +81,14 @@ class IngestResult:
 
 
 # why a span of a document was removed; every removal is one row of the drop log
-DROP_REASONS = ("bibliography", "running_header_footer", "page_number", "figure_fragment", "rotated_text")
+DROP_REASONS = (
+    "bibliography",
+    "running_header_footer",
+    "page_number",
+    "figure_fragment",
+    "rotated_text",
+    "control_character",  # control and bidi-override characters (see strip_controls), one row per page
+)
 
 
 @dataclass(frozen=True)
@@ -127,6 +139,10 @@ def check_file_kind(path: Path) -> None:
             raise InputError(f"{path}: {kind} (no %PDF- header), although named .pdf; download the PDF itself")
     elif head.startswith(_PDF_MAGIC):
         raise InputError(f"{path}: a PDF named {fmt}; rename it to .pdf")
+    elif bom_encoding(head):
+        return  # UTF-16 and UTF-32 text holds NUL bytes; its byte-order mark says how to read it
+    elif looks_utf16(head):
+        raise InputError(f"{path}: looks like UTF-16 text without a byte-order mark; save it as UTF-8")
     elif b"\x00" in head:
         raise InputError(f"{path}: binary data (NUL bytes), not {fmt} text")
 
@@ -204,12 +220,9 @@ def ocr_available() -> str | None:
 
 
 def read_text_file(path: Path) -> list[Block]:
-    """A Markdown or text file as one page of paragraph blocks (split at blank lines)."""
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not valid UTF-8 (byte {e.start}); re-save the file as UTF-8") from None
+    """A Markdown or text file as one page of paragraph blocks (split at blank lines). UTF-8,
+    or UTF-16 or UTF-32 with a byte-order mark (as Windows editors save "Unicode" text)."""
+    text = decode_text(path.read_bytes(), path)  # UTF-8, or UTF-16/32 with a byte-order mark
     paras = [p.strip("\n") for p in re.split(r"\n\s*\n", text.replace("\r\n", "\n")) if p.strip()]
     return [Block(1, 0.0, float(i), 1.0, float(i) + 1, p) for i, p in enumerate(paras)]
 
@@ -240,6 +253,21 @@ def check_pdf_health(path: Path, pages: list[list[Block]], repaired: bool) -> li
 
 
 # --------------------------------------------------------------------------- cleaning
+# characters removed from document text at ingest, so they never reach chunks, prompts or
+# notebook outputs: C0 controls but tab, newline and carriage return; DEL; C1 controls; the
+# bidirectional marks, embeddings, overrides and isolates (an RLO shows text reversed, and can
+# make a passage read differently to a person than to a model). Vertical tab and form feed are
+# line breaks and become one.
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_LINE_CONTROL = re.compile("[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+
+def strip_controls(text: str) -> tuple[str, int]:
+    """(`text` without control and bidi-override characters, how many were removed)."""
+    text = _LINE_CONTROL.sub("\n", text)
+    return _CONTROL.subn("", text)
+
+
 _SOFT_HYPHEN = re.compile("\u00ad")
 _SPACES = re.compile(r"[ \t\u00a0\u2000-\u200b\u202f\u3000]+")
 
@@ -363,16 +391,44 @@ def garbled_stats(text: str, vocab: set[str], min_len: int = 15) -> tuple[int, i
 
 
 # --------------------------------------------------------------------------- ingest
-def list_sources(raw_dir: Path, extensions: list[str], exclude: list[str]) -> list[Path]:
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def scan_sources(raw_dir: Path, extensions: list[str], exclude: list[str]) -> tuple[list[Path], list[Skipped]]:
+    """(the corpus files below `raw_dir`, files left out with why). Only files with one of
+    `extensions`, not named in `exclude`, and in no hidden folder or hidden file (a path part
+    starting with '.', such as .ipynb_checkpoints/ or .git/): those are left out silently. A
+    symbolic link whose target lies outside `raw_dir` is left out with a reason (a link to
+    /etc/passwd must not become a document)."""
     if not raw_dir.is_dir():
         raise InputError(f"{raw_dir}: corpus folder not found (set corpus.raw_dir in the config)")
     exts = {e.lower() for e in extensions}
     skip = {e.lower() for e in exclude}
-    return sorted(
-        p
-        for p in raw_dir.rglob("*")
-        if p.is_file() and p.suffix.lower() in exts and p.name.lower() not in skip and not p.name.startswith(".")
-    )
+    root = raw_dir.resolve()
+    found, left_out = [], []
+    for p in sorted(raw_dir.rglob("*")):
+        rel = p.relative_to(raw_dir)
+        if any(part.startswith(".") for part in rel.parts):
+            continue
+        if p.suffix.lower() not in exts or p.name.lower() in skip or not p.is_file():
+            continue
+        if not _inside(p.resolve(), root):
+            left_out.append(
+                Skipped(
+                    str(p),
+                    f"{printable(p)}: a symbolic link to a file outside the corpus folder; skipped "
+                    "(copy the file into the folder if it belongs to the corpus)",
+                )
+            )
+            continue
+        found.append(p)
+    return found, left_out
+
+
+def list_sources(raw_dir: Path, extensions: list[str], exclude: list[str]) -> list[Path]:
+    """The corpus files below `raw_dir` (see `scan_sources`)."""
+    return scan_sources(raw_dir, extensions, exclude)[0]
 
 
 def _title_of(pages: list[str], fallback: str) -> str:
@@ -436,7 +492,12 @@ def ingest_file(path: Path, rules: IngestRules = IngestRules()) -> tuple[Documen
             if k not in gone:
                 kept[i].append(b)
         pages = kept
-    raw_pages = ["\n\n".join(b.text for b in bs) for bs in pages]
+    raw_pages = []
+    for number, bs in enumerate(pages, 1):
+        page, n = strip_controls("\n\n".join(b.text for b in bs))
+        if n:
+            drops.append({"doc_id": doc_id, "page": number, "reason": "control_character", "chars": n, "preview": ""})
+        raw_pages.append(page)
     vocab = hyphen_vocabulary("\n".join(raw_pages))
     texts = [clean_text(p, vocab) for p in raw_pages]
     if not any(p.strip() for p in texts):
@@ -476,17 +537,30 @@ def ingest_corpus(
     """Ingest every usable file below `raw_dir`; unusable ones are skipped with a warning."""
     res = IngestResult()
     seen: dict[str, str] = {}
-    for path in list_sources(raw_dir, extensions, exclude):
+    contents: dict[str, str] = {}  # sha256 of a file's bytes -> the first file that had them
+    paths, left_out = scan_sources(raw_dir, extensions, exclude)
+    for s in left_out:
+        warnings.warn(f"skipping {s.reason}", stacklevel=2)
+        res.skipped.append(s)
+    for path in paths:
         try:
+            digest = sha256_file(path)
+            if digest in contents:
+                raise InputError(
+                    f"{path}: the same content as {contents[digest]} (sha256 {digest[:16]}…); "
+                    "skipped as a duplicate (remove one copy)"
+                )
             doc, drops = ingest_file(path, rules)
             if len(doc.text) < min_doc_chars:
                 raise InputError(f"{path}: only {len(doc.text)} characters of text (minimum {min_doc_chars})")
             if doc.doc_id in seen:
                 raise InputError(f"{path}: its id '{doc.doc_id}' clashes with {seen[doc.doc_id]}; rename one file")
         except InputError as e:
-            warnings.warn(f"skipping {e}", stacklevel=2)
-            res.skipped.append(Skipped(str(path), str(e)))
+            reason = printable(e)  # a file name with terminal escapes cannot act on the terminal
+            warnings.warn(f"skipping {reason}", stacklevel=2)
+            res.skipped.append(Skipped(str(path), reason))
             continue
+        contents[digest] = str(path)
         seen[doc.doc_id] = str(path)
         res.documents.append(doc)
         res.dropped.extend(drops)
@@ -496,7 +570,7 @@ def ingest_corpus(
         d.garbled_words = hidden
         d.garbled_score = round(hidden / total, 6) if total else 0.0
     if not res.documents:
-        reasons = "; ".join(s.reason for s in res.skipped) or "no .pdf/.md/.txt files found"
+        reasons = "; ".join(s.reason for s in res.skipped) or f"no {'/'.join(sorted(extensions))} files found"
         raise InputError(f"{raw_dir}: no usable document ({reasons})")
     return res
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import html
+import io
 import json
 import random
 from collections.abc import Sequence
@@ -23,11 +24,31 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io import InputError
+from ..io import InputError, decode_text
 from ..names import HUMAN_LABELS, HUMAN_LABELS_JSONL, TO_LABEL, TO_LABEL_CSV
 
 SEP = "::"
 LABEL_COLUMNS = ["pair_id", "grade"]
+
+# A spreadsheet reads a cell that starts with one of these as a formula (`=HYPERLINK(...)` in
+# LLM-written text would become a live link): such a cell of to_label.csv is written with a
+# leading ' (which spreadsheets show as text), and a cell that itself starts with ' gets one more,
+# so reading back (`from_cell`) strips exactly one and gives the text as it was.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# how to save a labels file that cannot be read, as spreadsheets name it
+RESAVE = "save it as UTF-8 (in a spreadsheet: Save As, file type 'CSV UTF-8 (comma delimited)')"
+
+
+def to_cell(text) -> str:
+    """`text` as a CSV cell a spreadsheet shows as text, never runs as a formula."""
+    text = "" if text is None else str(text)
+    return "'" + text if text.startswith((*FORMULA_START, "'")) else text
+
+
+def from_cell(text) -> str:
+    """The text a `to_cell` cell holds (a cell typed by hand without the mark is read as it is)."""
+    text = "" if text is None else str(text)
+    return text[1:] if text.startswith("'") and text[1:].startswith((*FORMULA_START, "'")) else text
 
 
 def pair_id(qid: str, chunk_id: str) -> str:
@@ -75,7 +96,8 @@ def stratified_sample(pairs: Sequence[dict], n: int, seed: int) -> list[dict]:
 
 def write_labelling_files(folder: Path, items: Sequence[dict]) -> list[Path]:
     """`to_label.jsonl` (pair_id, qid, chunk_id, question, passage, stratum, weight), a CSV to fill
-    in (`to_label.csv`: pair_id, question, passage, grade empty) and `label.html`, a page that
+    in (`to_label.csv`: pair_id, question, passage, grade empty; a cell that a spreadsheet would
+    run as a formula starts with ', see `to_cell`) and `label.html`, a page that
     shows question and passage only (never the judge's grade) and saves the grades as
     human_labels.csv."""
     folder = Path(folder)
@@ -86,7 +108,7 @@ def write_labelling_files(folder: Path, items: Sequence[dict]) -> list[Path]:
         w = csv.writer(f)
         w.writerow(["pair_id", "question", "passage", "grade"])
         for it in items:
-            w.writerow([it["pair_id"], it["question"], it["passage"], ""])
+            w.writerow([to_cell(it["pair_id"]), to_cell(it["question"]), to_cell(it["passage"]), ""])
     (folder / "label.html").write_text(labelling_page(items), encoding="utf-8")
     return [folder / TO_LABEL, folder / TO_LABEL_CSV, folder / "label.html"]
 
@@ -142,13 +164,18 @@ def labels_file(folder: Path) -> Path | None:
 
 
 def read_labels(path: Path, known: set) -> dict:
-    """{pair_id: grade 0-3} from a CSV (columns pair_id, grade; other columns ignored) or JSONL
-    file. A row with an empty grade is not labelled yet and is skipped. An unknown pair id, a
+    """{pair_id: grade 0-3} from a CSV (columns pair_id, grade; other columns ignored; UTF-8 with
+    or without a BOM, UTF-16 with one, or Windows-1252, as spreadsheets save it) or JSONL file.
+    A row with an empty grade is not labelled yet and is skipped. An unknown pair id, a
     grade outside 0-3 or a pair labelled twice is an error naming the file and line."""
     path = Path(path)
     rows: list[tuple[int, dict]] = []
+    try:  # UTF-8 with or without a BOM ("CSV UTF-8"), UTF-16 ("Unicode text"), else Windows-1252
+        text = decode_text(path.read_bytes(), path, fallback=None if path.suffix == ".jsonl" else "cp1252")
+    except InputError as e:
+        raise InputError(f"{e}; {RESAVE}") from None
     if path.suffix == ".jsonl":
-        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for i, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
                     rows.append((i, json.loads(line)))
@@ -157,15 +184,11 @@ def read_labels(path: Path, known: set) -> dict:
                         f'{path}:{i}: not a JSON object ({e.msg}); each line needs {{"pair_id": ..., "grade": 0-3}}'
                     ) from None
     else:
-        with open(path, newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            missing = [c for c in LABEL_COLUMNS if c not in (reader.fieldnames or [])]
-            if missing:
-                raise InputError(f"{path}:1: missing column(s) {missing}; the header needs pair_id and grade")
-            rows = [(i, r) for i, r in enumerate(reader, 2)]
+        rows = _csv_rows(path, text)
     out: dict = {}
     for i, r in rows:
-        pid, g = str(r.get("pair_id", "")).strip(), r.get("grade")
+        pid, g = from_cell(str(r.get("pair_id", "")).strip()), r.get("grade")
+        g = None if g is None else from_cell(str(g).strip())
         if g is None or str(g).strip() == "":
             continue
         if pid not in known:
@@ -182,6 +205,34 @@ def read_labels(path: Path, known: set) -> dict:
             raise InputError(f"{path}:{i}: pair {pid} is labelled twice; keep one line per pair")
         out[pid] = gi
     return out
+
+
+def _csv_rows(path: Path, text: str) -> list[tuple[int, dict]]:
+    """(line where each record starts, its row) of a labels CSV. A quote left open (the rest of
+    the file swallowed into one cell) is an error naming the line where the quote opened."""
+    header = text.split("\n", 1)[0]
+    tabs = "\t" in header and "," not in header  # a spreadsheet's "Unicode text" is tab-separated
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t" if tabs else ",", strict=True)
+    rows, start = [], 1
+    try:
+        missing = [c for c in LABEL_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(f"{path}:1: missing column(s) {missing}; the header needs pair_id and grade")
+        start = reader.line_num + 1
+        for r in reader:
+            if any("\n" in str(v) or "\r" in str(v) for k, v in r.items() if k in LABEL_COLUMNS):
+                raise InputError(
+                    f"{path}:{start}: a quote opened on this line is closed only on line {reader.line_num}, so "
+                    "the lines between became one cell; close the quote (or remove it) and save again"
+                )
+            rows.append((start, r))
+            start = reader.line_num + 1
+    except csv.Error as e:
+        raise InputError(
+            f"{path}:{start}: not valid CSV ({e}); a quote opened on this line is never closed, or a cell holds "
+            "a stray quote: close or remove it and save again"
+        ) from None
+    return rows
 
 
 def ppi_table1(cell_pairs: dict, grades: dict, human: dict, weights: dict, level: float = 0.95) -> list[dict]:

@@ -16,6 +16,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -170,8 +171,28 @@ class CallCache:
             return fn(self._conn())
 
     def get(self, key: str) -> Any | None:
+        """The stored value, or None. A damaged row (its value not a JSON object) is a miss with a
+        warning: the call is made again and its answer replaces the row."""
         row = self._guarded(lambda c: c.execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone())
-        return json.loads(row[0]) if row else None
+        if not row:
+            return None
+        try:
+            value = json.loads(row[0])
+        except (TypeError, ValueError) as e:
+            return self.damaged_row(key, f"its value is not JSON ({e})")
+        if not isinstance(value, dict):
+            return self.damaged_row(key, f"its value is a JSON {type(value).__name__}, not an object")
+        return value
+
+    def damaged_row(self, key: str, why: str) -> None:
+        """Say that one cached call is unusable (the caller treats it as a miss) and return None."""
+        log.warning(
+            "the cache %s holds a damaged entry %s… (%s): the call is made again and replaces it",
+            self.path,
+            key[:12],
+            why,
+        )
+        return None
 
     def put(self, key: str, value: Any, model: str = "") -> None:
         row = (key, model, json.dumps(value, ensure_ascii=False), time.time())
@@ -216,16 +237,61 @@ class EmbeddingCache:
         )
 
     def get_many(self, model: str, shas: list) -> dict:
+        """{sha: vector} of the texts cached for `model`. A damaged row (not a float32 vector of
+        its recorded size, of a size other than the model's other rows, or not finite) is left
+        out with a warning: the text is encoded again and its row replaced."""
         import numpy as np
 
-        out = {}
+        found, bad = {}, {}
         uniq = list(dict.fromkeys(shas))
         for i in range(0, len(uniq), 500):
             part = uniq[i : i + 500]
-            q = f"SELECT text_sha, vec FROM emb WHERE model = ? AND text_sha IN ({','.join('?' * len(part))})"
-            for sha, blob in self._conn.execute(q, [model, *part]):
-                out[sha] = np.frombuffer(blob, dtype=np.float32)
-        return out
+            q = f"SELECT text_sha, dim, vec FROM emb WHERE model = ? AND text_sha IN ({','.join('?' * len(part))})"
+            for sha, dim, blob in self._conn.execute(q, [model, *part]):
+                if not isinstance(blob, bytes) or not isinstance(dim, int) or dim < 1 or len(blob) != 4 * dim:
+                    size = len(blob) if isinstance(blob, (bytes, str)) else type(blob).__name__
+                    bad[sha] = f"{size} bytes for {dim!r} dimensions"
+                    continue
+                vec = np.frombuffer(blob, dtype=np.float32)
+                if not np.isfinite(vec).all():
+                    bad[sha] = "values that are not finite"
+                    continue
+                found[sha] = vec
+        if found:  # every vector of one model has the model's size: the rare odd one is damaged
+            usual = Counter(v.shape[0] for v in found.values()).most_common(1)[0][0]
+            for sha in [s for s, v in found.items() if v.shape[0] != usual]:
+                bad[sha] = f"{found.pop(sha).shape[0]} dimensions where the model's others have {usual}"
+        if bad:
+            sha, why = next(iter(bad.items()))
+            log.warning(
+                "the embedding cache %s holds %d damaged entr%s (e.g. %s…: %s): those texts are encoded again "
+                "and their entries replaced",
+                self.path,
+                len(bad),
+                "y" if len(bad) == 1 else "ies",
+                sha[:12],
+                why,
+            )
+        return found
+
+    def summary(self) -> dict:
+        (n,) = self._conn.execute("SELECT COUNT(*) FROM emb").fetchone()
+        per_model = dict(self._conn.execute("SELECT model, COUNT(*) FROM emb GROUP BY model").fetchall())
+        return {
+            "path": str(self.path),
+            "entries": n,
+            "bytes": self.path.stat().st_size if self.path.exists() else 0,
+            "per_model": per_model,
+        }
+
+    def clear(self) -> int:
+        """Remove every stored vector; the number removed."""
+        cur = _retry_locked(lambda: self._conn.execute("DELETE FROM emb"))
+        self._conn.execute("VACUUM")
+        return cur.rowcount
+
+    def close(self) -> None:
+        self._conn.close()
 
     def put_many(self, model: str, items: list) -> None:
         rows = [(model, sha, int(v.shape[0]), v.astype("float32").tobytes()) for sha, v in items]

