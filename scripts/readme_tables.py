@@ -1278,6 +1278,8 @@ NOT_RUN_FIGURES = [
     ("docs/judges.md", "they span 48 questions in all", "bench/control_gaps.py's held-out control sets"),
     ("docs/statistics.md", "an answer rubric that is not *valid*", "a rule"),
     ("docs/corpus.md", "and 17 unanswerable (3–4 per task type)", "the golden sample files' contents"),
+    ("docs/team-corpus.md", "with 3 of each verdict, and 5 unanswerable)", "the golden sample files' contents"),
+    ("docs/team-corpus.md", "77 answerable and 21 unanswerable", "the golden sample files' contents"),
     ("docs/corpus.md", "synth (60 questions from 60 chunks)", "the paper-chunks config's setting"),
     ("docs/corpus.md", "Table 1 at each size on 10 questions", "the paper-chunks config's setting"),
     ("docs/corpus.md", "Table 1 at each size rests on 10 questions", "the paper-chunks config's setting"),
