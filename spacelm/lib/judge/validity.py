@@ -845,6 +845,26 @@ def off_question_sentence(question: str, text: str, avoid: str) -> str | None:
     return min(cands, key=lambda x: len(q & set(_WORD.findall(x.lower())))) if cands else None
 
 
+_NON_ANSWERS = (
+    "The answer to this question is given in the passage.",
+    "This is described in the documents provided.",
+    "The relevant information can be found in the section of the document cited.",
+)
+
+
+def non_answer_edit(question: str) -> str:
+    """A non-answer of the kind a small generator writes: a pointer to the passages with no content
+    (one of a few wordings, picked by the question so that it varies between controls)."""
+    return _NON_ANSWERS[sum(map(ord, question)) % len(_NON_ANSWERS)]
+
+
+def restate(question: str) -> str:
+    """The question turned into a statement that answers nothing ("What limits X?" -> "This concerns
+    what limits X, which the documents discuss.")."""
+    q = " ".join(question.split()).rstrip("?.! ")
+    return f"This concerns {q[:1].lower()}{q[1:]}, which the documents discuss."
+
+
 def _bad_answers(q: dict, sup: str, other_answer: str, wrong_sentence: str, wrong_text: str, source_text: str) -> dict:
     """{kind: (bad answer, what makes it bad)} for one question; kinds that do not apply are left out."""
     kinds = {
@@ -863,6 +883,10 @@ def _bad_answers(q: dict, sup: str, other_answer: str, wrong_sentence: str, wron
             "a sentence of the same passage that does not answer the question",
         ),
         "closed_book": (closed_book(sup), "a closed-book answer: rounded guesses instead of the passage's values"),
+        # the two ways a small generator says nothing, written as edits too, so a judge's set has them
+        # whether or not this generator happened to fail that way on the sampled questions
+        "non_answer": (non_answer_edit(q["question"]), "a non-answer: points at the passages, says nothing"),
+        "restated": (restate(q["question"]), "the question restated as a statement, with no answer"),
     }
     return {k: v for k, v in kinds.items() if v[0] and v[0] != sup}
 
