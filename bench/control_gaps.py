@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import random
 import sys
 import time
@@ -141,8 +142,8 @@ def main(argv=None) -> int:
         out["generators"][model] = {
             "answers": len(items),
             "flags": flag_shares(items),
-            "controls": table.to_dict("records"),
-            "by_kind": kinds.to_dict("records"),
+            "controls": json.loads(table.to_json(orient="records")),  # NaN as null
+            "by_kind": json.loads(kinds.to_json(orient="records")),
             "seconds": round(time.perf_counter() - t0, 1),
             "stats": {k: v for k, v in turns.stats.items()},
         }

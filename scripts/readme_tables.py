@@ -318,6 +318,53 @@ def judges_controls(run: str):
     return gen
 
 
+def control_gaps_by_kind(root: Path) -> list[str]:
+    """bench/control_gaps.py's controls per judge and kind for each generator (their bad answers
+    differ where they are the generator's own): n, pass rate at the stated minimum gap, mean gap and
+    its lower 95% bound; then the judges' verdicts and the judge's self-preference."""
+    d = _json(root, "results/control_gaps.json")
+    gens = list(d["generators"])
+    short = {g: g.split(":")[-1].replace("qwen2.5-coder-", "") for g in gens}
+    out = []
+    for g in gens:
+        for r in d["generators"][g]["by_kind"]:
+            out.append(
+                {
+                    "answers of": short[g],
+                    "judge": r["rubric"],
+                    "kind": r["kind"] + (" (own)" if r["origin"] == "output" else ""),
+                    "n": r["n"],
+                    "pass rate [95% CI]": f"{r['pass_rate']:.2f} " + ci((r["ci_low"], r["ci_high"])),
+                    "mean gap": f"{r['mean_gap']:.3f}",
+                    "gap, lower 95%": "–" if r["gap_ci_low"] is None else f"{r['gap_ci_low']:.3f}",
+                }
+            )
+    cols = ["answers of", "judge", "kind", "n", "pass rate [95% CI]", "mean gap", "gap, lower 95%"]
+    lines = table(out, cols, ("n", "mean gap", "gap, lower 95%"))
+    verdicts = "; ".join(
+        f"{short[g]}: "
+        + ", ".join(
+            f"{c['rubric']} {c['verdict']} ({c['pass_rate']:.2f} of {c['n']})" for c in d["generators"][g]["controls"]
+        )
+        for g in gens
+    )
+    sp = d.get("self_preference") or {}
+    lines += [
+        "",
+        f"Verdicts at the minimum gap ({d['min_control_gap']:g} of the scale, {d['min_control_gap'] * 4:g} points on "
+        f"1–5): {verdicts}. {d['questions']} questions, {d['n_controls']} controls per judge, judge "
+        f"`{d['judge']}`.",
+    ]
+    if sp.get("cells"):
+        lines += [
+            "",
+            f"Self-preference of `{sp['judge']}` (gap on its own flagged answers − gap on the other generator's, as a "
+            f"share of the scale, over {sp['cells']} judge × kind cells, {sp['controls_own']} vs "
+            f"{sp['controls_other']} controls): {sp['mean_gap_difference']:+.3f} " + ci(sp["ci"], "{:+.3f}") + ".",
+        ]
+    return lines + ["", "(generated from `results/control_gaps.json`)"]
+
+
 def control_gaps(run: str, config: str):
     """The judge's good - bad control gap (mean, 95% cluster-robust t interval) per kind for each rubric
     a "changes little" finding reads, and over the kinds the config names for it, beside twice the
@@ -1039,6 +1086,7 @@ GENERATORS = {
     "standard-judges-controls": judges_controls("standard"),
     "standard-controls-vintage": controls_vintage("standard"),
     "standard-control-gaps": control_gaps("standard", "configs/standard.yaml"),
+    "control-gaps-by-kind": control_gaps_by_kind,
     "quick-stage-seconds": stage_seconds,
     "quick-findings": lambda root: findings(root, "quick"),
     "quick-model-time": lambda root: model_time(root, "quick"),
