@@ -341,19 +341,20 @@ def control_gaps_by_kind(root: Path) -> list[str]:
             )
     cols = ["answers of", "judge", "kind", "n", "pass rate [95% CI]", "mean gap", "gap, lower 95%"]
     lines = table(out, cols, ("n", "mean gap", "gap, lower 95%"))
-    verdicts = "; ".join(
-        f"{short[g]}: "
+    verdicts = [
+        f"- answers of the {short[g]}: "
         + ", ".join(
             f"{c['rubric']} {c['verdict']} ({c['pass_rate']:.2f} of {c['n']})" for c in d["generators"][g]["controls"]
         )
         for g in gens
-    )
+    ]
     sp = d.get("self_preference") or {}
     lines += [
         "",
         f"Verdicts at the minimum gap ({d['min_control_gap']:g} of the scale, {d['min_control_gap'] * 4:g} points on "
-        f"1–5): {verdicts}. {d['questions']} questions, {d['n_controls']} controls per judge, judge "
-        f"`{d['judge']}`.",
+        f"1–5); {d['questions']} questions, {d['n_controls']} controls per judge, judge `{d['judge']}`:",
+        "",
+        *verdicts,
     ]
     if sp.get("cells"):
         lines += [
