@@ -203,19 +203,12 @@ def _chunks(cfg: Config, rep: CheckReport) -> list | None:
         rep.summary.append(f"chunks: {len(chunks)} from {_shown(cfg, chunks_path(cfg))} (up to date)")
         return chunks
     from .lib.ingest.chunking import chunk_documents
-    from .lib.ingest.documents import ingest_corpus
+    from .stages.ingest import ingest_configured
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            res = ingest_corpus(
-                cfg.path(cfg.corpus.raw_dir),
-                cfg.corpus.extensions,
-                cfg.corpus.exclude,
-                cfg.ingest.rules(),
-                cfg.ingest.garbled_threshold,
-                cfg.ingest.min_doc_chars,
-            )
+            res = ingest_configured(cfg)
         except InputError as e:
             rep.error(f"corpus.raw_dir: {e}")
             return None

@@ -212,9 +212,9 @@ def read_inputs(cfg: Config, current: dict, use_outputs: bool) -> Inputs:
     """Chunks, golden samples, questions and rankings as the stages would find them (see the
     module docstring); `current[stage]` says whether a run would reuse the stage's outputs."""
     from .lib.ingest.chunking import chunk_documents
-    from .lib.ingest.documents import ingest_corpus
     from .lib.io import read_jsonl
     from .lib.synth.golden import load_golden
+    from .stages.ingest import ingest_configured
 
     have = lambda stage, path: (current[stage] or use_outputs) and Path(path).is_file()
     notes = []
@@ -225,14 +225,7 @@ def read_inputs(cfg: Config, current: dict, use_outputs: bool) -> Inputs:
         if have("ingest", documents_path(cfg)):
             docs, where = load_documents(cfg), f"documents from {documents_path(cfg)}"
         else:
-            docs = ingest_corpus(
-                cfg.path(cfg.corpus.raw_dir),
-                cfg.corpus.extensions,
-                cfg.corpus.exclude,
-                cfg.ingest.rules(),
-                cfg.ingest.garbled_threshold,
-                cfg.ingest.min_doc_chars,
-            ).documents
+            docs = ingest_configured(cfg).documents
             where = f"corpus.raw_dir {cfg.corpus.raw_dir} ingested in memory"
         chunks = chunk_documents(docs, cfg.chunking.max_tokens, cfg.chunking.tokenizer, cfg.chunking.overlap)
         notes.append(

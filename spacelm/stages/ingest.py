@@ -71,6 +71,19 @@ class Ingested(NamedTuple):
     corpus_list: dict | None
 
 
+def ingest_configured(cfg: Config):
+    """`ingest_corpus` on the config's corpus folder with its ingest rules: what the stage reads, and
+    what `spacelm check` and `spacelm plan` read in memory when the stage's outputs are not current."""
+    return ingest_corpus(
+        cfg.path(cfg.corpus.raw_dir),
+        cfg.corpus.extensions,
+        cfg.corpus.exclude,
+        cfg.ingest.rules(),
+        cfg.ingest.garbled_threshold,
+        cfg.ingest.min_doc_chars,
+    )
+
+
 def compute(cfg: Config) -> Ingested:
     """Check the corpus folder (its list, OCR when asked for), then read and clean every file."""
     corpus_list = check_corpus_list(cfg)
@@ -80,14 +93,7 @@ def compute(cfg: Config) -> Ingested:
         why_not = ocr_available()
         if why_not:
             raise InputError(f"ingest.ocr is true but OCR cannot run here: {why_not}; or set ingest.ocr: false")
-    res = ingest_corpus(
-        cfg.path(cfg.corpus.raw_dir),
-        cfg.corpus.extensions,
-        cfg.corpus.exclude,
-        cfg.ingest.rules(),
-        cfg.ingest.garbled_threshold,
-        cfg.ingest.min_doc_chars,
-    )
+    res = ingest_configured(cfg)
     for d in res.documents:
         d.source = public_source(d.source, cfg)
     raw = os.path.abspath(cfg.path(cfg.corpus.raw_dir)).rstrip(os.sep) + os.sep

@@ -893,36 +893,23 @@ def _bad_answers(q: dict, sup: str, other_answer: str, wrong_sentence: str, wron
 
 # which kinds of bad answer test which judge, in the order a judge's set takes them: the
 # generator's own flagged answers (lib/answer/failures.py) between the edits we make
+# the failures a content judge must see (what an answer says against its passage)
+_CONTENT_KINDS = (
+    "injected_content",
+    "number_nudged",
+    "wrong_completion",
+    "entity_swapped",
+    "negated",
+    "unit_swapped",
+    "partial",
+    "unrelated_claim",
+)
+_RELEVANCE_KINDS = ("non_answer", "other_question", "restated", "ignores_question", "false_refusal")
+_REFUSAL_KINDS = ("fabricated", "confident", "confident_nudged", "hedged_guess")
 CONTROL_KINDS = {
-    "faithfulness": (
-        "injected_content",
-        "number_nudged",
-        "wrong_completion",
-        "entity_swapped",
-        "negated",
-        "unit_swapped",
-        "partial",
-        "unrelated_claim",
-    ),
-    "grounded": (
-        "injected_content",
-        "number_nudged",
-        "wrong_completion",
-        "entity_swapped",
-        "negated",
-        "unit_swapped",
-        "partial",
-        "unrelated_claim",
-    ),
-    CLAIM_JUDGE: (
-        "injected_content",
-        "number_nudged",
-        "wrong_completion",
-        "entity_swapped",
-        "negated",
-        "unit_swapped",
-        "unrelated_claim",
-    ),
+    "faithfulness": _CONTENT_KINDS,
+    "grounded": _CONTENT_KINDS,
+    CLAIM_JUDGE: tuple(k for k in _CONTENT_KINDS if k != "partial"),
     "noise_robustness": (
         "injected_content",
         "unrelated_claim",
@@ -931,8 +918,8 @@ CONTROL_KINDS = {
         "entity_swapped",
         "negated",
     ),
-    "relevance": ("non_answer", "other_question", "restated", "ignores_question", "false_refusal"),
-    "answer_relevant": ("non_answer", "other_question", "restated", "ignores_question", "false_refusal"),
+    "relevance": _RELEVANCE_KINDS,
+    "answer_relevant": _RELEVANCE_KINDS,
     "correct": (
         "wrong_completion",
         "number_nudged",
@@ -945,8 +932,8 @@ CONTROL_KINDS = {
         "other_question",
         "injected_content",
     ),
-    "negative_rejection": ("fabricated", "confident", "confident_nudged", "hedged_guess"),
-    REFUSAL_JUDGE: ("fabricated", "confident", "confident_nudged", "hedged_guess"),
+    "negative_rejection": _REFUSAL_KINDS,
+    REFUSAL_JUDGE: _REFUSAL_KINDS,
 }
 _REFUSAL_JUDGES = ("negative_rejection", REFUSAL_JUDGE)
 
