@@ -311,3 +311,80 @@ def share_ci(values: Sequence, clusters: Sequence | None = None, level: float = 
     n_eff = n / design_effect(x, cl)
     lo, hi = wilson_ci(sum(x) / n * n_eff, n_eff, level)
     return {"share": sum(x) / n, "ci_low": lo, "ci_high": hi, "n": n, "n_clusters": len(set(cl)), "n_effective": n_eff}
+
+
+# --------------------------------------------------------------------------- tests beside the t test
+def cluster_sums(values: Sequence, clusters: Sequence | None) -> dict:
+    """{cluster label: the sum of its units' values} (each unit its own cluster without labels)."""
+    out: dict = {}
+    for v, c in zip(np.asarray(values, dtype=float), _clusters(len(values), clusters)):
+        out[c] = out.get(c, 0.0) + float(v)
+    return out
+
+
+def sign_flip_test(
+    differences: Sequence, clusters: Sequence | None = None, max_exact: int = 16, n_perm: int = 20_000, seed: int = 0
+) -> dict:
+    """Two-sided permutation test of a paired mean difference that keeps clusters whole: under the
+    null each cluster's summed difference is as likely to carry either sign, so the statistic
+    |Σ_g ε_g S_g| (S_g the cluster's sum, ε_g = ±1) is compared with its value at every sign pattern.
+    With G ≤ `max_exact` clusters every one of the 2^G patterns is enumerated and p is exact (the
+    observed pattern is among them); beyond that `n_perm` patterns are drawn with `seed` and
+    p = (1 + patterns at least as extreme) / (1 + n_perm). {p, method, n_patterns, n_clusters};
+    p is NaN when every difference is 0 or there are fewer than two clusters (no test, as for the t)."""
+    s = np.array(list(cluster_sums(differences, clusters).values()))
+    g = len(s)
+    out = {"p": float("nan"), "method": "none", "n_patterns": 0, "n_clusters": g}
+    if g < 2 or not np.any(np.asarray(differences, dtype=float) != 0):
+        return out
+    observed = abs(s.sum()) - 1e-9 * max(1.0, float(np.abs(s).sum()))  # float ties count as extreme
+    if g <= max_exact:
+        bits = (np.arange(2**g)[:, None] >> np.arange(g)) & 1
+        flipped = np.abs((1 - 2 * bits) @ s)
+        return {**out, "p": float(np.mean(flipped >= observed)), "method": "exact", "n_patterns": 2**g}
+    signs = np.random.default_rng(seed).choice((-1.0, 1.0), size=(n_perm, g))
+    hits = int(np.sum(np.abs(signs @ s) >= observed))
+    return {**out, "p": (1 + hits) / (1 + n_perm), "method": "monte carlo", "n_patterns": n_perm}
+
+
+SIGNRANK_ZERO_METHOD = "pratt"
+
+
+def signrank_test(differences: Sequence, clusters: Sequence | None = None) -> dict:
+    """Wilcoxon signed-rank test on the clusters' mean differences (scipy.stats.wilcoxon, two-sided).
+
+    Zero differences are handled by Pratt's method (`zero_method="pratt"`): zeros take part in the
+    ranking and are then dropped from the statistic, so a cell where most clusters did not move is
+    not read as if only the few that moved had been sampled (the default "wilcox" drops them first,
+    and "zsplit" hands half their ranks to each side, which pulls the statistic towards the null by
+    an amount set by how many zeros there are rather than by what moved). The p-value is exact below
+    51 clusters when no zero or tied magnitude is present, else the normal approximation (no
+    continuity correction). {p, method, n_clusters, n_zero_clusters}; NaN when every mean is 0."""
+    from scipy.stats import wilcoxon
+
+    labels = _clusters(len(differences), clusters)
+    sums, counts = cluster_sums(differences, labels), {}
+    for c in labels:
+        counts[c] = counts.get(c, 0) + 1
+    means = np.array([sums[c] / counts[c] for c in sums])
+    zeros = int(np.sum(means == 0))
+    out = {"p": float("nan"), "method": "none", "n_clusters": len(means), "n_zero_clusters": zeros}
+    if zeros == len(means):
+        return out
+    mags = np.abs(means[means != 0])
+    method = "exact" if zeros == 0 and len(set(mags)) == len(mags) and len(means) <= 50 else "approx"
+    p = wilcoxon(means, zero_method=SIGNRANK_ZERO_METHOD, method=method).pvalue
+    return {**out, "p": float(p), "method": method}
+
+
+def direction_counts(differences: Sequence) -> dict:
+    """Per-unit differences that are zero, positive and negative, and `ties_dominate`: more than
+    half of them zero (a cell where a t test on the mean says little about the typical question)."""
+    d = np.asarray(differences, dtype=float)
+    zero = int(np.sum(d == 0))
+    return {
+        "n_zero": zero,
+        "n_up": int(np.sum(d > 0)),
+        "n_down": int(np.sum(d < 0)),
+        "ties_dominate": bool(len(d) and zero > len(d) / 2),
+    }

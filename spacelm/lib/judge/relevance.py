@@ -30,6 +30,65 @@ class TableDesign:
     seed: int
 
 
+# --------------------------------------------------------------------------- clustering
+CLUSTER_UNITS = ("document", "source_chunk", "question")
+
+
+@dataclass(frozen=True)
+class Clustering:
+    """How Table 1's questions are clustered: `unit` (one of `CLUSTER_UNITS`) and, per question id,
+    its source chunk and document. Questions nest in chunks, which nest in documents; the unit is
+    what the cluster-robust t and the first stage of the cluster bootstrap resample."""
+
+    unit: str
+    chunk_of: dict
+    doc_of: dict
+
+    def label(self, qid: str):
+        """The cluster of question `qid` (the question itself when its unit is not known)."""
+        of = {"document": self.doc_of, "source_chunk": self.chunk_of}.get(self.unit, {})
+        return of.get(qid) or qid
+
+    def labels(self, qids) -> list:
+        return [self.label(q) for q in qids]
+
+    def counts(self, qids) -> dict:
+        """The columns a clustered row carries: the unit, its clusters, source chunks, documents."""
+        qids = list(qids)
+        docs = {self.doc_of.get(q) for q in qids}
+        return {
+            "cluster": self.unit,
+            "n_clusters": len(set(self.labels(qids))),
+            "n_source_chunks": len({self.chunk_of.get(q) or q for q in qids}),
+            "n_documents": None if None in docs else len(docs),
+        }
+
+
+def doc_of_chunk(chunk_id: str) -> str:
+    """The document of a chunk id (`<doc_id>:<n>`, as spacelm/lib/ingest/chunking.py names chunks)."""
+    return str(chunk_id).rsplit(":", 1)[0]
+
+
+def clustering(questions: list[dict], unit: str = "document") -> Clustering:
+    """The :class:`Clustering` of `questions` (dicts with qid, source_chunk_id and doc_id; a missing
+    doc_id is read from the chunk id)."""
+    if unit not in CLUSTER_UNITS:
+        raise ValueError(f"cluster unit {unit!r}: use one of {list(CLUSTER_UNITS)}")
+    chunk_of = {q["qid"]: q.get("source_chunk_id") for q in questions if q.get("source_chunk_id")}
+    doc_of = {q["qid"]: q.get("doc_id") or doc_of_chunk(chunk_of[q["qid"]]) for q in questions if q["qid"] in chunk_of}
+    return Clustering(unit, chunk_of, doc_of)
+
+
+def as_clustering(cluster_of) -> Clustering:
+    """A Clustering from what Table 1's functions accept: a Clustering; a {qid: source chunk} dict
+    (clusters by source chunk, documents unknown); None (each question its own cluster)."""
+    if isinstance(cluster_of, Clustering):
+        return cluster_of
+    if cluster_of is None:
+        return Clustering("question", {}, {})
+    return Clustering("source_chunk", dict(cluster_of), {})
+
+
 # --------------------------------------------------------------------------- planning
 def table_systems(design: TableDesign) -> list[tuple[str, str, str]]:
     """(retriever, stage, system name) for every Table 1 row group."""
@@ -159,9 +218,10 @@ def _percent(lists: list[list], grade: int) -> tuple[float, int]:
 
 def table1(cells: dict, n_boot: int, seed: int, cluster_of: dict | None = None):
     """Long-form Table 1: retriever, stage, top_k, grade, percent, n, ci_low, ci_high, missing.
-    CIs: two-stage cluster bootstrap (source chunks `cluster_of[qid]`, then questions within
-    them), pooling each drawn question's passages; questions are their own cluster without
-    `cluster_of`."""
+    CIs: two-stage cluster bootstrap (the clusters of `cluster_of`, a :class:`Clustering` or a
+    {qid: source chunk} dict, then questions within them), pooling each drawn question's passages;
+    questions are their own cluster without `cluster_of`. Each row names the unit (`cluster`) and
+    counts its clusters, source chunks and documents."""
     import pandas as pd
 
     from ..stats import cluster_bootstrap_cis
@@ -170,7 +230,7 @@ def table1(cells: dict, n_boot: int, seed: int, cluster_of: dict | None = None):
     for (retriever, stage, k), per_q in cells.items():
         qids = sorted(per_q)
         lists = [per_q[q] for q in qids]
-        clusters = [(cluster_of or {}).get(q, q) for q in qids]
+        clusters = as_clustering(cluster_of).labels(qids)
         missing = sum(g is None for lst in lists for g in lst)
         cis = cluster_bootstrap_cis(lists, clusters, lambda ls: {g: _percent(ls, g)[0] for g in GRADES}, n_boot, seed)
         for grade in GRADES:
@@ -185,7 +245,7 @@ def table1(cells: dict, n_boot: int, seed: int, cluster_of: dict | None = None):
                     "percent": round(pct, 2),
                     "n": n,
                     "n_questions": len(qids),
-                    "n_source_chunks": len(set(clusters)),
+                    **as_clustering(cluster_of).counts(qids),
                     "ci_low": round(lo, 2),
                     "ci_high": round(hi, 2),
                     "missing": missing,
@@ -196,8 +256,8 @@ def table1(cells: dict, n_boot: int, seed: int, cluster_of: dict | None = None):
 
 def relevant_shares(cells: dict, n_boot: int, seed: int, cluster_of: dict | None = None):
     """Per Table 1 cell (retriever, stage, top-k): the share of graded passages the judge grades
-    2 or 3, in %, with a 95% two-stage cluster-bootstrap CI (source chunks, then questions; the
-    paper: above 90% in most cells)."""
+    2 or 3, in %, with a 95% two-stage cluster-bootstrap CI (the clusters of `cluster_of`, then
+    questions; the paper: above 90% in most cells)."""
     import pandas as pd
 
     from ..stats import cluster_bootstrap_ci
@@ -206,7 +266,7 @@ def relevant_shares(cells: dict, n_boot: int, seed: int, cluster_of: dict | None
     for (retriever, stage, k), per_q in cells.items():
         qids = sorted(per_q)
         lists = [per_q[q] for q in qids]
-        clusters = [(cluster_of or {}).get(q, q) for q in qids]
+        clusters = as_clustering(cluster_of).labels(qids)
         share = lambda ls: 100.0 - _percent(ls, 0)[0] - _percent(ls, 1)[0]
         lo, hi = cluster_bootstrap_ci(lists, clusters, share, n_boot, seed)
         rows.append(
@@ -215,7 +275,7 @@ def relevant_shares(cells: dict, n_boot: int, seed: int, cluster_of: dict | None
                 "stage": stage,
                 "top_k": k,
                 "n_questions": len(lists),
-                "n_source_chunks": len(set(clusters)),
+                **as_clustering(cluster_of).counts(qids),
                 "percent_2_3": round(share(lists), 2),
                 "ci_low": round(lo, 2),
                 "ci_high": round(hi, 2),
@@ -236,100 +296,120 @@ def _per_question(per_q: dict, qids: list, measure: str) -> list[float]:
     return [MEASURES[measure]([g for g in per_q[q] if g is not None]) for q in qids]
 
 
-def paired_tests(cells: dict, design: TableDesign, cluster_of: dict | None = None):
-    """Table 1's paired tests over questions: per retriever and top-k, reranked minus retrieved
-    on the mean grade and the shares (percentage points) of grades 0-1, 2 and 3; per top-k,
-    dense minus BM25 on the mean grade. Each row: both values, the difference with its 95%
-    cluster-robust t interval over source chunks (`cluster_of[qid]`), the cluster-robust t
-    test's p-value, its standard error and degrees of freedom (what the findings' rules need
-    to state the detectable difference at their own level), `mde_cell` (detectable at α = 0.05,
-    80% power, one cell alone), and `p_holm`, Holm-adjusted within the row's `family`: one
-    comparison on one measure across its cells. The four measures are not pooled into one
-    family: the three shares sum to 100% and the mean grade is a linear function of them."""
-    import pandas as pd
-
-    from ..stats import holm, paired_difference
-
-    plans = []
-    for retriever in design.retrievers:
-        for k in design.top_k:
-            for measure in MEASURES:
-                plans.append(
-                    (
-                        "reranked - retrieved",
-                        retriever,
-                        k,
-                        measure,
-                        cells[(retriever, "retrieved", k)],
-                        cells[(retriever, "reranked", k)],
-                    )
-                )
+def paired_plans(cells: dict, design: TableDesign) -> list[tuple]:
+    """(comparison, retriever, top_k, measure, cell a, cell b) of every paired test of Table 1: per
+    retriever, top-k and measure, reranked against retrieved; per top-k, dense against BM25 on the
+    mean grade."""
+    plans = [
+        (
+            "reranked - retrieved",
+            retriever,
+            k,
+            measure,
+            cells[(retriever, "retrieved", k)],
+            cells[(retriever, "reranked", k)],
+        )
+        for retriever in design.retrievers
+        for k in design.top_k
+        for measure in MEASURES
+    ]
     if {"bm25", "dense"} <= set(design.retrievers):
         for k in design.top_k:
-            plans.append(
-                (
-                    "dense - bm25",
-                    "dense vs bm25",
-                    k,
-                    "mean_grade",
-                    cells[("bm25", "retrieved", k)],
-                    cells[("dense", "retrieved", k)],
-                )
-            )
+            a, b = cells[("bm25", "retrieved", k)], cells[("dense", "retrieved", k)]
+            plans.append(("dense - bm25", "dense vs bm25", k, "mean_grade", a, b))
+    return plans
+
+
+def paired_values(a: dict, b: dict, measure: str) -> tuple[list, list, list]:
+    """(question ids graded in both cells, their `measure` in cell a, in cell b)."""
+    qids = [q for q in sorted(a) if any(g is not None for g in a[q]) and any(g is not None for g in b.get(q, []))]
+    return qids, _per_question(a, qids, measure), _per_question(b, qids, measure)
+
+
+def paired_row(va: list, vb: list, clusters: list) -> dict:
+    """One paired comparison b − a: the cluster-robust t (difference, CI, p, se, df, sd, design
+    effect, detectable difference), the cluster sign-flip permutation p, the signed-rank p on
+    cluster means, and how many per-question differences are zero, up and down."""
+    from ..stats import direction_counts, paired_difference, sign_flip_test, signrank_test
+
+    d = [y - x for x, y in zip(va, vb)]
+    r = paired_difference(va, vb, clusters)
+    perm = sign_flip_test(d, clusters)
+    return {
+        "n_questions": r["n"],
+        "value_a": float(np.mean(va)) if va else None,
+        "value_b": float(np.mean(vb)) if vb else None,
+        **{k: r[k] for k in ("diff", "ci_low", "ci_high", "p_value", "se", "df", "sd", "deff")},
+        "mde_cell": r["mde"],
+        "p_perm": perm["p"],
+        "perm_method": f"{perm['method']}, {perm['n_patterns']} sign patterns" if perm["n_patterns"] else "none",
+        "p_signrank": signrank_test(d, clusters)["p"],
+        **direction_counts(d),
+    }
+
+
+PAIRED_COLUMNS = [
+    "comparison",
+    "family",
+    "retriever",
+    "top_k",
+    "measure",
+    "n_questions",
+    "n_source_chunks",
+    "value_a",
+    "value_b",
+    "diff",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "p_holm",
+    "se",
+    "df",
+    "sd",
+    "deff",
+    "mde_cell",
+    "cluster",
+    "n_clusters",
+    "n_documents",
+    "p_perm",
+    "p_perm_holm",
+    "perm_method",
+    "p_signrank",
+    "n_zero",
+    "n_up",
+    "n_down",
+    "ties_dominate",
+]
+
+
+def paired_tests(cells: dict, design: TableDesign, cluster_of=None):
+    """Table 1's paired tests over questions (:func:`paired_plans`): reranked minus retrieved on
+    the mean grade and the shares (percentage points) of grades 0-1, 2 and 3; dense minus BM25 on
+    the mean grade. Clusters: `cluster_of` (a :class:`Clustering`, or a {qid: source chunk} dict),
+    named in `cluster`. Each row (:func:`paired_row`): both values, the difference with its 95%
+    cluster-robust t interval and p-value, its standard error and degrees of freedom (what the
+    findings' rules need to state the detectable difference at their own level), `mde_cell`
+    (detectable at α = 0.05, 80% power, one cell alone); beside the t, `p_perm` (clusters' signs
+    flipped) and `p_signrank` (Wilcoxon on cluster means), for cells where most differences are 0
+    (`ties_dominate`). `p_holm` and `p_perm_holm` are Holm-adjusted within the row's `family`: one
+    comparison on one measure across its cells. The four measures are not pooled into one family:
+    the three shares sum to 100% and the mean grade is a linear function of them."""
+    import pandas as pd
+
+    from ..stats import holm
+
+    cl = as_clustering(cluster_of)
     rows = []
-    for comparison, retriever, k, measure, a, b in plans:
-        qids = [q for q in sorted(a) if any(g is not None for g in a[q]) and any(g is not None for g in b.get(q, []))]
-        va, vb = _per_question(a, qids, measure), _per_question(b, qids, measure)
-        r = paired_difference(va, vb, [(cluster_of or {}).get(q, q) for q in qids])
-        rows.append(
-            {
-                "comparison": comparison,
-                "family": f"{comparison} / {measure}",
-                "retriever": retriever,
-                "top_k": k,
-                "measure": measure,
-                "n_questions": r["n"],
-                "n_source_chunks": r["n_clusters"],
-                "value_a": float(np.mean(va)) if va else None,
-                "value_b": float(np.mean(vb)) if vb else None,
-                "diff": r["diff"],
-                "ci_low": r["ci_low"],
-                "ci_high": r["ci_high"],
-                "p_value": r["p_value"],
-                "se": r["se"],
-                "df": r["df"],
-                "sd": r["sd"],
-                "deff": r["deff"],
-                "mde_cell": r["mde"],
-            }
-        )
+    for comparison, retriever, k, measure, a, b in paired_plans(cells, design):
+        qids, va, vb = paired_values(a, b, measure)
+        head = {"comparison": comparison, "family": f"{comparison} / {measure}", "retriever": retriever}
+        rows.append({**head, "top_k": k, "measure": measure, **paired_row(va, vb, cl.labels(qids)), **cl.counts(qids)})
     for fam in dict.fromkeys(r["family"] for r in rows):
         members = [r for r in rows if r["family"] == fam]
-        for row, adj in zip(members, holm([r["p_value"] for r in members])):
-            row["p_holm"] = adj
-    cols = [
-        "comparison",
-        "family",
-        "retriever",
-        "top_k",
-        "measure",
-        "n_questions",
-        "n_source_chunks",
-        "value_a",
-        "value_b",
-        "diff",
-        "ci_low",
-        "ci_high",
-        "p_value",
-        "p_holm",
-        "se",
-        "df",
-        "sd",
-        "deff",
-        "mde_cell",
-    ]
-    return pd.DataFrame(rows, columns=cols).round(4)
-
+        for key in ("p_value", "p_perm"):
+            for row, adj in zip(members, holm([r[key] for r in members])):
+                row[key.replace("_value", "") + "_holm"] = adj
+    return pd.DataFrame(rows, columns=PAIRED_COLUMNS).round(4)
 
 def feature_decomposition(
     design: TableDesign, questions: list[dict], rankings: dict, rows: list[dict], cluster_of=None
@@ -370,7 +450,7 @@ def feature_decomposition(
                     qids.append(qid)
             if len(qids) < 2:
                 continue
-            r = paired_difference(va, vb, [(cluster_of or {}).get(q, q) for q in qids])
+            r = paired_difference(va, vb, as_clustering(cluster_of).labels(qids))
             out.append(
                 {
                     "feature": feature,
@@ -385,10 +465,12 @@ def feature_decomposition(
                     "ci_high": r["ci_high"],
                     "p_value": r["p_value"],
                     "t": r["diff"] / r["se"] if r.get("se") else None,
+                    "cluster": as_clustering(cluster_of).unit,
+                    "n_clusters": r["n_clusters"],
                 }
             )
     cols = ["feature", "comparison", "retriever", "top_k", "n_questions", "value_a", "value_b", "diff"]
-    return pd.DataFrame(out, columns=[*cols, "ci_low", "ci_high", "p_value", "t"]).round(4)
+    return pd.DataFrame(out, columns=[*cols, "ci_low", "ci_high", "p_value", "t", "cluster", "n_clusters"]).round(4)
 
 
 def clusters_from_grades(rows: list[dict]) -> dict:
