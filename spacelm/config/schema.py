@@ -237,6 +237,10 @@ class GradingConfig:
     # (e.g. [digit_expected]: the paper's digit prompt), so the report can show Table 1's
     # comparisons under each signal alone (grading/decomposition.csv); each costs a judge call per pair
     diagnostic_features: list[str] = field(default_factory=list)
+    # the unit Table 1's (and Table 2's) paired tests and cluster-bootstrap CIs treat as independent:
+    # questions nest in source chunks, which nest in documents; "document" (the default) allows for
+    # questions of one document moving together, "question" assumes none do
+    cluster: Literal["document", "source_chunk", "question"] = "document"
 
     def judging(self, base: Path | None = None) -> RelevanceJudging:
         """The library's description of how pairs are graded (a calibration path is resolved

@@ -93,6 +93,8 @@ GRADING_PER_TASK = "grading/per_task.csv"
 PPI_DIFFERENCES = "grading/ppi_differences.csv"
 # Table 1's comparisons read through each signal of the grade alone (grade, score, each feature)
 GRADE_DECOMPOSITION = "grading/decomposition.csv"
+# each paired test with each document left out and without the questions the checks flag
+GRADING_SENSITIVITY = "grading/sensitivity.csv"
 # human labels for prediction-powered inference, in a folder of their own (grading.labels_dir)
 TO_LABEL = "to_label.jsonl"
 TO_LABEL_CSV = "to_label.csv"

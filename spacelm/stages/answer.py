@@ -43,7 +43,7 @@ from ..lib.answer.claims import claim_table, judge_claims
 from ..lib.answer.gate import REFUSAL_TEXT, gated_answer
 from ..lib.answer.measures import MEASURE_COLUMNS, answer_measures, claim_support, measure_table
 from ..lib.io import write_dataframe, write_json, write_jsonl, write_text
-from ..lib.judge.relevance import select_questions
+from ..lib.judge.relevance import clustering, select_questions
 from ..lib.names import scale
 from ..lib.sample import per_task_means, sample_size
 from .base import ModelTurns, Stage, execute
@@ -269,7 +269,10 @@ def write_tables(
             out(cfg.run_dir / names.PLOT_TABLE2_PER_TASK),
             group="setting",
         )
-    write_dataframe(table2_tests(items, setting_names, cfg.answer.n_bootstrap, cfg.seed), out(files.tests))
+    cl = clustering(questions, cfg.grading.cluster)
+    by_unit = {q: cl.label(q) for q in cl.chunk_of}
+    tests = table2_tests(items, setting_names, cfg.answer.n_bootstrap, cfg.seed, by_unit, cl.unit)
+    write_dataframe(tests, out(files.tests))
     write_dataframe(pd.DataFrame(measure_table(items), columns=MEASURE_COLUMNS), out(files.measures))
     run_scale = scale(len(questions))
     write_text(
@@ -524,7 +527,7 @@ def _prompts(cfg: Config) -> list[str]:
 
 def _sections(cfg: Config) -> list[str]:
     return (
-        ["answer", "seed", "models.generator", "models.judge"]
+        ["answer", "seed", "models.generator", "models.judge", "grading.cluster"]
         + (["retrieval.dense"] if cfg.answer.gate.enabled else [])
         + (["models.question_writer"] if cfg.answer.reference_answers else [])
     )

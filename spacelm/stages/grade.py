@@ -20,6 +20,7 @@ from ..lib.judge.relevance import (
     judge_validity,
     paired_tests,
     plan_pairs,
+    clustering,
     relevant_shares,
     select_questions,
     table1,
@@ -49,6 +50,7 @@ class GradeFiles(NamedTuple):
     ppi_differences: Path
     decomposition: Path
     judge_qrels: Path
+    sensitivity: Path
 
 
 def outputs(cfg: Config) -> GradeFiles:
@@ -67,6 +69,7 @@ def outputs(cfg: Config) -> GradeFiles:
         d / names.PPI_DIFFERENCES,
         d / names.GRADE_DECOMPOSITION,
         d / names.TREC_QRELS_JUDGE,
+        d / names.GRADING_SENSITIVITY,
     )
 
 
@@ -261,7 +264,7 @@ def write_tables(
     from ..lib.report.plots import grade_distribution, per_task_panels
 
     files = outputs(cfg)
-    cluster_of = {q["qid"]: q.get("source_chunk_id") or q["qid"] for q in questions}
+    cluster_of = clustering(questions, cfg.grading.cluster)
     grades = {(r["qid"], r["chunk_id"]): r["grade"] for r in used}
     cells = grade_lists(cfg.table_design(), questions, rankings, grades)
     long = table1(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of)
@@ -280,7 +283,8 @@ def write_tables(
     note = (
         f"\n{n.text()}; {len(questions)} of {n_available} questions ({run_scale}); judge {judge_name}, "
         f"grades: {cfg.grading.judging(cfg.root).describe()}; "
-        "grades as % of graded passages; 95% CIs (two-stage cluster bootstrap: source chunks, then questions) "
+        f"grades as % of graded passages; 95% CIs (two-stage cluster bootstrap: {UNIT_NAMES[cluster_of.unit]}, "
+        "then questions within them) "
         "in table1_relevance.csv.\n"
     )
     write_text(out(files.table_md), table1_wide(long, "md") + note)
@@ -290,6 +294,7 @@ def write_tables(
     )
     write_json(out(files.validity), validity)
     write_dataframe(paired_tests(cells, cfg.table_design(), cluster_of), out(files.paired_tests))
+    write_sensitivity(cfg, cells, questions, cluster_of, out(files.sensitivity))
     write_dataframe(
         feature_decomposition(cfg.table_design(), questions, rankings, used, cluster_of), out(files.decomposition)
     )
@@ -305,6 +310,20 @@ def write_tables(
         "judge_verdict": validity["verdict"],
         "scale": run_scale,
     }
+
+
+def write_sensitivity(cfg: Config, cells: dict, questions: list[dict], cluster_of, path: Path) -> None:
+    """`grading/sensitivity.csv`: each paired test with each document left out and without the
+    questions whose records carry a flag (records from the run's questions file when it is there)."""
+    from ..lib.io import read_jsonl
+    from ..lib.judge.sensitivity import sensitivity
+
+    on_file = {q["qid"]: q for q in read_jsonl(questions_path(cfg))} if questions_path(cfg).is_file() else {}
+    records = {q["qid"]: on_file.get(q["qid"], q) for q in questions}
+    write_dataframe(sensitivity(cells, cfg.table_design(), cluster_of, records), path)
+
+
+UNIT_NAMES = {"document": "documents", "source_chunk": "source chunks", "question": "questions"}
 
 
 def stored_grades(cfg: Config) -> tuple:

@@ -587,9 +587,17 @@ def table2(items: list[dict], setting_names: list[str], n_boot: int = None, seed
     return pd.DataFrame(rows)
 
 
-def table2_tests(items: list[dict], setting_names: list[str], n_boot: int = None, seed: int = None):
+def table2_tests(
+    items: list[dict],
+    setting_names: list[str],
+    n_boot: int = None,
+    seed: int = None,
+    clusters: dict | None = None,
+    unit: str = "source_chunk",
+):
     """Table 2's paired tests: every other setting minus the first (standard) on each rubric
-    scored in both, paired over questions and clustered by source chunk: the difference with its
+    scored in both, paired over questions and clustered by source chunk, or by `clusters`
+    ({qid: cluster}, the unit named `unit` in the `cluster` column): the difference with its
     95% cluster-robust t interval, the cluster-robust t test's p-value, its standard error and
     degrees of freedom, `mde_cell` (detectable at α = 0.05, 80% power) and `p_holm`, Holm-adjusted
     within the row's `family` (one rubric across the settings)."""
@@ -616,7 +624,8 @@ def table2_tests(items: list[dict], setting_names: list[str], n_boot: int = None
             qids = sorted(set(a) & set(b))
             if not qids:
                 continue
-            r = paired_difference([a[q] for q in qids], [b[q] for q in qids], [source[q] for q in qids])
+            labels = [(clusters or source).get(q) or q for q in qids]
+            r = paired_difference([a[q] for q in qids], [b[q] for q in qids], labels)
             rows.append(
                 {
                     "metric": metric,
@@ -624,7 +633,9 @@ def table2_tests(items: list[dict], setting_names: list[str], n_boot: int = None
                     "setting_a": base,
                     "setting_b": s,
                     "n_questions": r["n"],
-                    "n_source_chunks": r["n_clusters"],
+                    "n_source_chunks": len({source[q] for q in qids}),
+                    "cluster": unit,
+                    "n_clusters": r["n_clusters"],
                     "mean_a": float(np.mean([a[q] for q in qids])),
                     "mean_b": float(np.mean([b[q] for q in qids])),
                     "diff": r["diff"],
@@ -661,6 +672,8 @@ def table2_tests(items: list[dict], setting_names: list[str], n_boot: int = None
         "sd",
         "deff",
         "mde_cell",
+        "cluster",
+        "n_clusters",
     ]
     return pd.DataFrame(rows, columns=cols).round(4)
 
