@@ -44,6 +44,7 @@ from .lib.llm.dry_run import (
 )
 from .lib.report.power import power_table
 from .pipeline import status
+from .stages.grade import paired_tests_at
 from .stages.data import (
     chunks_path,
     documents_path,
@@ -735,7 +736,7 @@ def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: str | None = Non
         "tokenizers": p.tokenizers.labels,
         "notes": p.notes,
         "warnings": p.warnings,
-        "power": power_table(cfg.power_plan()),
+        "power": power_table(cfg.power_plan(), recluster=lambda unit: paired_tests_at(cfg, unit)),
         "seconds": round(time.perf_counter() - t0, 2),
     }
 

@@ -620,6 +620,7 @@ class Config:
             planned_table1=planned1,
             planned_table2=self.answer.max_questions or planned1,
             setup=self.run_setup(),
+            cluster=self.grading.cluster,
         )
 
     def to_dict(self) -> dict:

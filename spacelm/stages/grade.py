@@ -345,6 +345,30 @@ def stored_grades(cfg: Config) -> tuple:
     return first, used, swapped
 
 
+def paired_tests_at(cfg: Config, unit: str) -> list[dict] | None:
+    """Table 1's paired tests recomputed from the run's stored grades and rankings with the questions
+    clustered by `unit` (no model; for the power table when the run clustered otherwise); None
+    when the run has no grades or rankings. A run graded under another grader label than the
+    config's now is read by the one first-order label its grades.jsonl holds. Questions missing from the questions file take the
+    source chunk their validity pair names and the document that chunk's id names."""
+    from ..lib.io import read_jsonl
+    from ..lib.judge.relevance import clusters_from_grades
+
+    if not (cfg.run_dir / names.GRADES).is_file() or not rankings_path(cfg).is_file():
+        return None
+    first, used, _ = stored_grades(cfg)
+    if not first:  # graded under another grader label than the config names now: its one first-order label
+        rows = read_jsonl(cfg.run_dir / names.GRADES)
+        labels = {r.get("prompt") for r in rows if not str(r.get("prompt")).endswith("_swapped")}
+        first = used = [r for r in rows if r.get("prompt") in labels] if len(labels) == 1 else []
+    known = {q["qid"]: q for q in read_jsonl(questions_path(cfg))} if questions_path(cfg).is_file() else {}
+    source = clusters_from_grades(first)
+    questions = [known.get(q) or {"qid": q, "source_chunk_id": c} for q, c in sorted(source.items())]
+    grades = {(r["qid"], r["chunk_id"]): r["grade"] for r in used}
+    cells = grade_lists(cfg.table_design(), questions, load_rankings(cfg), grades)
+    return paired_tests(cells, cfg.table_design(), clustering(questions, unit)).to_dict("records")
+
+
 def write_judge_qrels(cfg: Config, questions: list[dict], used: list[dict], out=lambda p: p) -> Path:
     """`retrieval/qrels.judge.trec`: the judge's grade 0-3 of every passage it graded for the
     (answerable) questions Table 1 reads, as TREC qrels; a pair without a grade is left out."""

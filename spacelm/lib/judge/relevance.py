@@ -411,6 +411,7 @@ def paired_tests(cells: dict, design: TableDesign, cluster_of=None):
                 row[key.replace("_value", "") + "_holm"] = adj
     return pd.DataFrame(rows, columns=PAIRED_COLUMNS).round(4)
 
+
 def feature_decomposition(
     design: TableDesign, questions: list[dict], rankings: dict, rows: list[dict], cluster_of=None
 ):

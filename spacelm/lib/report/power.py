@@ -3,8 +3,10 @@ needs to detect the paper's effect with 80% power under the rule its verdict app
 (spacelm/lib/report/findings.py), beside the questions the config will produce.
 
 The spread comes from the last run of the same config when its paired-test tables are there
-(the SD of the per-question differences and the design effect of the source-chunk clusters,
-per cell), else from `DEFAULT_SD` with no clustering (a stated default). Rules:
+(the SD of the per-question differences and the design effect of the plan's cluster unit,
+`grading.cluster`, per cell; when the last run clustered by another unit its Table 1 tests are
+recomputed at the plan's unit from its stored grades), else from `DEFAULT_SD` with no clustering
+(a stated default). Rules:
 
 - a single pre-specified cell: two-sided t test at α = 0.05;
 - "every cell" (intersection-union): each cell at α = 0.05; the questions needed are the most any
@@ -34,6 +36,9 @@ COLUMNS = [
     "questions_planned",
     "source_chunks_planned",
     "spread_from",
+    "cluster",
+    "clusters_needed",
+    "clusters_planned",
 ]
 # SD of per-question differences when no earlier run gives one (pp for shares, grade / rubric points)
 DEFAULT_SD = {"share_0_1": 20.0, "share_2": 25.0, "share_3": 10.0, "mean_grade": 0.35, "rubric": 0.9}
@@ -57,6 +62,23 @@ def spread(row: dict | None, key: str) -> tuple[float, float, float, str]:
     if mde is not None and n >= 2:
         return mde * n**0.5 / (t.ppf(1 - ALPHA / 2, n - 1) + t.ppf(POWER, n - 1)), 1.0, per, "last run (unclustered)"
     return DEFAULT_SD[key], 1.0, 1.0, "default"
+
+
+def per_cluster(row: dict | None) -> float:
+    """Questions per cluster of the unit a paired-test row was clustered by (`n_clusters`; a table
+    written before the unit was named: per source chunk); 1 without a row."""
+    if row is None:
+        return 1.0
+    n = _num(row.get("n_questions")) or 0
+    g = _num(row.get("n_clusters")) or _num(row.get("n_source_chunks")) or n or 1
+    return n / g if g else 1.0
+
+
+def table_unit(rows: list[dict]) -> str:
+    """The cluster unit of a stored Table 1 paired-test table (before the unit was named, the
+    tests clustered by source chunk)."""
+    units = {str(r.get("cluster")) for r in rows if isinstance(r.get("cluster"), str)}
+    return units.pop() if len(units) == 1 else "source_chunk"
 
 
 MAX_N = 100_000  # questions: beyond this the table says "≥ 100,000"
@@ -101,11 +123,14 @@ class PowerPlan:
     planned_table1: int | None
     planned_table2: int | None
     setup: RunSetup
+    cluster: str = "document"
 
 
-def power_table(plan: PowerPlan, last_run: Path | None = None) -> list[dict]:
+def power_table(plan: PowerPlan, last_run: Path | None = None, recluster=None) -> list[dict]:
     """The power table for `plan`, from the paired-test tables of `last_run` (a run folder,
-    default `plan.run_dir`) when they exist."""
+    default `plan.run_dir`) when they exist. When its Table 1 tests were clustered by another unit
+    than `plan.cluster`, `recluster(unit)` (when given) returns them recomputed at that unit (rows as
+    `grading/paired_tests.csv` holds them, or None when the run's grades are not there)."""
     import pandas as pd
 
     run = Path(last_run) if last_run else plan.run_dir
@@ -114,16 +139,19 @@ def power_table(plan: PowerPlan, last_run: Path | None = None) -> list[dict]:
     if plan.root and run.is_absolute() and run.is_relative_to(Path(plan.root)):
         shown = run.relative_to(Path(plan.root))
     t1, t2 = read(run / names.PAIRED_TESTS), read(run / names.TABLE2_TESTS)
+    if t1 and recluster is not None and table_unit(t1) != plan.cluster:
+        t1 = recluster(plan.cluster) or t1
+    unit = table_unit(t1) if t1 else plan.cluster
     ks, retrievers = plan.top_k, list(plan.retrievers)
     planned1, planned2 = plan.planned_table1, plan.planned_table2
     rows = []
 
     def add(finding, rule, effect_text, cells, planned, key, iut=True):
-        needs, bases, per = [], set(), 1.0
+        needs, bases, per, per_g = [], set(), 1.0, 1.0
         for effect, last in cells:
             sd, deff, per_c, basis = spread(last, key)
             bases.add(basis)
-            per = max(per, per_c)
+            per, per_g = max(per, per_c), max(per_g, per_cluster(last))
             if effect:
                 needs.append(_need(effect, sd, deff))
         need = max((n for n in needs if n is not None), default=None) if iut else (needs[0] if needs else None)
@@ -137,6 +165,7 @@ def power_table(plan: PowerPlan, last_run: Path | None = None) -> list[dict]:
                 "questions_planned": planned,
                 "source_chunks_planned": None if planned is None else ceil(planned / per),
                 "spread_from": ", ".join(sorted(bases)) + (f" ({shown})" if any("last" in b for b in bases) else ""),
+                **_clusters(unit, need, planned, per_g),
             }
         )
 
@@ -197,6 +226,7 @@ def power_table(plan: PowerPlan, last_run: Path | None = None) -> list[dict]:
                 "questions_planned": planned2,
                 "source_chunks_planned": None if planned2 is None else ceil(planned2 / per),
                 "spread_from": basis + (f" ({shown})" if "last" in basis else ""),
+                **_clusters(table_unit([last]) if last else plan.cluster, need, planned2, per_cluster(last)),
             }
         )
     comparable = comparability(setup_rows(plan.setup))
@@ -220,6 +250,15 @@ def power_table(plan: PowerPlan, last_run: Path | None = None) -> list[dict]:
     return rows
 
 
+def _clusters(unit: str, need, planned, per: float) -> dict:
+    """The unit's columns of a power row: the clusters needed and planned at `per` questions each."""
+    return {
+        "cluster": unit,
+        "clusters_needed": None if not isinstance(need, int) else ceil(need / per),
+        "clusters_planned": None if planned is None else ceil(planned / per),
+    }
+
+
 def format_power(rows: list[dict]) -> str:
     """The power table as text for `spacelm plan`."""
     import pandas as pd
@@ -237,5 +276,6 @@ def format_power(rows: list[dict]) -> str:
     df = pd.DataFrame([{k: cell(r.get(k)) for k in COLUMNS} for r in rows], columns=COLUMNS)
     return (
         "Power: questions needed to detect the paper's effect with 80% power under each verdict's rule "
-        "(spacelm/lib/report/findings.py), beside what this config plans\n" + df.to_string(index=False)
+        "(spacelm/lib/report/findings.py), beside what this config plans; `cluster` names the unit whose design "
+        "effect and questions per cluster give the clusters needed\n" + df.to_string(index=False)
     )
