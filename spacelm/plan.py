@@ -44,7 +44,6 @@ from .lib.llm.dry_run import (
 )
 from .lib.report.power import power_table
 from .pipeline import status
-from .stages.grade import paired_tests_at
 from .stages.data import (
     chunks_path,
     documents_path,
@@ -56,6 +55,7 @@ from .stages.data import (
     questions_path,
     rankings_path,
 )
+from .stages.grade import paired_tests_at
 
 ROLES = ("question_writer", "generator", "judge")
 

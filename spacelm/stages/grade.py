@@ -13,6 +13,7 @@ from ..config import Config
 from ..lib import names
 from ..lib.io import write_dataframe, write_json, write_jsonl, write_text
 from ..lib.judge.relevance import (
+    clustering,
     feature_decomposition,
     grade_lists,
     grade_pairs,
@@ -20,7 +21,6 @@ from ..lib.judge.relevance import (
     judge_validity,
     paired_tests,
     plan_pairs,
-    clustering,
     relevant_shares,
     select_questions,
     table1,
@@ -349,8 +349,9 @@ def paired_tests_at(cfg: Config, unit: str) -> list[dict] | None:
     """Table 1's paired tests recomputed from the run's stored grades and rankings with the questions
     clustered by `unit` (no model; for the power table when the run clustered otherwise); None
     when the run has no grades or rankings. A run graded under another grader label than the
-    config's now is read by the one first-order label its grades.jsonl holds. Questions missing from the questions file take the
-    source chunk their validity pair names and the document that chunk's id names."""
+    config's now is read by the one first-order label its grades.jsonl holds. Questions missing
+    from the questions file take the source chunk their validity pair names and the document that
+    chunk's id names."""
     from ..lib.io import read_jsonl
     from ..lib.judge.relevance import clusters_from_grades
 
