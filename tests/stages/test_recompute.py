@@ -79,3 +79,9 @@ def test_grade_tables_from_stored_grades_cluster_by_source_chunk(tmp_path):
     assert abs(top1["se"] - 0.5) < 1e-9 and top1["df"] == 1
     note = (run / "table1_relevance.md").read_text()
     assert "4 questions from 2 source chunks" in note and "cluster bootstrap" in note
+    # the default unit is the document (here each chunk id names its own document): named in every clustered table
+    assert set(tests["cluster"]) == {"document"} and set(tests["n_documents"]) == {2}
+    table = pd.read_csv(run / "table1_relevance.csv")
+    assert set(table["cluster"]) == {"document"} and "documents, then questions" in note
+    sens = pd.read_csv(run / "grading" / "sensitivity.csv")
+    assert len(sens) == len(tests) and set(sens["lodo_doc_most"].dropna()) <= {"c1", "c2"}
