@@ -489,6 +489,37 @@ class FindingsConfig:
 
 
 @dataclass
+class PlanFindingConfig:
+    """One finding the analysis plan fixes (spacelm/lib/report/plan.py: `id` from its FINDINGS)."""
+
+    id: str = ""
+    # one primary finding sizes the run: its questions must reach n_needed
+    role: Literal["primary", "secondary"] = "secondary"
+    # t: the cluster-robust paired t; t_and_permutation: and the cluster sign-flip permutation test
+    test: Literal["t", "t_and_permutation"] = "t_and_permutation"
+    alpha: float = 0.05
+    cluster: Literal["document", "source_chunk", "question"] = "document"
+    # questions for 80% power at the paper's effect, from `spacelm plan`'s power table on the
+    # previous run's measured spread (null: no measured variance sizes it; the run measures it)
+    n_needed: int | None = None
+    basis: str = ""  # where n_needed comes from
+
+
+@dataclass
+class AnalysisPlanConfig:
+    """The analysis plan, fixed before the run: the findings it tests and how. Its sha256 goes
+    into the manifest before the first stage; findings it does not name are exploratory."""
+
+    fixed: str = ""  # when it was fixed, and from which run's variances
+    findings: list[PlanFindingConfig] = field(default_factory=list)
+
+    def entries(self) -> list:
+        from ..lib.report.plan import PlanEntry
+
+        return [PlanEntry(f.id, f.role, f.test, f.alpha, f.cluster, f.n_needed, f.basis) for f in self.findings]
+
+
+@dataclass
 class Config:
     run_name: str = "quick"
     seed: int = 13
@@ -504,6 +535,7 @@ class Config:
     judge_check: JudgeCheckConfig = field(default_factory=JudgeCheckConfig)
     chunk_study: ChunkStudyConfig = field(default_factory=ChunkStudyConfig)
     findings: FindingsConfig = field(default_factory=FindingsConfig)
+    analysis_plan: AnalysisPlanConfig = field(default_factory=AnalysisPlanConfig)
     # where the YAML came from; relative paths in the config resolve against `root`
     source: str | None = field(default=None, metadata={"internal": True})
     root: str | None = field(default=None, metadata={"internal": True})

@@ -220,6 +220,7 @@ def validate(cfg: Config, source: str) -> None:
         need(False, f"retrieval.reranker.train.{k}", why)
     _check_stemmer(cfg.retrieval.bm25.stemmer, need)
     _validate_corpus_and_chunk_study(cfg, need, at_least)
+    _validate_plan(cfg, source)
     for rubric in ("faithfulness", "relevance"):
         key = f"findings.margins.{rubric}"
         need(_get(cfg, key) > 0, key, f"must be > 0 rubric points (the equivalence margin), got {_get(cfg, key)!r}")
@@ -290,6 +291,29 @@ def _stage_needs(cfg: Config, stages: list[str], source: str) -> None:
             f"names (pipelines B and C and the refusal evaluation read its ranking); add it to "
             f"retrieval.systems or change answer.retriever"
         )
+
+
+def _validate_plan(cfg: Config, source: str) -> None:
+    """The analysis plan names known findings once, with one primary, and the run can reach the
+    primary's questions (each synth chunk gives at most one question; Table 1 takes at most
+    grading.max_questions)."""
+    from ..lib.report.plan import plan_problems, primary
+
+    entries = cfg.analysis_plan.entries()
+    problems = plan_problems(entries)
+    if problems:
+        raise ConfigError(f"{source}: {problems[0]}")
+    main = primary(entries)
+    if main is None or not main.n_needed:
+        return
+    for key in ("grading.max_questions", "synth.max_chunks"):
+        v = _get(cfg, key)
+        if v is not None and v < main.n_needed:
+            raise ConfigError(
+                f"{source}: key '{key}' is {v}, but the analysis plan's primary finding {main.id!r} needs "
+                f"{main.n_needed} questions (analysis_plan.findings n_needed): raise it, or move the finding to a "
+                "run that can reach its n rather than testing it below its n"
+            )
 
 
 def _validate_corpus_and_chunk_study(cfg: Config, need, at_least) -> None:

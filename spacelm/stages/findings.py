@@ -90,6 +90,7 @@ def compute(cfg: Config) -> list[dict]:
             _read_csv(run / names.RELEVANT_SHARES),
             cfg.chunking.max_tokens,
             {size: _read_csv(p) for size, p in size_tests(cfg).items() if p.is_file()},
+            cfg.analysis_plan.entries(),
         )
     rel, ctl = read_judge_check(cfg)
     if (run / names.TABLE2_TESTS).is_file():
@@ -101,9 +102,12 @@ def compute(cfg: Config) -> list[dict]:
             five_wrong_missing(cfg.answer.n_wrong_values, cfg.answer.negative_n_wrong),
         )
     # what an absolute level needs to match (judge, chunk size) depends on the config alone
-    return paper_vs_run(
+    from ..lib.report.plan import apply_plan
+
+    rows = paper_vs_run(
         rows, judge_verdicts(rel, ctl), comparability(setup_rows(cfg.run_setup())), grader_evidence(cfg, rel)
     )
+    return apply_plan(rows, cfg.analysis_plan.entries())
 
 
 def grader_evidence(cfg: Config, relevance: list | None) -> dict:
@@ -168,6 +172,7 @@ STAGE = Stage(
         "judge_check.bias_share_of_mde",
         "findings.margins",
         "findings.control_kinds",
+        "analysis_plan",
         # the 5-wrong finding's reason names the run's settings
         "answer.n_wrong_values",
         "answer.negative_n_wrong",
