@@ -145,6 +145,10 @@ def _cell_error(e: Exception) -> str:
     return (lines[-1] if lines else type(e).__name__)[:300]
 
 
+# notebooks that read one optional stage's outputs (by their number): not executed for a run without it
+NOTEBOOK_STAGES = {"05": "answer", "06": "answer"}
+
+
 def execute_notebooks(cfg: Config, config_file: Path, failed: dict | None = None) -> list[str]:
     """Execute every notebook against the run's resolved config into `results/<run>/notebooks/`. A
     notebook whose cell fails is written as far as it ran, named with its error in `failed` (a dict
@@ -155,8 +159,15 @@ def execute_notebooks(cfg: Config, config_file: Path, failed: dict | None = None
     found = sorted(notebook_dir(cfg).glob("[0-9][0-9]_*.ipynb"))
     if not found:
         log.warning("no notebooks found in %s or %s: none executed", cfg.path("notebooks"), PROJECT_NOTEBOOKS)
+    from .stages import stages_for
+
+    present = {st.name for st in stages_for(cfg)}
     for src in found:
         dest = out_dir / src.name
+        stage = NOTEBOOK_STAGES.get(src.name[:2])
+        if stage and stage not in present:
+            log.info("skipping %s: this run has no %s stage", src.name, stage)
+            continue
         log.info("executing %s", src.name)
         try:
             execute_notebook(src, dest, config_file, cwd=src.parent)

@@ -532,9 +532,7 @@ def test_per_retriever_rows_beside_the_all_cells_reading_with_their_source():
 
 
 def test_low_k_and_dense_after_reranking_rows():
-    tests = [
-        _t(r, 3, "share_3", d, p, comparison="rerank gain: top-3 - top-10") for r, d, p in (("bm25", 4.0, 0.01),)
-    ]
+    tests = [_t(r, 3, "share_3", d, p, comparison="rerank gain: top-3 - top-10") for r, d, p in (("bm25", 4.0, 0.01),)]
     tests += [_t("dense", 3, "share_3", 1.0, 0.4, comparison="rerank gain: top-3 - top-10")]
     tests += [_t("dense vs bm25", k, "mean_grade", 0.2, 0.01, comparison="dense+rerank - bm25+rerank") for k in (3, 10)]
     by = {(r["id"], r["scope"]): r for r in F.table1_findings(tests, [], 256)}
@@ -562,7 +560,8 @@ def test_a_planned_permutation_test_must_agree_with_the_t_test():
     assert one(F.table1_findings([dict(t, p_perm=0.03)], [], 256, plan=plan))["verdict"] == F.HOLDS
     out = {r["id"]: r for r in apply_plan(F.table1_findings([t], [], 256, plan=plan), plan)}
     assert out["rerank_raises_grade_3_bm25_top3"]["role"] == "primary"
-    assert "underpowered: the plan needs 91 questions, the run has 30" in out["rerank_raises_grade_3_bm25_top3"][
-        "verdict_reason"
-    ]
+    assert (
+        "underpowered: the plan needs 91 questions, the run has 30"
+        in out["rerank_raises_grade_3_bm25_top3"]["verdict_reason"]
+    )
     assert out["grades_2_3_above_90"]["plan_entry"] == "exploratory"
