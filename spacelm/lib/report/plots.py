@@ -155,12 +155,14 @@ def _stack_bar(ax, df, x: float, width: float, r: str, st: str, k) -> None:
             continue
         ax.bar(x, pct, width, bottom=bottom, color=GRADE_COLORS[grade], edgecolor=system_color(r), linewidth=1.2)
         top = bottom + pct
+        bottom = top
+        if lo != lo or hi != hi:  # no interval (one source chunk): no whisker, the title says so
+            continue
         (below,), (above,) = _yerr([pct], [lo], [hi])
         dx = (grade - 1.5) * width / 5  # whiskers side by side, so none hides another
         whisker = ax.errorbar([x + dx], [top], yerr=[[below], [above]], fmt="none", ecolor="#222222", capsize=2)
         for part in whisker.lines[1] + whisker.lines[2]:
             part.set_clip_on(False)  # grade 3's whisker sits at 100%, the axis' top
-        bottom = top
 
 
 GRADES_SHOWN = (0, 1, 2, 3)
