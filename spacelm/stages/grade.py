@@ -272,7 +272,7 @@ def write_tables(
     run_scale = scale(len(questions))
     n = sample_size(questions)
     if any(q.get("task") for q in questions):
-        tasks = grades_per_task(cells, questions)
+        tasks = grades_per_task(cells, questions, cfg.grading.n_bootstrap, cfg.seed, cluster_of)
         write_dataframe(tasks, out(files.per_task))
         per_task_panels(
             tasks, "pct_grade_3", "% of graded passages at grade 3", out(cfg.run_dir / names.PLOT_TABLE1_PER_TASK)
@@ -373,31 +373,12 @@ def recompute(cfg: Config) -> dict:
     )
 
 
-def grades_per_task(cells: dict, questions: list[dict]):
-    """Per Table 1 cell and task: questions, graded passages, % graded 2-3 and % graded 3."""
-    import pandas as pd
+def grades_per_task(cells: dict, questions: list[dict], n_boot: int = 1000, seed: int = 0, cluster_of=None):
+    """Per Table 1 cell and task: questions, graded passages, % graded 2-3 and % graded 3, with
+    their 95% cluster-bootstrap CIs (:func:`per_task_shares`)."""
+    from ..lib.judge.relevance import per_task_shares
 
-    task = {q["qid"]: q["task"] for q in questions}
-    rows = []
-    for (retriever, stage, k), per_q in cells.items():
-        by_task: dict = {}
-        for qid, grades in per_q.items():
-            by_task.setdefault(task.get(qid), []).append([g for g in grades if g is not None])
-        for t, lists in sorted(by_task.items(), key=lambda kv: str(kv[0])):
-            flat = [g for lst in lists for g in lst]
-            rows.append(
-                {
-                    "retriever": retriever,
-                    "stage": stage,
-                    "top_k": k,
-                    "task": t,
-                    "questions": len(lists),
-                    "passages": len(flat),
-                    "pct_grade_2_3": round(100 * sum(g >= 2 for g in flat) / len(flat), 2) if flat else None,
-                    "pct_grade_3": round(100 * sum(g == 3 for g in flat) / len(flat), 2) if flat else None,
-                }
-            )
-    return pd.DataFrame(rows)
+    return per_task_shares(cells, {q["qid"]: q["task"] for q in questions}, n_boot, seed, cluster_of)
 
 
 def _prompts(cfg: Config) -> list[str]:
