@@ -41,7 +41,8 @@ def read_reference_spans(folder) -> dict:
         except json.JSONDecodeError as e:
             raise ValueError(f"{p}:{i}: not a JSON line ({e.msg}); fix or remove the line") from e
         if row.get("doc_id") and row.get("char_start") is not None and row.get("char_end") is not None:
-            out[str(row["_id"])] = ChunkSpan(str(row["_id"]), row["doc_id"], int(row["char_start"]), int(row["char_end"]))
+            cid = str(row["_id"])
+            out[cid] = ChunkSpan(cid, row["doc_id"], int(row["char_start"]), int(row["char_end"]))
     return out
 
 
@@ -147,7 +148,7 @@ def change(after: dict, before: dict, doc_of: dict, n_boot: int, seed: int) -> d
 
 # --------------------------------------------------------------------------- the sentence
 def direction(c: dict) -> str:
-    """"raises", "lowers" or "does not clearly move" from a change's 95% CI."""
+    """ "raises", "lowers" or "does not clearly move" from a change's 95% CI."""
     if c is None or c.get("ci_low") is None or np.isnan(c["ci_low"]) or np.isnan(c["ci_high"]):
         return "does not clearly move"
     if c["ci_low"] > 0:
@@ -158,7 +159,7 @@ def direction(c: dict) -> str:
 
 
 def fmt(mean: float, lo: float, hi: float, signed: bool = False) -> str:
-    """"0.802 [0.730, 0.870]" (signed: "+0.080 [+0.020, +0.140]")."""
+    """ "0.802 [0.730, 0.870]" (signed: "+0.080 [+0.020, +0.140]")."""
     f = (lambda x: f"{x:+.3f}") if signed else (lambda x: f"{x:.3f}")
     lo_s = "n/a" if lo is None or np.isnan(lo) else f(lo)
     hi_s = "n/a" if hi is None or np.isnan(hi) else f(hi)
