@@ -326,11 +326,11 @@ def judge_vs_gold(cfg: Config, sets: dict, reference: dict | None):
     return pd.DataFrame(rows).round(4)
 
 
-def recompute(cfg: Config, run: QuestionSet) -> dict:
+def recompute(cfg: Config, run: QuestionSet, label: str) -> dict:
     """:func:`write_all` from the stored grades (no model): the golden set's from
-    `grading/golden/grades.jsonl` (the rows Table 1 uses, as the run set's are read)."""
+    `grading/golden/grades.jsonl` (the rows Table 1 uses, read as the run set's are: `label` is
+    the `prompt` field of the first-order rows)."""
     from .data import load_chunks
-    from .grade import grade_label
 
     golden = None
     p = cfg.run_dir / names.GOLDEN_GRADES
@@ -339,9 +339,162 @@ def recompute(cfg: Config, run: QuestionSet) -> dict:
 
         golden = golden_inputs(cfg, load_chunks(cfg), run.questions)
         rows = read_jsonl(p)
-        first = [r for r in rows if r.get("prompt") == grade_label(cfg)]
+        first = [r for r in rows if r.get("prompt") == label]
         second = [r for r in rows if r.get("prompt") == cfg.grading.prompt + "_swapped"]
         if golden is not None:
             golden.rows = rows
             golden.used = mean_of_orders(first, second) if cfg.grading.debias == "both_orders" and second else first
     return write_all(cfg, run, golden, lambda q: q)
+
+
+# --------------------------------------------------------------------------- the report's section
+SOURCE_CHUNK_VALIDITY = (
+    "known but incomplete: another chunk may answer too, and a reranker that ranks it first is counted a loss"
+)
+
+
+def judge_validity_text(relevance: list | None) -> str:
+    """What the judge has shown on the in-domain labels (judge_check/relevance.json): each
+    boundary's verdict, and whether all of them (which nDCG's graded gains read) are valid."""
+    ind = next((m for m in relevance or [] if m.get("run") and m.get("in_domain")), None)
+    if ind is None:
+        return "not checked in domain (no judge-check source with in_domain: true has run)"
+    verdicts = {b: v.get("verdict") for b, v in (ind.get("boundary_verdicts") or {}).items()}
+    cuts = {"ge1": "≥1", "ge2": "≥2", "eq3": "=3"}
+    listed = ", ".join(f"{cuts.get(b, b)} {v}" for b, v in verdicts.items())
+    shown = verdicts and all(v == "valid" for v in verdicts.values())
+    head = "valid at every boundary nDCG reads" if shown else "validity not shown at every boundary nDCG reads"
+    return f"{head} on {ind.get('source')} ({listed})"
+
+
+def _cell(row, stage: str) -> str:
+    from ..lib.judge.known_gold import fmt
+
+    return fmt(row[stage], row[f"{stage}_ci_low"], row[f"{stage}_ci_high"], signed=stage == "change")
+
+
+def _changes(rows) -> dict:
+    return {
+        r["instrument"]: {
+            "mean": r["change"],
+            "ci_low": r["change_ci_low"],
+            "ci_high": r["change_ci_high"],
+            "n_questions": int(r["n_questions"]),
+        }
+        for _, r in rows.iterrows()
+    }
+
+
+def sentences(table, relevance: list | None, k: int) -> list[str]:
+    """One sentence per question set and retriever at top-`k` (lib/judge/known_gold.py)."""
+    from ..lib.judge.known_gold import disagreement_sentence
+
+    validity = {"known_gold": SOURCE_CHUNK_VALIDITY, "judge": judge_validity_text(relevance)}
+    out = []
+    for (qset, retriever), rows in table[table.top_k == k].groupby(["question_set", "retriever"], sort=False):
+        ref = rows[rows.instrument == "reference"]
+        share = ref["reranked_labelled_share"].min() if len(ref) else None
+        v = dict(validity)
+        if share is not None:
+            v["reference"] = f"a large LLM's labels, not people's, labelling a share of {share:.2f} of the top-{k}"
+        out.append(f"- *{qset} questions* — " + disagreement_sentence(retriever, k, _changes(rows), v))
+    return out
+
+
+def _golden_beside_run(cfg: Config) -> list[str]:
+    """The golden set's Table 1 beside the run set's, as shares graded 2-3 with their CIs."""
+    import pandas as pd
+
+    from ..lib.report.tables import markdown_table
+
+    run_p, gold_p = cfg.run_dir / names.RELEVANT_SHARES, cfg.run_dir / names.GOLDEN_RELEVANT_SHARES
+    if not (run_p.is_file() and gold_p.is_file()) or "percent_2_3" not in pd.read_csv(gold_p).columns:
+        return []
+    keys = ["retriever", "stage", "top_k"]
+    cell = lambda d: d.assign(
+        v=[
+            f"{p:.1f} [{lo:.1f}, {hi:.1f}] (n {n})"
+            for p, lo, hi, n in zip(d.percent_2_3, d.ci_low, d.ci_high, d.n_questions)
+        ]
+    )[keys + ["v"]]
+    both = cell(pd.read_csv(run_p)).merge(cell(pd.read_csv(gold_p)), on=keys, suffixes=("_run", "_golden"))
+    both.columns = keys + ["run questions: % graded 2-3", "golden questions: % graded 2-3"]
+    return [
+        "Table 1 on both question sets (% of graded passages the judge grades 2 or 3, 95% two-stage cluster "
+        f"bootstrap CI, n questions; the golden set's full tables are in `{names.GOLDEN_GRADING}/`):",
+        "",
+        markdown_table(both),
+        "",
+    ]
+
+
+def _agreement_line(cfg: Config) -> list[str]:
+    import pandas as pd
+
+    from ..lib.judge.known_gold import fmt
+
+    p = cfg.run_dir / names.GOLDEN_REFERENCE_AGREEMENT
+    if not p.is_file():
+        return []
+    a = pd.read_csv(p).iloc[0]
+    if not a.get("n_pairs"):
+        return [f"Pair by pair against the reference labels: {a.get('note')}.", ""]
+    k = lambda key: fmt(a[key], a[f"{key}_ci_low"], a[f"{key}_ci_high"])
+    cuts = ", ".join(f"{c} {k(f'{b}_kappa')}" for b, c in (("ge1", "≥1"), ("ge2", "≥2"), ("eq3", "=3")))
+    return [
+        f"Pair by pair against the reference labels ({a['reference']}; an LLM's labels, not people's): "
+        f"{int(a['n_pairs'])} graded golden pairs of {int(a['n_queries'])} questions; weighted κ (quadratic) "
+        f"{k('kappa_weighted')}, κ at {cuts} (95% bootstrap CIs over questions; counts per label and grade in "
+        f"`{names.GOLDEN_REFERENCE_AGREEMENT}`).",
+        "",
+    ]
+
+
+def report_lines(cfg: Config) -> list[str]:
+    """The report's "The judge against known gold" section: the golden set's Table 1 beside the
+    run set's, the judge against the reference labels, the nDCG@k table at the largest k and one
+    sentence per question set and retriever; nothing before the grade stage wrote the file."""
+    import json
+
+    import pandas as pd
+
+    from ..lib.report.tables import markdown_table
+
+    p = cfg.run_dir / names.JUDGE_VS_GOLD
+    if not p.is_file():
+        return []
+    table = pd.read_csv(p)
+    if table.empty:
+        return []
+    k = max(table.top_k)
+    rel_p = cfg.run_dir / names.JUDGE_RELEVANCE
+    relevance = json.loads(rel_p.read_text()) if rel_p.is_file() else None
+    shown = table[table.top_k == k].copy()
+    for stage in ("retrieved", "reranked", "change"):
+        shown[stage] = [_cell(r, stage) for _, r in shown.iterrows()]
+    shown["labelled"] = [_share(r) for _, r in shown.iterrows()]
+    shown = shown[
+        ["question_set", "retriever", "instrument", "retrieved", "reranked", "change", "n_questions"]
+        + ["n_documents", "labelled"]
+    ]
+    return [
+        "### The judge against known gold",
+        "",
+        *_golden_beside_run(cfg),
+        *_agreement_line(cfg),
+        f"nDCG@{k} of each retriever before and after reranking under three instruments: the judge's grades as "
+        "graded qrels, the source chunk (or evidence span) as the retrieval stage scored it, and on the golden "
+        "questions the in-domain reference labels. A chunk an instrument did not label counts as gain 0; "
+        "`labelled` is the share of the reranked top-k it labels. 95% bootstrap CIs clustered by document; "
+        f"every k is in `{names.JUDGE_VS_GOLD}`.",
+        "",
+        markdown_table(shown),
+        "",
+        *sentences(table, relevance, k),
+        "",
+    ]
+
+
+def _share(row) -> str:
+    v = row.get("reranked_labelled_share")
+    return "–" if v is None or v != v else f"{v:.2f}"

@@ -383,7 +383,7 @@ def recompute(cfg: Config) -> dict:
         cfg, questions, n_available, rankings, used, swapped, judge or cfg.models.judge.model, lambda p: p
     )
     run_set = gold_check.QuestionSet(questions, n_available, rankings, first, used)
-    return {**summary, **gold_check.recompute(cfg, run_set)}
+    return {**summary, **gold_check.recompute(cfg, run_set, grade_label(cfg))}
 
 
 def grades_per_task(cells: dict, questions: list[dict]):

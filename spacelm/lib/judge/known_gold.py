@@ -189,8 +189,10 @@ def disagreement_sentence(retriever: str, k: int, changes: dict, validity: dict)
     elif clear and len(set(dirs.values())) > 1:
         moved = [INSTRUMENT_NAMES[i] for i in present if dirs[i] != "does not clearly move"]
         verdict = f"only {' and '.join(moved)} {'detect' if len(moved) > 1 else 'detects'} a change"
-    else:
+    elif clear:
         verdict = "the instruments agree in direction"
+    else:
+        verdict = "no instrument detects a change"
     body = "; ".join(_clause(i, changes[i]) for i in present)
     trust = "; ".join(f"{INSTRUMENT_NAMES[i]}: {validity[i]}" for i in present if validity.get(i))
     return f"{retriever}, nDCG@{k}: {body}. So {verdict}." + (f" Validity: {trust}." if trust else "")

@@ -128,3 +128,5 @@ def test_the_sentence_names_the_only_instrument_that_detects_a_change_or_their_a
     both = {"known_gold": _c(0.1, 0.05, 0.2), "judge": _c(0.2, 0.1, 0.3), "reference": _c(0.1, 0.01, 0.2)}
     assert "agree in direction" in disagreement_sentence("dense", 3, both, {})
     assert "no instrument" in disagreement_sentence("dense", 3, {"judge": _c(0, 0, 0, 0)}, {})
+    flat = {"known_gold": _c(0.0, -0.1, 0.1), "judge": _c(0.01, -0.05, 0.07)}
+    assert "So no instrument detects a change." in disagreement_sentence("dense", 3, flat, {})
