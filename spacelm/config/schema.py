@@ -237,6 +237,12 @@ class GradingConfig:
     # (e.g. [digit_expected]: the paper's digit prompt), so the report can show Table 1's
     # comparisons under each signal alone (grading/decomposition.csv); each costs a judge call per pair
     diagnostic_features: list[str] = field(default_factory=list)
+    # the question sets Table 1 is graded on: "run" (the run's evaluation questions, the paper's
+    # design) and "golden" (the golden samples' answerable questions, natural wording; retrieve ranks
+    # them too, the judge grades both sets' pairs in one turn, and their tables go to grading/golden/)
+    question_sets: list[Literal["run", "golden"]] = field(default_factory=lambda: ["run"])
+    # golden questions graded at most (null: every answerable golden sample found in the corpus)
+    max_golden_questions: int | None = None
 
     def judging(self, base: Path | None = None) -> RelevanceJudging:
         """The library's description of how pairs are graded (a calibration path is resolved

@@ -71,6 +71,7 @@ def validate(cfg: Config, source: str) -> None:
         "judge_check.position_bias_queries",
         "synth.max_chunks",
         "grading.max_questions",
+        "grading.max_golden_questions",
         "answer.max_questions",
         "retrieval.dense.max_seq_length",
     ):
@@ -118,6 +119,13 @@ def validate(cfg: Config, source: str) -> None:
         len(cfg.grading.retrievers) > 0,
         "grading.retrievers",
         f"must hold at least one first-stage retriever (from {list(FIRST_STAGE)})",
+    )
+    qs = cfg.grading.question_sets
+    need(
+        "run" in qs and len(set(qs)) == len(qs),
+        "grading.question_sets",
+        f"is {qs!r}; it must hold 'run' (the files every reader takes Table 1 from) once, and may add "
+        "'golden': write [run] or [run, golden]",
     )
     for s in cfg.grading.retrievers:
         need(

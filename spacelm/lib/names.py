@@ -69,6 +69,9 @@ TREC_RUN = "retrieval/run.{system}.trec"  # one TREC run file per system (6 colu
 TREC_QRELS = "retrieval/qrels.trec"  # the source chunk of each answerable question (grade 1)
 TREC_QRELS_JUDGE = "retrieval/qrels.judge.trec"  # the judge's 0-3 grades of the passages it graded
 RANKINGS = "retrieval/rankings.jsonl"
+# the golden samples' answerable questions ranked beside the run's (grading.question_sets has "golden")
+GOLDEN_RANKINGS = "retrieval/golden/rankings.jsonl"
+GOLDEN_PER_QUERY = "retrieval/golden/per_query.jsonl"
 
 # judge-check
 JUDGE_CHECK = "judge_check"
@@ -93,6 +96,16 @@ GRADING_PER_TASK = "grading/per_task.csv"
 PPI_DIFFERENCES = "grading/ppi_differences.csv"
 # Table 1's comparisons read through each signal of the grade alone (grade, score, each feature)
 GRADE_DECOMPOSITION = "grading/decomposition.csv"
+# Table 1 on the golden questions (grading.question_sets has "golden"): its grades and tables, and
+# the judge's grades against the in-domain reference labels pair by pair
+GOLDEN_GRADING = "grading/golden"
+GOLDEN_GRADES = "grading/golden/grades.jsonl"
+GOLDEN_TABLE1 = "grading/golden/table1_relevance.csv"
+GOLDEN_PAIRED_TESTS = "grading/golden/paired_tests.csv"
+GOLDEN_RELEVANT_SHARES = "grading/golden/relevant_shares.csv"
+GOLDEN_REFERENCE_AGREEMENT = "grading/golden/reference_agreement.csv"
+# per question set, system and k: the judge's nDCG@k beside the known gold's and the reference labels'
+JUDGE_VS_GOLD = "grading/judge_vs_gold.csv"
 # human labels for prediction-powered inference, in a folder of their own (grading.labels_dir)
 TO_LABEL = "to_label.jsonl"
 TO_LABEL_CSV = "to_label.csv"

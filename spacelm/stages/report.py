@@ -998,6 +998,7 @@ def report_values(cfg, out=_same) -> dict:
         paired_tests=_tests_md(run, names.PAIRED_TESTS, ("comparison", "retriever", "top_k", "measure"), "value"),
         graded_metrics=_csv_md(run / names.GRADED_METRICS),
         ppi=ppi_lines(cfg),
+        known_gold=_known_gold_lines(cfg),
         judge_validity=_optional(blocks, "judge_validity", run / names.JUDGE_VALIDITY, _validity_fields),
         table2_banner=judge_banner(cfg, "table2"),
         table2=_read(run / names.TABLE2_MD),
@@ -1237,8 +1238,16 @@ RUN_READS = (
 )
 
 
+def _known_gold_lines(cfg) -> list[str]:
+    """The section "The judge against known gold" (stages/gold_check.py)."""
+    from .gold_check import report_lines
+
+    return report_lines(cfg)
+
+
 def _reads(cfg) -> list[Path]:
     from .data import chunks_path
+    from .gold_check import outputs as gold_outputs
 
     synthetic = (names.RETENTION, names.UNANSWERABLE, names.REJECTIONS, names.QUESTION_AUDIT)
     shared = [chunks_path(cfg)] + [cfg.synthetic_dir / f for f in synthetic]
@@ -1246,7 +1255,8 @@ def _reads(cfg) -> list[Path]:
     from ..lib.report.browse import TEMPLATE as BROWSE_TEMPLATE
 
     shared.append(cfg.synthetic_dir / names.QUESTIONS)
-    return [TEMPLATE, BROWSE_TEMPLATE] + [cfg.run_dir / f for f in RUN_READS] + sizes + shared
+    gold = [p for p in gold_outputs(cfg) if p.suffix == ".csv"] + [cfg.run_dir / names.RELEVANT_SHARES]
+    return [TEMPLATE, BROWSE_TEMPLATE] + [cfg.run_dir / f for f in RUN_READS] + sizes + shared + gold
 
 
 def _outputs(cfg) -> list[Path]:
