@@ -18,6 +18,7 @@ from ..lib.names import FINDINGS_MIN_QUESTIONS
 from ..lib.report.tables import markdown_table, md_cell
 from .base import Stage, execute
 from .findings import read_judge_check
+from .manifest import git_commit
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "report.md"
 
@@ -528,6 +529,22 @@ REPORT_FINDING_COLUMNS = [
 ]
 
 
+def plan_note(r: dict) -> str:
+    """A finding's plan entry and the source of the paper's figure, for its numbered note."""
+    from ..lib.report.tables import as_words
+
+    role = as_words(r.get("role")).strip()
+    need = as_words(r.get("n_needed")).strip()
+    plan = (
+        "exploratory (no plan entry)"
+        if role in ("exploratory", "")
+        else f"plan: {role} entry `{r.get('plan_entry')}`"
+        + (f", needs {need} questions" if need not in ("", "–") else "")
+    )
+    src = as_words(r.get("source")).strip()
+    return plan + (f"; paper's figure from the {src}" if src and src != "–" else "")
+
+
 def findings_tables(df) -> list[str]:
     """The findings as a table narrow enough to read (number, finding, the paper's figure, this
     run's, its CI, verdict, n), then each verdict's reason, boundary and judge bias as a numbered
@@ -546,6 +563,7 @@ def findings_tables(df) -> list[str]:
             f"*{cell(r['verdict'])}* | {cell(r['n'])} |"
         )
         parts = [as_words(r.get(k)).strip() for k in ("verdict_reason",)]
+        parts.append(plan_note(r))
         parts += [
             f"{label}: {as_words(r.get(k)).strip()}"
             for k, label in (("boundary", "boundary"), ("judge_bias", "judge bias"))
@@ -928,6 +946,55 @@ def _optional(blocks: dict, name: str, path: Path, fields) -> list[str]:
     return render(blocks[name], fields(json.loads(path.read_text()))) if path.is_file() else []
 
 
+def commit_line(run_commit: str | None, report_commit: str | None) -> str:
+    """The headline's sentence on the code behind the run and behind this report."""
+    if run_commit and run_commit == report_commit:
+        return f"Run and report made by the code at git `{run_commit}`."
+    ran = f"git `{run_commit}`" if run_commit else "an unrecorded commit (not made in a git checkout)"
+    if not report_commit:
+        return f"Run made by the code at {ran}; this report's commit is not recorded (not a git checkout)."
+    return (
+        f"Run made by the code at {ran}; **this report was written later, by git `{report_commit}`**: its figures "
+        "come from the run's files, its rules and wording from that commit."
+    )
+
+
+def plan_line(cfg, manifest: dict, findings: list[dict]) -> str:
+    """The headline's sentence on the analysis plan: its hash as recorded before the first stage,
+    the primary finding, the questions it needs and the run's."""
+    from ..lib.report.plan import FINDINGS, plan_sha256, primary
+
+    entries = cfg.analysis_plan.entries()
+    if not entries:
+        return "No analysis plan was fixed for this run (`analysis_plan` in the config): every finding is exploratory."
+    recorded = manifest.get("analysis_plan_sha256")
+    now = plan_sha256(cfg.to_dict()["analysis_plan"])
+    if recorded is None:
+        fixed = f"sha256 `{now[:12]}`, not recorded in the manifest before the run"
+    elif recorded == now:
+        fixed = f"sha256 `{now[:12]}`, recorded in the manifest before the first stage"
+    else:
+        fixed = (
+            f"**the config's plan (sha256 `{now[:12]}`) differs from the one recorded before the run "
+            f"(`{recorded[:12]}`)**"
+        )
+    main = primary(entries)
+    have = (manifest.get("sizes") or {}).get("table1_questions")
+    need = (
+        ""
+        if main is None
+        else f" Primary finding: {FINDINGS[main.id].title} ({main.test.replace('_', ' ')}, α = {main.alpha:g}, "
+        f"clustered by {main.cluster.replace('_', ' ')}), which needs {main.n_needed or 'an unstated number of'} "
+        f"questions{'' if have is None else f'; Table 1 has {have}'}."
+    )
+    planned = sum(1 for r in findings if r.get("role") in ("primary", "secondary"))
+    return (
+        f"Analysis plan ({cfg.analysis_plan.fixed or 'fixed before the run'}; {fixed}): {len(entries)} planned "
+        f"findings.{need} Findings rows say which plan entry fixed them ({planned} of {len(findings)} rows planned; "
+        "the others are exploratory)."
+    )
+
+
 def report_values(cfg, out=_same) -> dict:
     """Every placeholder of the template's `report` block, drawing the report's plots and
     writing its companion files (setup_vs_paper.csv, ATTRIBUTION.md) through `out`."""
@@ -943,7 +1010,8 @@ def report_values(cfg, out=_same) -> dict:
         run_name=cfg.run_name,
         scale_banner=scale_banner(stages),
         config_file=manifest.get("config_file"),
-        git_commit=manifest.get("git_commit"),
+        commit_line=commit_line(manifest.get("git_commit"), git_commit(cfg.root)),
+        plan_line=plan_line(cfg, manifest, findings),
         started=manifest.get("started"),
         finished=manifest.get("finished", "(running)"),
         setup=setup_section(cfg, stages, out),
