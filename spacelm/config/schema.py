@@ -512,6 +512,8 @@ class PlanFindingConfig:
     # previous run's measured spread (null: no measured variance sizes it; the run measures it)
     n_needed: int | None = None
     basis: str = ""  # where n_needed comes from
+    # the Table 1 question set it reads: the run's own questions, or the golden samples (grading.question_sets)
+    question_set: Literal["run", "golden"] = "run"
 
 
 @dataclass
@@ -525,7 +527,10 @@ class AnalysisPlanConfig:
     def entries(self) -> list:
         from ..lib.report.plan import PlanEntry
 
-        return [PlanEntry(f.id, f.role, f.test, f.alpha, f.cluster, f.n_needed, f.basis) for f in self.findings]
+        return [
+            PlanEntry(f.id, f.role, f.test, f.alpha, f.cluster, f.n_needed, f.basis, f.question_set)
+            for f in self.findings
+        ]
 
 
 @dataclass

@@ -43,6 +43,7 @@ NOT_COMPARABLE, NO_EVIDENCE, NOT_TESTED = "not comparable", "no evidence", "not 
 VERDICTS = (HOLDS, REVERSED, CANNOT_TELL, NOT_COMPARABLE, NO_EVIDENCE, NOT_TESTED)
 COLUMNS = [
     "id",
+    "question_set",
     "scope",
     "finding",
     "paper",
@@ -353,6 +354,7 @@ def table1_findings(
     chunk_tokens: int,
     size_tests: dict[int, list[dict]] | None = None,
     plan: Sequence | None = None,
+    question_set: str = "run",
 ) -> list[dict]:
     """The paper's Table 1 findings (`plan.FINDINGS`) from grading/paired_tests.csv and
     relevant_shares.csv rows (without the judge's and the setup's gates: see :func:`paper_vs_run`).
@@ -360,10 +362,11 @@ def table1_findings(
     cells. `plan` (plan.PlanEntry items) sets each planned finding's test and level; the others
     use the cluster-robust t at α = 0.05. `size_tests` ({chunk size: paired-test rows}) are the
     chunk-size study's Table 1 tests: the reranking finding at a size of `PAPER_CHUNK_SIZES` is
-    read there when the run's own Table 1 grades another size."""
+    read there when the run's own Table 1 grades another size. `question_set` ("run" or "golden")
+    marks the rows, and a golden set's finding names say so."""
     from .plan import FINDINGS, TESTS
 
-    entries = {e.id: e for e in plan or []}
+    entries = {e.id: e for e in plan or [] if e.question_set == question_set}
     out: list[dict] = []
 
     def rule_of(fid: str) -> tuple[float, tuple, str]:
@@ -456,6 +459,10 @@ def table1_findings(
         )
     out.append(_share_level(shares))
     _chunk_size_rows(out, tests, chunk_tokens, size_tests, add)
+    for r in out:
+        r["question_set"] = question_set
+        if question_set != "run":
+            r["finding"] = f"{r['finding']} [{question_set} questions]"
     return out
 
 

@@ -161,6 +161,7 @@ class PlanEntry(NamedTuple):
     cluster: str = "document"
     n_needed: int | None = None
     basis: str = ""  # where n_needed comes from (a run and its measured SD)
+    question_set: str = "run"  # Table 1's question set it reads: the run's own ("run") or "golden"
 
 
 def plan_problems(entries: list[PlanEntry]) -> list[str]:
@@ -172,9 +173,11 @@ def plan_problems(entries: list[PlanEntry]) -> list[str]:
         where = f"analysis_plan.findings[{i}]"
         if e.id not in FINDINGS:
             out.append(f"{where}.id: unknown finding {e.id!r} (known: {', '.join(sorted(FINDINGS))})")
-        if e.id in seen:
-            out.append(f"{where}.id: {e.id!r} is planned twice; keep one entry")
-        seen.add(e.id)
+        if (e.id, e.question_set) in seen:
+            out.append(f"{where}.id: {e.id!r} is planned twice for the {e.question_set} questions; keep one entry")
+        seen.add((e.id, e.question_set))
+        if e.question_set not in ("run", "golden"):
+            out.append(f"{where}.question_set: {e.question_set!r} is not run or golden")
         if e.test not in TESTS:
             out.append(f"{where}.test: unknown test {e.test!r} (known: {', '.join(TESTS)})")
         if e.cluster not in CLUSTERS:
@@ -205,14 +208,14 @@ def apply_plan(rows: list[dict], entries: list[PlanEntry]) -> list[dict]:
     """Each finding row with the plan entry that fixed it (`plan_entry`, `role`, `n_needed`), or
     `exploratory` when the plan names none. A planned finding whose run has fewer questions than
     the entry needs keeps its verdict and says it is underpowered in `verdict_reason`."""
-    by_id = {e.id: e for e in entries}
+    by_id = {(e.id, e.question_set): e for e in entries}
     out = []
     for r in rows:
         fid = r.get("id") or BY_TITLE.get(r.get("finding"), "")
         spec = FINDINGS.get(fid)
-        r = dict(r, id=fid or None, scope=r.get("scope") or "all cells")
+        r = dict(r, id=fid or None, scope=r.get("scope") or "all cells", question_set=r.get("question_set") or "run")
         r["source"] = r.get("source") or (spec.source if spec else None)
-        e = by_id.get(fid)
+        e = by_id.get((fid, r["question_set"]))
         r.update(plan_entry=e.id if e else "exploratory", role=e.role if e else "exploratory")
         r["n_needed"] = e.n_needed if e else None
         have = _questions(r.get("n"))

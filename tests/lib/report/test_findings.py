@@ -565,3 +565,22 @@ def test_a_planned_permutation_test_must_agree_with_the_t_test():
         in out["rerank_raises_grade_3_bm25_top3"]["verdict_reason"]
     )
     assert out["grades_2_3_above_90"]["plan_entry"] == "exploratory"
+
+
+def test_the_golden_question_set_has_its_own_rows_and_plan_entries():
+    from spacelm.lib.report.plan import PlanEntry, apply_plan
+
+    t = _t("bm25", 3, "share_3", 5.0, 0.01)
+    plan = [
+        PlanEntry("rerank_raises_grade_3_bm25_top3", role="primary", test="t"),
+        PlanEntry("rerank_raises_grade_3_bm25_top3", test="t", question_set="golden"),
+    ]
+    run = F.table1_findings([t], [], 256, plan=plan)
+    gold = F.table1_findings([t], [], 256, plan=plan, question_set="golden")
+    one = lambda rows: next(r for r in rows if r["id"] == "rerank_raises_grade_3_bm25_top3")
+    assert one(run)["question_set"] == "run" and one(gold)["finding"].endswith("[golden questions]")
+    out = apply_plan(run + gold, plan)
+    roles = {(r["id"], r["question_set"]): r["role"] for r in out}
+    assert roles[("rerank_raises_grade_3_bm25_top3", "run")] == "primary"
+    assert roles[("rerank_raises_grade_3_bm25_top3", "golden")] == "secondary"
+    assert roles[("dense_preferred", "golden")] == "exploratory"
