@@ -56,7 +56,8 @@ def test_hit_is_any_character_of_the_span_read_and_coverage_the_share_read(read,
 
 
 def _row(doc: str, hit: float, cov: float = None, chunks: int = 1) -> dict:
-    return {"doc_id": doc, "hit": hit, "coverage": hit if cov is None else cov, "chunks": chunks, "tokens": 10 * chunks, "list_ended": False}
+    cov = hit if cov is None else cov
+    return {"doc_id": doc, "hit": hit, "coverage": cov, "chunks": chunks, "tokens": 10 * chunks, "list_ended": False}
 
 
 def test_summary_counts_questions_documents_and_readers_who_read_nothing():
