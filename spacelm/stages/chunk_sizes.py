@@ -201,6 +201,7 @@ class ChunkStudy(NamedTuple):
     grades: list[SizeGrades]
     differences: object = None  # pandas DataFrame, size_differences
     budget: tuple = None  # (equal-budget table, its differences): chunk_budget.compute
+    gate: dict = None  # {size: {graded, reason}}: whether Table 1 was graded there (chunk_gate.table1_gate)
 
 
 def retrieval_at_size(cfg: Config, docs: list, sets: dict, size: int) -> tuple[list[SizeRetrieval], list[dict], dict]:
@@ -275,12 +276,24 @@ def compute(cfg: Config, docs: list, sets: dict, models: ModelTurns) -> ChunkStu
         retrieval += evaluated
         rows += size_rows
         costs.append(cost)
-    grades = grade_sizes(cfg, retrieval, sets, models) if cfg.chunk_study.grade_questions else []
+    gate = _table1_gate(cfg, retrieval, sets) if cfg.chunk_study.grade_questions else {}
+    gradable = [r for r in retrieval if gate.get(r.size, {}).get("graded")]
+    grades = grade_sizes(cfg, gradable, sets, models) if gradable else []
     by_size = {g.size: g.stats for g in grades}
     for c in costs:
         c.update(by_size.get(c["chunk_size"], {}))
     differences = size_differences(retrieval, sets, main_metrics(cfg.retrieval.k_values))
-    return ChunkStudy(sets, retrieval, rows, costs, grades, differences, chunk_budget.compute(cfg, retrieval))
+    budget = chunk_budget.compute(cfg, retrieval)
+    return ChunkStudy(sets, retrieval, rows, costs, grades, differences, budget, gate)
+
+
+def _table1_gate(cfg: Config, retrieval: list[SizeRetrieval], sets: dict) -> dict:
+    """chunk_gate.table1_gate on the study's chunkings, before the judge loads."""
+    from .chunk_gate import table1_gate
+
+    name = "run" if "run" in sets else next(iter(sets), None)
+    questions = [q["question"] for q in sets.get(name, [])]
+    return table1_gate(cfg, {r.size: r.chunks for r in retrieval}, questions)
 
 
 def write(cfg: Config, result: ChunkStudy, out) -> dict:
@@ -332,6 +345,7 @@ def write(cfg: Config, result: ChunkStudy, out) -> dict:
         "systems": list(rc.systems),
         "costs": result.costs,
         "graded_questions": cfg.chunk_study.grade_questions,
+        "table1_gate": result.gate or {},
     }
 
 

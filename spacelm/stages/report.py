@@ -774,6 +774,9 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
                 "measured.",
                 "",
             ]
+    from .chunk_gate import report_lines as gate_lines
+
+    lines += gate_lines(stages.get("chunk-sizes", {}).get("table1_gate") or {})
     for size in cs.sizes:
         t1 = d / str(size) / names.TABLE1
         if t1.is_file():
