@@ -230,7 +230,7 @@ def _difference_table(d):
                 f"{x:+.3f}" + ("" if lo != lo else f" [{lo:+.2f}, {hi:+.2f}]")
                 for x, lo, hi in zip(d["diff"], d["ci_low"], d["ci_high"])
             ],
-            "p (Holm)": d["p_holm"].map(lambda p: "–" if p != p else f"{p:.2g}"),
+            "p (Holm)": d["p_holm"].map(lambda p: "–" if p != p else "< 0.0001" if p < 1e-4 else f"{p:.2g}"),
         }
     )
 

@@ -132,3 +132,22 @@ def report_lines(gate: dict) -> list[str]:
     return [
         f"Table 1 at {size} tokens was not graded: {g['reason']}.\n" for size, g in gate.items() if not g.get("graded")
     ]
+
+
+def gate_before_run(cfg: Config) -> dict:
+    """The gate as a run would meet it, with no model: the documents (ingest's file, or ingested
+    in memory) chunked at every size; {} when the study grades nothing."""
+    from ..lib.ingest.chunking import chunk_documents
+    from .data import documents_path, load_documents
+
+    cs = cfg.chunk_study
+    if not cs.sizes or not cs.grade_questions:
+        return {}
+    if documents_path(cfg).is_file():
+        docs = load_documents(cfg)
+    else:
+        from .ingest import ingest_configured
+
+        docs = ingest_configured(cfg).documents
+    tok = cs.tokenizer or cfg.chunking.tokenizer
+    return table1_gate(cfg, {s: chunk_documents(docs, s, tok, cfg.chunking.overlap) for s in cs.sizes})
