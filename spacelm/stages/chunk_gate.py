@@ -127,13 +127,6 @@ def table1_gate(cfg: Config, chunks_by_size: dict, questions: list[str] = (), co
     return out
 
 
-def report_lines(gate: dict) -> list[str]:
-    """One line per size left ungraded, with the reason."""
-    return [
-        f"Table 1 at {size} tokens was not graded: {g['reason']}.\n" for size, g in gate.items() if not g.get("graded")
-    ]
-
-
 def gate_before_run(cfg: Config) -> dict:
     """The gate as a run would meet it, with no model: the documents (ingest's file, or ingested
     in memory) chunked at every size; {} when the study grades nothing."""

@@ -739,9 +739,9 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
     lines += ["At equal k (the top-k chunks whatever their length: unequal reading at unequal sizes):", ""]
     lines += [markdown_table(table), ""]
     lines += _size_difference_lines(cfg.run_dir / names.CHUNK_SIZES_DIFFERENCES)
-    from .chunk_budget import report_lines as equal_budget_lines
+    from ..lib.report.chunk_budget import report_lines as equal_budget_lines
 
-    lines += equal_budget_lines(cfg)
+    lines += equal_budget_lines(cfg.run_dir)
     if not costs.empty:
         lines += [
             "Cost per size (this machine):",
@@ -774,7 +774,7 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
                 "measured.",
                 "",
             ]
-    from .chunk_gate import report_lines as gate_lines
+    from ..lib.report.chunk_budget import gate_lines
 
     lines += gate_lines(stages.get("chunk-sizes", {}).get("table1_gate") or {})
     for size in cs.sizes:

@@ -7,6 +7,7 @@ import pytest
 
 from spacelm.lib import names
 from spacelm.lib.ingest.chunking import Chunk
+from spacelm.lib.report import chunk_budget as report_budget
 from spacelm.stages import chunk_budget
 from spacelm.stages.chunk_sizes import SizeRetrieval
 
@@ -54,7 +55,7 @@ def test_sizes_are_compared_with_512_and_the_report_says_the_readings_disagree()
     at = d.set_index(["budget_kind", "measure"])
     assert at.loc[("tokens", "hit_rate"), "diff"] == pytest.approx(-1.0)
     assert at.loc[("k", "hit_rate"), "diff"] == pytest.approx(0.5)
-    line = chunk_budget.agreement_line(chunk_budget.budget_table(rows, 200, 0))
+    line = report_budget.agreement_line(chunk_budget.budget_table(rows, 200, 0))
     assert "512-token chunks (budget 1,000)" in line and "2000-token chunks (k 1)" in line and "disagree" in line
     assert chunk_budget.reference_size([256, 2000]) == 256 and chunk_budget.reference_size([256, 512, 2000]) == 512
 
@@ -66,7 +67,7 @@ def test_the_report_labels_equal_k_and_shows_figures_with_their_interval(tiny_co
     (cfg.run_dir / "chunk_sizes").mkdir(parents=True)
     table.to_csv(cfg.run_dir / names.CHUNK_SIZES_EQUAL_BUDGET, index=False)
     diffs.to_csv(cfg.run_dir / names.CHUNK_SIZES_EQUAL_BUDGET_DIFFERENCES, index=False)
-    text = "\n".join(chunk_budget.report_lines(cfg))
+    text = "\n".join(report_budget.report_lines(cfg.run_dir))
     assert "| top-1 (equal k) " in text and "| 1,000 reader tokens " in text
     assert "n = 2 questions from 2 documents" in text and "Each size against 512 tokens" in text
     assert "1.000 [1.00, 1.00], 1,500 tokens" in text  # equal k shows the unequal reading

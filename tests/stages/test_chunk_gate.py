@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from spacelm.lib.ingest.chunking import Chunk
+from spacelm.lib.report.chunk_budget import gate_lines
 from spacelm.stages import chunk_gate, chunk_sizes
 
 
@@ -83,7 +84,7 @@ def test_the_stage_grades_only_the_sizes_the_gate_lets_through_and_records_why(t
     result = chunk_sizes.compute(cfg, [], {"run": questions}, None)
     assert graded == [128]
     assert result.gate[128]["graded"] and not result.gate[2000]["graded"]
-    lines = chunk_gate.report_lines({str(k): v for k, v in result.gate.items()})
+    lines = gate_lines({str(k): v for k, v in result.gate.items()})
     assert len(lines) == 1 and lines[0].startswith("Table 1 at 2000 tokens was not graded: the longest chunk is 1,900")
 
 
