@@ -717,6 +717,11 @@ def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: str | None = Non
             )
             + " (bench/chunk_size_cost.py measures the cost)"
         )
+        from .stages.chunk_gate import gate_before_run
+
+        for size, g in gate_before_run(cfg).items():
+            if not g["graded"]:
+                p.warnings.append(f"chunk-sizes: Table 1 at {size} tokens will not be graded: {g['reason']}")
     repeats = sum(x.repeats for x in p.phases)
     if repeats:
         p.notes.append(

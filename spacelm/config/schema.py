@@ -394,6 +394,13 @@ class ChunkStudyConfig:
     # reads whole chunks, so a 2,000-token pair costs about 8x a 256-token one
     grade_questions: int = 0
     grade_top_k: list[int] = field(default_factory=lambda: [3])
+    # Table 1 at a size is graded only when grade_questions reaches this many (null: no minimum;
+    # the analysis plan's need for the chunk-size finding) and the judge reads that size's longest
+    # chunk whole (stages/chunk_gate.py); otherwise the size is left ungraded and the reason recorded
+    min_grade_questions: int | None = None
+    # reader budgets in tokens (the study's tokenizer): hit rate and coverage of the evidence span
+    # when a reader takes the ranked chunks in order within each budget (lib/retrieval/budget.py)
+    budgets: list[int] = field(default_factory=lambda: [512, 1024, 2048, 4096])
 
 
 @dataclass

@@ -347,6 +347,7 @@ def _validate_corpus_and_chunk_study(cfg: Config, need, at_least) -> None:
         need(s in SYSTEMS, "chunk_study.systems", f"holds unknown system {s!r} (choose from {sorted(SYSTEMS)})")
     need(0 < cs.min_share <= 1, "chunk_study.min_share", f"must be in (0, 1], got {cs.min_share!r}")
     need(cs.grade_questions >= 0, "chunk_study.grade_questions", "must be >= 0 (0: retrieval only)")
+    _validate_budgets(cs, need)
     if cs.grade_questions:
         from ..lib.names import reranked
 
@@ -371,6 +372,19 @@ def _validate_corpus_and_chunk_study(cfg: Config, need, at_least) -> None:
     )
     for key in ("chunk_study.dense_model", "chunk_study.tokenizer"):
         _check_model_spec(_get(cfg, key), key, cfg, need)
+
+
+def _validate_budgets(cs, need) -> None:
+    """The reader budgets are positive whole token counts; the minimum of graded questions too."""
+    whole = lambda b: isinstance(b, int) and not isinstance(b, bool) and b > 0
+    ok = isinstance(cs.budgets, list) and bool(cs.budgets) and all(whole(b) for b in cs.budgets)
+    need(ok, "chunk_study.budgets", f"must be a list of positive token counts such as [512, 2048], got {cs.budgets!r}")
+    m = cs.min_grade_questions
+    need(
+        m is None or (isinstance(m, int) and m >= 1),
+        "chunk_study.min_grade_questions",
+        f"must be a positive number of questions, or null for no minimum, got {m!r}",
+    )
 
 
 def _validate_llm(llm: LLMConfig, key: str, need) -> None:

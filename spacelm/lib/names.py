@@ -134,6 +134,9 @@ CHUNK_SIZES_SUMMARY = "chunk_sizes/summary.csv"
 CHUNK_SIZES_COSTS = "chunk_sizes/costs.csv"
 CHUNK_SIZES_SUMMARY_MD = "chunk_sizes/summary.md"
 CHUNK_SIZES_DIFFERENCES = "chunk_sizes/differences.csv"
+# hit rate and coverage of the evidence span at equal reader tokens (and at equal k, labelled)
+CHUNK_SIZES_EQUAL_BUDGET = "chunk_sizes/equal_budget.csv"
+CHUNK_SIZES_EQUAL_BUDGET_DIFFERENCES = "chunk_sizes/equal_budget_differences.csv"
 CHUNK_SIZE_TESTS = "paired_tests.csv"  # in chunk_sizes/<size>/: Table 1's paired tests at that size
 
 
@@ -151,6 +154,7 @@ SETUP_VS_PAPER = "setup_vs_paper.csv"
 PLOT_CHUNK_LENGTHS = "plots/chunk_lengths.png"
 PLOT_SYNTH_KEPT = "plots/synth_generated_kept.png"
 PLOT_RECALL = "plots/recall_at_k.png"
+PLOT_CHUNK_BUDGET = "plots/chunk_sizes_budget.png"
 PLOT_JUDGE_CALIBRATION = "plots/judge_calibration.png"
 PLOT_GRADES = "plots/grade_distribution.png"
 PLOT_TABLE1_PER_TASK = "plots/table1_per_task.png"

@@ -754,8 +754,12 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
                 f"{m} 95% CI",
                 [_interval(lo, hi) for lo, hi in zip(summary[f"{m}_ci_low"], summary[f"{m}_ci_high"])],
             )
+    lines += ["At equal k (the top-k chunks whatever their length: unequal reading at unequal sizes):", ""]
     lines += [markdown_table(table), ""]
     lines += _size_difference_lines(cfg.run_dir / names.CHUNK_SIZES_DIFFERENCES)
+    from ..lib.report.chunk_budget import report_lines as equal_budget_lines
+
+    lines += equal_budget_lines(cfg.run_dir)
     if not costs.empty:
         lines += [
             "Cost per size (this machine):",
@@ -788,6 +792,9 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
                 "measured.",
                 "",
             ]
+    from ..lib.report.chunk_budget import gate_lines
+
+    lines += gate_lines(stages.get("chunk-sizes", {}).get("table1_gate") or {})
     for size in cs.sizes:
         t1 = d / str(size) / names.TABLE1
         if t1.is_file():
@@ -1299,6 +1306,8 @@ RUN_READS = (
     names.ANSWER_MEASURES,
     names.CHUNK_SIZES_SUMMARY,
     names.CHUNK_SIZES_COSTS,
+    names.CHUNK_SIZES_EQUAL_BUDGET,
+    names.CHUNK_SIZES_EQUAL_BUDGET_DIFFERENCES,
     # the drill-down page (browse.html) reads these too
     names.RANKINGS,
     names.GRADES,

@@ -582,3 +582,54 @@ def judge_calibration(confusions: dict, path: Path | None = None):
     fig.tight_layout()
     save(fig, path)
     return fig
+
+
+# one colour per chunk size, in the order of the sizes (smallest first), the same in every panel
+SIZE_COLORS = ("#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377")
+
+
+def _budget_panel(ax, sub, measure: str, kind: str, sizes: list) -> None:
+    """One panel: `measure` against the cut of kind `kind`, a line and a 95% CI band per size."""
+    for i, size in enumerate(sizes):
+        s = sub[(sub["chunk_size"] == size) & (sub["budget_kind"] == kind)].sort_values("budget")
+        if s.empty:
+            continue
+        colour = SIZE_COLORS[i % len(SIZE_COLORS)]
+        ax.plot(s["budget"], s[measure], marker="o", color=colour, label=f"{size}-token chunks")
+        ax.fill_between(s["budget"], s[f"{measure}_ci_low"], s[f"{measure}_ci_high"], color=colour, alpha=0.15)
+    if kind == "tokens":
+        ax.set_xscale("log", base=2)
+    ticks = sorted(set(sub.loc[sub["budget_kind"] == kind, "budget"]))
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([str(t) for t in ticks])
+    ax.set_xlabel("reader budget (tokens)" if kind == "tokens" else "k chunks (equal k: unequal reading)")
+    ax.set_ylabel(f"{measure.replace('_', ' ')} (95% CI)")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+
+
+def chunk_budget_plot(table, system: str, path: Path | None = None):
+    """Hit rate and coverage of the evidence span per chunk size, at equal reader tokens (left)
+    and at equal k (right, labelled as such); one row of panels per question set and measure, the
+    system `system` only, n (questions / documents) in each row's title. `table`: the rows of
+    chunk_sizes/equal_budget.csv."""
+    sub = table[table["system"] == system]
+    sets = list(dict.fromkeys(sub["questions"]))
+    sizes = sorted(set(sub["chunk_size"]))
+    rows = [(q, m) for q in sets for m in ("hit_rate", "coverage")]
+    _figure(1, 1)  # the headless backend outside notebooks
+    import matplotlib.pyplot as plt
+
+    plt.close()
+    fig, axes = plt.subplots(len(rows), 2, figsize=(10.0, 3.0 * len(rows)), squeeze=False)
+    for (qs, measure), pair in zip(rows, axes):
+        s = sub[sub["questions"] == qs]
+        n_q, n_d = int(s["n_questions"].max()), int(s["n_documents"].max())
+        for ax, kind in zip(pair, ("tokens", "k")):
+            _budget_panel(ax, s, measure, kind, sizes)
+            what = "equal reader tokens" if kind == "tokens" else "equal k (not equal reading)"
+            ax.set_title(f"{qs} questions, {system}: {what}\nn = {n_q} questions / {n_d} documents", fontsize=9)
+    axes[0][1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    save(fig, path)
+    return fig
