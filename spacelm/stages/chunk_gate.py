@@ -108,19 +108,29 @@ def _encoder_reason(cfg: Config, chunks: list) -> str | None:
     )
 
 
+def min_questions(cfg: Config) -> int | None:
+    """The questions Table 1 at a chunk size needs: chunk_study.min_grade_questions, else the
+    largest n_needed of the analysis plan's chunk-size findings (None: no requirement)."""
+    if cfg.chunk_study.min_grade_questions is not None:
+        return cfg.chunk_study.min_grade_questions
+    needs = [e.n_needed for e in cfg.analysis_plan.entries() if e.id.startswith("chunks_") and e.n_needed]
+    return max(needs) if needs else None
+
+
 def table1_gate(cfg: Config, chunks_by_size: dict, questions: list[str] = (), counter=None) -> dict:
     """{size: {"graded": bool, "reason": str}} for Table 1 at each chunk size (see the module's
     doc). `questions`: the texts that would be graded (the longest takes room in the prompt);
     `counter`: the judge's token counter (default: :func:`judge_counter`)."""
     cs = cfg.chunk_study
-    few = cs.min_grade_questions is not None and cs.grade_questions < cs.min_grade_questions
+    need = min_questions(cfg)
+    few = need is not None and cs.grade_questions < need
     counter = counter if counter is not None else judge_counter(cfg)
     q_tokens = max((counter.text(q) for q in questions), default=0) if counter is not None else 0
     out = {}
     for size, chunks in chunks_by_size.items():
         reasons = [
-            f"chunk_study.grade_questions = {cs.grade_questions} is below chunk_study.min_grade_questions = "
-            f"{cs.min_grade_questions}, the questions the analysis needs"
+            f"chunk_study.grade_questions = {cs.grade_questions} is below the {need} questions the analysis "
+            "needs (chunk_study.min_grade_questions, or the analysis plan's chunk-size findings' n_needed)"
         ] * few
         reasons += [r for r in (_context_reason(cfg, counter, chunks, q_tokens), _encoder_reason(cfg, chunks)) if r]
         out[size] = {"graded": not reasons, "reason": "; ".join(reasons) or "the judge reads every chunk whole"}

@@ -49,9 +49,18 @@ def test_too_few_questions_for_the_plan_leave_every_size_ungraded(tiny_config):
     cfg.chunk_study.min_grade_questions = 11
     gate = chunk_gate.table1_gate(cfg, {256: _chunks(10), 512: _chunks(10)}, [], Words())
     assert not any(g["graded"] for g in gate.values())
-    assert "chunk_study.min_grade_questions = 11" in gate[256]["reason"]
+    assert "below the 11 questions the analysis needs" in gate[256]["reason"]
     cfg.chunk_study.min_grade_questions = 10
     assert chunk_gate.table1_gate(cfg, {256: _chunks(10)}, [], Words())[256]["graded"]
+    # without the key, the analysis plan's chunk-size findings set the need
+    from spacelm.config.schema import AnalysisPlanConfig, PlanFindingConfig
+
+    cfg.chunk_study.min_grade_questions = None
+    cfg.analysis_plan = AnalysisPlanConfig(
+        findings=[PlanFindingConfig("chunks_512_rerank_raises_grade_3", n_needed=12)]
+    )
+    assert chunk_gate.min_questions(cfg) == 12
+    assert not chunk_gate.table1_gate(cfg, {256: _chunks(10)}, [], Words())[256]["graded"]
 
 
 def test_a_calibrated_grade_with_a_cosine_feature_is_gated_by_its_encoders_window(tiny_config):
