@@ -898,6 +898,25 @@ class _TrickleServer(BaseHTTPRequestHandler):
         pass
 
 
+class _HeaderTrickleServer(BaseHTTPRequestHandler):
+    """Sends its status line and headers one byte every 0.5 s, never reaching the body."""
+
+    def do_POST(self):  # noqa: N802
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n" * 50
+        try:
+            for i in range(len(head)):
+                if getattr(self.server, "stopping", False):
+                    return
+                self.wfile.write(head[i : i + 1])
+                self.wfile.flush()
+                time.sleep(0.5)
+        except OSError:
+            pass
+
+    def log_message(self, *a):
+        pass
+
+
 def _synth_against(p: Probe, handler, name: str, **llm) -> tuple[subprocess.CompletedProcess, float, str]:
     from http.server import ThreadingHTTPServer
 
@@ -926,6 +945,16 @@ def c43_html_reply(p: Probe):
 @case("43 a server that sends headers, then a byte every 0.5 s (timeout_s=3)", "exit 3 within ~timeout_s, not a hang")
 def c43_trickle(p: Probe):
     r, took, _ = _synth_against(p, _TrickleServer, "trickle", timeout_s=3.0)
+    line, ok = expect_exit(r, 3, "timeout_s=3")
+    return f"{took:.0f} s; {line}", ok and took < 60
+
+
+@case(
+    "43 a server that sends its status line and headers a byte every 0.5 s (timeout_s=3)",
+    "exit 3 within ~timeout_s, not a hang",
+)
+def c43_trickle_headers(p: Probe):
+    r, took, _ = _synth_against(p, _HeaderTrickleServer, "trickle-headers", timeout_s=3.0)
     line, ok = expect_exit(r, 3, "timeout_s=3")
     return f"{took:.0f} s; {line}", ok and took < 60
 

@@ -89,7 +89,18 @@ def run_check(cfg: Config, stages: list[str] | None = None) -> CheckReport:
         if "synth" in stages and not rep.errors:
             _fewshot(cfg, rep)
     _labelled_folders(cfg, stages, rep)
+    if "chunk-sizes" in stages and corpus_ok:
+        _chunk_study_gate(cfg, rep)
     return rep
+
+
+def _chunk_study_gate(cfg: Config, rep: CheckReport) -> None:
+    """Sizes whose Table 1 the chunk-size study would leave ungraded (stages/chunk_gate.py): warnings."""
+    from .stages.chunk_gate import gate_before_run
+
+    for size, g in gate_before_run(cfg).items():
+        if not g["graded"]:
+            rep.warn(f"chunk_study: Table 1 at {size} tokens will not be graded: {g['reason']}")
 
 
 def refuse_on_problems(cfg: Config, command: str, stages: list[str] | None = None) -> CheckReport:

@@ -462,6 +462,26 @@ def cmd_show(args) -> int:
     return 0
 
 
+def cmd_export_beir(args) -> int:
+    """Complete the BEIR export of a run's questions: corpus.jsonl from the chunks, rebuilt by
+    ingest + chunk when they are not on this machine (no model call)."""
+    from .stages.beir_export import export_beir_corpus
+
+    cfg = _cfg(args)
+    res = export_beir_corpus(cfg, out=args.out, accept_different=args.accept_different)
+    how = "rebuilt by ingest + chunk (no model)" if res["how"] == "rebuilt" else "read from the processed folder"
+    print(f"wrote {res['folder'] / 'corpus.jsonl'}: {res['chunks']} chunks, {how}")
+    if res["matches"] is False:
+        print(
+            f"warning: written although these chunks hash otherwise than the chunks.jsonl run '{cfg.run_name}' "
+            f"recorded ({res['recorded']}): every chunk id the run names is there, but some text may differ",
+            file=sys.stderr,
+        )
+    elif res["matches"]:
+        print(f"the chunks are the ones run '{cfg.run_name}' recorded (chunks.jsonl sha256 {res['recorded']}…)")
+    return 0
+
+
 def serve_labels(folder, port: int = 0) -> int:
     """Serve the labelling sample of `folder` on 127.0.0.1 until interrupted (spacelm label --serve)."""
     from .lib.judge.label_server import LabelStore, make_server
@@ -623,6 +643,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_corpus)
     _add_drilldown(sub)
+    p = sub.add_parser(
+        "export-beir",
+        help="complete a run's BEIR export (corpus.jsonl) from its chunks, rebuilt by ingest + chunk when "
+        "they are not here (no model call)",
+    )
+    _add_common(p, force=False)
+    p.add_argument("--out", metavar="DIR", help="the BEIR folder to write (default: <synthetic dir>/beir)")
+    p.add_argument(
+        "--accept-different",
+        action="store_true",
+        help="write the chunks even when they hash otherwise than the run recorded (same chunk ids, other text)",
+    )
+    p.set_defaults(func=cmd_export_beir)
     _finish_subcommands(sub)  # last: every subcommand, the drill-down's too, gets the global flags
     return ap
 

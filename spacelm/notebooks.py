@@ -145,6 +145,10 @@ def _cell_error(e: Exception) -> str:
     return (lines[-1] if lines else type(e).__name__)[:300]
 
 
+# notebooks that read one optional stage's outputs (by their number): not executed for a run without it
+NOTEBOOK_STAGES = {"05": "answer", "06": "answer"}
+
+
 def execute_notebooks(cfg: Config, config_file: Path, failed: dict | None = None) -> list[str]:
     """Execute every notebook against the run's resolved config into `results/<run>/notebooks/`. A
     notebook whose cell fails is written as far as it ran, named with its error in `failed` (a dict
@@ -155,8 +159,15 @@ def execute_notebooks(cfg: Config, config_file: Path, failed: dict | None = None
     found = sorted(notebook_dir(cfg).glob("[0-9][0-9]_*.ipynb"))
     if not found:
         log.warning("no notebooks found in %s or %s: none executed", cfg.path("notebooks"), PROJECT_NOTEBOOKS)
+    from .stages import stages_for
+
+    present = {st.name for st in stages_for(cfg)}
     for src in found:
         dest = out_dir / src.name
+        stage = NOTEBOOK_STAGES.get(src.name[:2])
+        if stage and stage not in present:
+            log.info("skipping %s: this run has no %s stage", src.name, stage)
+            continue
         log.info("executing %s", src.name)
         try:
             execute_notebook(src, dest, config_file, cwd=src.parent)
@@ -188,7 +199,7 @@ def _truthy(value: str | None) -> bool:
 def notebook_config(
     config: str | Path | None = None, default: str = "configs/quick.yaml", recompute: bool | None = None
 ) -> Config:
-    """The config a notebook runs with, said on stderr:
+    """The config a notebook runs with, said in the notebook's output (on stderr outside one):
 
     0. ``config``, the notebook's parameters cell (``CONFIG``) when it names one: a run folder
        (`results/<run>`, read from its `config.resolved.yaml`, reuse-only unless `recompute`), a
@@ -238,8 +249,10 @@ def notebook_config(
 
 
 def _say_config(path: Path, cfg: Config, reuse_only: bool) -> None:
-    """One line on stderr naming the config read (relative to the current folder, so an
-    executed notebook holds no machine path) and whether stages may be recomputed."""
+    """One line naming the config read (relative to the current folder, so an executed notebook
+    holds no machine path) and whether stages may be recomputed: in a notebook as ordinary output
+    (whose tables from here on show missing values as a dash, :func:`show_missing_as_dash`),
+    elsewhere on stderr."""
     import sys
 
     try:
@@ -253,7 +266,10 @@ def _say_config(path: Path, cfg: Config, reuse_only: bool) -> None:
     )
     msg = f"spacelm: config {shown} (run '{cfg.run_name}'); {mode}"
     log.info(msg)
-    print(msg, file=sys.stderr)
+    if show_missing_as_dash():  # in a notebook: ordinary output, not a red stderr box
+        print(msg)
+    else:  # a script or a shell: stdout stays for what the caller prints
+        print(msg, file=sys.stderr)
 
 
 def describe_stage(cfg: Config, name: str, summary: dict | None = None) -> str:
@@ -302,6 +318,55 @@ def _explicit_config(given: Path, here: Path, recompute: bool | None) -> Config:
         os.environ[REUSE_ONLY_ENV] = "1"
     _say_config(resolved, cfg, reuse_only=not allow)
     return cfg
+
+
+def _html_table(df) -> str:
+    import pandas as pd
+
+    from .lib.report.tables import MISSING, dash_missing
+
+    opts = {k: pd.get_option(f"display.{k}") for k in ("max_rows", "max_columns", "show_dimensions")}
+    return dash_missing(df).to_html(
+        na_rep=MISSING,
+        notebook=True,
+        max_rows=opts["max_rows"],
+        max_cols=opts["max_columns"],
+        show_dimensions=opts["show_dimensions"] is True,
+    )
+
+
+def _text_table(obj) -> str:
+    import pandas as pd
+
+    from .lib.report.tables import MISSING, dash_missing
+
+    rows = pd.get_option("display.max_rows")
+    if isinstance(obj, pd.Series):
+        return dash_missing(obj.to_frame()).iloc[:, 0].to_string(na_rep=MISSING, max_rows=rows, name=True, dtype=True)
+    return dash_missing(obj).to_string(na_rep=MISSING, max_rows=rows)
+
+
+def show_missing_as_dash() -> bool:
+    """In a running notebook (IPython), display every DataFrame and Series with its missing values
+    (NaN, None, <NA>) as "–", as report.md writes them, in HTML and in plain text, and styled
+    tables alike. False (and nothing done) outside IPython."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return False
+    import pandas as pd
+
+    from .lib.report.tables import MISSING
+
+    formatters = shell.display_formatter.formatters
+    formatters["text/html"].for_type(pd.DataFrame, _html_table)
+    formatters["text/plain"].for_type(pd.DataFrame, lambda df, p, cycle: p.text(_text_table(df)))
+    formatters["text/plain"].for_type(pd.Series, lambda s, p, cycle: p.text(_text_table(s)))
+    pd.set_option("styler.format.na_rep", MISSING)
+    return True
 
 
 _IMAGE_LINK = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")

@@ -519,6 +519,23 @@ def _rankings(p: Planner, inp: Inputs, cfg_q: Config) -> dict:
     return stand_in_rankings(typical_order(inp.chunks), p.cfg.retrieval.systems, qids, width)
 
 
+def _golden_set(p: Planner, inp: Inputs, questions: list[dict]):
+    """Table 1's golden question set as the grade stage would read it (its rankings, or stand-ins
+    before retrieve has ranked them), or None when the config grades the run's questions alone."""
+    from .stages import gold_check
+    from .stages.data import golden_rankings_path, golden_set
+
+    if not gold_check.enabled(p.cfg):
+        return None
+    path = golden_rankings_path(p.cfg)
+    if inp.rankings is not None and path.is_file():
+        return gold_check.golden_inputs(p.cfg, inp.chunks, questions, load_rankings(p.cfg, path), docs=[])
+    qids = [q["qid"] for q in golden_set(p.cfg, inp.chunks, questions, docs=[])]
+    width = max(p.cfg.grading.top_k)
+    stand_in = stand_in_rankings(typical_order(inp.chunks), p.cfg.retrieval.systems, qids, width)
+    return gold_check.golden_inputs(p.cfg, inp.chunks, questions, stand_in, docs=[])
+
+
 def _claims_per_answer(cfg: Config) -> tuple[float, str]:
     """Claim checks per answer with passages: as in this run folder's last answer stage when it
     has one, else one per CLAIM_TOKENS of the generator's max_tokens."""
@@ -564,7 +581,9 @@ def _stage_calls(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None
             p.notes.append(
                 f"judge-check: source {c['source']} ({c['path']}) not found: the stage reports it as not run, no call"
             )
-    grade.compute(cfg, inp.chunks, questions, rankings, PlanTurns(p, "grade", _grade_basis(known_r), inp.chunks))
+    golden = _golden_set(p, inp, questions)
+    turns = PlanTurns(p, "grade", _grade_basis(known_r), inp.chunks)
+    grade.compute(cfg, inp.chunks, questions, rankings, turns, golden)
     una = load_questions(cfg_q, inp.chunks, answerable=False)
     asks_una = bool(una) and cfg.answer.max_unanswerable != 0 and "B" in cfg.answer.pipelines
     answer.compute(
@@ -699,6 +718,11 @@ def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: str | None = Non
             )
             + " (bench/chunk_size_cost.py measures the cost)"
         )
+        from .stages.chunk_gate import gate_before_run
+
+        for size, g in gate_before_run(cfg).items():
+            if not g["graded"]:
+                p.warnings.append(f"chunk-sizes: Table 1 at {size} tokens will not be graded: {g['reason']}")
     repeats = sum(x.repeats for x in p.phases)
     if repeats:
         p.notes.append(

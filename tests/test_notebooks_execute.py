@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 QUICK = ROOT / "results" / "quick"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 LINK = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
+BAD_CELL = re.compile(r"<td>\s*(NaN|nan|None|&lt;NA&gt;)\s*</td>")
 
 
 def test_each_notebook_opens_with_one_parameters_cell():
@@ -63,3 +64,9 @@ def test_notebook_runs_on_the_quick_run_without_a_model(nb, tmp_path, monkeypatc
                 assert (dest / link).is_file(), (nb.name, link)
             if "image/png" in (out.get("data") or {}):
                 assert len(out["data"]["image/png"]) > 100
+            text = "".join(out.get("text", "")) if out.get("output_type") == "stream" else ""
+            assert not (out.get("name") == "stderr" and "spacelm: config" in text), nb.name  # no red box
+            html = "".join((out.get("data") or {}).get("text/html", ""))
+            assert not BAD_CELL.search(html), (nb.name, BAD_CELL.search(html).group(0))  # a missing cell is –
+    said = [o for c in book.cells for o in c.get("outputs", []) if "spacelm: config" in "".join(o.get("text", ""))]
+    assert said and all(o.get("name") == "stdout" for o in said), nb.name

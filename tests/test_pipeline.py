@@ -112,3 +112,43 @@ def test_a_run_records_whether_it_started_cold_and_times_the_whole_process(tiny_
     warm = Manifest(tiny_config)
     warm.record_start(stages_for(tiny_config))
     assert warm.data["cold"] is False and warm.data["start_state"]["call_cache_files"] == 1
+
+
+def test_the_analysis_plan_is_on_file_before_the_first_stage(tiny_config):
+    """record_start writes the manifest with the plan's sha256 before any stage runs; changing
+    the plan changes the hash."""
+    from dataclasses import replace
+
+    from spacelm.config.schema import AnalysisPlanConfig, PlanFindingConfig
+    from spacelm.lib.report.plan import plan_sha256
+    from spacelm.stages import stages_for
+
+    tiny_config.analysis_plan = AnalysisPlanConfig(
+        fixed="before the run", findings=[PlanFindingConfig("rerank_raises_grade_3_bm25_top3", role="primary")]
+    )
+    m = Manifest(tiny_config)
+    m.record_start(stages_for(tiny_config))
+    on_disk = json.loads((tiny_config.run_dir / "manifest.json").read_text())
+    assert on_disk["stages"] == {} and on_disk["analysis_plan_findings"] == 1
+    assert on_disk["analysis_plan_sha256"] == plan_sha256(tiny_config.to_dict()["analysis_plan"])
+    first = on_disk["analysis_plan_sha256"]
+    tiny_config.analysis_plan = replace(tiny_config.analysis_plan, fixed="another plan")
+    m2 = Manifest(tiny_config)
+    m2.record_start(stages_for(tiny_config))
+    assert m2.data["analysis_plan_sha256"] != first
+
+
+def test_a_table1_study_runs_no_answer_stage_and_no_answer_notebooks(tiny_config, monkeypatch):
+    from spacelm import notebooks as N
+    from spacelm.stages import stages_for
+
+    ran = []
+    monkeypatch.setattr(N, "execute_notebook", lambda src, dest, cfg_file, cwd=None: ran.append(src.name[:2]))
+    assert "answer" in [s.name for s in stages_for(tiny_config)]
+    N.execute_notebooks(tiny_config, Path("unused.yaml"))
+    assert ran == ["01", "02", "03", "04", "05", "06"]
+    tiny_config.answer.enabled = False
+    assert "answer" not in [s.name for s in stages_for(tiny_config)]
+    ran.clear()
+    N.execute_notebooks(tiny_config, Path("unused.yaml"))
+    assert ran == ["01", "02", "03", "04"]

@@ -315,3 +315,30 @@ def test_the_plan_counts_the_reranker_training_questions_and_names_its_base_mode
     assert any(o["stage"] == "train-reranker" and o["model"] == "embedded:minilm" for o in plan["other_models"])
     rr.train = dataclasses.replace(rr.train, questions=0, labelled=[])
     assert ("train-reranker", "reranker training questions") not in _phases(plan_run(cfg))
+
+
+def test_the_plan_counts_the_golden_question_set_in_the_same_grading_turn(cfg, monkeypatch):
+    """grading.question_sets [run, golden]: the golden questions' distinct Table 1 pairs join the
+    one batch of relevance grades (no validity pairs of their own), and nothing else changes."""
+    from spacelm.lib.judge.relevance import table_systems
+    from spacelm.plan import stand_in_rankings, typical_order
+    from spacelm.stages.data import golden_set
+
+    _no_models(monkeypatch)
+    cfg.grading.top_k = [3]
+    before = _phases(plan_run(cfg))
+    cfg.grading.question_sets = ["run", "golden"]
+    after = _phases(plan_run(cfg))
+    from spacelm.lib.ingest.chunking import chunk_documents
+    from spacelm.stages.ingest import ingest_configured
+
+    docs = ingest_configured(cfg).documents
+    chunks = chunk_documents(docs, cfg.chunking.max_tokens, cfg.chunking.tokenizer, cfg.chunking.overlap)
+    gold = golden_set(cfg, chunks, [], docs=[])
+    assert len(gold) == 6  # every golden sample's passage is found
+    ranked = stand_in_rankings(typical_order(chunks), cfg.retrieval.systems, [q["qid"] for q in gold], 3)
+    systems = [s for _, _, s in table_systems(cfg.table_design())]
+    extra = sum(len({c for s in systems for c in ranked[s][q["qid"]][:3]}) for q in gold)
+    key = ("grade", "relevance grades")
+    assert after[key]["calls"] - before[key]["calls"] == extra > 0
+    assert after[("grade", "validity pairs, passage first")] == before[("grade", "validity pairs, passage first")]

@@ -237,6 +237,12 @@ class GradingConfig:
     # (e.g. [digit_expected]: the paper's digit prompt), so the report can show Table 1's
     # comparisons under each signal alone (grading/decomposition.csv); each costs a judge call per pair
     diagnostic_features: list[str] = field(default_factory=list)
+    # the question sets Table 1 is graded on: "run" (the run's evaluation questions, the paper's
+    # design) and "golden" (the golden samples' answerable questions, natural wording; retrieve ranks
+    # them too, the judge grades both sets' pairs in one turn, and their tables go to grading/golden/)
+    question_sets: list[Literal["run", "golden"]] = field(default_factory=lambda: ["run"])
+    # golden questions graded at most (null: every answerable golden sample found in the corpus)
+    max_golden_questions: int | None = None
     # the unit Table 1's (and Table 2's) paired tests and cluster-bootstrap CIs treat as independent:
     # questions nest in source chunks, which nest in documents; "document" (the default) allows for
     # questions of one document moving together, "question" assumes none do
@@ -294,6 +300,9 @@ class GateConfig:
 
 @dataclass
 class AnswerConfig:
+    # false: the run has no answer stage (no Table 2, no answerability): a Table 1 study, whose
+    # Table 2 findings another run with its own plan tests
+    enabled: bool = True
     max_questions: int | None = None
     # settings with the relevant passage plus N wrong ones ("standard" is N = 0) ...
     n_wrong_values: list[int] = field(default_factory=lambda: [0, 3])
@@ -389,6 +398,13 @@ class ChunkStudyConfig:
     # reads whole chunks, so a 2,000-token pair costs about 8x a 256-token one
     grade_questions: int = 0
     grade_top_k: list[int] = field(default_factory=lambda: [3])
+    # Table 1 at a size is graded only when grade_questions reaches this many (null: no minimum;
+    # the analysis plan's need for the chunk-size finding) and the judge reads that size's longest
+    # chunk whole (stages/chunk_gate.py); otherwise the size is left ungraded and the reason recorded
+    min_grade_questions: int | None = None
+    # reader budgets in tokens (the study's tokenizer): hit rate and coverage of the evidence span
+    # when a reader takes the ranked chunks in order within each budget (lib/retrieval/budget.py)
+    budgets: list[int] = field(default_factory=lambda: [512, 1024, 2048, 4096])
 
 
 @dataclass
@@ -493,6 +509,42 @@ class FindingsConfig:
 
 
 @dataclass
+class PlanFindingConfig:
+    """One finding the analysis plan fixes (spacelm/lib/report/plan.py: `id` from its FINDINGS)."""
+
+    id: str = ""
+    # one primary finding sizes the run: its questions must reach n_needed
+    role: Literal["primary", "secondary"] = "secondary"
+    # t: the cluster-robust paired t; t_and_permutation: and the cluster sign-flip permutation test
+    test: Literal["t", "t_and_permutation"] = "t_and_permutation"
+    alpha: float = 0.05
+    cluster: Literal["document", "source_chunk", "question"] = "document"
+    # questions for 80% power at the paper's effect, from `spacelm plan`'s power table on the
+    # previous run's measured spread (null: no measured variance sizes it; the run measures it)
+    n_needed: int | None = None
+    basis: str = ""  # where n_needed comes from
+    # the Table 1 question set it reads: the run's own questions, or the golden samples (grading.question_sets)
+    question_set: Literal["run", "golden"] = "run"
+
+
+@dataclass
+class AnalysisPlanConfig:
+    """The analysis plan, fixed before the run: the findings it tests and how. Its sha256 goes
+    into the manifest before the first stage; findings it does not name are exploratory."""
+
+    fixed: str = ""  # when it was fixed, and from which run's variances
+    findings: list[PlanFindingConfig] = field(default_factory=list)
+
+    def entries(self) -> list:
+        from ..lib.report.plan import PlanEntry
+
+        return [
+            PlanEntry(f.id, f.role, f.test, f.alpha, f.cluster, f.n_needed, f.basis, f.question_set)
+            for f in self.findings
+        ]
+
+
+@dataclass
 class Config:
     run_name: str = "quick"
     seed: int = 13
@@ -508,6 +560,7 @@ class Config:
     judge_check: JudgeCheckConfig = field(default_factory=JudgeCheckConfig)
     chunk_study: ChunkStudyConfig = field(default_factory=ChunkStudyConfig)
     findings: FindingsConfig = field(default_factory=FindingsConfig)
+    analysis_plan: AnalysisPlanConfig = field(default_factory=AnalysisPlanConfig)
     # where the YAML came from; relative paths in the config resolve against `root`
     source: str | None = field(default=None, metadata={"internal": True})
     root: str | None = field(default=None, metadata={"internal": True})

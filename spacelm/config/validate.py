@@ -71,6 +71,7 @@ def validate(cfg: Config, source: str) -> None:
         "judge_check.position_bias_queries",
         "synth.max_chunks",
         "grading.max_questions",
+        "grading.max_golden_questions",
         "answer.max_questions",
         "retrieval.dense.max_seq_length",
     ):
@@ -118,6 +119,13 @@ def validate(cfg: Config, source: str) -> None:
         len(cfg.grading.retrievers) > 0,
         "grading.retrievers",
         f"must hold at least one first-stage retriever (from {list(FIRST_STAGE)})",
+    )
+    qs = cfg.grading.question_sets
+    need(
+        "run" in qs and len(set(qs)) == len(qs),
+        "grading.question_sets",
+        f"is {qs!r}; it must hold 'run' (the files every reader takes Table 1 from) once, and may add "
+        "'golden': write [run] or [run, golden]",
     )
     for s in cfg.grading.retrievers:
         need(
@@ -220,6 +228,7 @@ def validate(cfg: Config, source: str) -> None:
         need(False, f"retrieval.reranker.train.{k}", why)
     _check_stemmer(cfg.retrieval.bm25.stemmer, need)
     _validate_corpus_and_chunk_study(cfg, need, at_least)
+    _validate_plan(cfg, source)
     for rubric in ("faithfulness", "relevance"):
         key = f"findings.margins.{rubric}"
         need(_get(cfg, key) > 0, key, f"must be > 0 rubric points (the equivalence margin), got {_get(cfg, key)!r}")
@@ -292,6 +301,29 @@ def _stage_needs(cfg: Config, stages: list[str], source: str) -> None:
         )
 
 
+def _validate_plan(cfg: Config, source: str) -> None:
+    """The analysis plan names known findings once, with one primary, and the run can reach the
+    primary's questions (each synth chunk gives at most one question; Table 1 takes at most
+    grading.max_questions)."""
+    from ..lib.report.plan import plan_problems, primary
+
+    entries = cfg.analysis_plan.entries()
+    problems = plan_problems(entries)
+    if problems:
+        raise ConfigError(f"{source}: {problems[0]}")
+    main = primary(entries)
+    if main is None or not main.n_needed:
+        return
+    for key in ("grading.max_questions", "synth.max_chunks"):
+        v = _get(cfg, key)
+        if v is not None and v < main.n_needed:
+            raise ConfigError(
+                f"{source}: key '{key}' is {v}, but the analysis plan's primary finding {main.id!r} needs "
+                f"{main.n_needed} questions (analysis_plan.findings n_needed): raise it, or move the finding to a "
+                "run that can reach its n rather than testing it below its n"
+            )
+
+
 def _validate_corpus_and_chunk_study(cfg: Config, need, at_least) -> None:
     """A named corpus list must exist; the chunk study's sizes must be readable by its dense model."""
     if cfg.corpus.file_list:
@@ -315,6 +347,7 @@ def _validate_corpus_and_chunk_study(cfg: Config, need, at_least) -> None:
         need(s in SYSTEMS, "chunk_study.systems", f"holds unknown system {s!r} (choose from {sorted(SYSTEMS)})")
     need(0 < cs.min_share <= 1, "chunk_study.min_share", f"must be in (0, 1], got {cs.min_share!r}")
     need(cs.grade_questions >= 0, "chunk_study.grade_questions", "must be >= 0 (0: retrieval only)")
+    _validate_budgets(cs, need)
     if cs.grade_questions:
         from ..lib.names import reranked
 
@@ -339,6 +372,19 @@ def _validate_corpus_and_chunk_study(cfg: Config, need, at_least) -> None:
     )
     for key in ("chunk_study.dense_model", "chunk_study.tokenizer"):
         _check_model_spec(_get(cfg, key), key, cfg, need)
+
+
+def _validate_budgets(cs, need) -> None:
+    """The reader budgets are positive whole token counts; the minimum of graded questions too."""
+    whole = lambda b: isinstance(b, int) and not isinstance(b, bool) and b > 0
+    ok = isinstance(cs.budgets, list) and bool(cs.budgets) and all(whole(b) for b in cs.budgets)
+    need(ok, "chunk_study.budgets", f"must be a list of positive token counts such as [512, 2048], got {cs.budgets!r}")
+    m = cs.min_grade_questions
+    need(
+        m is None or (isinstance(m, int) and m >= 1),
+        "chunk_study.min_grade_questions",
+        f"must be a positive number of questions, or null for no minimum, got {m!r}",
+    )
 
 
 def _validate_llm(llm: LLMConfig, key: str, need) -> None:

@@ -69,6 +69,9 @@ TREC_RUN = "retrieval/run.{system}.trec"  # one TREC run file per system (6 colu
 TREC_QRELS = "retrieval/qrels.trec"  # the source chunk of each answerable question (grade 1)
 TREC_QRELS_JUDGE = "retrieval/qrels.judge.trec"  # the judge's 0-3 grades of the passages it graded
 RANKINGS = "retrieval/rankings.jsonl"
+# the golden samples' answerable questions ranked beside the run's (grading.question_sets has "golden")
+GOLDEN_RANKINGS = "retrieval/golden/rankings.jsonl"
+GOLDEN_PER_QUERY = "retrieval/golden/per_query.jsonl"
 
 # judge-check
 JUDGE_CHECK = "judge_check"
@@ -93,6 +96,16 @@ GRADING_PER_TASK = "grading/per_task.csv"
 PPI_DIFFERENCES = "grading/ppi_differences.csv"
 # Table 1's comparisons read through each signal of the grade alone (grade, score, each feature)
 GRADE_DECOMPOSITION = "grading/decomposition.csv"
+# Table 1 on the golden questions (grading.question_sets has "golden"): its grades and tables, and
+# the judge's grades against the in-domain reference labels pair by pair
+GOLDEN_GRADING = "grading/golden"
+GOLDEN_GRADES = "grading/golden/grades.jsonl"
+GOLDEN_TABLE1 = "grading/golden/table1_relevance.csv"
+GOLDEN_PAIRED_TESTS = "grading/golden/paired_tests.csv"
+GOLDEN_RELEVANT_SHARES = "grading/golden/relevant_shares.csv"
+GOLDEN_REFERENCE_AGREEMENT = "grading/golden/reference_agreement.csv"
+# per question set, system and k: the judge's nDCG@k beside the known gold's and the reference labels'
+JUDGE_VS_GOLD = "grading/judge_vs_gold.csv"
 # each paired test with each document left out and without the questions the checks flag
 GRADING_SENSITIVITY = "grading/sensitivity.csv"
 # human labels for prediction-powered inference, in a folder of their own (grading.labels_dir)
@@ -123,6 +136,9 @@ CHUNK_SIZES_SUMMARY = "chunk_sizes/summary.csv"
 CHUNK_SIZES_COSTS = "chunk_sizes/costs.csv"
 CHUNK_SIZES_SUMMARY_MD = "chunk_sizes/summary.md"
 CHUNK_SIZES_DIFFERENCES = "chunk_sizes/differences.csv"
+# hit rate and coverage of the evidence span at equal reader tokens (and at equal k, labelled)
+CHUNK_SIZES_EQUAL_BUDGET = "chunk_sizes/equal_budget.csv"
+CHUNK_SIZES_EQUAL_BUDGET_DIFFERENCES = "chunk_sizes/equal_budget_differences.csv"
 CHUNK_SIZE_TESTS = "paired_tests.csv"  # in chunk_sizes/<size>/: Table 1's paired tests at that size
 
 
@@ -140,6 +156,7 @@ SETUP_VS_PAPER = "setup_vs_paper.csv"
 PLOT_CHUNK_LENGTHS = "plots/chunk_lengths.png"
 PLOT_SYNTH_KEPT = "plots/synth_generated_kept.png"
 PLOT_RECALL = "plots/recall_at_k.png"
+PLOT_CHUNK_BUDGET = "plots/chunk_sizes_budget.png"
 PLOT_JUDGE_CALIBRATION = "plots/judge_calibration.png"
 PLOT_GRADES = "plots/grade_distribution.png"
 PLOT_TABLE1_PER_TASK = "plots/table1_per_task.png"

@@ -28,8 +28,8 @@ BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES + OPTIONAL}
 
 
 def stages_for(cfg) -> list[Stage]:
-    """The stages a run of `cfg` runs, in order."""
-    out = list(STAGES)
+    """The stages a run of `cfg` runs, in order (without answer when `answer.enabled` is false)."""
+    out = [s for s in STAGES if s is not answer.STAGE or cfg.answer.enabled]
     if cfg.chunk_study.sizes:
         out.insert(out.index(retrieve.STAGE) + 1, chunk_sizes.STAGE)
     if train_reranker.trains_reranker(cfg):

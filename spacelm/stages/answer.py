@@ -33,6 +33,7 @@ from ..lib.answer.answers import (
     score_verdict,
     settings,
     table2,
+    table2_per_task,
     table2_tests,
     table2_wide,
     unanswerable_items,
@@ -45,7 +46,7 @@ from ..lib.answer.measures import MEASURE_COLUMNS, answer_measures, claim_suppor
 from ..lib.io import write_dataframe, write_json, write_jsonl, write_text
 from ..lib.judge.relevance import clustering, select_questions
 from ..lib.names import scale
-from ..lib.sample import per_task_means, sample_size
+from ..lib.sample import sample_size
 from .base import ModelTurns, Stage, execute
 from .data import chunks_path, load_chunks, load_questions, load_rankings, questions_path, rankings_path
 
@@ -255,11 +256,7 @@ def write_tables(
     files = outputs(cfg)
     write_dataframe(long, out(files.table_csv))
     n = sample_size(questions)
-    score_rows = [
-        {"setting": it["setting"], "task": it["task"], **it["scores"]} for it in items if it["pipeline"] == "table2"
-    ]
-    rubrics = sorted({r for it in items for r in it["scores"]})
-    per_task = per_task_means(score_rows, ["setting"], rubrics)
+    per_task = table2_per_task(items)
     write_dataframe(per_task, out(files.per_task))
     if len(per_task) and "faithfulness" in per_task:
         per_task_panels(

@@ -20,6 +20,7 @@ from typing import NamedTuple
 from ..config import Config
 from ..lib import names
 from ..lib.io import InputError, write_dataframe, write_jsonl
+from . import chunk_budget
 from .base import ModelTurns, Stage, execute
 from .data import (
     documents_path,
@@ -44,7 +45,7 @@ def outputs(cfg: Config):
         out.append(r / names.CHUNK_SIZES_DIFFERENCES)
     for size in cfg.chunk_study.sizes:
         out += [d / str(size)]
-    return out
+    return out + chunk_budget.outputs(cfg)
 
 
 def _tokenizer(cfg: Config) -> str:
@@ -91,6 +92,7 @@ class SizeRetrieval(NamedTuple):
     chunks: list
     evaluation: object
     significance: object = None  # pandas DataFrame, lib.retrieval.metrics.compare (None with one system)
+    reading: dict = None  # {system: {qid: [chunk_id, ...]}} deep enough for the largest reader budget
 
 
 def main_metrics(k_values) -> list[str]:
@@ -198,6 +200,8 @@ class ChunkStudy(NamedTuple):
     costs: list[dict]
     grades: list[SizeGrades]
     differences: object = None  # pandas DataFrame, size_differences
+    budget: tuple = None  # (equal-budget table, its differences): chunk_budget.compute
+    gate: dict = None  # {size: {graded, reason}}: whether Table 1 was graded there (chunk_gate.table1_gate)
 
 
 def retrieval_at_size(cfg: Config, docs: list, sets: dict, size: int) -> tuple[list[SizeRetrieval], list[dict], dict]:
@@ -205,6 +209,7 @@ def retrieval_at_size(cfg: Config, docs: list, sets: dict, size: int) -> tuple[l
     span gold: (evaluations, comparison rows, the size's cost row)."""
     from ..lib.ingest.chunking import chunk_documents
     from ..lib.retrieval.systems import build_systems, pool_size
+    from .chunk_budget import deep_rankings
     from .retrieve import evaluate_retrieval
 
     rc = _retrieval_config(cfg)
@@ -225,7 +230,8 @@ def retrieval_at_size(cfg: Config, docs: list, sets: dict, size: int) -> tuple[l
         res = evaluate_retrieval(rc, placed, [], chunks, systems, depth, pool)
         clusters = base_clusters(questions)
         tests = _system_tests(res, rc.k_values, clusters)
-        evaluated.append(SizeRetrieval(size, name, placed, chunks, res, tests))
+        reading = deep_rankings(systems, placed, chunks, max(cfg.chunk_study.budgets), res.rankings)
+        evaluated.append(SizeRetrieval(size, name, placed, chunks, res, tests, reading))
         search += sum(res.timings.values())
         mean_gold = sum(len(v) for v in res.qrels.values()) / max(len(res.qrels), 1)
         for r in res.summary.to_dict("records"):
@@ -270,12 +276,24 @@ def compute(cfg: Config, docs: list, sets: dict, models: ModelTurns) -> ChunkStu
         retrieval += evaluated
         rows += size_rows
         costs.append(cost)
-    grades = grade_sizes(cfg, retrieval, sets, models) if cfg.chunk_study.grade_questions else []
+    gate = _table1_gate(cfg, retrieval, sets) if cfg.chunk_study.grade_questions else {}
+    gradable = [r for r in retrieval if gate.get(r.size, {}).get("graded")]
+    grades = grade_sizes(cfg, gradable, sets, models) if gradable else []
     by_size = {g.size: g.stats for g in grades}
     for c in costs:
         c.update(by_size.get(c["chunk_size"], {}))
     differences = size_differences(retrieval, sets, main_metrics(cfg.retrieval.k_values))
-    return ChunkStudy(sets, retrieval, rows, costs, grades, differences)
+    budget = chunk_budget.compute(cfg, retrieval)
+    return ChunkStudy(sets, retrieval, rows, costs, grades, differences, budget, gate)
+
+
+def _table1_gate(cfg: Config, retrieval: list[SizeRetrieval], sets: dict) -> dict:
+    """chunk_gate.table1_gate on the study's chunkings, before the judge loads."""
+    from .chunk_gate import table1_gate
+
+    name = "run" if "run" in sets else next(iter(sets), None)
+    questions = [q["question"] for q in sets.get(name, [])]
+    return table1_gate(cfg, {r.size: r.chunks for r in retrieval}, questions)
 
 
 def write(cfg: Config, result: ChunkStudy, out) -> dict:
@@ -318,6 +336,8 @@ def write(cfg: Config, result: ChunkStudy, out) -> dict:
     write_dataframe(pd.DataFrame(result.costs), out(cfg.run_dir / names.CHUNK_SIZES_COSTS))
     if result.differences is not None and not result.differences.empty:
         write_dataframe(result.differences.round(4), out(cfg.run_dir / names.CHUNK_SIZES_DIFFERENCES))
+    if result.budget is not None:
+        chunk_budget.write(cfg, *result.budget, out)
     return {
         "sizes": list(cfg.chunk_study.sizes),
         "question_sets": {n: len(q) for n, q in result.sets.items()},
@@ -325,6 +345,7 @@ def write(cfg: Config, result: ChunkStudy, out) -> dict:
         "systems": list(rc.systems),
         "costs": result.costs,
         "graded_questions": cfg.chunk_study.grade_questions,
+        "table1_gate": result.gate or {},
     }
 
 

@@ -90,7 +90,14 @@ def preview(stage_name: str, cfg: Config, n: int) -> list[str]:
         return [
             f"grade: ≤{(gc.max_questions or 'every')} questions × {len(gc.retrievers)} retrievers × 2 (with and "
             f"without reranking) × top-{max(gc.top_k)} distinct pairs, one judge call each (see `spacelm plan`)"
-        ]
+        ] + (
+            [
+                f"grade: the golden questions too (≤{gc.max_golden_questions or 'every answerable'}), "
+                "their pairs in the same judge turn"
+            ]
+            if "golden" in gc.question_sets
+            else []
+        )
     return []
 
 

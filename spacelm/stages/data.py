@@ -183,9 +183,26 @@ def question_spans(questions: list[dict]) -> dict:
     }
 
 
-def load_rankings(cfg: Config) -> dict:
-    """{system: {qid: [chunk_id, ...]}} from the retrieval stage."""
+def golden_rankings_path(cfg: Config) -> Path:
+    return cfg.run_dir / names.GOLDEN_RANKINGS
+
+
+def golden_set(cfg: Config, chunks: list, run_questions: list[dict], docs=None) -> list[dict]:
+    """Table 1's second question set: the golden samples' answerable questions found in the
+    corpus, placed on these chunks; [] unless `grading.question_sets` holds "golden", and [] when
+    the run already evaluates on them (no synthetic question kept)."""
+    if "golden" not in cfg.grading.question_sets:
+        return []
+    gold = [q for q in golden_questions(cfg, chunks, docs) if q["answerable"]]
+    if {q["qid"] for q in gold} <= {q["qid"] for q in run_questions}:
+        return []
+    _place(gold, {c.chunk_id: c for c in chunks})
+    return sorted(gold, key=lambda q: q["qid"])
+
+
+def load_rankings(cfg: Config, path: Path | None = None) -> dict:
+    """{system: {qid: [chunk_id, ...]}} from the retrieval stage (`path`: its golden rankings)."""
     out: dict = {}
-    for r in read_jsonl(rankings_path(cfg)):
+    for r in read_jsonl(path or rankings_path(cfg)):
         out.setdefault(r["system"], {})[r["qid"]] = [d for d, _ in r["ranking"]]
     return out

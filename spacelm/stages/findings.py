@@ -28,6 +28,7 @@ READS = (
     names.JUDGE_CONTROLS,
     names.JUDGE_CONTROLS_ROWS,
 )
+GOLDEN_READS = (names.GOLDEN_PAIRED_TESTS, names.GOLDEN_RELEVANT_SHARES)
 
 
 def _read_csv(p: Path) -> list[dict]:
@@ -90,7 +91,10 @@ def compute(cfg: Config) -> list[dict]:
             _read_csv(run / names.RELEVANT_SHARES),
             cfg.chunking.max_tokens,
             {size: _read_csv(p) for size, p in size_tests(cfg).items() if p.is_file()},
+            cfg.analysis_plan.entries(),
         )
+    if (run / names.GOLDEN_PAIRED_TESTS).is_file():
+        rows += golden_rows(cfg)
     rel, ctl = read_judge_check(cfg)
     if (run / names.TABLE2_TESTS).is_file():
         rows += table2_findings(
@@ -101,9 +105,30 @@ def compute(cfg: Config) -> list[dict]:
             five_wrong_missing(cfg.answer.n_wrong_values, cfg.answer.negative_n_wrong),
         )
     # what an absolute level needs to match (judge, chunk size) depends on the config alone
-    return paper_vs_run(
+    from ..lib.report.plan import apply_plan
+
+    rows = paper_vs_run(
         rows, judge_verdicts(rel, ctl), comparability(setup_rows(cfg.run_setup())), grader_evidence(cfg, rel)
     )
+    return apply_plan(rows, cfg.analysis_plan.entries())
+
+
+def golden_rows(cfg: Config) -> list[dict]:
+    """Table 1's findings on the golden questions (grading/golden/): the same rules as the run's own
+    questions, each row marked `question_set` golden and named so. The chunk-size rows belong to
+    the run's set alone."""
+    from ..lib.report.findings import table1_findings
+
+    run = cfg.run_dir
+    rows = table1_findings(
+        _read_csv(run / names.GOLDEN_PAIRED_TESTS),
+        _read_csv(run / names.GOLDEN_RELEVANT_SHARES) if (run / names.GOLDEN_RELEVANT_SHARES).is_file() else [],
+        cfg.chunking.max_tokens,
+        None,
+        cfg.analysis_plan.entries(),
+        question_set="golden",
+    )
+    return [r for r in rows if not r["id"].startswith("chunks_")]
 
 
 def grader_evidence(cfg: Config, relevance: list | None) -> dict:
@@ -168,11 +193,12 @@ STAGE = Stage(
         "judge_check.bias_share_of_mde",
         "findings.margins",
         "findings.control_kinds",
+        "analysis_plan",
         # the 5-wrong finding's reason names the run's settings
         "answer.n_wrong_values",
         "answer.negative_n_wrong",
     ],
-    reads=lambda cfg: [cfg.run_dir / f for f in READS] + list(size_tests(cfg).values()),
+    reads=lambda cfg: [cfg.run_dir / f for f in READS + GOLDEN_READS] + list(size_tests(cfg).values()),
     doc="the paper's findings beside this run's (findings.json, paper_vs_run.csv), from the tests and judge checks",
     after=("chunk-sizes", "judge-check", "grade", "answer"),
 )

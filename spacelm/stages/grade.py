@@ -30,6 +30,7 @@ from ..lib.judge.relevance import (
 from ..lib.judge.validity import mean_of_orders
 from ..lib.names import scale
 from ..lib.sample import sample_size
+from . import gold_check
 from .base import ModelTurns, Stage, execute
 from .data import chunks_path, load_chunks, load_questions, load_rankings, questions_path, rankings_path
 
@@ -182,10 +183,14 @@ class Grades:
     swapped_all: list[dict]
     swapped: list[dict] | None
     used: list[dict]
+    golden: gold_check.QuestionSet | None = None  # the second question set, graded in the same turn
 
 
-def compute(cfg: Config, chunks: list, questions: list[dict], rankings: dict, models: ModelTurns) -> Grades:
-    """Grade the distinct (question, passage) pairs of Table 1's lists with the judge (`models`)."""
+def compute(
+    cfg: Config, chunks: list, questions: list[dict], rankings: dict, models: ModelTurns, golden=None
+) -> Grades:
+    """Grade the distinct (question, passage) pairs of Table 1's lists with the judge (`models`);
+    `golden` (a `gold_check.QuestionSet`): a second set whose pairs join the same batch."""
     from ..config import ConfigError
 
     chunks_by_id = {c.chunk_id: c for c in chunks}
@@ -198,6 +203,7 @@ def compute(cfg: Config, chunks: list, questions: list[dict], rankings: dict, mo
     all_q = [q for q in questions if q["qid"] in rankings[next(iter(need))]]
     chosen = select_questions(all_q, cfg.grading.max_questions, cfg.seed)
     pairs = plan_pairs(cfg.table_design(), chosen, rankings, chunks_by_id)
+    pairs = gold_check.merge_pairs(pairs, gold_check.planned_pairs(cfg, golden, chunks_by_id))
     text_of = {cid: c.text for cid, c in chunks_by_id.items()}
     swapped_prompt = cfg.grading.prompt + "_swapped"
     judging = cfg.grading.judging(cfg.root)
@@ -213,15 +219,17 @@ def compute(cfg: Config, chunks: list, questions: list[dict], rankings: dict, mo
         validity = [p for p in pairs if is_validity(p)]
         swapped = grade("validity pairs, passage first", validity, template=swapped_prompt)
     models.release()
-    return Grades(chosen, len(all_q), rows, swapped_all, swapped, used)
+    return gold_check.split(Grades(chosen, len(all_q), rows, swapped_all, swapped, used), golden)
 
 
 def write(cfg: Config, result: Grades, rankings: dict, judge_name: str, out) -> dict:
     """grades.jsonl and every table of the stage (see `write_tables`)."""
     write_jsonl(out(outputs(cfg).grades), result.rows + (result.swapped_all or result.swapped or []))
-    return write_tables(
+    summary = write_tables(
         cfg, result.questions, result.n_available, rankings, result.used, result.swapped, judge_name, out
     )
+    run_set = gold_check.QuestionSet(result.questions, result.n_available, rankings, result.rows, result.used)
+    return {**summary, **gold_check.write_all(cfg, run_set, result.golden, out)}
 
 
 def build(cfg: Config, out) -> dict:
@@ -231,7 +239,9 @@ def build(cfg: Config, out) -> dict:
     chunks = load_chunks(cfg)
     rankings = load_rankings(cfg)
     models = ModelTurns(cfg, "grade")
-    result = compute(cfg, chunks, load_questions(cfg, chunks), rankings, models)
+    questions = load_questions(cfg, chunks)
+    golden = gold_check.golden_inputs(cfg, chunks, questions)
+    result = compute(cfg, chunks, questions, rankings, models, golden)
     identity = models.identity.get("judge", {})
     summary = write(cfg, result, rankings, identity.get("name"), out)
     return {
@@ -275,7 +285,7 @@ def write_tables(
     run_scale = scale(len(questions))
     n = sample_size(questions)
     if any(q.get("task") for q in questions):
-        tasks = grades_per_task(cells, questions)
+        tasks = grades_per_task(cells, questions, cfg.grading.n_bootstrap, cfg.seed, cluster_of)
         write_dataframe(tasks, out(files.per_task))
         per_task_panels(
             tasks, "pct_grade_3", "% of graded passages at grade 3", out(cfg.run_dir / names.PLOT_TABLE1_PER_TASK)
@@ -412,36 +422,20 @@ def recompute(cfg: Config) -> dict:
         or len(questions)
     )
     judge = manifest.get("models", {}).get("judge", {}).get("name")
-    return write_tables(
-        cfg, questions, n_available, load_rankings(cfg), used, swapped, judge or cfg.models.judge.model, lambda p: p
+    rankings = load_rankings(cfg)
+    summary = write_tables(
+        cfg, questions, n_available, rankings, used, swapped, judge or cfg.models.judge.model, lambda p: p
     )
+    run_set = gold_check.QuestionSet(questions, n_available, rankings, first, used)
+    return {**summary, **gold_check.recompute(cfg, run_set, grade_label(cfg))}
 
 
-def grades_per_task(cells: dict, questions: list[dict]):
-    """Per Table 1 cell and task: questions, graded passages, % graded 2-3 and % graded 3."""
-    import pandas as pd
+def grades_per_task(cells: dict, questions: list[dict], n_boot: int = 1000, seed: int = 0, cluster_of=None):
+    """Per Table 1 cell and task: questions, graded passages, % graded 2-3 and % graded 3, with
+    their 95% cluster-bootstrap CIs (:func:`per_task_shares`)."""
+    from ..lib.judge.relevance import per_task_shares
 
-    task = {q["qid"]: q["task"] for q in questions}
-    rows = []
-    for (retriever, stage, k), per_q in cells.items():
-        by_task: dict = {}
-        for qid, grades in per_q.items():
-            by_task.setdefault(task.get(qid), []).append([g for g in grades if g is not None])
-        for t, lists in sorted(by_task.items(), key=lambda kv: str(kv[0])):
-            flat = [g for lst in lists for g in lst]
-            rows.append(
-                {
-                    "retriever": retriever,
-                    "stage": stage,
-                    "top_k": k,
-                    "task": t,
-                    "questions": len(lists),
-                    "passages": len(flat),
-                    "pct_grade_2_3": round(100 * sum(g >= 2 for g in flat) / len(flat), 2) if flat else None,
-                    "pct_grade_3": round(100 * sum(g == 3 for g in flat) / len(flat), 2) if flat else None,
-                }
-            )
-    return pd.DataFrame(rows)
+    return per_task_shares(cells, {q["qid"]: q["task"] for q in questions}, n_boot, seed, cluster_of)
 
 
 def _prompts(cfg: Config) -> list[str]:
@@ -479,10 +473,10 @@ STAGE = Stage(
     name="grade",
     doc="LLM relevance grades 0-3 of retrieved passages (Table 1)",
     home=lambda cfg: cfg.run_dir,
-    outputs=outputs,
+    outputs=lambda cfg: [*outputs(cfg), *gold_check.outputs(cfg)],
     build=build,
     after=("retrieve",),
-    sections=lambda cfg: ["grading", "seed", "models.judge", "judge_check.min_pairs"],
+    sections=lambda cfg: ["grading", "seed", "models.judge", "judge_check.min_pairs"] + gold_check.sections(cfg),
     # human labels placed in the run make the stage stale; re-running it answers every grade from
     # the call cache (no model loads) and adds the prediction-powered columns
     reads=lambda cfg: [
@@ -493,6 +487,7 @@ STAGE = Stage(
         labels_dir(cfg) / names.HUMAN_LABELS_JSONL,
         labels_dir(cfg) / names.TO_LABEL,
         *calibration_files(cfg),
+        *gold_check.reads(cfg),
     ],
     prompts=_prompts,
     models=lambda cfg: {"judge": cfg.models.judge.model},

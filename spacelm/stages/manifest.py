@@ -228,7 +228,20 @@ class Manifest:
         done = [st.name for st in stages if st.stamp_path(self.cfg).is_file()]
         self.data["cold"] = entries == 0 and not done
         self.data["start_state"] = {"call_cache_files": entries, "stages_done": done}
+        self.record_plan()
         self._t0 = time.perf_counter()
+
+    def record_plan(self) -> None:
+        """The analysis plan's sha256 and the time it was recorded, written to the manifest
+        before the first stage runs (so the plan is on file before any model call)."""
+        from ..lib.report.plan import plan_sha256
+
+        plan = self.cfg.to_dict().get("analysis_plan") or {}
+        self.data["analysis_plan_sha256"] = plan_sha256(plan)
+        self.data["analysis_plan_recorded"] = now()
+        self.data["analysis_plan_findings"] = len(plan.get("findings") or [])
+        if not self.partial:
+            write_json(self.path, public_view(self.data, self.cfg))
 
     def finish(self) -> None:
         if self.base is not None:  # the run-level figures stay those of the full run

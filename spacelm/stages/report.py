@@ -18,6 +18,7 @@ from ..lib.names import FINDINGS_MIN_QUESTIONS
 from ..lib.report.tables import markdown_table, md_cell
 from .base import Stage, execute
 from .findings import read_judge_check
+from .manifest import git_commit
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "report.md"
 
@@ -528,6 +529,22 @@ REPORT_FINDING_COLUMNS = [
 ]
 
 
+def plan_note(r: dict) -> str:
+    """A finding's plan entry and the source of the paper's figure, for its numbered note."""
+    from ..lib.report.tables import as_words
+
+    role = as_words(r.get("role")).strip()
+    need = as_words(r.get("n_needed")).strip()
+    plan = (
+        "exploratory (no plan entry)"
+        if role in ("exploratory", "")
+        else f"plan: {role} entry `{r.get('plan_entry')}`"
+        + (f", needs {need} questions" if need not in ("", "–") else "")
+    )
+    src = as_words(r.get("source")).strip()
+    return plan + (f"; paper's figure from the {src}" if src and src != "–" else "")
+
+
 def findings_tables(df) -> list[str]:
     """The findings as a table narrow enough to read (number, finding, the paper's figure, this
     run's, its CI, verdict, n), then each verdict's reason, boundary and judge bias as a numbered
@@ -546,6 +563,7 @@ def findings_tables(df) -> list[str]:
             f"*{cell(r['verdict'])}* | {cell(r['n'])} |"
         )
         parts = [as_words(r.get(k)).strip() for k in ("verdict_reason",)]
+        parts.append(plan_note(r))
         parts += [
             f"{label}: {as_words(r.get(k)).strip()}"
             for k, label in (("boundary", "boundary"), ("judge_bias", "judge bias"))
@@ -736,8 +754,12 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
                 f"{m} 95% CI",
                 [_interval(lo, hi) for lo, hi in zip(summary[f"{m}_ci_low"], summary[f"{m}_ci_high"])],
             )
+    lines += ["At equal k (the top-k chunks whatever their length: unequal reading at unequal sizes):", ""]
     lines += [markdown_table(table), ""]
     lines += _size_difference_lines(cfg.run_dir / names.CHUNK_SIZES_DIFFERENCES)
+    from ..lib.report.chunk_budget import report_lines as equal_budget_lines
+
+    lines += equal_budget_lines(cfg.run_dir)
     if not costs.empty:
         lines += [
             "Cost per size (this machine):",
@@ -770,6 +792,9 @@ def chunk_size_lines(cfg, stages: dict) -> list[str]:
                 "measured.",
                 "",
             ]
+    from ..lib.report.chunk_budget import gate_lines
+
+    lines += gate_lines(stages.get("chunk-sizes", {}).get("table1_gate") or {})
     for size in cs.sizes:
         t1 = d / str(size) / names.TABLE1
         if t1.is_file():
@@ -928,6 +953,55 @@ def _optional(blocks: dict, name: str, path: Path, fields) -> list[str]:
     return render(blocks[name], fields(json.loads(path.read_text()))) if path.is_file() else []
 
 
+def commit_line(run_commit: str | None, report_commit: str | None) -> str:
+    """The headline's sentence on the code behind the run and behind this report."""
+    if run_commit and run_commit == report_commit:
+        return f"Run and report made by the code at git `{run_commit}`."
+    ran = f"git `{run_commit}`" if run_commit else "an unrecorded commit (not made in a git checkout)"
+    if not report_commit:
+        return f"Run made by the code at {ran}; this report's commit is not recorded (not a git checkout)."
+    return (
+        f"Run made by the code at {ran}; **this report was written later, by git `{report_commit}`**: its figures "
+        "come from the run's files, its rules and wording from that commit."
+    )
+
+
+def plan_line(cfg, manifest: dict, findings: list[dict]) -> str:
+    """The headline's sentence on the analysis plan: its hash as recorded before the first stage,
+    the primary finding, the questions it needs and the run's."""
+    from ..lib.report.plan import FINDINGS, plan_sha256, primary
+
+    entries = cfg.analysis_plan.entries()
+    if not entries:
+        return "No analysis plan was fixed for this run (`analysis_plan` in the config): every finding is exploratory."
+    recorded = manifest.get("analysis_plan_sha256")
+    now = plan_sha256(cfg.to_dict()["analysis_plan"])
+    if recorded is None:
+        fixed = f"sha256 `{now[:12]}`, not recorded in the manifest before the run"
+    elif recorded == now:
+        fixed = f"sha256 `{now[:12]}`, recorded in the manifest before the first stage"
+    else:
+        fixed = (
+            f"**the config's plan (sha256 `{now[:12]}`) differs from the one recorded before the run "
+            f"(`{recorded[:12]}`)**"
+        )
+    main = primary(entries)
+    have = (manifest.get("sizes") or {}).get("table1_questions")
+    need = (
+        ""
+        if main is None
+        else f" Primary finding: {FINDINGS[main.id].title} ({main.test.replace('_', ' ')}, α = {main.alpha:g}, "
+        f"clustered by {main.cluster.replace('_', ' ')}), which needs {main.n_needed or 'an unstated number of'} "
+        f"questions{'' if have is None else f'; Table 1 has {have}'}."
+    )
+    planned = sum(1 for r in findings if r.get("role") in ("primary", "secondary"))
+    return (
+        f"Analysis plan ({cfg.analysis_plan.fixed or 'fixed before the run'}; {fixed}): {len(entries)} planned "
+        f"findings.{need} Findings rows say which plan entry fixed them ({planned} of {len(findings)} rows planned; "
+        "the others are exploratory)."
+    )
+
+
 def report_values(cfg, out=_same) -> dict:
     """Every placeholder of the template's `report` block, drawing the report's plots and
     writing its companion files (setup_vs_paper.csv, ATTRIBUTION.md) through `out`."""
@@ -943,7 +1017,8 @@ def report_values(cfg, out=_same) -> dict:
         run_name=cfg.run_name,
         scale_banner=scale_banner(stages),
         config_file=manifest.get("config_file"),
-        git_commit=manifest.get("git_commit"),
+        commit_line=commit_line(manifest.get("git_commit"), git_commit(cfg.root)),
+        plan_line=plan_line(cfg, manifest, findings),
         started=manifest.get("started"),
         finished=manifest.get("finished", "(running)"),
         setup=setup_section(cfg, stages, out),
@@ -998,6 +1073,7 @@ def report_values(cfg, out=_same) -> dict:
         paired_tests=_tests_md(run, names.PAIRED_TESTS, ("comparison", "retriever", "top_k", "measure"), "value"),
         graded_metrics=_csv_md(run / names.GRADED_METRICS),
         ppi=ppi_lines(cfg),
+        known_gold=_known_gold_lines(cfg),
         judge_validity=_optional(blocks, "judge_validity", run / names.JUDGE_VALIDITY, _validity_fields),
         table2_banner=judge_banner(cfg, "table2"),
         table2=_read(run / names.TABLE2_MD),
@@ -1230,6 +1306,8 @@ RUN_READS = (
     names.ANSWER_MEASURES,
     names.CHUNK_SIZES_SUMMARY,
     names.CHUNK_SIZES_COSTS,
+    names.CHUNK_SIZES_EQUAL_BUDGET,
+    names.CHUNK_SIZES_EQUAL_BUDGET_DIFFERENCES,
     # the drill-down page (browse.html) reads these too
     names.RANKINGS,
     names.GRADES,
@@ -1237,8 +1315,16 @@ RUN_READS = (
 )
 
 
+def _known_gold_lines(cfg) -> list[str]:
+    """The section "The judge against known gold" (stages/gold_check.py)."""
+    from .gold_check import report_lines
+
+    return report_lines(cfg)
+
+
 def _reads(cfg) -> list[Path]:
     from .data import chunks_path
+    from .gold_check import outputs as gold_outputs
 
     synthetic = (names.RETENTION, names.UNANSWERABLE, names.REJECTIONS, names.QUESTION_AUDIT)
     shared = [chunks_path(cfg)] + [cfg.synthetic_dir / f for f in synthetic]
@@ -1246,7 +1332,8 @@ def _reads(cfg) -> list[Path]:
     from ..lib.report.browse import TEMPLATE as BROWSE_TEMPLATE
 
     shared.append(cfg.synthetic_dir / names.QUESTIONS)
-    return [TEMPLATE, BROWSE_TEMPLATE] + [cfg.run_dir / f for f in RUN_READS] + sizes + shared
+    gold = [p for p in gold_outputs(cfg) if p.suffix == ".csv"] + [cfg.run_dir / names.RELEVANT_SHARES]
+    return [TEMPLATE, BROWSE_TEMPLATE] + [cfg.run_dir / f for f in RUN_READS] + sizes + shared + gold
 
 
 def _outputs(cfg) -> list[Path]:

@@ -17,7 +17,10 @@ from .data import (
     chunks_path,
     documents_path,
     golden_path,
+    golden_rankings_path,
+    golden_set,
     load_chunks,
+    load_documents,
     load_questions,
     question_spans,
     questions_path,
@@ -37,7 +40,14 @@ def outputs(cfg: Config):
         d / names.PLOT_RECALL,
         d / names.RETRIEVAL_PER_TASK,
         *trec_outputs(cfg),
-    ]
+    ] + golden_outputs(cfg)
+
+
+def golden_outputs(cfg: Config) -> list:
+    """The golden questions' per-query rows and rankings, when Table 1 grades them."""
+    if "golden" not in cfg.grading.question_sets:
+        return []
+    return [cfg.run_dir / names.GOLDEN_PER_QUERY, golden_rankings_path(cfg)]
 
 
 def trec_outputs(cfg: Config) -> list:
@@ -189,11 +199,13 @@ class Retrieval(NamedTuple):
     corpus_chunks: int
     systems: list[str]
     k_main: int  # the cut-off of the significance tests and the "best system"
+    golden: RetrievalEval | None = None  # the golden questions Table 1 grades as its second set
 
 
-def compute(cfg: Config, chunks: list, questions: list[dict]) -> Retrieval:
+def compute(cfg: Config, chunks: list, questions: list[dict], golden: list[dict] = ()) -> Retrieval:
     """Build every configured system over the chunks, rank `questions` (answerable and not) and
-    score the answerable ones; paired tests between the systems, clustered by source chunk."""
+    score the answerable ones; paired tests between the systems, clustered by source chunk.
+    `golden`: a second set of answerable questions, ranked and scored the same way (no tests)."""
     import pandas as pd
 
     # metrics need known evidence: unanswerable questions are ranked (the answer stage feeds
@@ -216,7 +228,8 @@ def compute(cfg: Config, chunks: list, questions: list[dict]) -> Retrieval:
         if len(res.rankings) > 1
         else pd.DataFrame()
     )
-    return Retrieval(res, answerable, unanswerable, sig, pool, len(ids), list(systems), k_main)
+    gold = evaluate_retrieval(rc, list(golden), [], chunks, systems, depth, pool) if golden else None
+    return Retrieval(res, answerable, unanswerable, sig, pool, len(ids), list(systems), k_main, gold)
 
 
 def write(cfg: Config, result: Retrieval, out) -> dict:
@@ -240,6 +253,10 @@ def write(cfg: Config, result: Retrieval, out) -> dict:
     write_dataframe(result.significance.round(4), out(sig_path))
     recall_curve(pd.DataFrame(res.per_query), rc.k_values, out(plot), seed=cfg.seed)
     write_trec(cfg, res.rankings, res.qrels, out)
+    if golden_outputs(cfg):
+        gold = result.golden
+        write_jsonl(out(golden_outputs(cfg)[0]), gold.per_query if gold else [])
+        write_jsonl(out(golden_outputs(cfg)[1]), gold.rankings_rows if gold else [])
     best = summary.sort_values(f"ndcg@{k_main}", ascending=False).iloc[0]
     qids = [q["qid"] for q in questions]
     return {
@@ -251,6 +268,7 @@ def write(cfg: Config, result: Retrieval, out) -> dict:
         "questions": len(qids),
         "unanswerable_left_out": len(result.unanswerable),
         "question_origin": sorted({q["origin"] for q in questions}),
+        "golden_questions_ranked": len({r["qid"] for r in result.golden.per_query}) if result.golden else 0,
         "gold": "span overlap (lib/retrieval/span_gold.py)",
         "systems": result.systems,
         f"best_ndcg@{k_main}": {"system": best["system"], "value": round(float(best[f"ndcg@{k_main}"]), 4)},
@@ -260,7 +278,9 @@ def write(cfg: Config, result: Retrieval, out) -> dict:
 
 def build(cfg: Config, out) -> dict:
     chunks = load_chunks(cfg)
-    return write(cfg, compute(cfg, chunks, load_questions(cfg, chunks, answerable=None)), out)
+    questions = load_questions(cfg, chunks, answerable=None)
+    golden = golden_set(cfg, chunks, questions, load_documents(cfg)) if golden_outputs(cfg) else []
+    return write(cfg, compute(cfg, chunks, questions, golden), out)
 
 
 def _models(cfg: Config) -> dict:
@@ -280,7 +300,7 @@ STAGE = Stage(
     outputs=outputs,
     build=build,
     after=("synth", "train-reranker"),
-    sections=lambda cfg: ["retrieval", "seed"],
+    sections=lambda cfg: ["retrieval", "seed"] + (["grading.question_sets"] if golden_outputs(cfg) else []),
     reads=lambda cfg: [chunks_path(cfg), questions_path(cfg), golden_path(cfg), documents_path(cfg)],
     models=_models,
 )

@@ -71,6 +71,17 @@ def test_chunk_sizes_beyond_the_dense_window_are_refused_only_when_a_dense_syste
     assert cfg.chunk_study.sizes == [256, 2000]
 
 
+@pytest.mark.parametrize(
+    "key, value", [("budgets", [512, 0]), ("budgets", []), ("budgets", [1.5]), ("min_grade_questions", 0)]
+)
+def test_reader_budgets_and_the_minimum_of_graded_questions_must_be_positive_counts(key, value):
+    study = {"sizes": [256, 2000], "systems": ["bm25"], key: value}
+    with pytest.raises(ConfigError, match=f"key 'chunk_study.{key}"):
+        from_dict({"chunk_study": study})
+    ok = from_dict({"chunk_study": {"sizes": [256], "systems": ["bm25"], "budgets": [700], "min_grade_questions": 40}})
+    assert ok.chunk_study.budgets == [700] and ok.chunk_study.min_grade_questions == 40
+
+
 def test_invalid_yaml_and_missing_file(tmp_path):
     p = tmp_path / "bad.yaml"
     p.write_text("a: [1, 2\n")

@@ -339,5 +339,20 @@ def test_committed_quick_report_regenerates_byte_identical(tmp_path):
         sets=[f"paths.results_dir={tmp_path / 'results'}", f"paths.processed_dir={tmp_path / 'processed'}"],
     )
     out = build_report(cfg)
+    import re
+
+    # the headline names the commit that wrote the report (this checkout's HEAD, which moves)
+    commit = re.compile(rb"Run (and report )?made by the code at .*?(?=\n)")
     for name in ("report.md", "paper_vs_run.csv", "setup_vs_paper.csv", "manifest.json"):
-        assert (out.parent / name).read_bytes() == (run / name).read_bytes(), name
+        new, old = (out.parent / name).read_bytes(), (run / name).read_bytes()
+        assert commit.sub(b"", new) == commit.sub(b"", old), name
+
+
+def test_the_headline_names_the_runs_commit_and_the_reports():
+    from spacelm.stages.report import commit_line
+
+    assert commit_line("abc", "abc") == "Run and report made by the code at git `abc`."
+    later = commit_line("abc", "def")
+    assert "git `abc`" in later and "**this report was written later, by git `def`**" in later
+    assert "unrecorded commit" in commit_line(None, "def")
+    assert "not recorded" in commit_line("abc", None)

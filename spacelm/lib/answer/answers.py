@@ -587,6 +587,38 @@ def table2(items: list[dict], setting_names: list[str], n_boot: int = None, seed
     return pd.DataFrame(rows)
 
 
+def _mean_ci(got: list[tuple]) -> tuple:
+    """(mean, ci_low, ci_high) of (score, source chunk) pairs: the cluster-robust t interval of
+    Table 2, bounded by the 1-5 scale; None where it is not defined."""
+    from ..stats import cluster_t
+
+    c = cluster_t([v for v, _ in got], [k for _, k in got])
+    r3 = lambda x: None if x is None or x != x else round(float(np.clip(x, 1, 5)), 3)
+    return (round(c["mean"], 4) if got else None), r3(c["ci_low"]), r3(c["ci_high"])
+
+
+def table2_per_task(items: list[dict]):
+    """Table 2 per setting and question task: n (answers), source chunks, and per rubric the mean
+    score with its 95% cluster-robust t interval over source chunks (`<rubric>_ci_low`,
+    `<rubric>_ci_high`), as Table 2 computes it; no interval below two source chunks."""
+    import pandas as pd
+
+    groups: dict = {}
+    for it in items:
+        if it["pipeline"] == "table2" and it.get("task"):
+            groups.setdefault((it["setting"], it["task"]), []).append(it)
+    rubrics = sorted({r for its in groups.values() for it in its for r in it["scores"]})
+    rows = []
+    for (setting, task), its in sorted(groups.items()):
+        row = {"setting": setting, "task": task, "n": len(its)}
+        row["n_source_chunks"] = len({it.get("source_chunk_id") or it["qid"] for it in its})
+        for r in rubrics:
+            got = [(it["scores"][r], it.get("source_chunk_id")) for it in its if it["scores"].get(r) is not None]
+            row[r], row[f"{r}_ci_low"], row[f"{r}_ci_high"] = _mean_ci(got) if got else (None, None, None)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def table2_tests(
     items: list[dict],
     setting_names: list[str],

@@ -284,6 +284,45 @@ def relevant_shares(cells: dict, n_boot: int, seed: int, cluster_of: dict | None
     return pd.DataFrame(rows)
 
 
+def _share_2_3(lists: list[list]) -> float:
+    flat = [g for lst in lists for g in lst if g is not None]
+    return 100.0 * sum(g >= 2 for g in flat) / len(flat) if flat else float("nan")
+
+
+def _task_row(key: tuple, task, lists: list, clusters: list, n_boot: int, seed: int) -> dict:
+    """One row of :func:`per_task_shares`: the task's shares in one cell with their CIs."""
+    from ..stats import cluster_bootstrap_cis
+
+    stats = lambda ls: {"pct_grade_2_3": _share_2_3(ls), "pct_grade_3": _percent(ls, 3)[0]}
+    cis = cluster_bootstrap_cis(lists, clusters, stats, n_boot, seed)
+    point = stats(lists)
+    r2 = lambda x: None if x != x else round(float(x), 2)
+    row = dict(zip(("retriever", "stage", "top_k"), key), task=task, questions=len(lists))
+    row.update(n_source_chunks=len(set(clusters)), passages=sum(g is not None for lst in lists for g in lst))
+    for name in ("pct_grade_2_3", "pct_grade_3"):
+        row.update({name: r2(point[name]), f"{name}_ci_low": r2(cis[name][0]), f"{name}_ci_high": r2(cis[name][1])})
+    return row
+
+
+def per_task_shares(cells: dict, task_of: dict, n_boot: int, seed: int, cluster_of: dict | None = None):
+    """Per Table 1 cell and question task: questions, source chunks, graded passages, % graded 2-3
+    and % graded 3, each with its 95% CI from the two-stage cluster bootstrap Table 1 uses (the
+    clusters of `cluster_of`, then questions; the unit named in `cluster`); no interval below two
+    clusters."""
+    import pandas as pd
+
+    rows = []
+    for key, per_q in cells.items():
+        by_task: dict = {}
+        for qid in sorted(per_q):
+            by_task.setdefault(task_of.get(qid), []).append(qid)
+        for task, qids in sorted(by_task.items(), key=lambda kv: str(kv[0])):
+            lists = [per_q[q] for q in qids]
+            cl = as_clustering(cluster_of)
+            rows.append({**_task_row(key, task, lists, cl.labels(qids), n_boot, seed), **cl.counts(qids)})
+    return pd.DataFrame(rows)
+
+
 MEASURES = {  # per question, over its top-k passages with a grade
     "mean_grade": lambda gs: float(np.mean(gs)),
     "share_0_1": lambda gs: 100.0 * float(np.mean([g <= 1 for g in gs])),

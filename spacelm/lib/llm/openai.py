@@ -32,6 +32,8 @@ from .types import (
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 REPLY_SHOWN = 200  # characters of a malformed reply quoted in its error
+# seconds past a request's deadline its worker thread is waited for (the body's own check fires first)
+HEADER_GRACE_S = 0.5
 
 
 def split_userinfo(url: str) -> tuple[str, str | None, str | None]:
@@ -72,7 +74,10 @@ class OpenAIBackend:
             )
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         auth = httpx.BasicAuth(user, password or "") if user is not None else None
-        self.client = httpx.Client(base_url=url, headers=headers, auth=auth, timeout=cfg.timeout_s, transport=transport)
+        self._new_client = lambda: httpx.Client(
+            base_url=url, headers=headers, auth=auth, timeout=cfg.timeout_s, transport=transport
+        )
+        self.client = self._new_client()
         self._httpx = httpx
         self.retries_done = 0
         self.breaker = CircuitBreaker(cfg.breaker_failures)
@@ -133,6 +138,30 @@ class OpenAIBackend:
                     )
             return r.status_code, r.headers, b"".join(parts)
 
+    def _post_bounded(self, body: dict, deadline: float):
+        """:meth:`_post_within` on a worker thread, waited for until `deadline`: the body's reads
+        are bounded by their own check, but a server that trickles its status line or headers a
+        byte at a time keeps httpx inside one call; past the deadline that call is left to its
+        thread (daemon), its connection pool is replaced, and httpx.ReadTimeout is raised."""
+        box: dict = {}
+
+        def work():
+            try:
+                box["reply"] = self._post_within(body, deadline)
+            except BaseException as e:  # handed to the caller's thread
+                box["error"] = e
+
+        worker = threading.Thread(target=work, daemon=True, name="spacelm-openai-request")
+        worker.start()
+        worker.join(max(0.0, deadline - time.monotonic()) + HEADER_GRACE_S)
+        if worker.is_alive():
+            stuck, self.client = self.client, self._new_client()
+            threading.Thread(target=stuck.close, daemon=True).start()
+            raise self._httpx.ReadTimeout(f"no complete reply within timeout_s={self.cfg.timeout_s:g} s (headers)")
+        if "error" in box:
+            raise box["error"]
+        return box["reply"]
+
     @staticmethod
     def parse_response(data: dict, req: Request, latency: float) -> Completion:
         ch = data["choices"][0]
@@ -158,7 +187,7 @@ class OpenAIBackend:
                 raise BackendUnavailable(f"{self.where} is unreachable ({self.breaker.describe()})")
             t0 = time.perf_counter()
             try:
-                status, headers, raw = self._post_within(body, time.monotonic() + self.cfg.timeout_s)
+                status, headers, raw = self._post_bounded(body, time.monotonic() + self.cfg.timeout_s)
             except self._httpx.TransportError as e:
                 err: Exception = e
                 self.breaker.failed(e)

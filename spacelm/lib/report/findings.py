@@ -42,6 +42,9 @@ HOLDS, REVERSED, CANNOT_TELL = "holds here", "reversed here", "cannot tell"
 NOT_COMPARABLE, NO_EVIDENCE, NOT_TESTED = "not comparable", "no evidence", "not tested"
 VERDICTS = (HOLDS, REVERSED, CANNOT_TELL, NOT_COMPARABLE, NO_EVIDENCE, NOT_TESTED)
 COLUMNS = [
+    "id",
+    "question_set",
+    "scope",
     "finding",
     "paper",
     "this_run",
@@ -59,6 +62,10 @@ COLUMNS = [
     "measure",
     "rule",
     "mde_rule",
+    "source",
+    "plan_entry",
+    "role",
+    "n_needed",
 ]
 
 # The paper's Table 1 (2,000-token chunks; % per grade), {(retriever, top_k): {stage: [g0, g1, g2, g3]}};
@@ -106,23 +113,42 @@ def paper_measure(grades: list, measure: str) -> float:
     }[measure]
 
 
+RETRIEVER_NAMES = {"bm25": "BM25", "dense": "dense"}
+ALL_CELLS = "all cells"
+
+
+def _paper_text(comparison: str, measure: str, cells: list[dict]) -> str:
+    """The paper's difference in each of `cells` (its Table 1), as a range in the cells' unit."""
+    vals = [paper_effect(comparison, t["retriever"], t["top_k"], measure) for t in cells]
+    vals = [v for v in vals if v is not None]
+    unit = "" if measure == "mean_grade" else " pp"
+    fmt = "{:+.2f}" if measure == "mean_grade" else "{:+.1f}"
+    return f"{_range(vals, fmt)}{unit} across {len(vals)} cells" if vals else "no such cell in the paper's table"
+
+
 def paper_effect(comparison: str, retriever: str, top_k: int, measure: str) -> float | None:
-    """The paper's difference for one paired-test cell (reranked − retrieved, or dense − BM25
-    before reranking), None where its table has no such cell."""
+    """The paper's difference for one paired-test cell (its Table 1 at 2,000 tokens): reranked −
+    retrieved; dense − BM25 before reranking, and after ("dense+rerank - bm25+rerank"); the
+    reranking gain at top-3 minus the gain at top-10 ("rerank gain: top-3 - top-10"). None where
+    its table has no such cell."""
+
+    def at(r, k, stage):
+        cell = PAPER_TABLE1.get((r, int(k)))
+        return None if cell is None else paper_measure(cell[stage], measure)
+
+    def minus(a, b):
+        return None if a is None or b is None else round(a - b, 4)
+
     if comparison == "reranked - retrieved":
-        cell = PAPER_TABLE1.get((retriever, int(top_k)))
-        return (
-            None
-            if cell is None
-            else round(paper_measure(cell["reranked"], measure) - paper_measure(cell["retrieved"], measure), 4)
-        )
+        return minus(at(retriever, top_k, "reranked"), at(retriever, top_k, "retrieved"))
     if comparison == "dense - bm25":
-        a, b = PAPER_TABLE1.get(("bm25", int(top_k))), PAPER_TABLE1.get(("dense", int(top_k)))
-        return (
-            None
-            if a is None or b is None
-            else round(paper_measure(b["retrieved"], measure) - paper_measure(a["retrieved"], measure), 4)
-        )
+        return minus(at("dense", top_k, "retrieved"), at("bm25", top_k, "retrieved"))
+    if comparison == "dense+rerank - bm25+rerank":
+        return minus(at("dense", top_k, "reranked"), at("bm25", top_k, "reranked"))
+    if comparison == "rerank gain: top-3 - top-10":
+        g3 = minus(at(retriever, 3, "reranked"), at(retriever, 3, "retrieved"))
+        g10 = minus(at(retriever, 10, "reranked"), at(retriever, 10, "retrieved"))
+        return minus(g3, g10)
     return None
 
 
@@ -154,17 +180,31 @@ def judge_status(judge_verdict: str | None) -> str:
     return "unchecked"
 
 
-def intersection_union_verdict(rows: list[dict], signs: list[int], alpha: float = ALPHA) -> tuple[str, str]:
+HOLM_OF = {"p_value": "p_holm", "p_perm": "p_perm_holm"}
+
+
+def cell_p(row: dict, keys: Sequence[str] = ("p_value",)) -> float:
+    """A cell's p-value under a test that needs every p in `keys` (the plan's test, plan.TESTS):
+    the largest of them, 1 when any is missing (a test that did not run rejects nothing)."""
+    ps = [_num(row.get(k)) for k in keys]
+    return 1.0 if any(p is None for p in ps) else max(ps)
+
+
+def intersection_union_verdict(
+    rows: list[dict], signs: list[int], alpha: float = ALPHA, keys: Sequence[str] = ("p_value",)
+) -> tuple[str, str]:
     """Intersection-union test for "every cell moves the paper's way": holds here when every
     cell's own test rejects at `alpha` in the paper's direction (no multiplicity correction: the
     claim needs all of them, so the family-wise error is at most `alpha`); reversed here when any
     cell moves significantly the other way, judged with Holm's p over the finding's cells (an
-    "any cell" decision); cannot tell otherwise. Each row: `diff`, `p_value`, `p_holm`.
-    Returns (verdict, a count for the reader)."""
+    "any cell" decision); cannot tell otherwise. Each row: `diff`, `p_value`, `p_holm` (and
+    `p_perm`, `p_perm_holm` when `keys` asks for the permutation test too: a cell rejects only
+    when every test in `keys` does). Returns (verdict, a count for the reader)."""
     if not rows:
         return NOT_TESTED, "no cell"
-    along = sum(1 for r, s in zip(rows, signs) if _num_or(r.get("p_value"), 1.0) < alpha and s * r["diff"] > 0)
-    against = sum(1 for r, s in zip(rows, signs) if _num_or(r.get("p_holm"), 1.0) < alpha and s * r["diff"] < 0)
+    holm_keys = [HOLM_OF.get(k, k) for k in keys]
+    along = sum(1 for r, s in zip(rows, signs) if cell_p(r, keys) < alpha and s * r["diff"] > 0)
+    against = sum(1 for r, s in zip(rows, signs) if cell_p(r, holm_keys) < alpha and s * r["diff"] < 0)
     count = f"{along} of {len(rows)} cells significant in the paper's direction (each at p < {alpha:g})" + (
         f", {against} against it (Holm)" if against else ""
     )
@@ -173,11 +213,11 @@ def intersection_union_verdict(rows: list[dict], signs: list[int], alpha: float 
     return (HOLDS if along == len(rows) else CANNOT_TELL), count
 
 
-def single_test_verdict(row: dict, sign: int, alpha: float = ALPHA) -> str:
-    """One pre-specified cell, one two-sided test at `alpha`: holds here when it rejects in the
-    paper's direction, reversed here when it rejects the other way, cannot tell otherwise."""
-    p = _num(row.get("p_value"))
-    if p is None or p >= alpha:
+def single_test_verdict(row: dict, sign: int, alpha: float = ALPHA, keys: Sequence[str] = ("p_value",)) -> str:
+    """One pre-specified cell, one two-sided test at `alpha` (every test of `keys`): holds here
+    when it rejects in the paper's direction, reversed here when it rejects the other way, cannot
+    tell otherwise."""
+    if _num(row.get("diff")) is None or cell_p(row, keys) >= alpha:
         return CANNOT_TELL
     return HOLDS if sign * row["diff"] > 0 else REVERSED
 
@@ -309,155 +349,221 @@ def _fmt_p(p) -> str:
 
 # --------------------------------------------------------------------------- the findings
 def table1_findings(
-    tests: list[dict], shares: list[dict], chunk_tokens: int, size_tests: dict[int, list[dict]] | None = None
+    tests: list[dict],
+    shares: list[dict],
+    chunk_tokens: int,
+    size_tests: dict[int, list[dict]] | None = None,
+    plan: Sequence | None = None,
+    question_set: str = "run",
 ) -> list[dict]:
-    """The paper's Table 1 findings from grading/paired_tests.csv and relevant_shares.csv rows
-    (without the judge's and the setup's gates: see :func:`paper_vs_run`). `size_tests`
-    ({chunk size: paired-test rows}) are the chunk-size study's Table 1 tests: the reranking
-    finding at a size of `PAPER_CHUNK_SIZES` is read there when the run's own Table 1 grades
-    another size."""
-    rr = [t for t in tests if t["comparison"] == "reranked - retrieved"]
-    out = []
+    """The paper's Table 1 findings (`plan.FINDINGS`) from grading/paired_tests.csv and
+    relevant_shares.csv rows (without the judge's and the setup's gates: see :func:`paper_vs_run`).
+    A finding the paper states for both retrievers gets a row per retriever and one for all its
+    cells. `plan` (plan.PlanEntry items) sets each planned finding's test and level; the others
+    use the cluster-robust t at α = 0.05. `size_tests` ({chunk size: paired-test rows}) are the
+    chunk-size study's Table 1 tests: the reranking finding at a size of `PAPER_CHUNK_SIZES` is
+    read there when the run's own Table 1 grades another size. `question_set` ("run" or "golden")
+    marks the rows, and a golden set's finding names say so."""
+    from .plan import FINDINGS, TESTS
 
-    def cells(measure: str) -> list[dict]:
-        return sorted((t for t in rr if t["measure"] == measure), key=lambda t: (t["retriever"], t["top_k"]))
+    entries = {e.id: e for e in plan or [] if e.question_set == question_set}
+    out: list[dict] = []
 
-    def row(finding, paper, rows, signs, what, rule, boundary):
-        verdict, count = intersection_union_verdict(rows, signs)
+    def rule_of(fid: str) -> tuple[float, tuple, str]:
+        e = entries.get(fid)
+        alpha, test = (e.alpha, e.test) if e else (ALPHA, "t")
+        words = "cluster-robust t test" + (" and cluster sign-flip permutation test" if test != "t" else "")
+        return alpha, TESTS[test], words
+
+    def cells(comparison: str, measure: str, retriever: str | None = None) -> list[dict]:
+        return sorted(
+            (
+                t
+                for t in tests
+                if t["comparison"] == comparison
+                and t["measure"] == measure
+                and (retriever is None or t["retriever"] == retriever)
+            ),
+            key=lambda t: (str(t["retriever"]), int(t["top_k"])),
+        )
+
+    def add(fid, rows, signs, what, rule, scope, finding=None, paper=None):
+        spec = FINDINGS[fid]
+        alpha, keys, words = rule_of(fid)
+        verdict, count = intersection_union_verdict(rows, signs, alpha, keys)
+        unit, fmt = ("", "{:+.2f}") if spec.measure == "mean_grade" else (" pp", "{:+.1f}")
         out.append(
             {
-                "boundary": boundary,
+                "id": fid,
+                "scope": scope,
+                "source": spec.source,
+                "boundary": spec.boundary,
                 "compares": compared_systems(rows),
-                "mde": min(mde_at(rows, ALPHA), default=float("nan")),
-                "finding": finding,
-                "paper": paper,
-                "this_run": f"{what} {_range([r['diff'] for r in rows])} pp across {len(rows)} cells; {count}",
-                "ci": _span(rows, "{:+.1f}", " pp"),
+                "mde": min(mde_at(rows, alpha), default=float("nan")),
+                "finding": finding or spec.title,
+                "paper": paper or _paper_text(spec.comparison, spec.measure, rows),
+                "this_run": f"{what} {_range([r['diff'] for r in rows], fmt)}{unit} across {len(rows)} cells; {count}"
+                if rows
+                else "not graded",
+                "ci": _span(rows, fmt, unit),
                 "verdict": verdict,
                 "n": _n(rows),
                 "judge": "grader",
-                "rule": rule,
-                "mde_rule": iut_mde_text(rows, "{:.1f}", " pp") if rows else "–",
+                "rule": rule.format(test=words, alpha=alpha),
+                "mde_rule": iut_mde_text(rows, fmt.replace("+", ""), unit) if rows else "–",
                 "level": False,
             }
         )
 
-    low = cells("share_0_1")
-    row(
-        "Reranking lowers the share of grades 0 and 1 at every top-k",
-        "lower after reranking at every top-k",
-        low,
-        [-1] * len(low),
-        "reranked − retrieved:",
-        "intersection-union: every cell lower, each cluster-robust t test p < 0.05; reversed: any cell higher, "
-        "Holm over the cells",
-        "ge2",
+    def per_retriever(fid, signs_of, what, rule):
+        spec = FINDINGS[fid]
+        everything = cells(spec.comparison, spec.measure)
+        for r in dict.fromkeys(t["retriever"] for t in everything):
+            own = cells(spec.comparison, spec.measure, r)
+            name = RETRIEVER_NAMES.get(r, r)
+            base = spec.title.split(" (every")[0]
+            add(fid, own, [signs_of(t) for t in own], what, rule, r, f"{base} ({name})")
+        add(fid, everything, [signs_of(t) for t in everything], what, rule, ALL_CELLS)
+
+    iut = (
+        "intersection-union: every cell {direction}, each {test} p < {alpha:g}; reversed: any cell the other "
+        "way, Holm over the cells"
     )
-    top3 = [t for t in cells("share_3") if t["retriever"] == "bm25" and t["top_k"] == 3]
-    if top3:
-        t = top3[0]
-        mde = mde_at([t], ALPHA)[0]
-        out.append(
-            {
-                "boundary": "eq3",
-                "compares": compared_systems([t]),
-                "mde": mde,
-                "finding": "Reranking raises the share of grade 3 (BM25, top-3)",
-                "paper": "39.66% → 44.76%",
-                "this_run": f"{t['value_a']:.2f}% → {t['value_b']:.2f}% ({_pp(t['diff'])}; p {_fmt_p(t['p_value'])})",
-                "ci": _ci(t["ci_low"], t["ci_high"], " pp"),
-                "verdict": single_test_verdict(t, 1),
-                "n": _n([t]),
-                "judge": "grader",
-                "level": False,
-                "rule": "one pre-specified cell: cluster-robust t test, p < 0.05 (no multiplicity)",
-                "mde_rule": "–" if mde != mde else f"±{mde:.1f} pp at α = {ALPHA:g} (paper's effect +5.1 pp)",
-            }
+    per_retriever(
+        "rerank_lowers_grades_0_1", lambda t: -1, "reranked − retrieved:", iut.replace("{direction}", "lower")
+    )
+    _single_cell(out, tests, rule_of)
+    per_retriever("rerank_raises_grade_3", lambda t: 1, "reranked − retrieved:", iut.replace("{direction}", "higher"))
+    per_retriever(
+        "grade_2_before_rerank_except_top10",
+        lambda t: 1 if int(t["top_k"]) >= 10 else -1,
+        "reranked − retrieved:",
+        iut.replace("{direction}", "lower at top-k < 10 and higher at top-10"),
+    )
+    per_retriever(
+        "rerank_matters_most_at_low_k",
+        lambda t: 1,
+        "grade-3 gain at top-3 − gain at top-10:",
+        iut.replace("{direction}", "(one per retriever) larger at top-3"),
+    )
+    for fid, what in (("dense_preferred", "retrieved lists"), ("dense_preferred_after_rerank", "reranked lists")):
+        spec = FINDINGS[fid]
+        rows = cells(spec.comparison, spec.measure)
+        add(
+            fid,
+            rows,
+            [1] * len(rows),
+            f"mean grade dense − BM25, {what}, top-k {', '.join(str(t['top_k']) for t in rows)}:",
+            iut.replace("{direction}", "(each top-k) higher for dense"),
+            "all top-k",
         )
-    high = cells("share_3")
-    row(
-        "Reranking raises the share of grade 3 (every retriever and top-k)",
-        "higher after reranking",
-        high,
-        [1] * len(high),
-        "reranked − retrieved:",
-        "intersection-union: every cell higher, each p < 0.05; reversed: any cell lower, Holm over the cells",
-        "eq3",
-    )
-    two = cells("share_2")
-    row(
-        "Retrieved lists hold more grade 2 than reranked ones, except at top-10",
-        "more grade 2 before reranking at top-3/5/7, not at top-10",
-        two,
-        [1 if t["top_k"] >= 10 else -1 for t in two],
-        "reranked − retrieved:",
-        "intersection-union: lower at top-k < 10 and higher at top-10, each p < 0.05; reversed: any cell the other "
-        "way, Holm over the cells",
-        "ge2+eq3",
-    )
-    dense = sorted((t for t in tests if t["comparison"] == "dense - bm25"), key=lambda t: t["top_k"])
-    verdict, count = intersection_union_verdict(dense, [1] * len(dense))
+    out.append(_share_level(shares))
+    _chunk_size_rows(out, tests, chunk_tokens, size_tests, add)
+    for r in out:
+        r["question_set"] = question_set
+        if question_set != "run":
+            r["finding"] = f"{r['finding']} [{question_set} questions]"
+    return out
+
+
+def _single_cell(out: list[dict], tests: list[dict], rule_of) -> None:
+    """The paper's headline cell: reranking raises grade 3 at BM25 top-3, one pre-specified test."""
+    from .plan import FINDINGS
+
+    fid = "rerank_raises_grade_3_bm25_top3"
+    top3 = [
+        t
+        for t in tests
+        if t["comparison"] == "reranked - retrieved"
+        and t["measure"] == "share_3"
+        and t["retriever"] == "bm25"
+        and int(t["top_k"]) == 3
+    ]
+    if not top3:
+        return
+    t, (alpha, keys, words) = top3[0], rule_of(fid)
+    mde = mde_at([t], alpha)[0]
+    perm = _num(t.get("p_perm"))
     out.append(
         {
-            "boundary": "ordinal",
-            "compares": compared_systems(dense),
-            "mde": min(mde_at(dense, ALPHA), default=float("nan")),
-            "finding": "The judge prefers the dense retriever to BM25",
-            "paper": "dense graded higher",
-            "this_run": f"mean grade dense − bm25: {_range([t['diff'] for t in dense], '{:+.2f}')} across "
-            f"top-k {', '.join(str(t['top_k']) for t in dense)}; {count}"
-            if dense
-            else "not compared",
-            "ci": _span(dense, "{:+.2f}"),
-            "verdict": verdict,
-            "n": _n(dense),
+            "id": fid,
+            "scope": "bm25",
+            "source": FINDINGS[fid].source,
+            "boundary": "eq3",
+            "compares": compared_systems([t]),
+            "mde": mde,
+            "finding": FINDINGS[fid].title,
+            "paper": "39.66% → 44.76%",
+            "this_run": f"{t['value_a']:.2f}% → {t['value_b']:.2f}% ({_pp(t['diff'])}; p {_fmt_p(t['p_value'])}"
+            + ("" if perm is None else f", permutation p {_fmt_p(perm)}")
+            + ")",
+            "ci": _ci(t["ci_low"], t["ci_high"], " pp"),
+            "verdict": single_test_verdict(t, 1, alpha, keys),
+            "n": _n([t]),
             "judge": "grader",
             "level": False,
-            "rule": "intersection-union: dense higher at every top-k, each p < 0.05; reversed: any top-k lower, "
-            "Holm over the top-k",
-            "mde_rule": iut_mde_text(dense, "{:.2f}") if dense else "–",
+            "rule": f"one pre-specified cell: {words}, each p < {alpha:g} (no multiplicity)",
+            "mde_rule": "–" if mde != mde else f"±{mde:.1f} pp at α = {alpha:g} (paper's effect +5.1 pp)",
         }
     )
+
+
+def _share_level(shares: list[dict]) -> dict:
+    """The absolute level "grades 2-3 exceed 90% in most cells" (compared only on the paper's setup)."""
+    from .plan import FINDINGS
+
     above = [s for s in shares if _num_or(s["ci_low"], 0) >= SHARE_LEVEL]
     below = [s for s in shares if _num_or(s["ci_high"], 100) < SHARE_LEVEL]
     half = len(shares) / 2
     verdict = (
         NOT_TESTED if not shares else HOLDS if len(above) > half else REVERSED if len(below) > half else CANNOT_TELL
     )
-    out.append(
-        {
-            "boundary": "ge2",
-            "compares": [],
-            "mde": float("nan"),
-            "finding": "Grades 2-3 exceed 90% in most cells",
-            "paper": "above 90% in most cells",
-            "this_run": f"{_range([s['percent_2_3'] for s in shares], '{:.1f}')}% across {len(shares)} cells; "
-            f"{len(above)} wholly above 90%, {len(below)} wholly below",
-            "ci": f"lowest CI bound {_range([_num(s['ci_low']) for s in shares], '{:.1f}').split(' to ')[0]}%, "
-            f"highest {_range([_num(s['ci_high']) for s in shares], '{:.1f}').split(' to ')[-1]}%"
-            if shares
-            else "–",
-            "verdict": verdict,
-            "n": _n(shares),
-            "judge": "grader",
-            "level": True,
-            "rule": "an absolute level: compared only when judge and chunk size are the paper's; then more than "
-            "half of the cells with the 95% CI at or above 90% holds, below reverses",
-            "mde_rule": "–",
-        }
-    )
+    return {
+        "id": "grades_2_3_above_90",
+        "scope": ALL_CELLS,
+        "source": FINDINGS["grades_2_3_above_90"].source,
+        "boundary": "ge2",
+        "compares": [],
+        "mde": float("nan"),
+        "finding": "Grades 2-3 exceed 90% in most cells",
+        "paper": "above 90% in most cells",
+        "this_run": f"{_range([s['percent_2_3'] for s in shares], '{:.1f}')}% across {len(shares)} cells; "
+        f"{len(above)} wholly above 90%, {len(below)} wholly below",
+        "ci": f"lowest CI bound {_range([_num(s['ci_low']) for s in shares], '{:.1f}').split(' to ')[0]}%, "
+        f"highest {_range([_num(s['ci_high']) for s in shares], '{:.1f}').split(' to ')[-1]}%"
+        if shares
+        else "–",
+        "verdict": verdict,
+        "n": _n(shares),
+        "judge": "grader",
+        "level": True,
+        "rule": "an absolute level: compared only when judge and chunk size are the paper's; then more than "
+        "half of the cells with the 95% CI at or above 90% holds, below reverses",
+        "mde_rule": "–",
+    }
+
+
+def _chunk_size_rows(out: list[dict], tests, chunk_tokens: int, size_tests, add) -> None:
+    """The reranking finding at the paper's chunk sizes (512: the follow-up; 2,000: the paper),
+    read from the run's own Table 1 at that size or from the chunk-size study's tests (`add`
+    puts a tested row into `out`)."""
+    from .plan import FINDINGS
+
+    ids = {512: "chunks_512_rerank_raises_grade_3", 2000: "chunks_2000_rerank_raises_grade_3"}
     for size, (finding, paper) in PAPER_CHUNK_SIZES.items():
+        fid = ids[size]
         if chunk_tokens == size:
-            at, where = [t for t in high if t["top_k"] == 3], "reranked − retrieved at top-3:"
+            src, where = tests, "reranked − retrieved at top-3:"
         elif size in (size_tests or {}):
-            rr3 = [t for t in size_tests[size] if t["comparison"] == "reranked - retrieved"]
-            at = sorted((t for t in rr3 if t["measure"] == "share_3" and t["top_k"] == 3), key=lambda t: t["retriever"])
-            where = f"chunk-size study at {size} tokens, reranked − retrieved at top-3:"
+            src, where = size_tests[size], f"chunk-size study at {size} tokens, reranked − retrieved at top-3:"
         elif size == 2000:
             continue  # the paper's own size: its findings are the rows above
         else:
             out.append(
                 {
+                    "id": fid,
+                    "scope": ALL_CELLS,
+                    "source": FINDINGS[fid].source,
                     "boundary": "eq3",
                     "compares": [],
                     "mde": float("nan"),
@@ -476,17 +582,25 @@ def table1_findings(
                 }
             )
             continue
-        row(
-            finding,
-            paper,
+        at = sorted(
+            (
+                t
+                for t in src
+                if t["comparison"] == "reranked - retrieved" and t["measure"] == "share_3" and int(t["top_k"]) == 3
+            ),
+            key=lambda t: t["retriever"],
+        )
+        add(
+            fid,
             at,
             [1] * len(at),
             where,
-            "intersection-union: higher at top-3 for every retriever, each p < 0.05; reversed: any lower, Holm "
-            "over the retrievers",
-            "eq3",
+            "intersection-union: higher at top-3 for every retriever, each {test} p < {alpha:g}; reversed: any "
+            "lower, Holm over the retrievers",
+            ALL_CELLS,
+            finding,
+            paper,
         )
-    return out
 
 
 # --------------------------------------------------------------------------- Table 2: the instrument's resolution

@@ -136,38 +136,77 @@ def system_style(name: str) -> dict:
 SCORE_AXIS = (1, 5.2)  # a 1-5 rubric's axis starts at 1, its lowest score
 
 
+def _cell(df, r, st, k, grade) -> tuple:
+    """(percent, ci_low, ci_high) of one Table 1 cell and grade; NaN where the table has none."""
+    sub = df[(df.retriever == r) & (df.stage == st) & (df.top_k == k) & (df.grade == grade)]
+    if not len(sub):
+        return float("nan"), float("nan"), float("nan")
+    row = sub.iloc[0]
+    return tuple(float("nan") if row[c] is None else float(row[c]) for c in ("percent", "ci_low", "ci_high"))
+
+
+def _stack_bar(ax, df, x: float, width: float, r: str, st: str, k) -> None:
+    """One stacked bar: the shares of grades 0-3 of a system at top-k, each segment with its
+    grade's 95% CI drawn as a whisker at the segment's top (the table's intervals)."""
+    bottom = 0.0
+    for grade in GRADES_SHOWN:
+        pct, lo, hi = _cell(df, r, st, k, grade)
+        if pct != pct:
+            continue
+        ax.bar(x, pct, width, bottom=bottom, color=GRADE_COLORS[grade], edgecolor=system_color(r), linewidth=1.2)
+        top = bottom + pct
+        bottom = top
+        if lo != lo or hi != hi:  # no interval (one source chunk): no whisker, the title says so
+            continue
+        (below,), (above,) = _yerr([pct], [lo], [hi])
+        dx = (grade - 1.5) * width / 5  # whiskers side by side, so none hides another
+        whisker = ax.errorbar([x + dx], [top], yerr=[[below], [above]], fmt="none", ecolor="#222222", capsize=2)
+        for part in whisker.lines[1] + whisker.lines[2]:
+            part.set_clip_on(False)  # grade 3's whisker sits at 100%, the axis' top
+
+
+GRADES_SHOWN = (0, 1, 2, 3)
+
+
 def grade_distribution(table1_long, path: Path | None = None):
-    """Table 1 as points: one panel per grade, the share of graded passages (%) against top-k
-    for each retriever before and after reranking, with the 95% CIs of table1_relevance.csv."""
+    """Table 1 as stacked shares on one 0-100% axis: per top-k, one bar per retriever before and
+    after reranking holding the shares of grades 0-3 (fixed grade colours, bar outline in the
+    system's colour, reranked bars hatched), each share with its 95% CI (table1_relevance.csv's
+    cluster-bootstrap interval) as a whisker at the top of its segment; n questions per bar."""
+    from matplotlib.patches import Patch
+
     df = table1_long
     groups = list(dict.fromkeys(zip(df["retriever"], df["stage"])))
     ks = sorted(set(df["top_k"]))
-    fig, axes = _figure(11, 3.4, ncols=4)
-    for ax, grade in zip(axes, (0, 1, 2, 3)):
+    width = 0.8 / max(1, len(groups))
+    fig, ax = _figure(max(6.4, 1.1 * len(groups) * len(ks) + 2.5), 4.2)
+    ticks, labels = [], []
+    for i, k in enumerate(ks):
         for j, (r, st) in enumerate(groups):
-            sub = df[(df.retriever == r) & (df.stage == st) & (df.grade == grade)].set_index("top_k")
-            ys = [float(sub.loc[k, "percent"]) if k in sub.index else float("nan") for k in ks]
-            lo = [float(sub.loc[k, "ci_low"]) if k in sub.index else float("nan") for k in ks]
-            hi = [float(sub.loc[k, "ci_high"]) if k in sub.index else float("nan") for k in ks]
-            x = [k + (j - (len(groups) - 1) / 2) * 0.18 for k in ks]
-            ax.errorbar(
-                x,
-                ys,
-                yerr=_yerr(ys, lo, hi),
-                capsize=2,
-                marker="o" if st == "retrieved" else "s",
-                linestyle="-" if st == "retrieved" else "--",
-                color=system_color(r),
-                label=f"{r} {'reranked' if st == 'reranked' else 'retrieved'}",
-            )
-        ax.set_title(f"grade {grade}", fontsize=9, color=GRADE_COLORS[grade])
-        ax.set_ylim(bottom=0)
-        ax.set_xticks(ks)
-        ax.set_xlabel("top-k")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("% of graded passages (95% CI)")
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=len(groups), bbox_to_anchor=(0.5, -0.08))
+            x = i + (j - (len(groups) - 1) / 2) * width
+            _stack_bar(ax, df, x, width * 0.9, r, st, k)
+            if st == "reranked":
+                ax.bar(x, 100, width * 0.9, fill=False, hatch="//", edgecolor=system_color(r), linewidth=0)
+            ticks.append(x)
+            labels.append(f"{r}\n{'rer.' if st == 'reranked' else 'ret.'}")
+    ax.set_xticks(ticks, labels, fontsize=7)
+    for tick, (r, _) in zip(ax.get_xticklabels(), [g for _ in ks for g in groups]):
+        tick.set_color(system_color(r))
+    for i, k in enumerate(ks):
+        ax.text(i, -0.2, f"top-{k}", transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=9)
+    n = int(df["n_questions"].max()) if "n_questions" in df and len(df) else None
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("% of graded passages (95% CI)")
+    no_ci = df["ci_low"].isna().all() if "ci_low" in df else True
+    ax.set_title(
+        f"relevance grades per system and top-k (n={n} questions per bar"
+        + ("; no CI: fewer than two source chunks)" if no_ci else ")"),
+        fontsize=9,
+        pad=14,  # above grade 3's whiskers
+    )
+    handles = [Patch(color=GRADE_COLORS[g], label=f"grade {g}") for g in reversed(GRADES_SHOWN)]
+    handles.append(Patch(fill=False, hatch="//", label="reranked"))
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     save(fig, path)
     return fig
@@ -175,7 +214,7 @@ def grade_distribution(table1_long, path: Path | None = None):
 
 def score_distributions(table2_long, path: Path | None = None):
     """Table 2 as points: the mean judge score (1-5) per rubric and setting with its 95% CI
-    (table2_answer_quality.csv's) and n; y-axis from zero."""
+    (table2_answer_quality.csv's) and n; the y-axis starts at 1, the scale's lowest score."""
     import numpy as np
 
     df = table2_long.dropna(subset=["mean"])
@@ -432,52 +471,76 @@ def forest_plot(rows: list[dict], path: Path | None = None):
     return fig
 
 
+def _ci_columns(df, value: str) -> tuple:
+    """The CI columns of `value` in a per-task table (`<value>_ci_low`, `<value>_ci_high`), or
+    None when the table has none (a run written before they were added)."""
+    lo, hi = f"{value}_ci_low", f"{value}_ci_high"
+    return (lo, hi) if lo in df and hi in df else None
+
+
+def _num(series) -> list:
+    return [float("nan") if v is None else float(v) for v in series]
+
+
+def _settings_panel(ax, sub, value: str, ci) -> str:
+    """Table 2 per task: one point per setting with its CI; the tick names the setting and its n."""
+    ys = _num(sub[value])
+    err = _yerr(ys, _num(sub[ci[0]]), _num(sub[ci[1]])) if ci else None
+    ax.errorbar(range(len(sub)), ys, yerr=err, fmt="o", capsize=3, color="#4477aa")
+    ticks = [f"{s}\n(n={int(n)})" for s, n in zip(sub["setting"], sub["n"])]
+    ax.set_xticks(range(len(sub)), ticks, rotation=30, fontsize=7)
+    ax.set_xlim(-0.6, len(sub) - 0.4)
+    ns = set(sub["n"])
+    return f"n={int(ns.pop())} per setting" if len(ns) == 1 else "n per setting below"
+
+
+def _topk_panel(ax, sub, value: str, ci, groups: list) -> str:
+    """Table 1 per task: a line per retriever and stage against top-k, each point with its CI."""
+    ks = sorted(set(sub["top_k"]))
+    step = 0.04 * (min(b - a for a, b in zip(ks, ks[1:])) if len(ks) > 1 else 1)  # dodge, so no bar hides another
+    for j, (r, st) in enumerate(groups):
+        g = sub[(sub.retriever == r) & (sub.stage == st)].sort_values("top_k")
+        if not len(g):
+            continue
+        ys = _num(g[value])
+        err = _yerr(ys, _num(g[ci[0]]), _num(g[ci[1]])) if ci else None
+        x = [k + (j - (len(groups) - 1) / 2) * step for k in g["top_k"]]
+        style = system_style(f"{r}+rerank" if st == "reranked" else r)
+        ax.errorbar(x, ys, yerr=err, capsize=2, label=f"{r} {st}", **style)
+    ax.set_xticks(ks)
+    ax.set_xlabel("top-k")
+    return f"n={int(sub['questions'].max())} questions"
+
+
 def per_task_panels(per_task, value: str, ylabel: str, path: Path | None = None, group: str = None):
-    """One panel per task of a per-task table (Table 1's grading/per_task.csv or Table 2's
-    table2_per_task.csv): `value` per row group (retriever/stage/top-k, or setting), with the
-    panel's n; shared y-axis from zero, legend below the panels."""
+    """One panel per task of a per-task table (Table 1's grading/per_task.csv: a line per
+    retriever and stage against top-k; Table 2's table2_per_task.csv: a point per setting), each
+    point with its 95% CI from the table's `<value>_ci_low`/`<value>_ci_high` columns and each
+    panel titled with its n. One shared y-axis: 0-100% for shares, from 1 for a 1-5 score."""
     import numpy as np
 
     df = per_task.dropna(subset=[value]) if len(per_task) else per_task
     tasks = sorted(set(df["task"])) if len(df) else []
-    fig, axes = _figure(max(6.4, 2.6 * max(1, len(tasks))), 3.2, ncols=max(1, len(tasks)))
+    fig, axes = _figure(max(6.4, 2.8 * max(1, len(tasks))), 3.4, ncols=max(1, len(tasks)))
     axes = np.atleast_1d(axes)
     if not tasks:
         axes[0].text(0.5, 0.5, "no per-task rows", ha="center", va="center")
         save(fig, path)
         return fig
-    if group is None:
-        group = "setting" if "setting" in df else None
+    group = group or ("setting" if "setting" in df else None)
+    ci = _ci_columns(df, value)
+    score = "1-5" in ylabel
+    groups = [] if group else list(dict.fromkeys(zip(df["retriever"], df["stage"])))
     for ax, task in zip(axes, tasks):
         sub = df[df.task == task]
-        if group:
-            labels = [str(x) for x in sub[group]]
-            n = int(sub["n"].max()) if "n" in sub else None
-            base = SCORE_AXIS[0] if "1-5" in ylabel else 0  # a 1-5 score's bar rises from 1
-            ax.bar(range(len(sub)), sub[value] - base, bottom=base, color="#4477aa")
-            ax.set_xticks(range(len(sub)), labels, rotation=30, fontsize=7)
-        else:
-            for (r, st), g in sub.groupby(["retriever", "stage"]):
-                ax.plot(
-                    g["top_k"],
-                    g[value],
-                    marker="o" if st == "retrieved" else "s",
-                    linestyle="-" if st == "retrieved" else "--",
-                    color=system_color(r),
-                    label=f"{r} {st}",
-                )
-            n = int(sub["questions"].max())
-            ax.set_xticks(sorted(set(sub["top_k"])))
-            ax.set_xlabel("top-k")
-        ax.set_title(f"{task} (n={n})", fontsize=9)
+        n = _settings_panel(ax, sub, value, ci) if group else _topk_panel(ax, sub, value, ci, groups)
+        ax.set_title(f"{task} ({n})", fontsize=8)
+        ax.set_ylim(*(SCORE_AXIS if score else (0, 102)))
         ax.grid(alpha=0.3)
-    top = float(np.nanmax(df[value])) if len(df) else 1.0
-    for ax in axes:
-        if "1-5" in ylabel:  # a rubric's scores: the axis starts at 1
-            ax.set_ylim(*SCORE_AXIS)
-        else:
-            ax.set_ylim(0, top * 1.1 if top > 0 else 1)
-    axes[0].set_ylabel(ylabel)
+    no_ci = not ci or df[ci[0]].isna().all()
+    axes[0].set_ylabel(ylabel + (" (95% CI)" if ci else " (no CI in this table)"))
+    if ci and no_ci:
+        fig.suptitle("no CI: fewer than two source chunks per task", fontsize=8, y=1.02)
     h, lab = axes[0].get_legend_handles_labels()
     if h:
         fig.legend(h, lab, fontsize=8, loc="lower center", ncol=4, bbox_to_anchor=(0.5, -0.12))
@@ -516,6 +579,57 @@ def judge_calibration(confusions: dict, path: Path | None = None):
     h, lab = axes[0].get_legend_handles_labels()
     if h:
         fig.legend(h, lab, fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    save(fig, path)
+    return fig
+
+
+# one colour per chunk size, in the order of the sizes (smallest first), the same in every panel
+SIZE_COLORS = ("#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377")
+
+
+def _budget_panel(ax, sub, measure: str, kind: str, sizes: list) -> None:
+    """One panel: `measure` against the cut of kind `kind`, a line and a 95% CI band per size."""
+    for i, size in enumerate(sizes):
+        s = sub[(sub["chunk_size"] == size) & (sub["budget_kind"] == kind)].sort_values("budget")
+        if s.empty:
+            continue
+        colour = SIZE_COLORS[i % len(SIZE_COLORS)]
+        ax.plot(s["budget"], s[measure], marker="o", color=colour, label=f"{size}-token chunks")
+        ax.fill_between(s["budget"], s[f"{measure}_ci_low"], s[f"{measure}_ci_high"], color=colour, alpha=0.15)
+    if kind == "tokens":
+        ax.set_xscale("log", base=2)
+    ticks = sorted(set(sub.loc[sub["budget_kind"] == kind, "budget"]))
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([str(t) for t in ticks])
+    ax.set_xlabel("reader budget (tokens)" if kind == "tokens" else "k chunks (equal k: unequal reading)")
+    ax.set_ylabel(f"{measure.replace('_', ' ')} (95% CI)")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+
+
+def chunk_budget_plot(table, system: str, path: Path | None = None):
+    """Hit rate and coverage of the evidence span per chunk size, at equal reader tokens (left)
+    and at equal k (right, labelled as such); one row of panels per question set and measure, the
+    system `system` only, n (questions / documents) in each row's title. `table`: the rows of
+    chunk_sizes/equal_budget.csv."""
+    sub = table[table["system"] == system]
+    sets = list(dict.fromkeys(sub["questions"]))
+    sizes = sorted(set(sub["chunk_size"]))
+    rows = [(q, m) for q in sets for m in ("hit_rate", "coverage")]
+    _figure(1, 1)  # the headless backend outside notebooks
+    import matplotlib.pyplot as plt
+
+    plt.close()
+    fig, axes = plt.subplots(len(rows), 2, figsize=(10.0, 3.0 * len(rows)), squeeze=False)
+    for (qs, measure), pair in zip(rows, axes):
+        s = sub[sub["questions"] == qs]
+        n_q, n_d = int(s["n_questions"].max()), int(s["n_documents"].max())
+        for ax, kind in zip(pair, ("tokens", "k")):
+            _budget_panel(ax, s, measure, kind, sizes)
+            what = "equal reader tokens" if kind == "tokens" else "equal k (not equal reading)"
+            ax.set_title(f"{qs} questions, {system}: {what}\nn = {n_q} questions / {n_d} documents", fontsize=9)
+    axes[0][1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     save(fig, path)
     return fig

@@ -55,6 +55,20 @@ def markdown_table(df, index: bool = False) -> str:
 MISSING = "–"
 
 
+def dash_missing(df):
+    """A copy of `df` in which every missing cell of a column that is not float (None, NaN, <NA>
+    in text, integer or boolean columns) is a dash; float columns keep their dtype, so a caller
+    formats them with `na_rep=MISSING` (`to_html`, `to_string`) and their numbers stay numbers."""
+    from pandas.api.types import is_float_dtype
+
+    out = df.copy()
+    for i in range(out.shape[1]):
+        col = out.iloc[:, i]
+        if not is_float_dtype(col.dtype) and col.isna().any():
+            out.isetitem(i, col.astype(object).where(col.notna(), MISSING))
+    return out
+
+
 def as_words(value) -> str:
     """A value as a reader sees it in prose: a dash for None or NaN, yes/no for a truth value,
     `a, b` for a list, `key value, key value` for a mapping; never a Python repr."""
@@ -75,7 +89,7 @@ def render(df, fmt: str = "md", marks: Mapping[tuple[int, str], str] | None = No
     """`df` holds display strings; `marks[(row position, column)]` is "bold" or "underline".
     `fmt` is "md" (GitHub Markdown) or "tex" (a booktabs tabular via pandas' Styler)."""
     marks = marks or {}
-    cells = df.astype(str).copy()
+    cells = df.astype(object).where(df.notna(), MISSING).astype(str)  # a missing cell is a dash
     if fmt == "md":
         cells = cells.map(md_cell)
         cells.columns = [md_cell(str(c)) for c in cells.columns]

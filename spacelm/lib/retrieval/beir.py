@@ -59,15 +59,21 @@ def load_beir(folder: Path, split: str = "test") -> BeirData:
     return BeirData(corpus, queries, qrels)
 
 
+def write_beir_corpus(folder: Path, corpus: dict) -> None:
+    """`corpus.jsonl` of a BEIR folder (atomically): one line per passage, `_id`, `title`, `text`
+    and any further field of the passage."""
+    write_jsonl(
+        Path(folder) / "corpus.jsonl",
+        ({"_id": k, "title": v.get("title", ""), "text": v["text"], **v} for k, v in corpus.items()),
+    )
+
+
 def write_beir(folder: Path, data: BeirData, split: str = "test", query_metadata: dict = None) -> None:
     """Write a BEIR folder (atomically, file by file); a passage's fields beyond title and text (a
     `doc_id`) are kept; `query_metadata` {query id: {...}} goes into each query's `metadata` field."""
     folder = Path(folder)
     meta = query_metadata or {}
-    write_jsonl(
-        folder / "corpus.jsonl",
-        ({"_id": k, "title": v.get("title", ""), "text": v["text"], **v} for k, v in data.corpus.items()),
-    )
+    write_beir_corpus(folder, data.corpus)
     write_jsonl(
         folder / "queries.jsonl",
         ({"_id": k, "text": v, **({"metadata": meta[k]} if k in meta else {})} for k, v in data.queries.items()),

@@ -668,6 +668,11 @@ def unanswerable_table(records: list[dict]):
     )
 
 
+def beir_corpus(chunks: list) -> dict:
+    """The chunks as a BEIR corpus: {chunk id: {"title": its document id, "text": its text}}."""
+    return {c.chunk_id: {"title": c.doc_id, "text": c.text} for c in chunks}
+
+
 def export_beir(chunks: list, records: list[dict], folder: Path) -> None:
     """The kept questions as a BEIR folder (corpus = every chunk, qrels = source chunks). Each
     query carries `metadata.answerable`; unanswerable ones are in queries.jsonl but have no qrels
@@ -678,7 +683,7 @@ def export_beir(chunks: list, records: list[dict], folder: Path) -> None:
     write_beir(
         folder,
         BeirData(
-            corpus={c.chunk_id: {"title": c.doc_id, "text": c.text} for c in chunks},
+            corpus=beir_corpus(chunks),
             queries={r["qid"]: r["question"] for r in kept},
             qrels={r["qid"]: {r["source_chunk_id"]: 1} for r in kept if r.get("answerable", True)},
         ),

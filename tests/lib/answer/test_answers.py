@@ -356,3 +356,31 @@ def test_a_yes_no_question_asked_both_ways_reads_the_mirror_as_its_complement():
     assert mirrored_p_yes(0.7, 0.1) == pytest.approx(0.8)
     assert mirrored_p_yes(0.7, None) is None and verdict_of(None) is None
     assert verdict_of(0.5) is None and verdict_of(0.51) is True and verdict_of(0.2) is False
+
+
+def test_table2_per_task_means_with_cluster_t_cis():
+    from spacelm.lib.answer.answers import table2_per_task
+    from spacelm.lib.stats import cluster_t
+
+    scores = [5, 4, 4, 2, 3, 5]
+    chunks = ["c1", "c1", "c2", "c2", "c3", "c3"]
+    items = [
+        {"pipeline": "table2", "setting": "standard", "task": "analysis", "qid": f"q{i}", "source_chunk_id": c}
+        | {"scores": {"faithfulness": s}}
+        for i, (s, c) in enumerate(zip(scores, chunks))
+    ]
+    other = {"pipeline": "B", "setting": "standard", "task": "analysis", "qid": "x", "scores": {"faithfulness": 1}}
+    items.append(other)
+    items.append(
+        {"pipeline": "table2", "setting": "standard", "task": "direct_qa", "qid": "d", "source_chunk_id": "c9"}
+        | {"scores": {"faithfulness": 1}}
+    )
+    df = table2_per_task(items)
+    a = df[df.task == "analysis"].iloc[0]
+    c = cluster_t(scores, chunks)
+    assert (a.n, a.n_source_chunks, a.faithfulness) == (6, 3, round(sum(scores) / 6, 4))  # pipeline B left out
+    assert a.faithfulness_ci_low == round(max(1, c["ci_low"]), 3)
+    assert a.faithfulness_ci_high == round(min(5, c["ci_high"]), 3)
+    assert 1 <= a.faithfulness_ci_low < a.faithfulness < a.faithfulness_ci_high <= 5
+    d = df[df.task == "direct_qa"].iloc[0]
+    assert d.faithfulness == 1 and d.faithfulness_ci_low != d.faithfulness_ci_low  # one source chunk: no interval

@@ -95,3 +95,25 @@ def test_judge_validity_flags_a_judge_that_cannot_separate():
     # the same perfect separation on too few pairs earns no positive verdict
     v = grading.judge_validity(good, good, 0.75, 0.0, min_pairs=30)
     assert v["verdict"].startswith("Too few pairs to tell") and "10 source/random pairs" in v["verdict"]
+
+
+def test_per_task_shares_cis_from_the_cluster_bootstrap():
+    from spacelm.lib.judge.relevance import per_task_shares
+    from spacelm.lib.stats import cluster_bootstrap_cis
+
+    # six analysis questions from three source chunks, one direct_qa question
+    grades = {"a1": [3, 3], "a2": [3, 1], "a3": [0, 1], "a4": [2, 3], "a5": [3, 3], "a6": [1, 0], "d1": [3, 2]}
+    task_of = {q: "direct_qa" if q.startswith("d") else "analysis" for q in grades}
+    cluster_of = {"a1": "c1", "a2": "c1", "a3": "c2", "a4": "c2", "a5": "c3", "a6": "c3", "d1": "c4"}
+    df = per_task_shares({("bm25", "retrieved", 2): grades}, task_of, 400, 7, cluster_of)
+    a = df[df.task == "analysis"].iloc[0]
+    assert (a.questions, a.n_source_chunks, a.passages) == (6, 3, 12)
+    assert a.pct_grade_3 == round(100 * 6 / 12, 2) and a.pct_grade_2_3 == round(100 * 7 / 12, 2)
+    lists = [grades[q] for q in sorted(task_of) if q.startswith("a")]
+    share3 = lambda ls: 100 * sum(g == 3 for lst in ls for g in lst) / sum(len(lst) for lst in ls)
+    clusters = [cluster_of[f"a{i}"] for i in range(1, 7)]
+    lo, hi = cluster_bootstrap_cis(lists, clusters, lambda ls: {"v": share3(ls)}, 400, 7)["v"]
+    assert (a.pct_grade_3_ci_low, a.pct_grade_3_ci_high) == (round(lo, 2), round(hi, 2))
+    assert a.pct_grade_3_ci_low < a.pct_grade_3 < a.pct_grade_3_ci_high
+    d = df[df.task == "direct_qa"].iloc[0]  # one source chunk: no interval
+    assert d.pct_grade_3 == 50.0 and pd.isna(d.pct_grade_3_ci_low) and pd.isna(d.pct_grade_2_3_ci_high)

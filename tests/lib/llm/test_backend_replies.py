@@ -50,7 +50,8 @@ class _Trickler:
     """A server on 127.0.0.1 that answers with headers promising 1,000 bytes, then sends one byte
     every 0.2 s: every read succeeds well within a per-read timeout, the reply never ends."""
 
-    def __init__(self):
+    def __init__(self, headers_slowly: bool = False):
+        self.headers_slowly = headers_slowly
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(4)
@@ -70,7 +71,14 @@ class _Trickler:
                 conn.settimeout(1)
                 try:
                     conn.recv(65536)
-                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+                    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n"
+                    for i in range(len(head)) if self.headers_slowly else ():
+                        if self.stop.is_set():
+                            return
+                        conn.sendall(head[i : i + 1])  # the status line and headers, a byte at a time
+                        time.sleep(0.2)
+                    conn.sendall(b"" if self.headers_slowly else head)
+                    conn.sendall(b"\r\n")
                     while not self.stop.is_set():
                         conn.sendall(b" ")
                         time.sleep(0.2)
@@ -83,8 +91,9 @@ class _Trickler:
         self.sock.close()
 
 
-def test_timeout_bounds_the_whole_request_not_each_read():
-    server = _Trickler()
+@pytest.mark.parametrize("headers_slowly", [False, True], ids=["body", "headers"])
+def test_timeout_bounds_the_whole_request_not_each_read(headers_slowly):
+    server = _Trickler(headers_slowly)
     try:
         cfg = LLMConfig(
             backend="openai", model="m", base_url=server.url, timeout_s=1.5, max_retries=0, breaker_failures=1

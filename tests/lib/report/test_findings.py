@@ -509,3 +509,78 @@ def test_the_findings_stage_reads_margins_kinds_and_settings_from_the_config(tmp
     eq = table[table["judge"] == "faithfulness"].iloc[0]
     assert eq["margin"] == 0.25 and eq["control_gap_low"] == pytest.approx(round(gap["low"], 3))
     assert table[table["judge"] == "negative_rejection"]["margin"].isna().all()
+
+
+def test_per_retriever_rows_beside_the_all_cells_reading_with_their_source():
+    """Issue 44: a finding the paper states for both retrievers gets a row for each and one for
+    all cells; BM25 moving the paper's way while dense moves the other way is no longer one
+    "reversed" row: BM25 holds, dense is reversed, and the all-cells reading is reversed."""
+    tests = [_t("bm25", k, "share_0_1", -9.4, 0.002) for k in (3, 10)]
+    tests += [_t("dense", k, "share_0_1", 7.2, 0.004, p_holm=0.008) for k in (3, 10)]
+    rows = F.table1_findings(tests, [], 256)
+    by = {(r["id"], r["scope"]): r for r in rows}
+    assert by[("rerank_lowers_grades_0_1", "bm25")]["verdict"] == F.HOLDS
+    assert by[("rerank_lowers_grades_0_1", "bm25")]["finding"].endswith("(BM25)")
+    assert by[("rerank_lowers_grades_0_1", "dense")]["verdict"] == F.REVERSED
+    assert by[("rerank_lowers_grades_0_1", "all cells")]["verdict"] == F.REVERSED
+    # the paper's figure for the BM25 cells: (1.29 + 1.78) - (2.12 + 3.44) = -2.49 at top-3;
+    # (3.51 + 4.80) - (4.80 + 7.05) = -3.54 at top-10
+    assert by[("rerank_lowers_grades_0_1", "bm25")]["paper"] == "-3.5 to -2.5 pp across 2 cells"
+    assert all(r["source"].startswith(("paper:", "follow-up:")) for r in rows)
+    r512 = next(r for r in rows if r["id"] == "chunks_512_rerank_raises_grade_3")
+    assert r512["source"].startswith("follow-up: Belo, Guimarães & Soares, CVPR Workshop 2026")
+
+
+def test_low_k_and_dense_after_reranking_rows():
+    tests = [_t(r, 3, "share_3", d, p, comparison="rerank gain: top-3 - top-10") for r, d, p in (("bm25", 4.0, 0.01),)]
+    tests += [_t("dense", 3, "share_3", 1.0, 0.4, comparison="rerank gain: top-3 - top-10")]
+    tests += [_t("dense vs bm25", k, "mean_grade", 0.2, 0.01, comparison="dense+rerank - bm25+rerank") for k in (3, 10)]
+    by = {(r["id"], r["scope"]): r for r in F.table1_findings(tests, [], 256)}
+    assert by[("rerank_matters_most_at_low_k", "bm25")]["verdict"] == F.HOLDS
+    assert by[("rerank_matters_most_at_low_k", "dense")]["verdict"] == F.CANNOT_TELL
+    # the paper's gain difference for BM25: (44.76 - 39.66) - (26.82 - 23.76) = 5.10 - 3.06 = +2.04 pp
+    assert by[("rerank_matters_most_at_low_k", "bm25")]["paper"] == "+2.0 pp across 1 cells"
+    after = by[("dense_preferred_after_rerank", "all top-k")]
+    assert after["verdict"] == F.HOLDS and after["compares"] == []  # no such system pair in compared_systems
+    # dense+rerank - bm25+rerank at top-3 in the paper: 2.4104 - 2.4042 = +0.0062 grade
+    assert F.paper_effect("dense+rerank - bm25+rerank", "dense vs bm25", 3, "mean_grade") == pytest.approx(0.0062)
+
+
+def test_a_planned_permutation_test_must_agree_with_the_t_test():
+    """With the plan's test `t_and_permutation` a cell rejects only when both p-values are below
+    the level: a t test at p 0.01 beside a permutation p of 0.2 (ties dominate) cannot tell."""
+    from spacelm.lib.report.plan import PlanEntry, apply_plan
+
+    t = dict(_t("bm25", 3, "share_3", 5.0, 0.01), p_perm=0.2, p_perm_holm=0.2)
+    plan = [PlanEntry("rerank_raises_grade_3_bm25_top3", role="primary", n_needed=91)]
+    one = lambda rows: next(r for r in rows if r["id"] == "rerank_raises_grade_3_bm25_top3")
+    assert one(F.table1_findings([t], [], 256))["verdict"] == F.HOLDS  # unplanned: the t test alone
+    planned = one(F.table1_findings([t], [], 256, plan=plan))
+    assert planned["verdict"] == F.CANNOT_TELL and "permutation" in planned["rule"]
+    assert one(F.table1_findings([dict(t, p_perm=0.03)], [], 256, plan=plan))["verdict"] == F.HOLDS
+    out = {r["id"]: r for r in apply_plan(F.table1_findings([t], [], 256, plan=plan), plan)}
+    assert out["rerank_raises_grade_3_bm25_top3"]["role"] == "primary"
+    assert (
+        "underpowered: the plan needs 91 questions, the run has 30"
+        in out["rerank_raises_grade_3_bm25_top3"]["verdict_reason"]
+    )
+    assert out["grades_2_3_above_90"]["plan_entry"] == "exploratory"
+
+
+def test_the_golden_question_set_has_its_own_rows_and_plan_entries():
+    from spacelm.lib.report.plan import PlanEntry, apply_plan
+
+    t = _t("bm25", 3, "share_3", 5.0, 0.01)
+    plan = [
+        PlanEntry("rerank_raises_grade_3_bm25_top3", role="primary", test="t"),
+        PlanEntry("rerank_raises_grade_3_bm25_top3", test="t", question_set="golden"),
+    ]
+    run = F.table1_findings([t], [], 256, plan=plan)
+    gold = F.table1_findings([t], [], 256, plan=plan, question_set="golden")
+    one = lambda rows: next(r for r in rows if r["id"] == "rerank_raises_grade_3_bm25_top3")
+    assert one(run)["question_set"] == "run" and one(gold)["finding"].endswith("[golden questions]")
+    out = apply_plan(run + gold, plan)
+    roles = {(r["id"], r["question_set"]): r["role"] for r in out}
+    assert roles[("rerank_raises_grade_3_bm25_top3", "run")] == "primary"
+    assert roles[("rerank_raises_grade_3_bm25_top3", "golden")] == "secondary"
+    assert roles[("dense_preferred", "golden")] == "exploratory"

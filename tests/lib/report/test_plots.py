@@ -31,17 +31,19 @@ def test_recall_curve_has_cis_and_an_outside_legend(tmp_path):
     assert len(_errorbars(ax)) == 2 and _outside(fig, ax) and (tmp_path / "r.png").is_file()
 
 
-def test_grade_distribution_points_with_cis(tmp_path):
+def test_grade_distribution_stacked_shares_on_one_axis(tmp_path):
+    shares = {0: 10.0, 1: 20.0, 2: 30.0, 3: 40.0}
     rows = [
         {
             "retriever": r,
             "stage": st,
             "top_k": k,
             "grade": g,
-            "percent": 25.0,
+            "percent": shares[g],
             "n": 40,
-            "ci_low": 15.0,
-            "ci_high": 35.0,
+            "n_questions": 12,
+            "ci_low": shares[g] - 5,
+            "ci_high": shares[g] + 5,
             "missing": 0,
         }
         for r in ("bm25", "dense")
@@ -50,8 +52,57 @@ def test_grade_distribution_points_with_cis(tmp_path):
         for g in range(4)
     ]
     fig = plots.grade_distribution(pd.DataFrame(rows), tmp_path / "g.png")
-    assert len(fig.axes) == 4 and all(len(_errorbars(ax)) == 4 for ax in fig.axes)
-    assert _outside(fig, fig.axes[0])
+    (ax,) = fig.axes  # one shared 0-100% axis, not a panel per grade
+    assert ax.get_ylim() == (0.0, 100.0) and "n=12" in ax.get_title()
+    assert len(_errorbars(ax)) == 2 * 2 * 2 * 4  # every grade's share of every bar has its CI
+    filled = [p for p in ax.patches if p.get_fill()]
+    tops = sorted({round(p.get_y() + p.get_height(), 6) for p in filled})
+    assert tops == [10.0, 30.0, 60.0, 100.0]  # stacked: each segment starts where the one below ends
+    from matplotlib.colors import to_hex
+
+    assert {to_hex(p.get_facecolor()) for p in filled} == set(plots.GRADE_COLORS.values())
+    assert {to_hex(p.get_edgecolor()) for p in filled} == {plots.SYSTEM_COLORS["bm25"], plots.SYSTEM_COLORS["dense"]}
+    assert _outside(fig, ax)
+
+
+def _per_task_table1():
+    rows = []
+    for task in ("analysis", "direct_qa"):
+        for st in ("retrieved", "reranked"):
+            for k in (3, 5):
+                rows.append(
+                    {"retriever": "bm25", "stage": st, "top_k": k, "task": task, "questions": 7, "passages": 7 * k}
+                    | {"pct_grade_3": 40.0, "pct_grade_3_ci_low": 20.0, "pct_grade_3_ci_high": 61.0}
+                )
+    return pd.DataFrame(rows)
+
+
+def test_per_task_panels_table1_points_carry_cis_and_n(tmp_path):
+    fig = plots.per_task_panels(_per_task_table1(), "pct_grade_3", "% at grade 3", tmp_path / "t1.png")
+    assert len(fig.axes) == 2 and (tmp_path / "t1.png").is_file()
+    for ax in fig.axes:
+        bars = _errorbars(ax)
+        assert len(bars) == 2 and "n=7" in ax.get_title()
+        segments = bars[0].lines[2][0].get_segments()  # the vertical bars of the first line
+        assert [(round(s[0][1], 6), round(s[1][1], 6)) for s in segments] == [(20.0, 61.0)] * 2
+        assert ax.get_ylim()[0] == 0
+    assert "95% CI" in fig.axes[0].get_ylabel()
+
+
+def test_per_task_panels_table2_scores_from_1_with_cis(tmp_path):
+    df = pd.DataFrame(
+        [
+            {"setting": s, "task": "analysis", "n": n, "faithfulness": 3.0, "faithfulness_ci_low": 2.5}
+            | {"faithfulness_ci_high": 3.75}
+            for s, n in (("standard", 6), ("3_wrong", 5))
+        ]
+    )
+    fig = plots.per_task_panels(df, "faithfulness", "mean faithfulness (1-5)", tmp_path / "t2.png", group="setting")
+    (ax,) = fig.axes
+    assert ax.get_ylim()[0] == 1  # a 1-5 rubric's axis starts at its lowest score
+    (bars,) = _errorbars(ax)
+    assert [(s[0][1], s[1][1]) for s in bars.lines[2][0].get_segments()] == [(2.5, 3.75)] * 2
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["standard\n(n=6)", "3_wrong\n(n=5)"]
 
 
 def test_answer_plots_with_cis(tmp_path):

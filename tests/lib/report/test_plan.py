@@ -1,0 +1,33 @@
+from spacelm.lib.report.plan import FINDINGS, PlanEntry, plan_problems, plan_sha256
+
+
+def test_a_plan_names_known_findings_once_with_one_primary():
+    ok = [PlanEntry("rerank_raises_grade_3_bm25_top3", role="primary", n_needed=91), PlanEntry("dense_preferred")]
+    assert plan_problems(ok) == []
+    bad = ok + [
+        PlanEntry("reranking_helps"),
+        PlanEntry("dense_preferred"),
+        PlanEntry("rerank_raises_grade_3", test="anova", cluster="page", alpha=0.7, n_needed=1, role="primary"),
+    ]
+    text = "\n".join(plan_problems(bad))
+    assert "findings[2].id: unknown finding 'reranking_helps'" in text
+    assert "findings[3].id: 'dense_preferred' is planned twice" in text
+    assert "findings[4].test: unknown test 'anova'" in text and "findings[4].cluster: unknown unit 'page'" in text
+    assert "findings[4].alpha" in text and "findings[4].n_needed" in text
+    assert "2 entries are primary" in text
+    assert plan_problems([PlanEntry("dense_preferred")]) == [
+        "analysis_plan.findings: 0 entries are primary; exactly one finding sizes the run"
+    ]
+
+
+def test_the_plan_hash_is_that_of_its_canonical_json():
+    a = {"findings": [{"id": "dense_preferred", "alpha": 0.05}], "note": "fixed"}
+    b = {"note": "fixed", "findings": [{"alpha": 0.05, "id": "dense_preferred"}]}
+    assert plan_sha256(a) == plan_sha256(b)
+    assert plan_sha256(a) != plan_sha256({**a, "note": "changed"})
+    # sha256 of '{"a":1}' (canonical: sorted keys, no spaces)
+    assert plan_sha256({"a": 1}) == "015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862"
+
+
+def test_every_finding_states_its_source():
+    assert all(f.source.startswith(("paper:", "follow-up:")) for f in FINDINGS.values())
