@@ -300,10 +300,10 @@ class GateConfig:
 
 @dataclass
 class AnswerConfig:
+    max_questions: int | None = None
     # false: the run has no answer stage (no Table 2, no answerability): a Table 1 study, whose
     # Table 2 findings another run with its own plan tests
     enabled: bool = True
-    max_questions: int | None = None
     # settings with the relevant passage plus N wrong ones ("standard" is N = 0) ...
     n_wrong_values: list[int] = field(default_factory=lambda: [0, 3])
     # ... and the negative setting: N wrong passages and no relevant one (0 to skip it)

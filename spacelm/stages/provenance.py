@@ -120,3 +120,26 @@ def git_ignored(root: str | None, paths: list[str]) -> set[str]:
     except (OSError, subprocess.SubprocessError):
         return set()
     return set(out.stdout.splitlines()) if out.returncode in (0, 1) else set()
+
+
+# files a run rewrites: their changes do not make the code a run used "dirty"
+RUN_OUTPUT_DIRS = ("data/processed", "data/synthetic", "results")
+
+
+def git_commit(root: str | None) -> str | None:
+    """HEAD, with "+dirty" when tracked files outside the run's own outputs differ from it."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root or ".", capture_output=True, text=True, timeout=10)
+        if out.returncode != 0:
+            return None
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root or ".",
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.splitlines()
+        dirty = [ln[3:] for ln in status if not ln[3:].startswith(RUN_OUTPUT_DIRS)]
+        return out.stdout.strip() + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None

@@ -18,7 +18,6 @@ from ..lib.names import FINDINGS_MIN_QUESTIONS
 from ..lib.report.tables import markdown_table, md_cell
 from .base import Stage, execute
 from .findings import read_judge_check
-from .manifest import git_commit
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "report.md"
 
@@ -953,6 +952,12 @@ def _optional(blocks: dict, name: str, path: Path, fields) -> list[str]:
     return render(blocks[name], fields(json.loads(path.read_text()))) if path.is_file() else []
 
 
+def _head(cfg) -> str | None:
+    from .provenance import git_commit
+
+    return git_commit(cfg.root)
+
+
 def commit_line(run_commit: str | None, report_commit: str | None) -> str:
     """The headline's sentence on the code behind the run and behind this report."""
     if run_commit and run_commit == report_commit:
@@ -1017,7 +1022,7 @@ def report_values(cfg, out=_same) -> dict:
         run_name=cfg.run_name,
         scale_banner=scale_banner(stages),
         config_file=manifest.get("config_file"),
-        commit_line=commit_line(manifest.get("git_commit"), git_commit(cfg.root)),
+        commit_line=commit_line(manifest.get("git_commit"), _head(cfg)),
         plan_line=plan_line(cfg, manifest, findings),
         started=manifest.get("started"),
         finished=manifest.get("finished", "(running)"),
