@@ -841,13 +841,16 @@ def judge_verdicts(relevance: list | None, controls: list | None) -> dict:
 
 def compared_systems(cells: list[dict]) -> list[list[str]]:
     """The pairs of systems a finding's paired-test cells compare: [reranked, retrieved] per
-    retriever of a "reranked - retrieved" cell, [dense, bm25] for "dense - bm25" (once each)."""
+    retriever of a "reranked - retrieved" cell (and of a reranking-gain contrast between top-k),
+    [dense, bm25] for "dense - bm25", [dense+rerank, bm25+rerank] after reranking (once each)."""
     out: list[list[str]] = []
     for t in cells:
-        if t.get("comparison") == "reranked - retrieved":
+        if t.get("comparison") in ("reranked - retrieved", "rerank gain: top-3 - top-10"):
             pair = [f"{t['retriever']}+rerank", str(t["retriever"])]
         elif t.get("comparison") == "dense - bm25":
             pair = ["dense", "bm25"]
+        elif t.get("comparison") == "dense+rerank - bm25+rerank":
+            pair = ["dense+rerank", "bm25+rerank"]
         else:
             continue
         if pair not in out:
@@ -970,15 +973,17 @@ def forest_rows(tests: list[dict]) -> list[dict]:
     α = 0.05 (the IUT's per-cell level), for the forest plot."""
     out = []
     for t in tests:
-        if t["measure"] == "mean_grade" and t["comparison"] != "dense - bm25":
+        dense_vs_bm25 = t["comparison"] in ("dense - bm25", "dense+rerank - bm25+rerank")
+        if t["measure"] == "mean_grade" and not dense_vs_bm25:
             continue
         if _num(t["diff"]) is None:  # a cell without questions has no difference to draw
             continue
-        label = (
-            f"{t['measure'].replace('share_', 'grade ').replace('_', '-')} {t['retriever']} top-{t['top_k']}"
-            if t["comparison"] == "reranked - retrieved"
-            else f"mean grade dense − bm25 top-{t['top_k']}"
-        )
+        grade = t["measure"].replace("share_", "grade ").replace("_", "-")
+        label = {
+            "reranked - retrieved": f"{grade} {t['retriever']} top-{t['top_k']}",
+            "rerank gain: top-3 - top-10": f"{grade} gain {t['retriever']} top-3 − top-10",
+            "dense+rerank - bm25+rerank": f"mean grade dense − bm25 reranked top-{t['top_k']}",
+        }.get(t["comparison"], f"mean grade dense − bm25 top-{t['top_k']}")
         out.append(
             {
                 "panel": t["comparison"] + (" (pp)" if t["measure"] != "mean_grade" else " (grade)"),

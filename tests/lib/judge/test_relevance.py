@@ -117,3 +117,29 @@ def test_per_task_shares_cis_from_the_cluster_bootstrap():
     assert a.pct_grade_3_ci_low < a.pct_grade_3 < a.pct_grade_3_ci_high
     d = df[df.task == "direct_qa"].iloc[0]  # one source chunk: no interval
     assert d.pct_grade_3 == 50.0 and pd.isna(d.pct_grade_3_ci_low) and pd.isna(d.pct_grade_2_3_ci_high)
+
+
+def test_the_reranking_gain_at_top3_against_top10_and_dense_after_reranking():
+    """Two questions. BM25 top-3 grades 3 share: q1 retrieved 1/3, reranked 3/3 (gain +66.7 pp);
+    q2 0/3 -> 1/3 (+33.3). Top-10: q1 2/10 -> 3/10 (+10), q2 1/10 -> 2/10 (+10). Gain at 3 minus
+    gain at 10: q1 +56.7, q2 +23.3; mean +40.0 pp."""
+    g = lambda n3, n: [3] * n3 + [1] * (n - n3)  # noqa: E731
+    cells = {
+        ("bm25", "retrieved", 3): {"q1": g(1, 3), "q2": g(0, 3)},
+        ("bm25", "reranked", 3): {"q1": g(3, 3), "q2": g(1, 3)},
+        ("bm25", "retrieved", 10): {"q1": g(2, 10), "q2": g(1, 10)},
+        ("bm25", "reranked", 10): {"q1": g(3, 10), "q2": g(2, 10)},
+    }
+    for r in ("dense",):  # dense: every list all 1s, and 2s after reranking
+        for k in (3, 10):
+            cells[(r, "retrieved", k)] = {q: [1] * k for q in ("q1", "q2")}
+            cells[(r, "reranked", k)] = {q: [2] * k for q in ("q1", "q2")}
+    design = grading.TableDesign(("bm25", "dense"), (3, 10), 0)
+    t = grading.paired_tests(cells, design, {"q1": "d1", "q2": "d2"})
+    gain = t[(t["comparison"] == "rerank gain: top-3 - top-10") & (t["retriever"] == "bm25")].iloc[0]
+    assert gain["measure"] == "share_3" and gain["diff"] == pytest.approx(40.0, abs=1e-3)
+    assert gain["value_b"] == pytest.approx(50.0, abs=1e-3) and gain["value_a"] == pytest.approx(10.0, abs=1e-3)
+    after = t[t["comparison"] == "dense+rerank - bm25+rerank"].set_index("top_k")
+    # bm25 reranked mean grade at top-3: q1 3.0, q2 (3+1+1)/3 = 1.667; dense reranked 2.0 for both
+    assert after.loc[3, "diff"] == pytest.approx(((2 - 3.0) + (2 - 5 / 3)) / 2, abs=1e-3)
+    assert not grading.gain_contrasts(cells, grading.TableDesign(("bm25",), (3, 5), 0))

@@ -541,7 +541,7 @@ def test_low_k_and_dense_after_reranking_rows():
     # the paper's gain difference for BM25: (44.76 - 39.66) - (26.82 - 23.76) = 5.10 - 3.06 = +2.04 pp
     assert by[("rerank_matters_most_at_low_k", "bm25")]["paper"] == "+2.0 pp across 1 cells"
     after = by[("dense_preferred_after_rerank", "all top-k")]
-    assert after["verdict"] == F.HOLDS and after["compares"] == []  # no such system pair in compared_systems
+    assert after["verdict"] == F.HOLDS and after["compares"] == [["dense+rerank", "bm25+rerank"]]
     # dense+rerank - bm25+rerank at top-3 in the paper: 2.4104 - 2.4042 = +0.0062 grade
     assert F.paper_effect("dense+rerank - bm25+rerank", "dense vs bm25", 3, "mean_grade") == pytest.approx(0.0062)
 
