@@ -28,7 +28,7 @@ READS = (
     names.JUDGE_CONTROLS,
     names.JUDGE_CONTROLS_ROWS,
 )
-GOLDEN_READS = (names.GOLDEN_PAIRED_TESTS, names.GOLDEN_RELEVANT_SHARES)
+GOLDEN_READS = (names.GOLDEN_PAIRED_TESTS, names.GOLDEN_RELEVANT_SHARES, names.GRADING_SENSITIVITY)
 
 
 def _read_csv(p: Path) -> list[dict]:
@@ -92,6 +92,9 @@ def compute(cfg: Config) -> list[dict]:
             cfg.chunking.max_tokens,
             {size: _read_csv(p) for size, p in size_tests(cfg).items() if p.is_file()},
             cfg.analysis_plan.entries(),
+            sensitivity=_read_csv(run / names.GRADING_SENSITIVITY)
+            if (run / names.GRADING_SENSITIVITY).is_file()
+            else [],
         )
     if (run / names.GOLDEN_PAIRED_TESTS).is_file():
         rows += golden_rows(cfg)

@@ -565,7 +565,7 @@ def findings_tables(df) -> list[str]:
         parts.append(plan_note(r))
         parts += [
             f"{label}: {as_words(r.get(k)).strip()}"
-            for k, label in (("boundary", "boundary"), ("judge_bias", "judge bias"))
+            for k, label in (("boundary", "boundary"), ("judge_bias", "judge bias"), ("sensitivity", "sensitivity"))
         ]
         parts = [p for p in parts if p and not p.endswith(MISSING) and p != MISSING and not p.endswith(": ")]
         if parts:

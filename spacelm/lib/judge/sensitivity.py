@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .relevance import Clustering, TableDesign, paired_plans, paired_values
+from .relevance import Clustering, TableDesign, gain_contrasts, paired_plans, paired_values
 
 # a check value that is no flag: the check passed, or it was skipped on purpose (a refuted or
 # unverifiable claim names what its chunk does not hold, so its premise check does not run)
@@ -125,8 +125,8 @@ def sensitivity(cells: dict, design: TableDesign, cl: Clustering, records: dict)
 
     flagged = {q for q, r in records.items() if question_flags(r)}
     rows = []
-    for comparison, retriever, k, measure, a, b in paired_plans(cells, design):
-        qids, va, vb = paired_values(a, b, measure)
+    plans = [(c, r, k, m, *paired_values(a, b, m)) for c, r, k, m, a, b in paired_plans(cells, design)]
+    for comparison, retriever, k, measure, qids, va, vb in plans + gain_contrasts(cells, design):
         full = paired_difference(va, vb, cl.labels(qids))
         rows.append(
             {

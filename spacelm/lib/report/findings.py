@@ -62,6 +62,7 @@ COLUMNS = [
     "measure",
     "rule",
     "mde_rule",
+    "sensitivity",
     "source",
     "plan_entry",
     "role",
@@ -355,6 +356,7 @@ def table1_findings(
     size_tests: dict[int, list[dict]] | None = None,
     plan: Sequence | None = None,
     question_set: str = "run",
+    sensitivity: list[dict] | None = None,
 ) -> list[dict]:
     """The paper's Table 1 findings (`plan.FINDINGS`) from grading/paired_tests.csv and
     relevant_shares.csv rows (without the judge's and the setup's gates: see :func:`paper_vs_run`).
@@ -412,6 +414,7 @@ def table1_findings(
                 "rule": rule.format(test=words, alpha=alpha),
                 "mde_rule": iut_mde_text(rows, fmt.replace("+", ""), unit) if rows else "–",
                 "level": False,
+                "cells": rows,
             }
         )
 
@@ -460,10 +463,36 @@ def table1_findings(
     out.append(_share_level(shares))
     _chunk_size_rows(out, tests, chunk_tokens, size_tests, add)
     for r in out:
+        cells = r.pop("cells", None)
+        r["sensitivity"] = sensitivity_text(cells, sensitivity or [], rule_of(r["id"])[0]) if cells else "–"
         r["question_set"] = question_set
         if question_set != "run":
             r["finding"] = f"{r['finding']} [{question_set} questions]"
     return out
+
+
+def sensitivity_text(cells: list[dict], sens: list[dict], alpha: float = ALPHA) -> str:
+    """The sensitivity rows (grading/sensitivity.csv) of a finding's cells in words: each
+    document left out in turn (the differences' range and the largest p), and the questions
+    without a flag (difference, CI and p for one cell; how many cells keep p < alpha for several)."""
+    key = lambda r: (r["comparison"], str(r["retriever"]), int(r["top_k"]), r["measure"])  # noqa: E731
+    by = {key(r): r for r in sens}
+    rows = [by[key(c)] for c in cells if key(c) in by]
+    if not rows:
+        return "not computed"
+    lo = min(_num_or(r.get("lodo_diff_min"), float("nan")) for r in rows)
+    hi = max(_num_or(r.get("lodo_diff_max"), float("nan")) for r in rows)
+    pmax = max(_num_or(r.get("lodo_p_max"), 1.0) for r in rows)
+    flagged = max(int(_num_or(r.get("n_flagged"), 0)) for r in rows)
+    lodo = f"each document left out: {lo:+.2f} to {hi:+.2f}, largest p {_fmt_p(pmax)}"
+    if len(rows) == 1:
+        r = rows[0]
+        p = _fmt_p(r.get("unflagged_p_value"))
+        d, ci = _num(r.get("unflagged_diff")), _ci(r.get("unflagged_ci_low"), r.get("unflagged_ci_high"))
+        unflag = "–" if d is None else f"{d:+.2f} {ci}, p {p}"
+        return f"{lodo}; without the {flagged} flagged questions: {unflag}"
+    keep = sum(1 for r in rows if _num_or(r.get("unflagged_p_value"), 1.0) < alpha)
+    return f"{lodo}; without flagged questions (up to {flagged}): {keep} of {len(rows)} cells keep p < {alpha:g}"
 
 
 def _single_cell(out: list[dict], tests: list[dict], rule_of) -> None:
@@ -504,6 +533,7 @@ def _single_cell(out: list[dict], tests: list[dict], rule_of) -> None:
             "level": False,
             "rule": f"one pre-specified cell: {words}, each p < {alpha:g} (no multiplicity)",
             "mde_rule": "–" if mde != mde else f"±{mde:.1f} pp at α = {alpha:g} (paper's effect +5.1 pp)",
+            "cells": [t],
         }
     )
 

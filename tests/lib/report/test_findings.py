@@ -584,3 +584,35 @@ def test_the_golden_question_set_has_its_own_rows_and_plan_entries():
     assert roles[("rerank_raises_grade_3_bm25_top3", "run")] == "primary"
     assert roles[("rerank_raises_grade_3_bm25_top3", "golden")] == "secondary"
     assert roles[("dense_preferred", "golden")] == "exploratory"
+
+
+def test_a_findings_sensitivity_rows_in_words():
+    t = _t("bm25", 3, "share_3", 5.0, 0.03)
+    sens = [
+        {
+            "comparison": "reranked - retrieved",
+            "retriever": "bm25",
+            "top_k": 3,
+            "measure": "share_3",
+            "lodo_diff_min": 4.1,
+            "lodo_diff_max": 5.7,
+            "lodo_p_max": 0.061,
+            "n_flagged": 26,
+            "unflagged_diff": 5.9,
+            "unflagged_ci_low": -1.2,
+            "unflagged_ci_high": 13.0,
+            "unflagged_p_value": 0.098,
+        }
+    ]
+    rows = {r["id"]: r for r in F.table1_findings([t], [], 256, sensitivity=sens)}
+    text = rows["rerank_raises_grade_3_bm25_top3"]["sensitivity"]
+    assert text == (
+        "each document left out: +4.10 to +5.70, largest p 0.061; without the 26 flagged questions: "
+        "+5.90 [-1.20, 13.00], p 0.098"
+    )
+    assert F.sensitivity_text([t], []) == "not computed"
+    two = [t, _t("bm25", 10, "share_3", 2.0, 0.2)]
+    sens2 = sens + [dict(sens[0], top_k=10, lodo_p_max=0.4, unflagged_p_value=0.01)]
+    assert F.sensitivity_text(two, sens2).endswith("1 of 2 cells keep p < 0.05") and "largest p 0.400" in (
+        F.sensitivity_text(two, sens2)
+    )
