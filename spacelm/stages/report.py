@@ -593,13 +593,15 @@ def paper_section(cfg, rows: list[dict]) -> list[str]:
     out += [
         "Each finding of the paper (Tables 1 and 2), this run's figure with its 95% CI, and a verdict from "
         f"{', '.join(f'*{v}*' for v in VERDICTS)}. Within-run directional findings: *holds here* / *reversed "
-        "here* / *cannot tell*, from cluster-robust paired t tests over questions (source chunks as clusters): "
+        f"here* / *cannot tell*, from cluster-robust paired t tests over questions (clustered by "
+        f"{cfg.grading.cluster.replace('_', ' ')}; with the cluster sign-flip permutation test beside it where "
+        "the analysis plan asks for both): "
         'an "every cell" finding holds only when every cell\'s own test does (intersection-union, no '
         "multiplicity correction) and is reversed when any cell moves significantly the other way (Holm over "
         "the finding's cells). Absolute levels are *not comparable* unless judge and chunk size match the "
         "paper's. A finding whose judge fails its check or is unchecked is *no evidence*. `comparable` states "
         "what differs from the paper's setup; `mde_rule` is the smallest difference the rule detects at this "
-        "n (80% power, at the level the rule applies); n is questions / source chunks. Rules: "
+        "n (80% power, at the level the rule applies); n is questions / clusters. Rules: "
         "`spacelm/lib/report/findings.py`; the same table is in `paper_vs_run.csv`. Table 1's findings follow "
         "the same gate as Table 2's: the relevance judge must be *valid* on in-domain labels at the boundary "
         "the finding reads (`boundary`), share no scorer with the systems compared, and show a bias between "

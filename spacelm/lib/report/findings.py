@@ -333,14 +333,18 @@ def _range(vals: list[float], fmt: str = "{:+.1f}") -> str:
 
 
 def _n(rows: list[dict]) -> str:
-    """n as "questions / source chunks" (a range when the cells differ)."""
+    """n as "questions / clusters" (a range when the cells differ): the clusters the rows' tests
+    used (`n_clusters`, named by `cluster`: "60 / 25 documents"), else their source chunks."""
 
     def span(key):
         ns = sorted({int(r[key]) for r in rows if _num(r.get(key)) is not None})
         return None if not ns else f"{ns[0]}" if len(ns) == 1 else f"{ns[0]}-{ns[-1]}"
 
-    q, c = span("n_questions"), span("n_source_chunks")
-    return "–" if q is None else q if c is None else f"{q} / {c}"
+    q = span("n_questions")
+    unit = next((str(r["cluster"]) for r in rows if r.get("cluster") and str(r["cluster"]) != "nan"), None)
+    c = span("n_clusters") if unit else span("n_source_chunks")
+    what = {"document": " documents", "source_chunk": " source chunks", "question": " questions"}.get(unit or "", "")
+    return "–" if q is None else q if c is None else f"{q} / {c}{what}"
 
 
 def _fmt_p(p) -> str:
