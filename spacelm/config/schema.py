@@ -209,6 +209,9 @@ class SynthConfig:
 @dataclass
 class GradingConfig:
     max_questions: int | None = None
+    # a nested design: this many of the questions (seeded) graded to the largest top-k, the others to
+    # the smallest only (null: every question to the largest)
+    deep_questions: int | None = None
     retrievers: list[str] = field(default_factory=lambda: ["bm25", "dense"])
     top_k: list[int] = field(default_factory=lambda: [3, 5, 7, 10])
     n_bootstrap: int = 1000
@@ -617,7 +620,8 @@ class Config:
         """Table 1's retrievers and top-k cut-offs, as `lib/judge/relevance.py` takes them."""
         from ..lib.judge.relevance import TableDesign
 
-        return TableDesign(tuple(self.grading.retrievers), tuple(self.grading.top_k), self.seed)
+        g = self.grading
+        return TableDesign(tuple(g.retrievers), tuple(g.top_k), self.seed, g.deep_questions)
 
     def answer_design(self) -> AnswerDesign:
         """The answer stage's settings and generation, as `lib/answer/answers.py` takes them."""

@@ -72,6 +72,7 @@ def validate(cfg: Config, source: str) -> None:
         "synth.max_chunks",
         "grading.max_questions",
         "grading.max_golden_questions",
+        "grading.deep_questions",
         "answer.max_questions",
         "retrieval.dense.max_seq_length",
     ):

@@ -28,6 +28,20 @@ class TableDesign:
     retrievers: tuple[str, ...]
     top_k: tuple[int, ...]
     seed: int
+    # questions whose lists are graded to the largest top-k; the others to the smallest only (None: all).
+    # A nested design: every question reads the smallest cut-off, a seeded subset every cut-off
+    deep_questions: int | None = None
+
+
+def deep_qids(design: TableDesign, questions: list[dict]) -> set:
+    """The questions graded to the largest top-k (:attr:`TableDesign.deep_questions` of them, drawn
+    with the design's seed; all of them when it is None or not smaller)."""
+    return {q["qid"] for q in select_questions(questions, design.deep_questions, design.seed + 1)}
+
+
+def depth(design: TableDesign, qid: str, deep: set) -> int:
+    """How far a question's lists are graded: the largest top-k when it is deep, else the smallest."""
+    return max(design.top_k) if qid in deep else min(design.top_k)
 
 
 # --------------------------------------------------------------------------- clustering
@@ -109,14 +123,14 @@ def select_questions(questions: list[dict], max_questions: int | None, seed: int
 def plan_pairs(design: TableDesign, questions: list[dict], rankings: dict, chunks_by_id: dict) -> list[dict]:
     """Distinct (question, chunk) pairs: every chunk in any graded top-k list, plus for judge
     validity the source chunk and one random chunk of another document."""
-    kmax = max(design.top_k)
+    deep = deep_qids(design, questions)
     rng = random.Random(design.seed)
     all_ids = sorted(chunks_by_id)
     pairs = []
     for q in questions:
         chunks: dict[str, set] = {}
         for _retriever, _stage, system in table_systems(design):
-            for cid in rankings[system][q["qid"]][:kmax]:
+            for cid in rankings[system][q["qid"]][: depth(design, q["qid"], deep)]:
                 chunks.setdefault(cid, set()).add("table")
         chunks.setdefault(q["source_chunk_id"], set()).add("validity_source")
         others = [c for c in all_ids if chunks_by_id[c].doc_id != q["doc_id"]]
@@ -201,12 +215,16 @@ def grade_pairs(
 
 # --------------------------------------------------------------------------- Table 1
 def grade_lists(design: TableDesign, questions: list[dict], rankings: dict, grades: dict) -> dict:
-    """{(retriever, stage, k): {qid: [grade or None, ...]}} for every Table 1 cell."""
+    """{(retriever, stage, k): {qid: [grade or None, ...]}} for every Table 1 cell; a cell past the
+    smallest top-k holds only the questions graded that deep (:func:`deep_qids`)."""
+    deep = deep_qids(design, questions)
     out = {}
     for retriever, stage, system in table_systems(design):
         for k in design.top_k:
             out[(retriever, stage, k)] = {
-                q["qid"]: [grades.get((q["qid"], c)) for c in rankings[system][q["qid"]][:k]] for q in questions
+                q["qid"]: [grades.get((q["qid"], c)) for c in rankings[system][q["qid"]][:k]]
+                for q in questions
+                if k <= depth(design, q["qid"], deep)
             }
     return out
 

@@ -143,3 +143,27 @@ def test_the_reranking_gain_at_top3_against_top10_and_dense_after_reranking():
     # bm25 reranked mean grade at top-3: q1 3.0, q2 (3+1+1)/3 = 1.667; dense reranked 2.0 for both
     assert after.loc[3, "diff"] == pytest.approx(((2 - 3.0) + (2 - 5 / 3)) / 2, abs=1e-3)
     assert not grading.gain_contrasts(cells, grading.TableDesign(("bm25",), (3, 5), 0))
+
+
+def test_a_nested_design_grades_a_seeded_subset_to_the_largest_top_k():
+    """deep_questions 2 of 4: every question's lists graded to top-1, two of them to top-3; the
+    top-3 cells hold those two only (a shallow question's share is never read from its top-1)."""
+    from types import SimpleNamespace
+
+    design = grading.TableDesign(("bm25",), (1, 3), 7, deep_questions=2)
+    qs = [{"qid": f"q{i}", "question": "x", "source_chunk_id": "c0", "doc_id": "d0"} for i in range(4)]
+    ranks = {s: {q["qid"]: ["c1", "c2", "c3"] for q in qs} for s in ("bm25", "bm25+rerank")}
+    chunks = {c: SimpleNamespace(doc_id="d0") for c in ("c0", "c1", "c2", "c3")}
+    deep = grading.deep_qids(design, qs)
+    assert len(deep) == 2 and deep == grading.deep_qids(design, qs)  # seeded: the same two each time
+    pairs = {
+        (p["qid"], p["chunk_id"]) for p in grading.plan_pairs(design, qs, ranks, chunks) if "table" in p["purpose"]
+    }
+    assert pairs == {(q, c) for q in deep for c in ("c1", "c2", "c3")} | {
+        (q["qid"], "c1") for q in qs if q["qid"] not in deep
+    }
+    cells = grading.grade_lists(design, qs, ranks, {p: 3 for p in pairs})
+    assert set(cells[("bm25", "retrieved", 1)]) == {q["qid"] for q in qs}
+    assert set(cells[("bm25", "retrieved", 3)]) == deep
+    everyone = grading.TableDesign(("bm25",), (1, 3), 7)
+    assert grading.deep_qids(everyone, qs) == {q["qid"] for q in qs}
