@@ -146,7 +146,7 @@ def _cell_error(e: Exception) -> str:
 
 
 # notebooks that read one optional stage's outputs (by their number): not executed for a run without it
-NOTEBOOK_STAGES = {"05": "answer", "06": "answer"}
+NOTEBOOK_STAGES = {"04": "grade", "05": "answer", "06": "answer"}
 
 
 def execute_notebooks(cfg: Config, config_file: Path, failed: dict | None = None) -> list[str]:

@@ -152,3 +152,8 @@ def test_a_table1_study_runs_no_answer_stage_and_no_answer_notebooks(tiny_config
     ran.clear()
     N.execute_notebooks(tiny_config, Path("unused.yaml"))
     assert ran == ["01", "02", "03", "04"]
+    tiny_config.answer.enabled, tiny_config.grading.enabled = True, False  # a Table 2 study
+    assert "grade" not in [s.name for s in stages_for(tiny_config)]
+    ran.clear()
+    N.execute_notebooks(tiny_config, Path("unused.yaml"))
+    assert ran == ["01", "02", "03", "05", "06"]

@@ -209,6 +209,8 @@ class SynthConfig:
 @dataclass
 class GradingConfig:
     max_questions: int | None = None
+    # false: the run has no grade stage (no Table 1): a Table 2 study, whose Table 1 another run tests
+    enabled: bool = True
     # a nested design: this many of the questions (seeded) graded to the largest top-k, the others to
     # the smallest only (null: every question to the largest)
     deep_questions: int | None = None
