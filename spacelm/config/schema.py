@@ -378,6 +378,9 @@ class CheckSource:
     # labels on the run's own corpus (e.g. ../shared/judge/space-corpus): the source Table 1's
     # verdicts read the judge's validity and its bias between systems from
     in_domain: bool = False
+    # the system-bias audit on this source (null: judge_check.bias_audit); Table 1's verdicts read
+    # the in-domain source's audit only
+    bias_audit: bool | None = None
 
 
 @dataclass

@@ -287,13 +287,17 @@ def _measure(cfg: Config, c: Checked, plots: Path) -> tuple:
     return m, rows + swapped
 
 
-def _audit(cfg: Config, models: ModelTurns, data, pairs: list[dict], name: str, graded: bool) -> tuple:
+def _audit(
+    cfg: Config, models: ModelTurns, data, pairs: list[dict], name: str, graded: bool, audit: bool | None = None
+) -> tuple:
     """Grade the system-bias audit's pairs of one source (those the check already graded come from
-    the call cache): (graded rows with their labels, {system: its top-k pairs}, coverage)."""
+    the call cache): (graded rows with their labels, {system: its top-k pairs}, coverage). `audit`:
+    the source's own `bias_audit` (None: judge_check.bias_audit)."""
     from ..lib.judge.relevance import grade_pairs
 
-    if not cfg.judge_check.bias_audit:
-        return [], {}, {"not run": "judge_check.bias_audit is false"}
+    if not (cfg.judge_check.bias_audit if audit is None else audit):
+        key = "judge_check.bias_audit" if audit is None else f"judge_check.sources[{name}].bias_audit"
+        return [], {}, {"not run": f"{key} is false"}
     qids = sorted({p["qid"] for p in pairs})
     bias_pairs, retrieved_by, coverage = audit_pairs(cfg, data, qids, name, graded, models)
     if not bias_pairs:
@@ -347,7 +351,7 @@ def compute(cfg: Config, chunks: list, questions: list[dict], models: ModelTurns
         refs = read_reference_judges(reference_folder(cfg, src))
         rows, sub, swapped = _grade_check(cfg, models, src.name, pairs, passages)
         graded = is_graded(data.qrels)
-        bias_rows, retrieved_by, coverage = _audit(cfg, models, data, pairs, src.name, graded)
+        bias_rows, retrieved_by, coverage = _audit(cfg, models, data, pairs, src.name, graded, src.bias_audit)
         meta = dict(
             path=src.path,
             split=src.split,

@@ -103,3 +103,14 @@ def test_judge_check_stage_writes_the_contract_and_reports_absent_sources(tiny_c
     assert "kendall_tau" in bias and tiny["bias_audit_coverage"]["top_k"] == cfg.judge_check.bias_top_k
     assert tiny["in_domain"] is False and golden_m.get("system_bias") is None
     assert stage.run(cfg)["skipped"]
+
+
+def test_a_source_may_leave_out_its_bias_audit(tiny_config):
+    from spacelm.stages import judge_check
+
+    rows, by, coverage = judge_check._audit(tiny_config, None, None, [], "trec", True, audit=False)
+    assert rows == [] and by == {} and coverage == {"not run": "judge_check.sources[trec].bias_audit is false"}
+    tiny_config.judge_check.bias_audit = False
+    assert judge_check._audit(tiny_config, None, None, [], "trec", True)[2] == {
+        "not run": "judge_check.bias_audit is false"
+    }
