@@ -629,7 +629,7 @@ def _training_calls(p: Planner, inp: Inputs, cfg_q: Config, records: list[dict])
     if not train_reranker.trains_reranker(cfg_q):
         return
     t = cfg_q.retrieval.reranker.train
-    if t.questions:
+    if t.questions and t.questions_from == "writer":  # synth's copies cost no model call
         held = held_out(inp.chunks, records, t.split, t.neighbours)
         turns = PlanTurns(p, "train-reranker", _synth_basis(False), inp.chunks)
         train_reranker.write_questions(cfg_q, training_pool(inp.chunks, held), inp.golden, held, turns)

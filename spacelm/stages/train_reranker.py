@@ -105,18 +105,48 @@ def evaluation_questions(cfg: Config, chunks: list) -> list[dict]:
     return list({r["qid"]: r for r in rows}.values())
 
 
+def synth_copies(cfg: Config, pool: list, n: int) -> list[dict]:
+    """At most `n` of the questions synth wrote and rejected as copies of their chunk, on training
+    chunks only (`pool`), in question-id order, ready for the round-trip filter (drop_reason None;
+    `synth_drop_reason` keeps synth's)."""
+    from ..lib.io import read_jsonl
+
+    qp = questions_path(cfg)
+    if not qp.is_file():
+        raise ValueError(
+            f"{qp}: retrieval.reranker.train.questions_from is synth_copies, but synth has written no questions "
+            "here: run `spacelm synth` first, or use questions_from: writer"
+        )
+    ids = {c.chunk_id for c in pool}
+    rows = sorted(
+        (
+            r
+            for r in read_jsonl(qp)
+            if r.get("drop_reason") == "copy" and r.get("question") and r.get("source_chunk_id") in ids
+        ),
+        key=lambda r: r["qid"],
+    )
+    return [dict(r, drop_reason=None, kept=False, synth_drop_reason="copy") for r in rows[:n]]
+
+
 def write_questions(cfg: Config, pool: list, golden: list, held: HeldOut, turns: ModelTurns) -> list[dict]:
     """`train.questions` questions written by the configured writer over the training chunks (the
-    synth prompts and few-shot examples); a question equal to an evaluation question is dropped."""
+    synth prompts and few-shot examples), or taken from synth's copies (`questions_from`); a
+    question equal to an evaluation question is dropped."""
     from ..lib.synth.questions import generate_questions, plan_generation
 
     t = cfg.retrieval.reranker.train
-    writing = dataclasses.replace(cfg.question_writing(), max_chunks=t.questions, sampling="stratified")
-    plan = plan_generation(writing, pool, golden)
-    try:
-        records = turns.use(t.writer, lambda llm: generate_questions(writing, llm, plan), "reranker training questions")
-    finally:
-        turns.release()
+    if t.questions_from == "synth_copies":
+        records = synth_copies(cfg, pool, t.questions)
+    else:
+        writing = dataclasses.replace(cfg.question_writing(), max_chunks=t.questions, sampling="stratified")
+        plan = plan_generation(writing, pool, golden)
+        try:
+            records = turns.use(
+                t.writer, lambda llm: generate_questions(writing, llm, plan), "reranker training questions"
+            )
+        finally:
+            turns.release()
     for r in records:
         r["qid"] = "ce-" + r["qid"].removeprefix("syn-")
         if r["drop_reason"] is None and question_key(r["question"]) in held.question_keys:
@@ -148,8 +178,11 @@ def synthetic_set(cfg: Config, chunks: list, golden: list, held: HeldOut, turns:
         "corpus": display_path(cfg, chunks_path(cfg)),
         "corpus_sha256": sha256_file(chunks_path(cfg)),
         "training_chunks": len(pool),
-        "writer": getattr(cfg.models, t.writer).model,
-        "writer_role": t.writer,
+        "writer": getattr(cfg.models, t.writer).model
+        if t.questions_from == "writer"
+        else cfg.models.question_writer.model,
+        "writer_role": t.writer if t.questions_from == "writer" else "question_writer (synth's copies)",
+        "questions_from": t.questions_from,
         "questions_written": len(records),
         "questions_kept": sum(bool(r.get("kept")) for r in records),
         "filter": f"BM25 round trip, source chunk in top {t.filter_top_n}" if t.filter_top_n else "none",
@@ -285,20 +318,22 @@ def build(cfg: Config, out) -> dict:
 
 def _sections(cfg: Config) -> list[str]:
     t = cfg.retrieval.reranker.train
-    writer = [f"models.{t.writer}", "synth"] if t.questions else []
+    writer = [f"models.{t.writer}" if t.questions_from == "writer" else "models.question_writer", "synth"]
+    writer = writer if t.questions else []
     return ["retrieval.reranker.model", "retrieval.reranker.train", "retrieval.bm25", "seed", *writer]
 
 
 def _models(cfg: Config) -> dict:
     t = cfg.retrieval.reranker.train
     m = {"base": t.base_model}
-    if t.questions:
+    if t.questions and t.questions_from == "writer":
         m["writer"] = getattr(cfg.models, t.writer).model
     return m
 
 
 def _prompts(cfg: Config) -> list[str]:
-    return [f"synth_{task}" for task in cfg.synth.tasks] if cfg.retrieval.reranker.train.questions else []
+    t = cfg.retrieval.reranker.train
+    return [f"synth_{task}" for task in cfg.synth.tasks] if t.questions and t.questions_from == "writer" else []
 
 
 STAGE = Stage(

@@ -222,3 +222,46 @@ def test_the_trained_model_is_registered_with_its_record_and_reused_until_an_inp
         cfg.seed = 14
         assert not execute(train_reranker.STAGE, cfg)["skipped"] and len(trained) == 2
     assert models.read_trained("ce-test")["seed"] == 14
+
+
+def test_synths_copies_train_the_reranker_without_a_model_call(chunked):
+    """questions_from synth_copies: the questions synth rejected as copies, on training chunks only,
+    at most `questions` of them; the writer is never opened; no questions file is a clear error."""
+    from spacelm.lib.io import write_jsonl
+    from spacelm.stages.data import questions_path
+
+    cfg, chunks = chunked
+    _with_reranker(cfg, questions=2, filter_top_n=0, negatives=1, negative_depth=5, neighbours=0)
+    cfg.retrieval.reranker.train.questions_from = "synth_copies"
+    evaluation = _evaluation(chunks, 1)
+    with pytest.raises(ValueError, match="run `spacelm synth` first"):
+        train_reranker.compute(cfg, chunks, evaluation, _golden(), _turns(cfg))
+    free = [c for c in chunks if c.chunk_id != evaluation[0]["source_chunk_id"]]
+    by_id = {c.chunk_id: c for c in chunks}
+
+    def row(qid, question, chunk_id, why):
+        c = by_id[chunk_id]
+        return {
+            "qid": qid,
+            "question": question,
+            "source_chunk_id": chunk_id,
+            "doc_id": c.doc_id,
+            "span_start": c.char_start,
+            "span_end": c.char_end,
+            "drop_reason": why,
+        }
+
+    rows = [
+        row(f"syn-a{i}", f"What does part {i} say about orbits?", c.chunk_id, "copy") for i, c in enumerate(free[:3])
+    ]
+    rows.append(row("syn-b", "A premise question about orbits?", free[3].chunk_id, "premise"))
+    rows.append(row("syn-c", "An evaluation chunk's copy?", evaluation[0]["source_chunk_id"], "copy"))
+    write_jsonl(questions_path(cfg), rows)
+
+    def no_model(c, d=None):
+        raise AssertionError("the writer was opened")
+
+    ts = train_reranker.compute(cfg, chunks, evaluation, _golden(), ModelTurns(cfg, "train-reranker", opener=no_model))
+    assert [r["qid"] for r in ts.records] == ["ce-a0", "ce-a1"]  # copies only, training chunks, at most 2
+    assert all(r["synth_drop_reason"] == "copy" for r in ts.records)
+    assert {s["name"]: s for s in ts.sources}["synthetic"]["questions_from"] == "synth_copies"

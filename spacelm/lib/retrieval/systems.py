@@ -81,6 +81,11 @@ class RerankerTraining:
     base_model: str = "embedded:minilm"
     questions: int = 200
     writer: Literal["question_writer", "generator", "judge"] = "question_writer"
+    # "writer": the writer writes `questions` new questions; "synth_copies": the questions synth wrote
+    # and rejected as copies of their chunk (no evaluation question comes from their chunks; a copy is
+    # unfit to evaluate retrieval, not to teach which chunk answers it), at most `questions` of them,
+    # with no model call
+    questions_from: Literal["writer", "synth_copies"] = "writer"
     split: Literal["chunk", "document"] = "chunk"
     neighbours: int = 1
     filter_top_n: int = 20
