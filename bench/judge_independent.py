@@ -272,6 +272,20 @@ def analyse(args) -> int:
     return 0
 
 
+def in_domain_half(rows: list[dict]) -> set:
+    """The in-domain queries of every other document (documents sorted by id; a query's document is
+    that of its highest-labelled passage): the fit's half, so a judge check keeps the other
+    documents' queries, none of whose documents the fit saw."""
+    best: dict = {}
+    for r in rows:
+        doc = str(r["chunk_id"]).rsplit(":", 1)[0]
+        if r["qid"] not in best or r["label"] > best[r["qid"]][0]:
+            best[r["qid"]] = (r["label"], doc)
+    docs = sorted({d for _, d in best.values()})
+    fit_docs = set(docs[::2])
+    return {q for q, (_, d) in best.items() if d in fit_docs}
+
+
 def export(args, by: dict, out: dict) -> str:
     """Fit `--combo` on TREC DL 2020's first half of queries (SciFact train with
     --with-scifact-train, the in-domain pairs with --with-in-domain: a judge check then leaves
@@ -286,6 +300,9 @@ def export(args, by: dict, out: dict) -> str:
         train += [r for r in by["scifact-train"] if has(r, feats)]
     if args.with_in_domain:
         train += [r for r in by["space-corpus"] if has(r, feats)]
+    elif args.with_in_domain_half:
+        half = in_domain_half(by["space-corpus"])
+        train += [r for r in by["space-corpus"] if r["qid"] in half and has(r, feats)]
     fitted_on: dict = {}
     for r in train:
         fitted_on.setdefault(r["source"], set()).add(r["qid"])
@@ -325,12 +342,14 @@ def shipped_figures(cal, by: dict, fitted_on: dict, feats: tuple, n_boot: int) -
     from spacelm.lib.judge.validity import read_reference_judges, reference_agreement
 
     out: dict = {}
-    ind = [r for r in by["space-corpus"] if has(r, feats)]
-    if "space-corpus" not in fitted_on:
-        out["space-corpus, drawn one pair per label per query"] = figures(
+    fitted = fitted_on.get("space-corpus", set())
+    ind = [r for r in by["space-corpus"] if has(r, feats) and r["qid"] not in fitted]
+    if ind:  # the in-domain queries the fit did not see (all of them, or the other documents' half)
+        held = ", queries of the documents not fitted" if fitted else ""
+        out[f"space-corpus, drawn one pair per label per query{held}"] = figures(
             scored(cal, [r for r in ind if r["drawn"]]), True, n_boot
         )
-        out["space-corpus, every labelled pair"] = figures(scored(cal, ind), True, n_boot)
+        out[f"space-corpus, every labelled pair{held}"] = figures(scored(cal, ind), True, n_boot)
     held = [r for r in by["trec-dl-2020"] if r["qid"] not in fitted_on.get("trec-dl-2020", set()) and has(r, feats)]
     rows = scored(cal, held)
     out["trec-dl-2020, queries not fitted"] = figures(rows, True, n_boot)
@@ -402,6 +421,11 @@ def main(argv=None) -> int:
     ap.add_argument("--export", metavar="NAME", help="analyse: write --combo as spacelm/data/judges/NAME.json")
     ap.add_argument("--combo", default="fewshot both ways + digit")
     ap.add_argument("--with-in-domain", action="store_true", help="export: fit on the in-domain pairs too")
+    ap.add_argument(
+        "--with-in-domain-half",
+        action="store_true",
+        help="export: fit on the in-domain queries of every other document too (the check keeps the rest)",
+    )
     ap.add_argument("--with-scifact-train", action="store_true", help="export: fit on SciFact train too")
     ap.add_argument("--embedding", help="analyse: add the cosine of this embedding model as a feature")
     ap.add_argument("--out", default=str(ROOT / "results" / "judge_independent.json"))

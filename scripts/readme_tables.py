@@ -366,6 +366,43 @@ def control_gaps_by_kind(root: Path) -> list[str]:
     return lines + ["", "(generated from `results/control_gaps.json`)"]
 
 
+def judge_injection(root: Path) -> list[str]:
+    """bench/judge_injection.py: per judge, the mean change of its score when a forged section is
+    appended to the passage (or a note to the grader to the answer) beside the change an ordinary
+    sentence makes (the judge's noise for this comparison), with 95% CIs."""
+    d = _json(root, "results/judge_injection.json")
+    out = []
+    for judge, res in d["by_judge"].items():
+        noise = res.get("neutral")
+        for v, label in (("forged", "forged passage section"), ("forged_answer", "note in the answer")):
+            r = res.get(v)
+            if not r:
+                continue
+            out.append(
+                {
+                    "judge": judge,
+                    "injection": label,
+                    "n": r["n"],
+                    "change [95% CI]": f"{r['mean']:+.3f} " + ci(r["ci"], "{:+.3f}"),
+                    "ordinary sentence [95% CI]": "–"
+                    if not noise
+                    else f"{noise['mean']:+.3f} " + ci(noise["ci"], "{:+.3f}"),
+                    "beyond noise": "yes" if r.get("beyond_noise") else "no",
+                }
+            )
+    cols = ["judge", "injection", "n", "change [95% CI]", "ordinary sentence [95% CI]", "beyond noise"]
+    moved = sorted({r["judge"] for r in out if r["beyond noise"] == "yes"})
+    return table(out, cols, ("n",)) + [
+        "",
+        f"{d['questions']} questions, judge `{d['judge']}`; scores as the tables read them (1–5 expected scores, "
+        "P(yes), the share of supported claims, the relevance grader's calibrated score). Moved beyond noise: "
+        + (", ".join(moved) if moved else "none")
+        + ".",
+        "",
+        "(generated from `results/judge_injection.json`)",
+    ]
+
+
 def control_gaps(run: str, config: str):
     """The judge's good - bad control gap (mean, 95% cluster-robust t interval) per kind for each rubric
     a "changes little" finding reads, and over the kinds the config names for it, beside twice the
@@ -1088,6 +1125,7 @@ GENERATORS = {
     "standard-controls-vintage": controls_vintage("standard"),
     "standard-control-gaps": control_gaps("standard", "configs/standard.yaml"),
     "control-gaps-by-kind": control_gaps_by_kind,
+    "judge-injection": judge_injection,
     "quick-stage-seconds": stage_seconds,
     "quick-findings": lambda root: findings(root, "quick"),
     "quick-model-time": lambda root: model_time(root, "quick"),
