@@ -581,9 +581,12 @@ def _stage_calls(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None
             p.notes.append(
                 f"judge-check: source {c['source']} ({c['path']}) not found: the stage reports it as not run, no call"
             )
-    golden = _golden_set(p, inp, questions)
-    turns = PlanTurns(p, "grade", _grade_basis(known_r), inp.chunks)
-    grade.compute(cfg, inp.chunks, questions, rankings, turns, golden)
+    if cfg.grading.enabled:
+        golden = _golden_set(p, inp, questions)
+        turns = PlanTurns(p, "grade", _grade_basis(known_r), inp.chunks)
+        grade.compute(cfg, inp.chunks, questions, rankings, turns, golden)
+    if not cfg.answer.enabled:  # a Table 1 study: no answer stage
+        return
     una = load_questions(cfg_q, inp.chunks, answerable=False)
     asks_una = bool(una) and cfg.answer.max_unanswerable != 0 and "B" in cfg.answer.pipelines
     answer.compute(

@@ -300,6 +300,14 @@ def test_the_plan_runs_each_stage_s_own_compute(cfg, monkeypatch):
     _no_models(monkeypatch)
     plan_run(cfg)
     assert ran == [synth, judge_check, grade, answer]
+    ran.clear()  # a Table 1 study plans no answer stage, a Table 2 study no grade stage
+    cfg.answer.enabled = False
+    plan_run(cfg)
+    assert ran == [synth, judge_check, grade]
+    ran.clear()
+    cfg.answer.enabled, cfg.grading.enabled = True, False
+    plan_run(cfg)
+    assert ran == [synth, judge_check, answer]
 
 
 def test_the_plan_counts_the_reranker_training_questions_and_names_its_base_model(cfg, monkeypatch):
@@ -313,6 +321,8 @@ def test_the_plan_counts_the_reranker_training_questions_and_names_its_base_mode
     ph = _phases(plan)[("train-reranker", "reranker training questions")]
     assert ph["calls"] == 3 and ph["model"] == cfg.models.question_writer.model
     assert any(o["stage"] == "train-reranker" and o["model"] == "embedded:minilm" for o in plan["other_models"])
+    rr.train = dataclasses.replace(rr.train, questions=3, questions_from="synth_copies")
+    assert ("train-reranker", "reranker training questions") not in _phases(plan_run(cfg))  # no model call
     rr.train = dataclasses.replace(rr.train, questions=0, labelled=[])
     assert ("train-reranker", "reranker training questions") not in _phases(plan_run(cfg))
 
