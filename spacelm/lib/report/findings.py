@@ -488,7 +488,11 @@ def sensitivity_text(cells: list[dict], sens: list[dict], alpha: float = ALPHA) 
     hi = max(_num_or(r.get("lodo_diff_max"), float("nan")) for r in rows)
     pmax = max(_num_or(r.get("lodo_p_max"), 1.0) for r in rows)
     flagged = max(int(_num_or(r.get("n_flagged"), 0)) for r in rows)
-    lodo = f"each document left out: {lo:+.2f} to {hi:+.2f}, largest p {_fmt_p(pmax)}"
+    lodo = (
+        "each document left out: not computed (fewer than two documents)"
+        if lo != lo or hi != hi
+        else f"each document left out: {lo:+.2f} to {hi:+.2f}, largest p {_fmt_p(pmax)}"
+    )
     if len(rows) == 1:
         r = rows[0]
         p = _fmt_p(r.get("unflagged_p_value"))

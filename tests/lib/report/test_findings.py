@@ -611,6 +611,8 @@ def test_a_findings_sensitivity_rows_in_words():
         "+5.90 [-1.20, 13.00], p 0.098"
     )
     assert F.sensitivity_text([t], []) == "not computed"
+    one_doc = [dict(sens[0], lodo_diff_min=float("nan"), lodo_diff_max=float("nan"))]
+    assert F.sensitivity_text([t], one_doc).startswith("each document left out: not computed")
     two = [t, _t("bm25", 10, "share_3", 2.0, 0.2)]
     sens2 = sens + [dict(sens[0], top_k=10, lodo_p_max=0.4, unflagged_p_value=0.01)]
     assert F.sensitivity_text(two, sens2).endswith("1 of 2 cells keep p < 0.05") and "largest p 0.400" in (
