@@ -1012,7 +1012,7 @@ def plan_line(cfg, manifest: dict, findings: list[dict]) -> str:
 def report_values(cfg, out=_same) -> dict:
     """Every placeholder of the template's `report` block, drawing the report's plots and
     writing its companion files (setup_vs_paper.csv, ATTRIBUTION.md) through `out`."""
-    from ..lib.report.templates import read_blocks
+    from ..lib.report.templates import read_blocks, render
 
     run, blocks = cfg.run_dir, read_blocks(TEMPLATE)
     manifest = _manifest(cfg)
@@ -1096,6 +1096,18 @@ def report_values(cfg, out=_same) -> dict:
         answer_measures=answer_measure_lines(cfg),
         question_checks=question_check_lines(cfg, stages),
         answerability=answerability_section(cfg),
+        cluster_unit=cfg.grading.cluster.replace("_", " ") + "s",
+    )
+    v["answers"] = (
+        render(blocks["answers"], v)
+        if cfg.answer.enabled
+        else [
+            "## Table 2 — answer quality under noise (1–5)",
+            "",
+            "_This run holds no answer stage (`answer.enabled: false`): it is a Table 1 study. Table 2, the "
+            "pipelines and the answerability evaluation are a run of their own (for the reference study, "
+            "`configs/standard_answers.yaml`)._",
+        ]
     )
     return v
 

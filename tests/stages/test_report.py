@@ -356,3 +356,29 @@ def test_the_headline_names_the_runs_commit_and_the_reports():
     assert "git `abc`" in later and "**this report was written later, by git `def`**" in later
     assert "unrecorded commit" in commit_line(None, "def")
     assert "not recorded" in commit_line("abc", None)
+
+
+def test_a_table1_study_reports_that_it_holds_no_answer_stage(tmp_path):
+    """With answer.enabled false the report's Table 2, pipelines and answerability sections give way
+    to one line naming the run that holds them (no empty tables, no links to plots never drawn)."""
+    import shutil
+    from pathlib import Path
+
+    from spacelm.config import load_config
+
+    root = Path(__file__).resolve().parents[2]
+    run = root / "results" / "quick"
+    shutil.copytree(run, tmp_path / "results" / "quick")
+    for name in ("table2_answer_quality.md", "table2_tests.csv", "plots/answer_scores.png"):
+        (tmp_path / "results" / "quick" / name).unlink(missing_ok=True)
+    cfg = load_config(
+        run / "config.resolved.yaml",
+        sets=[
+            f"paths.results_dir={tmp_path / 'results'}",
+            f"paths.processed_dir={tmp_path / 'processed'}",
+            "answer.enabled=false",
+        ],
+    )
+    text = build_report(cfg).read_text()
+    assert "This run holds no answer stage (`answer.enabled: false`)" in text
+    assert "## Pipelines A / B / C" not in text and "plots/answer_scores.png" not in text
