@@ -27,8 +27,9 @@ READS = (
     names.JUDGE_RELEVANCE,
     names.JUDGE_CONTROLS,
     names.JUDGE_CONTROLS_ROWS,
+    names.GRADING_SENSITIVITY,
 )
-GOLDEN_READS = (names.GOLDEN_PAIRED_TESTS, names.GOLDEN_RELEVANT_SHARES, names.GRADING_SENSITIVITY)
+GOLDEN_READS = (names.GOLDEN_PAIRED_TESTS, names.GOLDEN_RELEVANT_SHARES)
 
 
 def _read_csv(p: Path) -> list[dict]:
@@ -92,9 +93,7 @@ def compute(cfg: Config) -> list[dict]:
             cfg.chunking.max_tokens,
             {size: _read_csv(p) for size, p in size_tests(cfg).items() if p.is_file()},
             cfg.analysis_plan.entries(),
-            sensitivity=_read_csv(run / names.GRADING_SENSITIVITY)
-            if (run / names.GRADING_SENSITIVITY).is_file()
-            else [],
+            sensitivity=_read_csv(run / names.GRADING_SENSITIVITY),
         )
     if (run / names.GOLDEN_PAIRED_TESTS).is_file():
         rows += golden_rows(cfg)
@@ -125,7 +124,7 @@ def golden_rows(cfg: Config) -> list[dict]:
     run = cfg.run_dir
     rows = table1_findings(
         _read_csv(run / names.GOLDEN_PAIRED_TESTS),
-        _read_csv(run / names.GOLDEN_RELEVANT_SHARES) if (run / names.GOLDEN_RELEVANT_SHARES).is_file() else [],
+        _read_csv(run / names.GOLDEN_RELEVANT_SHARES),
         cfg.chunking.max_tokens,
         None,
         cfg.analysis_plan.entries(),

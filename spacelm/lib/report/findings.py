@@ -382,16 +382,7 @@ def table1_findings(
         return alpha, TESTS[test], words
 
     def cells(comparison: str, measure: str, retriever: str | None = None) -> list[dict]:
-        return sorted(
-            (
-                t
-                for t in tests
-                if t["comparison"] == comparison
-                and t["measure"] == measure
-                and (retriever is None or t["retriever"] == retriever)
-            ),
-            key=lambda t: (str(t["retriever"]), int(t["top_k"])),
-        )
+        return select_cells(tests, comparison, measure, retriever)
 
     def add(fid, rows, signs, what, rule, scope, finding=None, paper=None):
         spec = FINDINGS[fid]
@@ -503,19 +494,30 @@ def sensitivity_text(cells: list[dict], sens: list[dict], alpha: float = ALPHA) 
     return f"{lodo}; without flagged questions (up to {flagged}): {keep} of {len(rows)} cells keep p < {alpha:g}"
 
 
+def select_cells(
+    tests: list[dict], comparison: str, measure: str, retriever: str | None = None, top_k: int | None = None
+) -> list[dict]:
+    """The paired-test rows of one comparison and measure (of one retriever, at one top-k, when
+    given), ordered by retriever and top-k."""
+    return sorted(
+        (
+            t
+            for t in tests
+            if t["comparison"] == comparison
+            and t["measure"] == measure
+            and (retriever is None or t["retriever"] == retriever)
+            and (top_k is None or int(t["top_k"]) == top_k)
+        ),
+        key=lambda t: (str(t["retriever"]), int(t["top_k"])),
+    )
+
+
 def _single_cell(out: list[dict], tests: list[dict], rule_of) -> None:
     """The paper's headline cell: reranking raises grade 3 at BM25 top-3, one pre-specified test."""
     from .plan import FINDINGS
 
     fid = "rerank_raises_grade_3_bm25_top3"
-    top3 = [
-        t
-        for t in tests
-        if t["comparison"] == "reranked - retrieved"
-        and t["measure"] == "share_3"
-        and t["retriever"] == "bm25"
-        and int(t["top_k"]) == 3
-    ]
+    top3 = select_cells(tests, "reranked - retrieved", "share_3", "bm25", 3)
     if not top3:
         return
     t, (alpha, keys, words) = top3[0], rule_of(fid)
@@ -620,14 +622,7 @@ def _chunk_size_rows(out: list[dict], tests, chunk_tokens: int, size_tests, add)
                 }
             )
             continue
-        at = sorted(
-            (
-                t
-                for t in src
-                if t["comparison"] == "reranked - retrieved" and t["measure"] == "share_3" and int(t["top_k"]) == 3
-            ),
-            key=lambda t: t["retriever"],
-        )
+        at = select_cells(src, "reranked - retrieved", "share_3", top_k=3)
         add(
             fid,
             at,
