@@ -411,6 +411,20 @@ def recompute(cfg: Config) -> dict:
     )
 
 
+def checks_tables(checks: dict) -> tuple[list[dict], list[dict], list[dict]]:
+    """answer_checks.json as three tables a reader can scan: one row per setting (refusal rate and
+    citation accuracy), one row per run-wide check (name, value), and the refusals where the
+    passages cannot answer (one row per setting)."""
+    refusal, cited = checks.get("refusal_rate_by_setting") or {}, checks.get("citation_accuracy_by_setting") or {}
+    by_setting = [
+        {"setting": s, "refusal rate": refusal.get(s), "citation accuracy": cited.get(s)}
+        for s in dict.fromkeys([*refusal, *cited])
+    ]
+    nested = ("refusal_rate_by_setting", "citation_accuracy_by_setting", "refusals_where_passages_cannot_answer")
+    run_wide = [{"check": k.replace("_", " "), "value": v} for k, v in checks.items() if k not in nested]
+    return by_setting, run_wide, list(checks.get("refusals_where_passages_cannot_answer") or [])
+
+
 def claim_items(cfg: Config, items: list[dict]) -> list[dict]:
     """The answers whose claims are judged: answerable, with passages, and in the pipelines
     only when `answer.claims_scope` is "pipelines"."""

@@ -87,9 +87,15 @@ def preview(stage_name: str, cfg: Config, n: int) -> list[str]:
         return out
     if stage_name == "grade":
         gc = cfg.grading
+        deep = gc.deep_questions is not None and gc.deep_questions < (gc.max_questions or float("inf"))
+        depth = (
+            f"top-{min(gc.top_k)} distinct pairs, {gc.deep_questions} of the questions to top-{max(gc.top_k)}"
+            if deep
+            else f"top-{max(gc.top_k)} distinct pairs"
+        )
         return [
             f"grade: ≤{(gc.max_questions or 'every')} questions × {len(gc.retrievers)} retrievers × 2 (with and "
-            f"without reranking) × top-{max(gc.top_k)} distinct pairs, one judge call each (see `spacelm plan`)"
+            f"without reranking) × {depth}; `spacelm plan` counts the judge calls"
         ] + (
             [
                 f"grade: the golden questions too (≤{gc.max_golden_questions or 'every answerable'}), "
