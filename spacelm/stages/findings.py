@@ -112,7 +112,25 @@ def compute(cfg: Config) -> list[dict]:
     rows = paper_vs_run(
         rows, judge_verdicts(rel, ctl), comparability(setup_rows(cfg.run_setup())), grader_evidence(cfg, rel)
     )
-    return apply_plan(rows, cfg.analysis_plan.entries())
+    return with_cluster(apply_plan(rows, cfg.analysis_plan.entries()), cfg)
+
+
+def with_cluster(rows: list[dict], cfg: Config) -> list[dict]:
+    """Each row with the clustering unit its tests used (`cluster`): the unit named in the paired
+    tests of its table (Table 1's for the relevance grader's findings, Table 2's for the answer
+    judges'), "–" where the table has no test."""
+    run = cfg.run_dir
+
+    def unit(*paths: Path) -> str:
+        for p in paths:
+            found = {str(r.get("cluster")) for r in _read_csv(p) if str(r.get("cluster")) not in ("", "nan", "None")}
+            if found:
+                return ", ".join(sorted(found))
+        return "–"
+
+    t1 = unit(run / names.PAIRED_TESTS, run / names.GOLDEN_PAIRED_TESTS)
+    t2 = unit(run / names.TABLE2_TESTS)
+    return [dict(r, cluster=t1 if r.get("judge") == "grader" else t2) for r in rows]
 
 
 def golden_rows(cfg: Config) -> list[dict]:

@@ -58,6 +58,7 @@ COLUMNS = [
     "margin",
     "control_gap_low",
     "n",
+    "cluster",
     "judge",
     "measure",
     "rule",
@@ -913,8 +914,6 @@ def grader_gate(row: dict, grader: dict | None) -> tuple[str | None, str, str]:
     systems compared, the judge's bias difference (at the boundary, in the finding's units) must
     have been measured in domain and its 95% CI must lie within ±`bias_share` × the finding's
     detectable difference."""
-    from ..judge.validity import bias_between
-
     grader = grader or {}
     boundary = row.get("boundary") or "ge2"
     needs = BOUNDARY_NEEDS.get(boundary, (boundary,))
@@ -923,18 +922,39 @@ def grader_gate(row: dict, grader: dict | None) -> tuple[str | None, str, str]:
     hit = [s for pair in pairs for s in pair if s in shared]
     ind = grader.get("in_domain")
     bv = (ind or {}).get("boundary_verdicts") or {}
-    btext = "; ".join(f"{b}: {bv[b]['verdict']} in domain" if b in bv else f"{b}: not checked in domain" for b in needs)
+    btext = "; ".join(_boundary_text(ind, b) for b in needs)
     if hit:
         return f"the relevance judge shares the scorer of {hit[0]}", btext, shared[hit[0]]
     if not ind:
         return "the relevance judge was not checked on in-domain labels", btext, "not measured"
+    # the bias check is measured and shown whatever the validity: every verdict names both
+    bias_why, bias_text = _bias_check(ind, pairs, boundary, needs, _num(row.get("mde")), grader.get("bias_share", 0.5))
     bad = [b for b in needs if (bv.get(b) or {}).get("verdict") != "valid"]
     if bad:
-        return f"the relevance judge is not valid in domain at {BOUNDARIES_TEXT.get(bad[0], bad[0])}", btext, "–"
+        return f"the relevance judge is not valid in domain at {BOUNDARIES_TEXT.get(bad[0], bad[0])}", btext, bias_text
+    return bias_why, btext, bias_text
+
+
+def _boundary_text(ind: dict | None, b: str) -> str:
+    """The in-domain verdict at boundary `b` with its κ and 95% CI: "eq3: weak in domain (κ 0.19 [0.01, 0.42])"."""
+    v = ((ind or {}).get("boundary_verdicts") or {}).get(b)
+    if not v:
+        return f"{b}: not checked in domain"
+    f = ((ind or {}).get("boundaries") or {}).get(b) or {}
+    k, k_ci = _num(f.get("kappa")), f.get("kappa_ci") or [None, None]
+    kappa = f" (κ {k:.2f} [{k_ci[0]:.2f}, {k_ci[1]:.2f}])" if k is not None and None not in k_ci else ""
+    return f"{b}: {v['verdict']} in domain{kappa}"
+
+
+def _bias_check(ind: dict, pairs, boundary: str, needs: tuple, mde: float | None, share: float) -> tuple:
+    """(the reason the judge's bias between the compared systems withholds a verdict, or None; the
+    bias text): each pair's in-domain bias difference at the finding's boundary, in the finding's
+    units, beside the limit ±`share` × the detectable difference `mde`."""
+    from ..judge.validity import bias_between
+
     measure = "grade" if boundary == "ordinal" else needs[-1]
     scale = 1.0 if measure == "grade" else 100.0  # a share's bias in pp, as the findings' cells
-    mde = _num(row.get("mde"))
-    limit = None if mde is None else grader.get("bias_share", 0.5) * mde
+    limit = None if mde is None else share * mde
     texts, why = [], None
     for a, b in pairs:
         d = bias_between(ind.get("system_bias"), a, b, measure)
@@ -951,7 +971,7 @@ def grader_gate(row: dict, grader: dict | None) -> tuple[str | None, str, str]:
         )
         if not ok:
             why = why or (f"the judge's bias between {a} and {b} is not shown small beside the detectable difference")
-    return why, btext, "; ".join(texts) if texts else "no systems compared"
+    return why, "; ".join(texts) if texts else "no systems compared"
 
 
 BOUNDARIES_TEXT = {"ge1": "grade >= 1", "ge2": "grade >= 2", "eq3": "grade = 3"}

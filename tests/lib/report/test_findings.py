@@ -383,6 +383,7 @@ def _in_domain(verdicts=("valid", "valid", "valid"), bias=0.0, half_width=0.005)
         "in_domain": True,
         "source": "space-corpus",
         "boundary_verdicts": {b: {"verdict": v, "reason": ""} for b, v in zip(("ge1", "ge2", "eq3"), verdicts)},
+        "boundaries": {b: {"kappa": 0.3, "kappa_ci": [0.1, 0.5]} for b in ("ge1", "ge2", "eq3")},
         "system_bias": {"differences": {p: {m: d for m in ("grade", "ge1", "ge2", "eq3")} for p in pairs}},
     }
 
@@ -445,6 +446,15 @@ def test_a_bias_between_the_compared_systems_as_large_as_the_effect_gives_no_evi
     assert small["verdict"] == F.HOLDS and "bm25+rerank − bm25: +0.50 pp" in small["judge_bias"]
     big = _one(F.paper_vs_run(rows, {}, "no", _grader(bias=0.04, half_width=0.01)))
     assert big["verdict"] == F.NO_EVIDENCE and "bias between bm25+rerank and bm25" in big["verdict_reason"]
+
+
+def test_a_finding_its_grader_fails_still_names_the_bias_check():
+    """Validity decides first, but the verdict still says what the bias audit measured between the
+    systems it compares (a reader sees both checks, whichever withheld the verdict)."""
+    weak = _one(F.paper_vs_run(_grade3_rows(), {}, "no", _grader(verdicts=("valid", "valid", "weak"), bias=0.005)))
+    assert weak["verdict"] == F.NO_EVIDENCE and "grade = 3" in weak["verdict_reason"]
+    assert "bm25+rerank − bm25: +0.50 pp" in weak["judge_bias"]
+    assert weak["boundary"] == "eq3: weak in domain (κ 0.30 [0.10, 0.50])"
 
 
 def _stage_run(tmp_path, controls, **sections):
@@ -618,3 +628,27 @@ def test_a_findings_sensitivity_rows_in_words():
     assert F.sensitivity_text(two, sens2).endswith("1 of 2 cells keep p < 0.05") and "largest p 0.400" in (
         F.sensitivity_text(two, sens2)
     )
+
+
+def test_each_finding_names_the_clustering_unit_its_table_was_tested_at(tmp_path):
+    """paper_vs_run.csv's `cluster`: Table 1's rows carry the unit of Table 1's paired tests, Table 2's rows
+    the unit of Table 2's; a table without tests gives "–"."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from spacelm.config import from_dict
+    from spacelm.stages.findings import with_cluster
+
+    root = Path(__file__).resolve().parents[3]
+    cfg = from_dict(
+        {"run_name": "t", "paths": {"results_dir": str(tmp_path / "results"), "cache_dir": str(tmp_path / "c")}},
+        source="<test>",
+        root=str(root),
+    )
+    rows = [{"id": "a", "judge": "grader"}, {"id": "b", "judge": "faithfulness"}]
+    (cfg.run_dir / "grading").mkdir(parents=True)
+    pd.DataFrame([{"comparison": "x", "cluster": "document"}]).to_csv(cfg.run_dir / "grading/paired_tests.csv")
+    assert [r["cluster"] for r in with_cluster(rows, cfg)] == ["document", "–"]
+    pd.DataFrame([{"metric": "faithfulness", "cluster": "source_chunk"}]).to_csv(cfg.run_dir / "table2_tests.csv")
+    assert [r["cluster"] for r in with_cluster(rows, cfg)] == ["document", "source_chunk"]
