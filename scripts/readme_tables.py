@@ -79,6 +79,28 @@ def source_line(*paths: str) -> str:
     return "(generated from " + ", ".join(f"`{p}`" for p in paths) + ")"
 
 
+# the Table 2 study of the reference config (configs/standard.yaml holds Table 1 only)
+ANSWERS_RUN = "standard_answers"
+
+
+def answers_in(m: dict) -> bool:
+    """Whether the run a manifest describes has an answer stage (Table 2, answerability)."""
+    return bool(((m.get("config") or {}).get("answer") or {}).get("enabled", True))
+
+
+def no_table2(run: str) -> str:
+    """A sentence for a run whose config leaves Table 2 out, naming where it is made."""
+    return (
+        f"Run `{run}` has no Table 2: its config leaves the answer stage out (`answer.enabled: false`). Table 2 is "
+        f"the study of `configs/{ANSWERS_RUN}.yaml`, written to `results/{ANSWERS_RUN}/`"
+    )
+
+
+def table2_elsewhere(root: Path, run: str) -> str:
+    made = (root / "results" / ANSWERS_RUN / names.MANIFEST).is_file()
+    return no_table2(run) + ("." if made else ", which has no committed run yet.")
+
+
 # --------------------------------------------------------------------------- reference runs
 def run_summary(root: Path, run: str = "standard") -> list[str]:
     """One paragraph: which config and commit made the run, its time, and the scale of its tables."""
@@ -99,7 +121,12 @@ def run_summary(root: Path, run: str = "standard") -> list[str]:
         f"Run `{run}` came from `{m.get('config_file')}` at git `{str(m.get('git_commit'))[:7]}`. "
         + when
         + f"Table 1 grades {z.get('table1_questions')} questions from {z.get('table1_source_chunks')} source "
-        f"chunks; Table 2 answers {z.get('table2_questions_per_setting')} per setting. " + grading_method(m)
+        + (
+            f"chunks; Table 2 answers {z.get('table2_questions_per_setting')} per setting. "
+            if answers_in(m)
+            else f"chunks; it has no Table 2 (`configs/{ANSWERS_RUN}.yaml` is that study). "
+        )
+        + grading_method(m)
     )
     return wrap(text) + ["", source_line(f"results/{run}/{names.MANIFEST}")]
 
@@ -126,22 +153,29 @@ def run_sizes(root: Path, run: str = "standard") -> list[str]:
             "questions": z.get("table1_questions"),
             "what": f"{z.get('table1_pairs_graded')} distinct pairs graded",
         },
-        {
-            "table": "Table 2",
-            "questions": f"{z.get('table2_questions_per_setting')} per setting",
-            "what": f"{z.get('answers')} answers, pipelines {'/'.join(m['config']['answer']['pipelines'])} included",
-        },
-        {
-            "table": "answerability",
-            "questions": f"{z.get('answerability_answerable')} + {z.get('answerability_unanswerable')}",
-            "what": "answerable + unanswerable, gate off and on",
-        },
+    ]
+    if answers_in(m):
+        rows += [
+            {
+                "table": "Table 2",
+                "questions": f"{z.get('table2_questions_per_setting')} per setting",
+                "what": f"{z.get('answers')} answers, pipelines {'/'.join(m['config']['answer']['pipelines'])} "
+                "included",
+            },
+            {
+                "table": "answerability",
+                "questions": f"{z.get('answerability_answerable')} + {z.get('answerability_unanswerable')}",
+                "what": "answerable + unanswerable, gate off and on",
+            },
+        ]
+    rows.append(
         {
             "table": "judge checks",
             "questions": f"{z.get('judge_check_labelled_pairs')} pairs",
-            "what": f"human-labelled, + {z.get('judge_check_control_pairs')} control pairs",
-        },
-    ]
+            "what": f"labelled (each source's own labels, docs/judges.md), + {z.get('judge_check_control_pairs')} "
+            "control pairs",
+        }
+    )
     return table(rows, ["table", "questions", "what"]) + ["", source_line(f"results/{run}/{names.MANIFEST}")]
 
 
@@ -251,6 +285,10 @@ def stage_seconds(root: Path, run: str = "quick") -> list[str]:
 
 def md_file(name: str):
     def gen(root: Path, run: str = "standard") -> list[str]:
+        if name == names.TABLE2_MD and not (root / "results" / run / name).is_file():
+            if not (root / "results" / ANSWERS_RUN / name).is_file():
+                return wrap(table2_elsewhere(root, run))
+            run = ANSWERS_RUN  # the reference config's Table 2 study
         return compact((root / "results" / run / name).read_text().split("\n\n")[0]) + [
             "",
             source_line(f"results/{run}/{name}"),
@@ -263,6 +301,10 @@ def note_of(name: str):
     """The note a run writes under its table (sample and judge), wrapped."""
 
     def gen(root: Path, run: str = "standard") -> list[str]:
+        if not (root / "results" / run / name).is_file():
+            run = ANSWERS_RUN
+        if not (root / "results" / run / name).is_file():
+            return []
         parts = (root / "results" / run / name).read_text().strip().split("\n\n")
         return wrap(" ".join(parts[1:])) if len(parts) > 1 else []
 
@@ -299,8 +341,23 @@ def judges_relevance(run: str):
     return gen
 
 
+def no_controls(root: Path, run: str) -> list[str] | None:
+    """The lines for a run that scored no known-answer controls (None when it did)."""
+    p = root / "results" / run / names.JUDGE_CONTROLS
+    if p.is_file() and len(p.read_text().strip().splitlines()) > 1:  # a header and at least one judge
+        return None
+    if not (root / "results" / run / names.MANIFEST).is_file():
+        return wrap(f"`results/{run}/` has no committed run yet.")
+    return wrap(
+        f"Run `{run}` scored no known-answer controls (`judge_check.controls: false`): they check the answer judges, "
+        f"and {table2_elsewhere(root, run).split(': ', 1)[1]}"
+    )
+
+
 def judges_controls(run: str):
     def gen(root: Path) -> list[str]:
+        if (absent := no_controls(root, run)) is not None:
+            return absent
         rows = [
             {
                 "judge": r["rubric"].replace("_", " "),
@@ -413,6 +470,9 @@ def control_gaps(run: str, config: str):
 
         import yaml
 
+        if (absent := no_controls(root, run)) is not None:
+            return absent
+
         from spacelm.config.schema import FindingsConfig
         from spacelm.lib.io import read_jsonl
         from spacelm.lib.report.findings import RESOLUTION, control_gap
@@ -461,6 +521,8 @@ def controls_vintage(run: str):
         from spacelm.config import JudgeCheckConfig
         from spacelm.lib.stats import wilson_ci
 
+        if (absent := no_controls(root, run)) is not None:
+            return absent
         c = pd.read_csv(root / "results" / run / names.JUDGE_CONTROLS)
         bar = JudgeCheckConfig().valid_pass_rate
         manifest = root / "results" / run / names.MANIFEST
@@ -858,6 +920,69 @@ def _kappa_at(m: dict, b: str) -> str:
     return "–" if not f or f.get("kappa") is None else f"{f['kappa']:.2f} {ci(f.get('kappa_ci'))}"
 
 
+def judges_boundaries(run: str):
+    """A run's relevance grader at each boundary a Table 1 finding reads, per checked source: κ with its
+    95% CI and the boundary's own verdict (what the findings' gate reads)."""
+
+    def gen(root: Path) -> list[str]:
+        rows = []
+        for m in _json(root, f"results/{run}/{names.JUDGE_RELEVANCE}"):
+            if not m.get("run"):
+                continue
+            bv = m.get("boundary_verdicts") or {}
+            row = {"source": m["source"] + (" (in domain)" if m.get("in_domain") else ""), "pairs": m["n_pairs"]}
+            for b, label in (("ge1", "≥ 1"), ("ge2", "≥ 2"), ("eq3", "= 3")):
+                v = (bv.get(b) or {}).get("verdict")
+                row[f"κ ({label})"] = _kappa_at(m, b) + (f" *{v}*" if v else "")
+            rows.append(row)
+        cols = ["source", "pairs", "κ (≥ 1)", "κ (≥ 2)", "κ (= 3)"]
+        return table(rows, cols, ("pairs",)) + ["", source_line(f"results/{run}/{names.JUDGE_RELEVANCE}")]
+
+    return gen
+
+
+def _signed(d: dict) -> str:
+    """A paired difference with its CI, signed: "+0.47 [+0.14, +0.75]"."""
+    return f"{d['diff']:+.2f} {ci([d['ci_low'], d['ci_high']], '{:+.2f}')}"
+
+
+def judges_bias(run: str):
+    """A run's system-bias audit per source that ran one: each system's judge - label residual on the labelled
+    passages it retrieved, and the paired differences between systems at the boundaries."""
+
+    def gen(root: Path) -> list[str]:
+        out = []
+        for m in _json(root, f"results/{run}/{names.JUDGE_RELEVANCE}"):
+            sb = m.get("system_bias")
+            if not (m.get("run") and sb):
+                continue
+            rows = [
+                {
+                    "system": name,
+                    "pairs": v["n_pairs"],
+                    "judge − label (grade)": f"{v['mean_residual']:+.2f} {ci([v['ci_low'], v['ci_high']], '{:+.2f}')}",
+                    "mean grade": f"{v['mean_grade']:.2f}",
+                    "mean label": f"{v['mean_label']:.2f}",
+                }
+                for name, v in sb["systems"].items()
+            ]
+            diffs = [
+                {"pair": pair, "grade": _signed(d["grade"]), "at ≥ 2 (share)": _signed(d["ge2"])}
+                | {"at = 3 (share)": _signed(d["eq3"])}
+                for pair, d in (sb.get("differences") or {}).items()
+            ]
+            out += [f"**{m['source']}** ({sb.get('n_queries', m.get('n_queries'))} queries):", ""]
+            out += table(rows, ["system", "pairs", "judge − label (grade)", "mean grade", "mean label"], ("pairs",))
+            if diffs:
+                out += [""] + table(diffs, ["pair", "grade", "at ≥ 2 (share)", "at = 3 (share)"])
+            out += ["", f"Kendall τ of the systems' ranking by judge and by labels: {sb.get('kendall_tau')}.", ""]
+        if not out:
+            return wrap(f"Run `{run}` ran no system-bias audit.")
+        return out + [source_line(f"results/{run}/{names.JUDGE_RELEVANCE}")]
+
+    return gen
+
+
 def judge_independent(root: Path) -> list[str]:
     """The shipped embedded grader (no retriever's score) on every labelled pair it was not fitted
     on, at each boundary, beside the reference judges on the same TREC pairs
@@ -1116,14 +1241,17 @@ GENERATORS = {
     "standard-rerank-pool": rerank_pool,
     "standard-rules": rules,
     "standard-model-time": model_time,
+    "standard-stage-seconds": lambda root: stage_seconds(root, "standard"),
     "standard-table1": md_file(names.TABLE1_MD),
     "standard-table1-note": note_of(names.TABLE1_MD),
     "standard-table2": md_file(names.TABLE2_MD),
     "standard-table2-note": note_of(names.TABLE2_MD),
     "standard-judges-relevance": judges_relevance("standard"),
     "standard-judges-controls": judges_controls("standard"),
+    "standard-judges-boundaries": judges_boundaries("standard"),
+    "standard-judges-bias": judges_bias("standard"),
     "standard-controls-vintage": controls_vintage("standard"),
-    "standard-control-gaps": control_gaps("standard", "configs/standard.yaml"),
+    "standard-control-gaps": control_gaps(ANSWERS_RUN, f"configs/{ANSWERS_RUN}.yaml"),
     "control-gaps-by-kind": control_gaps_by_kind,
     "judge-injection": judge_injection,
     "quick-stage-seconds": stage_seconds,
@@ -1215,27 +1343,8 @@ QUOTED = [
     ("README.md", "standard corpus size", "the real corpus ({} in `../shared/space_corpus`)", _setup("corpus", 2)),
     (
         "README.md",
-        "standard Table 2 questions",
-        "below the findings scale**: {} questions per setting",
-        _key(f"results/standard/{names.MANIFEST}", "sizes", "table2_questions_per_setting"),
-    ),
-    ("README.md", "standard controls n", "valid* on its {} controls", _controls_n("standard")),
-    (
-        "README.md",
         "standard Table 1 questions",
-        "Table 1's {} questions can settle",
-        _sizes("standard", "{table1_questions}"),
-    ),
-    (
-        "README.md",
-        "standard Table 2 and answerability questions",
-        "answerability hold {} unanswerable ones",
-        _sizes("standard", "{answerability_answerable} questions and {answerability_unanswerable}"),
-    ),
-    (
-        "docs/judges.md",
-        "standard Table 1 questions",
-        "over the {} Table 1 questions at top-3",
+        "Table 1's {} questions meet it",
         _sizes("standard", "{table1_questions}"),
     ),
     (
@@ -1243,12 +1352,6 @@ QUOTED = [
         "standard Table 1 questions and chunks",
         "(Table 1 on {} source chunks",
         _sizes("standard", "{table1_questions} questions from {table1_source_chunks}"),
-    ),
-    (
-        "README.md",
-        "standard relevance rubric (README)",
-        "controls, relevance *{}*, as is noise",
-        _control("standard", "relevance"),
     ),
     (
         "README.md",
@@ -1276,28 +1379,6 @@ QUOTED = [
         "*{}* on the corpus's own golden pairs",
         _relevance("standard", "golden (in-domain)", "{verdict}"),
     ),
-    (
-        "docs/judges.md",
-        "standard negative rejection",
-        "negative-rejection rubric *{}* on its controls",
-        _control("standard", "negative_rejection"),
-    ),
-    ("docs/judges.md", "standard relevance rubric", "relevance is *{}*: it misses", _control("standard", "relevance")),
-    (
-        "docs/judges.md",
-        "standard noise rubric",
-        "noise robustness is *{}*: it",
-        _control("standard", "noise_robustness"),
-    ),
-    ("docs/judges.md", "standard faithfulness", "faithfulness is *{}* (", _control("standard", "faithfulness")),
-    ("docs/judges.md", "standard refusal judge", "yes/no verdict, *{}*:", _control("standard", "refusal")),
-    (
-        "docs/judges.md",
-        "standard controls n",
-        "Read by the expected score, on {} controls each",
-        _controls_n("standard"),
-    ),
-    ("README.md", "standard faithfulness", "faithfulness is *{}* on its", _control("standard", "faithfulness")),
     (
         "docs/judges.md",
         "judge-reference scifact hard negatives",
@@ -1358,6 +1439,12 @@ COUNT_CLAIM = re.compile(
 NOT_RUN_FIGURES = [
     ("README.md", "grader reads the judge model alone and is *weak* in domain", "its κ beside it is QUOTED"),
     ("docs/judges.md", "every rubric *failed* its controls in the previous", "a previous run, kept as history"),
+    ("docs/judges.md", "faithfulness was *valid* there", "the previous reference run, kept as history"),
+    ("docs/judges.md", "over its 60 Table 1 questions at top-3", "the previous reference run, kept as history"),
+    ("docs/judges.md", "relevance was *weak* there", "the previous reference run, kept as history"),
+    ("docs/judges.md", "noise robustness was *weak* there", "the previous reference run, kept as history"),
+    ("docs/judges.md", "rubric was *weak* there on its controls", "the previous reference run, kept as history"),
+    ("docs/judges.md", "yes/no verdict, *failed* there", "the previous reference run, kept as history"),
     ("docs/judges.md", "refusal judge asked both ways, which is *weak*", "the table of the refusal judge below"),
     ("docs/judges.md", "The independent grader is *weak* wherever", "sums up the judge-independent blocks above"),
     ("docs/judges.md", "answer 24 golden questions", "bench/generator_choice.py's fixed setting"),
