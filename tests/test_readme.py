@@ -38,9 +38,9 @@ def test_generated_blocks_and_quoted_figures_match_their_files():
 def test_a_changed_figure_in_a_generated_block_is_caught():
     rt = _tables()
     text = (ROOT / "README.md").read_text()
-    m = re.search(r"<!-- generated:standard-table2 -->\n(.*?)<!-- /generated -->", text, re.S)
+    m = re.search(r"<!-- generated:standard-table1 -->\n(.*?)<!-- /generated -->", text, re.S)
     figure = re.search(r"\d\.\d\d", m.group(1)).group(0) if m else None
-    assert figure, "the README's Table 2 block holds no figure"
+    assert figure, "the README's Table 1 block holds no figure"
     other = "1.11" if figure != "1.11" else "2.22"
     changed = text.replace(m.group(1), m.group(1).replace(figure, other))
     assert rt.fill(text)[0] == text
@@ -65,7 +65,7 @@ def test_a_changed_quoted_figure_is_caught():
     rt = _tables()
     texts = {str(p.relative_to(ROOT)): " ".join(p.read_text().split()) for p in DOCS}
     assert rt.quoted_mismatches(texts) == []
-    for rel, what in (("docs/judges.md", "standard trec grader"), ("README.md", "standard controls n")):
+    for rel, what in (("docs/judges.md", "standard trec grader"), ("README.md", "standard Table 1 questions")):
         right, wrong_text = _quoted(rt, rel, what)
         assert right in texts[rel], (rel, right)
         wrong = dict(texts, **{rel: texts[rel].replace(right, wrong_text)})
@@ -79,14 +79,14 @@ def _problems(rt, texts: dict) -> list[str]:
 @pytest.mark.parametrize(
     "rel, right, wrong",
     [
-        # a verdict next to a judge's name that no file backs (results/standard's controls: fails)
-        ("README.md", "as is noise robustness.", "as is noise robustness; the refusal judge is valid."),
+        # a verdict next to a judge's name that no file backs
+        ("README.md", "directions within this run.", "directions within this run; the refusal judge is valid."),
         ("docs/judges.md", "A *weak* rubric's", "The refusal judge is *valid*. A *weak* rubric's"),
-        # counts of questions against the manifest (answerability_unanswerable 20, table1_questions 60)
-        ("README.md", "24 questions and 20 unanswerable ones", "24 questions and 21 unanswerable ones"),
-        ("README.md", "Table 1's 60 questions", "Table 1's 61 questions"),
+        # a count of questions against the manifest (table1_questions 91), and one the plan fixed (NOT_RUN_FIGURES)
+        ("README.md", "Table 1's 91 questions", "Table 1's 92 questions"),
+        ("README.md", "needs 91 questions (the previous run's", "needs 92 questions (the previous run's"),
         # the same counts written anew, where no template binds them
-        ("README.md", "as is noise robustness.", "as is noise robustness, on 21 unanswerable questions."),
+        ("README.md", "directions within this run.", "directions within this run, on 21 unanswerable questions."),
         ("docs/stages.md", "## ", "Table 1's 61 graded questions.\n\n## "),
     ],
 )
