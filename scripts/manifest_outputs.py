@@ -5,8 +5,9 @@
 `spacelm status` (and a notebook reading a run folder) recognise a run's committed outputs
 from these hashes when the stage stamps, which are never committed, are missing. Each stage
 record that lacks `outputs` gets the hashes of its declared outputs as they are on disk now,
-so run it on a run folder whose files are the run's own (as committed); the manifest lists
-the addition under `updates`. Loads no model.
+so run it on a run folder whose files are the run's own (as committed). A folder's hash recorded
+over every file (before folders left out the files git ignores) is rewritten where the folder is
+unchanged. The manifest lists the change under `updates`. Loads no model.
 """
 
 from __future__ import annotations

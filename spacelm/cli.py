@@ -206,8 +206,23 @@ def cmd_report(args) -> int:
                 grade.recompute(cfg)
             if (run / ANSWERS).is_file():
                 answer.recompute(cfg)
+        record_findings(cfg)
         print(build_report(cfg))
     return 0
+
+
+def record_findings(cfg) -> None:
+    """Recompute the findings stage when its inputs changed (rules or wording of a later commit) and
+    put its record, with its outputs' hashes, into the run's manifest as a one-stage command does, so
+    the committed manifest keeps describing the files beside it."""
+    from .stages import findings
+    from .stages.manifest import Manifest, output_hashes
+
+    manifest = Manifest(cfg, command="report")
+    summary = findings.run(cfg)
+    if manifest.keeps(summary):
+        manifest.record_stage(findings.STAGE.name, summary, outputs=output_hashes(findings.STAGE, cfg))
+    manifest.finish()
 
 
 def cmd_label(args) -> int:

@@ -129,14 +129,16 @@ def public_view(data: dict, cfg: Config) -> dict:
 
 def output_hashes(stage, cfg: Config) -> dict:
     """{public path: short sha256} of each output `stage` declares that exists now (a folder
-    hashes its files' names and contents): what `spacelm status` compares a committed run
+    hashes its files' names and contents, leaving out those git ignores): what `spacelm status` compares a committed run
     folder's files with when the stamps are missing."""
     from pathlib import Path
 
-    from .base import file_hash
+    from .base import public_hash
 
     anchors = config_anchors(cfg)
-    return {public_path(p, cfg, anchors): file_hash(Path(p)) for p in stage.outputs(cfg) if Path(p).exists()}
+    return {
+        public_path(p, cfg, anchors): public_hash(Path(p), cfg.root) for p in stage.outputs(cfg) if Path(p).exists()
+    }
 
 
 def now() -> str:
@@ -392,10 +394,29 @@ def run_sizes(stages: dict) -> dict:
 
 
 # --------------------------------------------------------------------------- a committed run folder
+def rehash_unchanged(stage, cfg: Config, recorded: dict) -> bool:
+    """Rewrite, in `recorded`, each folder output's hash taken over every file (as runs did before
+    `public_hash`) to its public hash, only where the folder still hashes as recorded: the files are
+    the run's own, only the rule changed. True when one was rewritten."""
+    from pathlib import Path
+
+    from .base import file_hash, public_hash
+
+    anchors, changed = config_anchors(cfg), False
+    for p in stage.outputs(cfg):
+        pub = public_path(p, cfg, anchors)
+        if Path(p).is_dir() and recorded.get(pub) == file_hash(Path(p)):
+            new = public_hash(Path(p), cfg.root)
+            changed = changed or new != recorded[pub]
+            recorded[pub] = new
+    return changed
+
+
 def record_outputs(cfg: Config, stages: list) -> list[str]:
     """Add the hashes of each recorded stage's outputs, as they are now, to a run's manifest
-    whose records lack them (a run made before the manifest recorded them); listed under
-    `updates`. Returns the stages it added hashes to."""
+    whose records lack them (a run made before the manifest recorded them), and rewrite a folder's
+    hash recorded before folders left out the files git ignores, where the folder is unchanged;
+    listed under `updates`. Returns the stages it added or rewrote hashes for."""
     path = cfg.run_dir / names.MANIFEST
     data = read_manifest(path)
     if data is None:
@@ -408,6 +429,8 @@ def record_outputs(cfg: Config, stages: list) -> list[str]:
             if hashes:
                 rec["outputs"] = hashes
                 done.append(st.name)
+        elif isinstance(rec, dict) and rehash_unchanged(st, cfg, rec["outputs"]):
+            done.append(st.name)
     if done:
         data["updates"] = (data.get("updates") or [])[-(UPDATES_KEPT - 1) :] + [
             {

@@ -84,3 +84,41 @@ def test_cli_status_says_from_the_committed_manifest(tiny_config, capsys, monkey
     assert cli.main(["status"]) == 0
     out = capsys.readouterr().out
     assert "chunk" in out and "up to date (from the committed manifest)" in out
+
+
+def test_a_folders_hash_leaves_out_what_git_ignores(tmp_path):
+    """A clone holds no git-ignored file (the real corpus's beir/corpus.jsonl): a folder output's public
+    hash leaves such files out, so the folder as committed hashes as the run recorded it; a change to a
+    file git keeps still changes it."""
+    import subprocess
+
+    from spacelm.stages.base import file_hash, public_hash
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("out/beir/corpus.jsonl\n")
+    beir = tmp_path / "out" / "beir"
+    beir.mkdir(parents=True)
+    (beir / "queries.jsonl").write_text('{"_id": "q1"}\n')
+    (beir / "corpus.jsonl").write_text('{"_id": "c1", "text": "licensed text"}\n')
+    recorded = public_hash(beir, str(tmp_path))
+    assert recorded != file_hash(beir)  # the corpus file is left out
+    (beir / "corpus.jsonl").unlink()  # as a clone has it
+    assert public_hash(beir, str(tmp_path)) == recorded
+    (beir / "queries.jsonl").write_text('{"_id": "q2"}\n')
+    assert public_hash(beir, str(tmp_path)) != recorded
+
+
+def test_the_report_command_records_the_findings_it_recomputes(tiny_config):
+    """`spacelm report` recomputes the findings under a later commit's rules: their record and output
+    hashes go into the run's manifest, so the committed folder reads up to date from it."""
+    from spacelm.cli import record_findings
+    from spacelm.stages import BY_NAME
+
+    _committed_run(tiny_config)
+    before = json.loads((tiny_config.run_dir / "manifest.json").read_text())
+    record_findings(tiny_config)
+    after = json.loads((tiny_config.run_dir / "manifest.json").read_text())
+    assert set(before["stages"]) < set(after["stages"]) and "findings" in after["stages"]
+    assert after["stages"]["findings"]["outputs"] and after["stages"]["chunk"] == before["stages"]["chunk"]
+    BY_NAME["findings"].stamp_path(tiny_config).unlink(missing_ok=True)
+    assert _rows(tiny_config)["findings"]["state"] == "up to date"
