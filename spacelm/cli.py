@@ -176,7 +176,6 @@ def cmd_report(args) -> int:
     from .lib.names import MANIFEST
     from .pipeline import write_folders
     from .stages.lock import folder_locks
-    from .stages.report import build_report
 
     cfg = _cfg(args)
     manifest = cfg.run_dir / MANIFEST
@@ -206,23 +205,22 @@ def cmd_report(args) -> int:
                 grade.recompute(cfg)
             if (run / ANSWERS).is_file():
                 answer.recompute(cfg)
-        record_findings(cfg)
-        print(build_report(cfg))
+        print(record_report(cfg))
     return 0
 
 
-def record_findings(cfg) -> None:
-    """Recompute the findings stage when its inputs changed (rules or wording of a later commit) and
-    put its record, with its outputs' hashes, into the run's manifest as a one-stage command does, so
-    the committed manifest keeps describing the files beside it."""
-    from .stages import findings
-    from .stages.manifest import Manifest, output_hashes
+def record_report(cfg):
+    """The findings (recomputed when their inputs changed: rules or wording of a later commit) and
+    the report, each put into the run's manifest with its outputs' hashes as a one-stage command
+    does, so the committed manifest keeps describing the files beside it."""
+    from .stages.manifest import Manifest
+    from .stages.report import build_report
 
-    manifest = Manifest(cfg, command="report")
-    summary = findings.run(cfg)
-    if manifest.keeps(summary):
-        manifest.record_stage(findings.STAGE.name, summary, outputs=output_hashes(findings.STAGE, cfg))
+    manifest, done = Manifest(cfg, command="report"), []
+    path = build_report(cfg, done=done)
+    manifest.record_computed(done)
     manifest.finish()
+    return path
 
 
 def cmd_label(args) -> int:

@@ -124,7 +124,10 @@ def run_all(cfg: Config, force: bool = False, notebooks: bool = True, wait: bool
                 record["failed"] = failed
             manifest.record_stage("notebooks", record)
         manifest.finish()
-        log.info("report: %s", build_report(cfg, force=force))
+        # the report reads the finished manifest (time, sizes); its own record is added after
+        done: list = []
+        log.info("report: %s", build_report(cfg, force=force, done=done))
+        manifest.record_computed(done, ("report",))
         log.info("run '%s' finished in %.1fs: %s", cfg.run_name, manifest.data["total_seconds"], manifest.path)
     return results
 

@@ -310,7 +310,11 @@ def committed_state(stage, cfg: Config, inputs: dict | None = None, data: dict |
     now = machine_free(inputs if inputs is not None else stage_inputs(stage, cfg), cfg, anchors)
     old = rec.get("inputs") or {}
     changed = []
+    # the run's own manifest, which the report reads, changes as each record goes into it
+    own = "file:" + public_path(cfg.run_dir / names.MANIFEST, cfg, anchors)
     for k in sorted(set(now) | set(old)):
+        if k == own:
+            continue
         if k.startswith("config:") and now.get(k) != old.get(k):
             changed.append(f"{k} (config changed since the manifest)")
         elif k.startswith("file:") and k in now and now[k] != "<missing>" and k in old and now[k] != old[k]:
@@ -332,6 +336,8 @@ def committed_state(stage, cfg: Config, inputs: dict | None = None, data: dict |
         elif public_hash(p, cfg.root) != recorded and file_hash(p) != recorded:  # (a run before public_hash)
             reasons.append(f"output changed since the manifest: {pub}")
     ignored = git_ignored(cfg.root, [m for m in missing if not m.startswith(("<", "~")) and ":" not in m])
+    # outside the project (a trained model in the user's cache): no clone holds it; the manifest names it
+    ignored |= {m for m in missing if m.startswith("models:")}
     reasons += [f"output missing: {m}" for m in missing if m not in ignored]
     reasons = changed + reasons
     return ("stale", reasons, rec) if reasons else ("up to date", [], rec)

@@ -202,6 +202,13 @@ class Manifest:
         self.data["stages"][name] = dict(summary, finished=now(), **({"outputs": outputs} if outputs else {}))
         self.save()
 
+    def record_computed(self, done: list, names: tuple = ("findings", "report")) -> None:
+        """Record each (stage, summary) of `done` whose stage is named in `names`, with its outputs'
+        hashes (what `spacelm status` reads on a fresh clone); a reused stage only where `keeps` says."""
+        for stage, summary in done:
+            if stage.name in names and self.keeps(summary):
+                self.record_stage(stage.name, summary, outputs=output_hashes(stage, self.cfg))
+
     def record_model(self, role: str, identity: dict) -> None:
         self.data["models"][role] = identity
         if self.data["stages"]:  # a one-stage command writes nothing before it finished a stage

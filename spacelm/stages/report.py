@@ -1379,14 +1379,17 @@ STAGE = Stage(
 )
 
 
-def build_report(cfg: Config, force: bool = True) -> Path:
+def build_report(cfg: Config, force: bool = True, done: list | None = None) -> Path:
     """Write `results/<run>/report.md` from the files the stages wrote (run it last): the findings
     stage first when its outputs are not current, then this one (by default rebuilt even when
-    current: `spacelm report` is asked for)."""
+    current: `spacelm report` is asked for). Appends (stage, summary) of both to `done`, for the
+    caller to record in the run's manifest (`Manifest.record_computed`)."""
     from . import findings
 
-    findings.run(cfg)
-    execute(STAGE, cfg, force=force)
+    for stage, run in ((findings.STAGE, findings.run), (STAGE, lambda c: execute(STAGE, c, force=force))):
+        summary = run(cfg)
+        if done is not None:
+            done.append((stage, summary))
     return cfg.run_dir / names.REPORT
 
 

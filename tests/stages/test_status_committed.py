@@ -111,14 +111,17 @@ def test_a_folders_hash_leaves_out_what_git_ignores(tmp_path):
 def test_the_report_command_records_the_findings_it_recomputes(tiny_config):
     """`spacelm report` recomputes the findings under a later commit's rules: their record and output
     hashes go into the run's manifest, so the committed folder reads up to date from it."""
-    from spacelm.cli import record_findings
+    from spacelm.cli import record_report
     from spacelm.stages import BY_NAME
 
     _committed_run(tiny_config)
     before = json.loads((tiny_config.run_dir / "manifest.json").read_text())
-    record_findings(tiny_config)
+    record_report(tiny_config)
     after = json.loads((tiny_config.run_dir / "manifest.json").read_text())
     assert set(before["stages"]) < set(after["stages"]) and "findings" in after["stages"]
     assert after["stages"]["findings"]["outputs"] and after["stages"]["chunk"] == before["stages"]["chunk"]
-    BY_NAME["findings"].stamp_path(tiny_config).unlink(missing_ok=True)
-    assert _rows(tiny_config)["findings"]["state"] == "up to date"
+    assert after["stages"]["report"]["outputs"]
+    for name in ("findings", "report"):
+        BY_NAME[name].stamp_path(tiny_config).unlink(missing_ok=True)
+        row = _rows(tiny_config)[name]
+        assert row["state"] == "up to date", (name, row)
