@@ -906,6 +906,8 @@ def _manifest(cfg) -> dict:
 def _run_time_rows(stages: dict) -> list[str]:
     rows = []
     for name, s in stages.items():
+        if name == "report":  # the report's own record is written after it (it cannot time itself)
+            continue
         computed = s.get("computed_seconds")
         rows.append(
             f"| {name} | {s.get('wall_seconds', s.get('seconds', 0)):.1f} | {'yes' if s.get('skipped') else 'no'} | "
