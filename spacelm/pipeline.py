@@ -132,6 +132,16 @@ def run_all(cfg: Config, force: bool = False, notebooks: bool = True, wait: bool
     return results
 
 
+def _inside(path, root) -> bool:
+    from pathlib import Path
+
+    try:
+        Path(path).resolve().relative_to(Path(root or ".").resolve())
+        return True
+    except ValueError:
+        return False
+
+
 def status(cfg: Config) -> list[dict]:
     """One row per stage: state ("up to date", "stale", "never run"), the inputs that changed,
     and whether a run would recompute it (its own inputs changed, or a stage it reads from will
@@ -151,9 +161,13 @@ def status(cfg: Config) -> list[dict]:
         inputs = stage_inputs(stage, cfg)
         state, reasons = freshness(stage, cfg, inputs)
         from_manifest = False
-        if state == "never run" and data is not None:
+        # a stamp in a store shared by every clone (a trained model in the user's cache) tells of
+        # whichever clone wrote it last; the committed manifest tells of this run's, when the output
+        # there is the one the run recorded
+        shared = not _inside(stage.stamp_path(cfg), cfg.root)
+        if data is not None and (state == "never run" or (shared and state == "stale")):
             got, why, rec = committed_state(stage, cfg, inputs, data)
-            if rec is not None:
+            if rec is not None and (state == "never run" or got == "up to date"):
                 state, reasons, from_manifest = got, why, got == "up to date"
         upstream = [a for a in stage.after if a in recompute]
         if state == "up to date" and upstream and not from_manifest:
