@@ -1,5 +1,5 @@
 """Stage judge-check: measure the judge before its tables are read. With the same prompt,
-backend and settings as Table 1 it grades a sample of human-labelled pairs from every
+backend and settings as Table 1 it grades a sample of labelled pairs from every
 configured source (and, in domain, golden-sample passages against hard negatives); it scores
 known-answer controls for every Table 2 rubric and binary judge; and it measures position
 bias. Writes `results/<run>/judge_check/`: `relevance.json` (one object per source, with its
@@ -439,6 +439,12 @@ def write(cfg: Config, result: JudgeCheck, identity: dict, out) -> tuple:
         m.update(c.meta)
         results.append(m)
         graded_rows += rows
+    from ..lib.report.plots import judge_calibration
+
+    # each labelled source's grade distribution per label, beside the confusion plots (notebook 04 shows it)
+    judge_calibration(
+        {m["source"]: m.get("confusion") or {} for m in results if m.get("run")}, plots / "calibration.png"
+    )
     for m in results:
         m["judge"] = {
             "name": identity.get("name"),
@@ -604,7 +610,7 @@ def _models(cfg: Config) -> dict:
 
 STAGE = Stage(
     name="judge-check",
-    doc="measure the judge against human labels and known-answer controls",
+    doc="measure the judge against labelled pairs and known-answer controls",
     home=folder,
     outputs=outputs,
     build=build,

@@ -126,7 +126,7 @@ def judge_banner(cfg, table: str, rubrics=None) -> str:
     judge = cfg.models.judge.model
     if rel is None:
         return (
-            f"> ⚠ **Unchecked judge.** `{judge}` was never measured against human labels or known-answer "
+            f"> ⚠ **Unchecked judge.** `{judge}` was never measured against labelled pairs or known-answer "
             "controls in this run (run `spacelm judge-check`): read its figures as unvalidated."
         )
     checked = {m.get("judge", {}).get("name") for m in rel if m.get("run")}
@@ -142,7 +142,7 @@ def judge_banner(cfg, table: str, rubrics=None) -> str:
         ]
         lines.insert(
             0,
-            f"**Judge verdict** (`{judge}` against human relevance labels): "
+            f"**Judge verdict** (`{judge}` against each source's relevance labels): "
             + ("; ".join(parts) if parts else "no labelled source could be read")
             + ".",
         )
@@ -157,7 +157,7 @@ def judge_banner(cfg, table: str, rubrics=None) -> str:
             lines.append("> ⚠ The judge checks of this run are too small to tell whether this judge can be trusted.")
         elif not ran:
             why = "; ".join(m.get("why", "") for m in rel)
-            lines.append(f"> ⚠ **Unchecked judge**: no human-labelled source was available ({why}).")
+            lines.append(f"> ⚠ **Unchecked judge**: no labelled source was available ({why}).")
         return "\n\n".join(lines)
     if not ctl:
         return "\n\n".join(lines + [f"> ⚠ **Unchecked rubrics.** No known-answer control was scored for `{judge}`."])
@@ -258,7 +258,8 @@ def judge_check_section(cfg, staged=_same) -> list[str]:
     if rel is None:
         return out + ["_(not produced in this run: run `spacelm judge-check`)_", ""]
     out += [
-        "Relevance judge against human labels (same prompt, backend and settings as Table 1; 95% bootstrap CIs "
+        "Relevance judge against each source's own labels (whoever made them: people, an LLM assessor, or the "
+        "golden passages against hard negatives; same prompt, backend and settings as Table 1; 95% bootstrap CIs "
         "over queries). Where a source has reference judges (automatic judges' labels on the same pairs, "
         "rows marked ↳), the verdict compares our CI bounds with their figures; elsewhere with the absolute "
         "thresholds of `judge_check` in the config. A verdict needs the CI's lower bound to clear the bar.",
@@ -318,9 +319,10 @@ def judge_check_section(cfg, staged=_same) -> list[str]:
         "",
         " ".join(f"![{p.stem}](judge_check/plots/{p.name})" for p in plots),
         "",
-        "Calibration: the judge's grade distribution for each human label (the same pairs):",
+        "Calibration: the judge's grade distribution for each label of each source (the same pairs):",
         "",
-        _img(cfg.run_dir, names.PLOT_JUDGE_CALIBRATION, "judge calibration", staged),
+        _img(cfg.run_dir, names.JUDGE_CALIBRATION, "judge calibration", staged)
+        or _img(cfg.run_dir, names.PLOT_JUDGE_CALIBRATION, "judge calibration", staged),
         "",
     ]
     out += [
@@ -1065,14 +1067,6 @@ def report_values(cfg, out=_same) -> dict:
         ),
         img_recall=_img(run, names.PLOT_RECALL, "recall at k"),
     )
-    rel, _ = read_judge_check(cfg)
-    if rel:
-        from ..lib.report.plots import judge_calibration
-
-        judge_calibration(
-            {m["source"]: m.get("confusion") or {} for m in rel if m.get("run")},
-            out(run / names.PLOT_JUDGE_CALIBRATION),
-        )
     v.update(
         judge_checks=judge_check_section(cfg, out),
         table1_banner=judge_banner(cfg, "table1"),

@@ -90,6 +90,7 @@ def test_judge_check_stage_writes_the_contract_and_reports_absent_sources(tiny_c
     controls = pd.read_csv(out / "controls.csv")
     assert list(controls.columns[:3]) == ["rubric", "n", "pass_rate"] and "verdict" in controls.columns
     assert (out / "plots" / "confusion_tiny.png").is_file()
+    assert (out / "plots" / "calibration.png").is_file()  # drawn here, so notebook 04 shows it on a cold run
     assert res["sources"]["absent"] == "not run"
     # every source that ran is measured at each boundary its labels can check, and audited for bias
     # between the systems Table 1 grades (their top-k on the source's passages)

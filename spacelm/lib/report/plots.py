@@ -335,7 +335,7 @@ def judge_confusion(confusion: dict, title: str, path: Path | None = None):
     ax.set_xticks(range(4), [str(g) for g in range(4)])
     ax.set_yticks(range(len(labels)), labels)
     ax.set_xlabel("judge's grade")
-    ax.set_ylabel("human label")
+    ax.set_ylabel("the source's label")
     ax.set_title(title, fontsize=9)
     save(fig, path)
     return fig
@@ -550,7 +550,7 @@ def per_task_panels(per_task, value: str, ylabel: str, path: Path | None = None,
 
 
 def judge_calibration(confusions: dict, path: Path | None = None):
-    """The relevance judge's calibration: for each human label, the distribution of the judge's
+    """The relevance judge's calibration: for each label of a source, the distribution of the judge's
     grades 0-3 (stacked shares, n per bar), one panel per labelled source. `confusions`:
     {source: {human label: {judge grade: count}}} (judge_check/relevance.json's confusion
     matrices). Y-axis from zero to 100%; legend beside the panels."""
@@ -572,7 +572,7 @@ def judge_calibration(confusions: dict, path: Path | None = None):
             ax.bar(range(len(labels)), shares[:, g], bottom=bottom, color=GRADE_COLORS[g], label=f"judge grade {g}")
             bottom += shares[:, g]
         ax.set_xticks(range(len(labels)), [f"{h}\n(n={int(t)})" for h, t in zip(labels, totals)], fontsize=7)
-        ax.set_xlabel("human label")
+        ax.set_xlabel("the source's label")
         ax.set_title(src, fontsize=9)
         ax.set_ylim(0, 100)
     axes[0].set_ylabel("% of the pairs with that label")
