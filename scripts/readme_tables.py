@@ -1066,12 +1066,8 @@ def judge_independent_audit(root: Path) -> list[str]:
         for name, v in sb["systems"].items()
     ]
     diffs = [
-        {
-            "pair": pair,
-            "grade": f"{d['grade']['diff']:+.2f} {ci([d['grade']['ci_low'], d['grade']['ci_high']], '{:+.2f}')}",
-            "at ≥ 2 (share)": f"{d['ge2']['diff']:+.2f} {ci([d['ge2']['ci_low'], d['ge2']['ci_high']], '{:+.2f}')}",
-            "at = 3 (share)": f"{d['eq3']['diff']:+.2f} {ci([d['eq3']['ci_low'], d['eq3']['ci_high']], '{:+.2f}')}",
-        }
+        {"pair": pair, "grade": _signed(d["grade"]), "at ≥ 2 (share)": _signed(d["ge2"])}
+        | {"at = 3 (share)": _signed(d["eq3"])}
         for pair, d in sb["differences"].items()
     ]
     return (

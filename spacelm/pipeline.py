@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 
 from .config import Config
 from .lib.names import MANIFEST
@@ -132,16 +133,6 @@ def run_all(cfg: Config, force: bool = False, notebooks: bool = True, wait: bool
     return results
 
 
-def _inside(path, root) -> bool:
-    from pathlib import Path
-
-    try:
-        Path(path).resolve().relative_to(Path(root or ".").resolve())
-        return True
-    except ValueError:
-        return False
-
-
 def status(cfg: Config) -> list[dict]:
     """One row per stage: state ("up to date", "stale", "never run"), the inputs that changed,
     and whether a run would recompute it (its own inputs changed, or a stage it reads from will
@@ -164,7 +155,7 @@ def status(cfg: Config) -> list[dict]:
         # a stamp in a store shared by every clone (a trained model in the user's cache) tells of
         # whichever clone wrote it last; the committed manifest tells of this run's, when the output
         # there is the one the run recorded
-        shared = not _inside(stage.stamp_path(cfg), cfg.root)
+        shared = not Path(stage.stamp_path(cfg)).resolve().is_relative_to(Path(cfg.root or ".").resolve())
         if data is not None and (state == "never run" or (shared and state == "stale")):
             got, why, rec = committed_state(stage, cfg, inputs, data)
             if rec is not None and (state == "never run" or got == "up to date"):

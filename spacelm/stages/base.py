@@ -162,11 +162,16 @@ def file_hash(path: Path) -> str:
     if p.is_file():
         return sha256_file_remembered(p)[:16]
     if p.is_dir():
-        h = hashlib.sha256()
-        for f in sorted(q for q in p.rglob("*") if q.is_file()):
-            h.update(str(f.relative_to(p)).encode() + b"\0" + sha256_file_remembered(f).encode())
-        return h.hexdigest()[:16]
+        return _folder_hash(p, sorted(q for q in p.rglob("*") if q.is_file()))
     return "<missing>"
+
+
+def _folder_hash(p: Path, files: list[Path]) -> str:
+    """A folder's short hash over `files` (in it): their names relative to it and their contents."""
+    h = hashlib.sha256()
+    for f in files:
+        h.update(str(f.relative_to(p)).encode() + b"\0" + sha256_file_remembered(f).encode())
+    return h.hexdigest()[:16]
 
 
 def public_hash(path: Path, root: str | None) -> str:
@@ -185,11 +190,7 @@ def public_hash(path: Path, root: str | None) -> str:
         except ValueError:  # outside the project: nothing there is git's to ignore
             rel[f] = None
     ignored = git_ignored(root, [r for r in rel.values() if r])
-    h = hashlib.sha256()
-    for f in files:
-        if rel[f] not in ignored:
-            h.update(str(f.relative_to(p)).encode() + b"\0" + sha256_file_remembered(f).encode())
-    return h.hexdigest()[:16]
+    return _folder_hash(p, [f for f in files if rel[f] not in ignored])
 
 
 def model_hash(cfg: Config, spec: str, role: str) -> str:
