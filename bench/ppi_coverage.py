@@ -41,8 +41,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from spacelm.config import BM25Config  # noqa: E402
-from spacelm.lib.judge.labelling import stratified_sample  # noqa: E402
-from spacelm.lib.judge.ppi import power_tuned_lambda, ppi_mean, ppi_mean_stratified  # noqa: E402
+from spacelm.lib.judge.ppi import (  # noqa: E402
+    power_tuned_lambda,
+    ppi_mean,
+    ppi_mean_stratified,
+    stratified_sample,  # noqa: E402
+)
 from spacelm.lib.judge.validity import read_reference_judges  # noqa: E402
 from spacelm.lib.retrieval.systems import BM25Retriever  # noqa: E402
 from spacelm.lib.stats import wilson_ci  # noqa: E402

@@ -736,70 +736,45 @@ def c43_outside(p: Probe):
     return f"exit {r.returncode}; sources {sources[:2]}…", r.returncode == 0 and text and str(p.tmp) not in text
 
 
-def _labels(p: Probe, content: bytes) -> subprocess.CompletedProcess:
-    labels = p.project / "results" / "probe" / "labels"
-    labels.mkdir(parents=True, exist_ok=True)
-    (labels / "to_label.jsonl").write_text(
-        "".join(json.dumps({"pair_id": f"q{i}::c{i}", "question": "q", "passage": "p"}) + "\n" for i in range(3))
+def _export(p: Probe, labels: bytes) -> subprocess.CompletedProcess:
+    """A two-item export folder of run `probe` with `labels` as its one batch's answers, imported."""
+    folder = p.tmp / "export"
+    (folder / "batches").mkdir(parents=True, exist_ok=True)
+    (folder / "labels").mkdir(parents=True, exist_ok=True)
+    (folder / "export.json").write_text(
+        json.dumps({"run": "probe", "kind": "relevance", "export": "x", "brief_sha256": "0"})
     )
-    (labels / "human_labels.csv").write_bytes(content)
-    return p.run("label", "--check", "--config", p.config)
-
-
-@case("43 label --check on a spreadsheet's CSV UTF-8 (BOM)", "exit 0, 2 labelled pairs")
-def c43_label_bom(p: Probe):
-    r = _labels(p, b"\xef\xbb\xbfpair_id,grade\r\nq0::c0,3\r\nq1::c1,0\r\n")
-    return (
-        f"exit {r.returncode}: {' '.join(r.stdout.split())[:80]}",
-        r.returncode == 0 and '"labelled_pairs": 2' in r.stdout,
+    (folder / "key.jsonl").write_text(
+        "".join(json.dumps({"key": f"p{i}", "batch": "batch-01", "role": "item"}) + "\n" for i in range(2))
     )
-
-
-@case("43 label --check on Windows-1252 and UTF-16 files", "exit 0 both")
-def c43_label_encodings(p: Probe):
-    a = _labels(p, "pair_id,grade,note\nq0::c0,3,Café – bien\n".encode("cp1252"))
-    b = _labels(p, "pair_id\tgrade\r\nq0::c0\t2\r\n".encode("utf-16"))
-    return f"cp1252 exit {a.returncode}, UTF-16 exit {b.returncode}", a.returncode == 0 and b.returncode == 0
-
-
-@case("43 label --check with an unclosed quote", "exit 2 naming the file and line")
-def c43_label_quote(p: Probe):
-    return expect_exit(_labels(p, b'pair_id,grade\nq0::c0,3\n"q1::c1,2\nq2::c2,1\n'), 2, "human_labels.csv:3", "quote")
-
-
-@case("43 to_label.csv cell starting with = (LLM text `=HYPERLINK(...)`)", "written with a leading ' (library)")
-def c43_formula(p: Probe):
-    import csv
-
-    from spacelm.lib.judge.labelling import from_cell, write_labelling_files
-
-    item = {
-        "pair_id": "q::c",
-        "qid": "q",
-        "chunk_id": "c",
-        "question": '=HYPERLINK("http://x","y")',
-        "passage": "-2 m/s",
-        "stratum": "s",
-        "weight": 1.0,
-    }
-    folder = p.tmp / "formula"
-    write_labelling_files(folder, [item])
-    (row,) = list(csv.DictReader(open(folder / "to_label.csv", newline="", encoding="utf-8")))
-    ok = (
-        row["question"].startswith("'=")
-        and row["passage"] == "'-2 m/s"
-        and from_cell(row["question"]) == item["question"]
+    (folder / "batches" / "batch-01.jsonl").write_text(
+        "".join(json.dumps({"key": f"p{i}", "question": "q", "passage": "p"}) + "\n" for i in range(2))
     )
-    return f"question cell {row['question'][:20]!r}, passage cell {row['passage']!r}", ok
+    (folder / "labels" / "batch-01.labels.jsonl").write_bytes(labels)
+    return p.run("label", "import", "--config", p.config, "--from", str(folder), "--assessor", "probe")
 
 
-@case("43 label while another label process holds the folder", "exit 4")
-def c43_label_lock(p: Probe):
-    from spacelm.stages.lock import folder_lock
+@case("52 label import with a key of the batch left out", "exit 2 naming the file and the key")
+def c52_label_missing_key(p: Probe):
+    return expect_exit(_export(p, b'{"key": "p0", "grade": 3}\n'), 2, "batch-01.labels.jsonl", "p1")
 
-    with folder_lock(p.project / "results" / "probe" / "labels"):
-        r = p.run("label", "--n", "3", "--config", p.config)
-    return expect_exit(r, 4, "in use by")[0], r.returncode == 4
+
+@case("52 label import with a key given twice", "exit 2 naming the file and line")
+def c52_label_twice(p: Probe):
+    r = _export(p, b'{"key": "p0", "grade": 3}\n{"key": "p1", "grade": 1}\n{"key": "p0", "grade": 2}\n')
+    return expect_exit(r, 2, "batch-01.labels.jsonl:3", "twice")
+
+
+@case("52 label import with a grade out of range", "exit 2 naming the file and line")
+def c52_label_range(p: Probe):
+    r = _export(p, b'{"key": "p0", "grade": 7}\n{"key": "p1", "grade": 1}\n')
+    return expect_exit(r, 2, "batch-01.labels.jsonl:1", "not one of 0, 1, 2, 3")
+
+
+@case("52 label import of a folder no export wrote", "exit 2 naming export.json")
+def c52_label_no_export(p: Probe):
+    r = p.run("label", "import", "--config", p.config, "--from", str(p.tmp / "nothing"), "--assessor", "x")
+    return expect_exit(r, 2, "export.json")
 
 
 @case("43 a damaged call-cache row (value not JSON) (library)", "a warning, a miss; the row replaced")

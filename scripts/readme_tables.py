@@ -134,6 +134,16 @@ def run_summary(root: Path, run: str = "standard") -> list[str]:
 def grading_method(m: dict) -> str:
     """How the run's Table 1 grades were made, from its manifest (a run older than the option has none)."""
     method = m["stages"].get("grade", {}).get("grading_method")
+    instrument = (m.get("config") or {}).get("grading", {}).get("instrument", "judge")
+    for u in m.get("updates") or []:  # a report recomputed under a later config reads what that config says
+        instrument = (u.get("config_changes") or {}).get("grading.instrument", instrument)
+    if method and instrument != "judge":
+        store = m["stages"].get("labels", {})
+        return (
+            f"Table 1's verdicts read an assessor's labels ({store.get('assessor', 'see labels/standing.json')}, "
+            f"label store sha256 `{str(store.get('store_sha256'))[:12]}`); the embedded judge ({method}) is "
+            "measured against them on the same pairs."
+        )
     if method:
         return f"Table 1 grades: {method}."
     return "Its manifest records no grading method (it predates the option): Table 1 grades are the judge's own digit."
@@ -225,12 +235,20 @@ def primary(root: Path, run: str = "standard") -> list[str]:
     out = []
     for r in rows:
         why = str(r.get("verdict_reason") or "")
+        if r.get("instrument") == "labels":
+            holes = int(float(r.get("holes") or 0))
+            instrument = (
+                f"Read through the assessor's labels ({r['judge_verdict']}); {holes} unlabelled passages in its cells."
+            )
+        else:
+            instrument = (
+                f"The grader at the finding's boundary: {r['boundary']}. Its bias between the compared systems, "
+                f"measured on the in-domain labels: {r['judge_bias']}."
+            )
         text = (
             f"**Primary finding** (plan entry `{r['plan_entry']}`, {int(float(r['n_needed']))} questions needed): "
             f"{r['finding']}. Paper: {r['paper']}. This run: {r['this_run']}, 95% CI {r['ci']}; n {r['n']}. "
-            f"Verdict *{r['verdict']}*" + (f" ({why})" if why and why != "nan" else "") + ". "
-            f"The grader at the finding's boundary: {r['boundary']}. Its bias between the compared systems, measured "
-            f"on the in-domain labels: {r['judge_bias']}."
+            f"Verdict *{r['verdict']}*" + (f" ({why})" if why and why != "nan" else "") + ". " + instrument
         )
         out += wrap(text) + [""]
     if not out:
@@ -1384,20 +1402,6 @@ QUOTED = [
         _sizes("standard", "{table1_questions} questions from {table1_source_chunks}"),
     ),
     (
-        "README.md",
-        "the shipped grader in domain",
-        "κ {} at grade ≥ 2 on every labelled in-domain pair",
-        _key(
-            "results/judge_independent.json",
-            "shipped",
-            "space-corpus, every labelled pair",
-            "boundaries",
-            "ge2",
-            "kappa",
-            fmt="{:.2f}",
-        ),
-    ),
-    (
         "docs/judges.md",
         "standard trec grader",
         "the grader is *{}* on TREC DL 2020",
@@ -1467,7 +1471,6 @@ COUNT_CLAIM = re.compile(
 )
 # (file, phrase holding a claim, why it is not a figure of a committed run file)
 NOT_RUN_FIGURES = [
-    ("README.md", "score enters it) and is *weak* in domain", "its κ beside it is QUOTED"),
     ("README.md", "needs 91 questions (the previous run's", "the analysis plan's n, fixed in configs/standard.yaml"),
     ("docs/judges.md", "every rubric *failed* its controls in the previous", "a previous run, kept as history"),
     ("docs/judges.md", "faithfulness was *valid* there", "the previous reference run, kept as history"),

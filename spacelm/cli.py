@@ -6,7 +6,8 @@
     spacelm plan     --config configs/paper.yaml [--json] [--use-outputs] [--tokenizer PATH]
     spacelm ingest | chunk | synth | retrieve | judge-check | grade | answer  --config ... [--force]
     spacelm report   --config ... [--recompute] [--wait]
-    spacelm label    --config ... [--run NAME] --n N | --check
+    spacelm label    export --config ... --what pairs|questions|answers --batches N --out DIR
+                     | import --config ... --from DIR --assessor NAME | serve --from DIR --batch NAME
     spacelm models   list | path NAME | verify [NAME] | export-hf NAME
     spacelm cache    stats | clear [--model NAME | --embeddings]
     spacelm corpus   verify DIR [--list NAME] | fetch NAME --to DIR | attribution NAME
@@ -200,6 +201,11 @@ def cmd_report(args) -> int:
                     file=sys.stderr,
                 )
                 return EXIT_INPUT
+            from .notebooks import write_resolved_config
+
+            # the tables are recomputed under this config: the run's resolved config says so (the
+            # notebooks and a later `spacelm report` read it)
+            write_resolved_config(cfg)
             judge_check.recompute(cfg)
             if (run / GRADES).is_file():
                 grade.recompute(cfg)
@@ -224,55 +230,42 @@ def record_report(cfg):
 
 
 def cmd_label(args) -> int:
-    """Draw the labelling sample of a run's graded pairs, or (--check) validate the labels placed
-    back in the run and say what the next `spacelm grade` will do with them."""
-    from .lib.io import InputError, read_jsonl
-    from .lib.judge.labelling import labels_file, read_labels
-    from .stages.grade import label_sample, labels_dir
+    """`label export`: a run's unlabelled items as blind batches for an assessor; `label import`:
+    the assessor's answers merged into the label store when its standing reaches the floor;
+    `label serve`: a browser page for a person to grade one batch (docs/labels.md)."""
+    from .lib.io import InputError
+
+    if args.action == "serve":
+        if not args.source:
+            raise InputError("label serve: --from DIR, the folder `spacelm label export` wrote")
+        if not args.batch:
+            raise InputError("label serve: --batch NAME, one of the batches in DIR/batches (e.g. batch-01)")
+        return serve_labels(args.source, args.batch, args.port)
+    from .stages import labels as stage
 
     cfg = load_config(args.config, sets=(args.set or []) + ([f"run_name={args.run}"] if args.run else []))
-    folder = labels_dir(cfg)
-    if args.check:
-        f = labels_file(folder)
-        if f is None:
-            raise InputError(f"no labels in {folder}: save the grades as human_labels.csv (pair_id,grade) there")
-        sample = folder / names.TO_LABEL
-        if not sample.is_file():
-            raise InputError(f"{sample} not found: the labels must come from `spacelm label --n N` on this run")
-        got = read_labels(f, {r["pair_id"] for r in read_jsonl(sample)})
-        print(
-            json.dumps(
-                {
-                    "labels": str(f),
-                    "labelled_pairs": len(got),
-                    "next": "spacelm grade adds ppi_estimate, ppi_ci_low, ppi_ci_high, n_human to "
-                    "table1_relevance.csv (grades come from the call cache)",
-                },
-                indent=2,
-            )
+    if args.action == "export":
+        if not args.out:
+            raise InputError("label export: --out DIR, a new folder for the batches, the brief and the key")
+        summary = stage.export(cfg, args.what, args.batches, args.out, args.draw)
+        summary["next"] = (
+            f"give each assessor {args.out}/brief.md and one file of {args.out}/batches/ (never key.jsonl); its "
+            f"answers go to {args.out}/labels/<batch>.labels.jsonl; then `spacelm label import --config "
+            f"{args.config} --run {cfg.run_name} --from {args.out} --assessor NAME`"
         )
+        print(json.dumps(summary, indent=2))
         return 0
-    from .stages.lock import folder_lock
+    if not args.source:
+        raise InputError("label import: --from DIR, the export folder holding labels/<batch>.labels.jsonl")
+    record = stage.import_labels(cfg, args.source, args.assessor)
+    from .stages.manifest import Manifest
 
-    if args.n is not None and args.n < 1 or args.n is None and not args.serve:
-        raise InputError("--n: give the number of pairs to label (e.g. --n 100), or --serve the sample drawn")
-    with folder_lock(folder, args.wait):  # one process writes the labels folder at a time
-        if args.n is None:
-            return serve_labels(folder, args.port)
-        files = label_sample(cfg, args.n)
-        if args.serve:
-            return serve_labels(folder, args.port)
-    print(
-        json.dumps(
-            {
-                "written": [str(p) for p in files],
-                "next": f"grade the pairs (open {files[-1].name} in a browser, or fill in the grade column of "
-                f"{files[1].name}) and save them as {folder / names.HUMAN_LABELS}; then run "
-                "`spacelm grade`",
-            },
-            indent=2,
-        )
-    )
+    if (cfg.run_dir / names.MANIFEST).is_file():
+        manifest = Manifest(cfg, command="label import")
+        manifest.record_stage("labels", {k: v for k, v in record.items()})
+        manifest.finish()
+    record["next"] = f"`spacelm report --recompute --config {args.config}` reads the labels (no model call)"
+    print(json.dumps(record, indent=2, default=str))
     return 0
 
 
@@ -495,16 +488,16 @@ def cmd_export_beir(args) -> int:
     return 0
 
 
-def serve_labels(folder, port: int = 0) -> int:
-    """Serve the labelling sample of `folder` on 127.0.0.1 until interrupted (spacelm label --serve)."""
-    from .lib.judge.label_server import LabelStore, make_server
+def serve_labels(folder, batch: str, port: int = 0) -> int:
+    """Serve one batch of an export folder on 127.0.0.1 until interrupted (spacelm label serve)."""
+    from .lib.labels.server import BatchLabels, make_server
 
-    store = LabelStore(folder)
+    store = BatchLabels(folder, batch)
     server = make_server(store, port)
     server.on_grade = lambda st: print(f"  {st.graded} of {st.total} graded", file=sys.stderr)
     host, bound = server.server_address[:2]
     print(
-        f"labelling {store.total} pairs ({store.graded} graded already) at http://{host}:{bound}/ ; "
+        f"grading {store.total} items of {batch} ({store.graded} graded already) at http://{host}:{bound}/ ; "
         f"grades are saved to {store.path} as they are given; Ctrl-C stops (the same command resumes)",
         flush=True,
     )
@@ -514,7 +507,7 @@ def serve_labels(folder, port: int = 0) -> int:
         pass
     finally:
         server.server_close()
-    print(f"stopped: {store.graded} of {store.total} pairs graded in {store.path}")
+    print(f"stopped: {store.graded} of {store.total} items graded in {store.path}")
     return 0
 
 
@@ -609,21 +602,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_report)
     p = sub.add_parser(
         "label",
-        help="draw a stratified sample of a run's graded pairs for a person to grade 0-3 "
-        "(question and passage only), or --check the labels placed back",
+        help="labels from an assessor of measured standing: export blind batches of a run's unlabelled "
+        "items, import the answers (standing checked), or serve a batch to grade in a browser",
     )
+    p.add_argument("action", choices=["export", "import", "serve"])
     _add_common(p, force=False)
-    p.add_argument("--run", metavar="NAME", help="the run folder results/NAME (default: the config's run_name)")
-    p.add_argument("--n", type=int, help="how many pairs to draw")
-    p.add_argument("--check", action="store_true", help="validate labels/human_labels.csv against the sample")
+    p.add_argument("--run", metavar="NAME", help="the run's name, results/NAME (default: the config's run_name)")
+    p.add_argument("--what", choices=["pairs", "questions", "answers"], default="pairs", help="export: what to label")
+    p.add_argument("--batches", type=int, default=1, help="export: how many batches (100-150 items each)")
+    p.add_argument("--out", metavar="DIR", help="export: a new folder for the batches, brief and key")
     p.add_argument(
-        "--serve",
-        action="store_true",
-        help="grade the drawn sample in a browser page on 127.0.0.1 (keys 0-3; each grade saved to "
-        "labels/human_labels.csv as it is given; resumes where it stopped)",
+        "--draw",
+        type=int,
+        default=0,
+        help="export: which disjoint draw of calibration pairs (a new pass after a refused one: 1, 2, ...)",
     )
-    p.add_argument("--port", type=int, default=0, help="with --serve: the port (default: a free one)")
-    p.add_argument("--wait", action="store_true", help="if another `spacelm label` holds the folder, wait for it")
+    p.add_argument("--from", dest="source", metavar="DIR", help="import, serve: the folder export wrote")
+    p.add_argument("--assessor", help="import: who graded (a person, or the model and its version)")
+    p.add_argument("--batch", help="serve: the batch to grade (e.g. batch-01)")
+    p.add_argument("--port", type=int, default=0, help="serve: the port (default: a free one)")
     p.set_defaults(func=cmd_label)
     p = sub.add_parser(
         "models",

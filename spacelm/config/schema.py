@@ -252,6 +252,10 @@ class GradingConfig:
     # questions nest in source chunks, which nest in documents; "document" (the default) allows for
     # questions of one document moving together, "question" assumes none do
     cluster: Literal["document", "source_chunk", "question"] = "document"
+    # what Table 1's verdicts read: "judge" (the grader above), "labels" (the assessor's labels in
+    # the label store, docs/labels.md) or "both" (verdicts through labels; the judge is measured
+    # against them on the same pairs, a finding about the judge)
+    instrument: Literal["judge", "labels", "both"] = "judge"
 
     def judging(self, base: Path | None = None) -> RelevanceJudging:
         """The library's description of how pairs are graded (a calibration path is resolved
@@ -309,6 +313,10 @@ class AnswerConfig:
     # false: the run has no answer stage (no Table 2, no answerability): a Table 1 study, whose
     # Table 2 findings another run with its own plan tests
     enabled: bool = True
+    # what Table 2's verdicts read: "judge" (the embedded answer judges), "labels" (the assessor's
+    # rubric scores in the label store) or "both" (verdicts through labels; each answer judge is
+    # measured against the assessor on the same answers)
+    instrument: Literal["judge", "labels", "both"] = "judge"
     # settings with the relevant passage plus N wrong ones ("standard" is N = 0) ...
     n_wrong_values: list[int] = field(default_factory=lambda: [0, 3])
     # ... and the negative setting: N wrong passages and no relevant one (0 to skip it)
@@ -553,6 +561,41 @@ class AnalysisPlanConfig:
 
 
 @dataclass
+class LabelsFloorConfig:
+    """What an assessor's standing must reach on the calibration items for its labels to be
+    imported (spacelm/lib/labels/standing.py)."""
+
+    # κ at grade >= 2 against the NIST grades of the calibration pairs
+    relevance_kappa: float = 0.40
+    # share of known-answer controls whose good answer the assessor scores above the bad one
+    controls: float = 0.80
+    # share of golden questions screened in the known direction (answerable or not)
+    screening: float = 0.80
+
+
+@dataclass
+class LabelsConfig:
+    """Labels from an assessor of measured standing (people, or a large LLM reading as an
+    assessor): where they are kept, how blind batches are made, and the floor an import must reach.
+    `spacelm label export | import` (docs/labels.md)."""
+
+    # the label store's folder (null: the run's own results/<run>/labels); a team may share one
+    # store between runs over the same corpus: labels are keyed by document span, not chunk id
+    store: str | None = None
+    # NIST-graded TREC DL pairs mixed blind into relevance batches (queries.jsonl, corpus.jsonl,
+    # qrels.tsv in BEIR layout), and how many per NIST grade
+    calibration_pairs: str = "../shared/judge/trec-dl-2020"
+    calibration_per_grade: int = 25
+    # golden questions (answerable and not) mixed into screening batches, and answer controls
+    # (good and damaged answers) into answer batches: at most this many each
+    calibration_questions: int = 30
+    calibration_controls: int = 30
+    # the share of items repeated once in another batch (the assessor against itself)
+    repeat_share: float = 0.10
+    floor: LabelsFloorConfig = field(default_factory=LabelsFloorConfig)
+
+
+@dataclass
 class Config:
     run_name: str = "quick"
     seed: int = 13
@@ -569,6 +612,7 @@ class Config:
     chunk_study: ChunkStudyConfig = field(default_factory=ChunkStudyConfig)
     findings: FindingsConfig = field(default_factory=FindingsConfig)
     analysis_plan: AnalysisPlanConfig = field(default_factory=AnalysisPlanConfig)
+    labels: LabelsConfig = field(default_factory=LabelsConfig)
     # where the YAML came from; relative paths in the config resolve against `root`
     source: str | None = field(default=None, metadata={"internal": True})
     root: str | None = field(default=None, metadata={"internal": True})
@@ -596,6 +640,11 @@ class Config:
     @property
     def cache_dir(self) -> Path:
         return self.path(self.paths.cache_dir)
+
+    @property
+    def labels_dir(self) -> Path:
+        """The label store's folder: `labels.store`, else the run's own `labels/`."""
+        return self.path(self.labels.store) if self.labels.store else self.run_dir / "labels"
 
     # ------------------------------------------------------------------ the library's parameters
     # (imported when asked for: loading a config does not load numpy)

@@ -56,8 +56,14 @@ def validate(cfg: Config, source: str) -> None:
         "grading.n_bootstrap",
         "answer.n_bootstrap",
         "answer.retrieve_k",
+        "labels.calibration_per_grade",
     ):
         at_least(key, 1)
+    for key in ("labels.floor.relevance_kappa", "labels.floor.controls", "labels.floor.screening"):
+        within(key, 0.0, 1.0)
+    within("labels.repeat_share", 0.0, 0.5)
+    for key in ("labels.calibration_questions", "labels.calibration_controls"):
+        at_least(key, 0)
     for key in (
         "seed",
         "ingest.min_doc_chars",

@@ -109,10 +109,14 @@ JUDGE_VS_GOLD = "grading/judge_vs_gold.csv"
 # each paired test with each document left out and without the questions the checks flag
 GRADING_SENSITIVITY = "grading/sensitivity.csv"
 # human labels for prediction-powered inference, in a folder of their own (grading.labels_dir)
-TO_LABEL = "to_label.jsonl"
-TO_LABEL_CSV = "to_label.csv"
-HUMAN_LABELS = "human_labels.csv"
-HUMAN_LABELS_JSONL = "human_labels.jsonl"
+# Table 1 through the assessor's labels (grading.instrument labels or both): its paired tests and
+# relevant shares, and the embedded judge measured against the labels on the same pairs
+LABEL_PAIRED_TESTS = "grading/labels/paired_tests.csv"
+LABEL_RELEVANT_SHARES = "grading/labels/relevant_shares.csv"
+JUDGE_VS_LABELS = "grading/labels/judge_vs_labels.json"
+# Table 2 through the assessor's rubric scores (answer.instrument labels or both)
+LABEL_TABLE2_TESTS = "answer_labels/table2_tests.csv"
+ANSWER_JUDGES_VS_LABELS = "answer_labels/judges_vs_labels.json"
 
 # answer (Table 2, the pipelines, answerability, claims)
 ANSWERS = "answers.jsonl"

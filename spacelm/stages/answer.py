@@ -252,8 +252,20 @@ def write_tables(
     from ..lib.report.plots import noise_curve, per_task_panels, refusal_sweep, score_distributions
 
     setting_names = [s["name"] for s in settings(cfg.answer_design())]
-    long = table2(items, setting_names, cfg.answer.n_bootstrap, cfg.seed)
+    long = with_instrument(table2(items, setting_names, cfg.answer.n_bootstrap, cfg.seed), "judge")
+    shown = long  # the rows the page's table and plot show: the instrument the verdicts read
     files = outputs(cfg)
+    cl = clustering(questions, cfg.grading.cluster)
+    by_unit = {q: cl.label(q) for q in cl.chunk_of}
+    if cfg.answer.instrument != "judge":
+        from .labels import answer_label_items, judges_vs_labels
+
+        labelled = answer_label_items(cfg, items)
+        shown = with_instrument(table2(labelled, setting_names, cfg.answer.n_bootstrap, cfg.seed), "labels")
+        long = pd.concat([long, shown], ignore_index=True)
+        ltests = table2_tests(labelled, setting_names, cfg.answer.n_bootstrap, cfg.seed, by_unit, cl.unit)
+        write_dataframe(with_answer_holes(ltests, labelled), out(cfg.run_dir / names.LABEL_TABLE2_TESTS))
+        write_json(out(cfg.run_dir / names.ANSWER_JUDGES_VS_LABELS), judges_vs_labels(items, labelled))
     write_dataframe(long, out(files.table_csv))
     n = sample_size(questions)
     per_task = table2_per_task(items)
@@ -266,21 +278,24 @@ def write_tables(
             out(cfg.run_dir / names.PLOT_TABLE2_PER_TASK),
             group="setting",
         )
-    cl = clustering(questions, cfg.grading.cluster)
-    by_unit = {q: cl.label(q) for q in cl.chunk_of}
     tests = table2_tests(items, setting_names, cfg.answer.n_bootstrap, cfg.seed, by_unit, cl.unit)
     write_dataframe(tests, out(files.tests))
     write_dataframe(pd.DataFrame(measure_table(items), columns=MEASURE_COLUMNS), out(files.measures))
     run_scale = scale(len(questions))
     write_text(
         out(files.table_md),
-        table2_wide(long, setting_names, "md")
+        table2_wide(shown, setting_names, "md")
         + f"\n{n.text()}; {len(questions)} of {n_available} questions ({run_scale}); generator {generator_name}, "
-        f"judge {judge_name}; {SCORED_BY[cfg.answer.scoring]}; mean ± SD (n); 95% CIs (cluster-robust t over "
+        + (
+            f"judge {judge_name}; {SCORED_BY[cfg.answer.scoring]}"
+            if shown is long
+            else "scores: the assessor's labels (labels/standing.json names the assessor)"
+        )
+        + "; mean ± SD (n); 95% CIs (cluster-robust t over "
         "source chunks) in "
         "table2_answer_quality.csv.\n",
     )
-    write_text(out(files.table_tex), table2_wide(long, setting_names, "tex"))
+    write_text(out(files.table_tex), table2_wide(shown, setting_names, "tex"))
     write_jsonl(out(files.answers), items)
     write_dataframe(pipelines_table(items, cfg.answer.n_bootstrap, cfg.seed), out(files.pipelines))
     # refusals on answerable and unanswerable questions, gate off and on
@@ -370,7 +385,7 @@ def write_tables(
         "claims_unreadable": sum(r["supported"] is None for r in claim_rows),
     }
     write_json(out(files.checks), checks)
-    score_distributions(long, out(files.scores_plot))
+    score_distributions(shown, out(files.scores_plot))
     noise_curve(items, settings(cfg.answer_design()), out(files.noise_plot), cfg.answer.n_bootstrap, cfg.seed)
     return {
         "questions": len(questions),
@@ -409,6 +424,36 @@ def recompute(cfg: Config) -> dict:
     return write_tables(
         cfg, items, claim_rows, list(seen.values()), n_available, name("generator"), name("judge"), lambda p: p
     )
+
+
+def with_instrument(long, instrument: str):
+    """Table 2's long rows marked with the instrument that scored them: `judged` answers with a
+    score, `holes` without (a judge's failed call, or an answer the assessor has not scored)."""
+    long = long.copy()
+    long.insert(0, "instrument", instrument)
+    if len(long):
+        long["judged"] = long["n"]
+        long["holes"] = long["missing"]
+    return long
+
+
+def with_answer_holes(tests, items: list[dict]):
+    """Table 2 test rows with `holes`: the answers of the two compared settings without a score."""
+    tests = tests.copy()
+    holes = []
+    for r in tests.to_dict("records"):
+        holes.append(
+            sum(
+                1
+                for it in items
+                if it["pipeline"] == "table2"
+                and it["setting"] in (r["setting_a"], r["setting_b"])
+                and r["metric"] in (it.get("rubrics") or [])
+                and it["scores"].get(r["metric"]) is None
+            )
+        )
+    tests["holes"] = holes
+    return tests
 
 
 def checks_tables(checks: dict) -> tuple[list[dict], list[dict], list[dict]]:

@@ -22,8 +22,12 @@ from .base import Stage, execute
 READS = (
     names.PAIRED_TESTS,
     names.RELEVANT_SHARES,
+    names.LABEL_PAIRED_TESTS,
+    names.LABEL_RELEVANT_SHARES,
+    "labels/standing.json",
     names.TABLE2,
     names.TABLE2_TESTS,
+    names.LABEL_TABLE2_TESTS,
     names.JUDGE_RELEVANCE,
     names.JUDGE_CONTROLS,
     names.JUDGE_CONTROLS_ROWS,
@@ -86,26 +90,34 @@ def compute(cfg: Config) -> list[dict]:
 
     run = cfg.run_dir
     rows = []
-    if (run / names.PAIRED_TESTS).is_file():
+    tests, shares, instrument = table1_tests(cfg)
+    if tests is not None:
         rows += table1_findings(
-            _read_csv(run / names.PAIRED_TESTS),
-            _read_csv(run / names.RELEVANT_SHARES),
+            _read_csv(tests),
+            _read_csv(shares),
             cfg.chunking.max_tokens,
             {size: _read_csv(p) for size, p in size_tests(cfg).items() if p.is_file()},
             cfg.analysis_plan.entries(),
-            sensitivity=_read_csv(run / names.GRADING_SENSITIVITY),
+            sensitivity=_read_csv(run / names.GRADING_SENSITIVITY) if instrument == "judge" else None,
+            instrument=instrument,
         )
     if (run / names.GOLDEN_PAIRED_TESTS).is_file():
         rows += golden_rows(cfg)
     rel, ctl = read_judge_check(cfg)
-    if (run / names.TABLE2_TESTS).is_file():
-        rows += table2_findings(
-            _read_csv(run / names.TABLE2),
-            _read_csv(run / names.TABLE2_TESTS),
-            control_gaps(cfg),
+    t2_tests, t2_instrument = table2_tests(cfg)
+    if t2_tests is not None:
+        long = [r for r in _read_csv(run / names.TABLE2) if r.get("instrument", "judge") == t2_instrument]
+        found = table2_findings(
+            long,
+            _read_csv(t2_tests),
+            control_gaps(cfg) if t2_instrument == "judge" else assessor_gaps(cfg),
             asdict(cfg.findings.margins),
             five_wrong_missing(cfg.answer.n_wrong_values, cfg.answer.negative_n_wrong),
         )
+        holes: dict = {}
+        for r in long:
+            holes[r["metric"]] = holes.get(r["metric"], 0) + int(r.get("holes") or 0)
+        rows += [dict(r, instrument=t2_instrument, holes=holes.get(r["judge"], 0)) for r in found]
     # what an absolute level needs to match (judge, chunk size) depends on the config alone
     from ..lib.report.plan import apply_plan
 
@@ -113,6 +125,41 @@ def compute(cfg: Config) -> list[dict]:
         rows, judge_verdicts(rel, ctl), comparability(setup_rows(cfg.run_setup())), grader_evidence(cfg, rel)
     )
     return with_cluster(apply_plan(rows, cfg.analysis_plan.entries()), cfg)
+
+
+def table1_tests(cfg: Config) -> tuple:
+    """(paired tests, relevant shares, instrument) that Table 1's verdicts read: the assessor's
+    labels' (grading/labels/) when the config reads labels, else the judge's; (None, None, None)
+    before the grade stage."""
+    run = cfg.run_dir
+    if cfg.grading.instrument != "judge" and (run / names.LABEL_PAIRED_TESTS).is_file():
+        return run / names.LABEL_PAIRED_TESTS, run / names.LABEL_RELEVANT_SHARES, "labels"
+    if (run / names.PAIRED_TESTS).is_file():
+        return run / names.PAIRED_TESTS, run / names.RELEVANT_SHARES, "judge"
+    return None, None, None
+
+
+def table2_tests(cfg: Config) -> tuple:
+    """(Table 2's paired tests, instrument) its verdicts read: the assessor's rubric scores' when
+    the config reads labels, else the judges'; (None, None) before the answer stage."""
+    run = cfg.run_dir
+    if cfg.answer.instrument != "judge" and (run / names.LABEL_TABLE2_TESTS).is_file():
+        return run / names.LABEL_TABLE2_TESTS, "labels"
+    if (run / names.TABLE2_TESTS).is_file():
+        return run / names.TABLE2_TESTS, "judge"
+    return None, None
+
+
+def assessor_gaps(cfg: Config) -> dict:
+    """{rubric: the assessor's control gap} for each "changes little" finding's rubric, from its
+    scores of the answer controls mixed into its batches (the judge's resolution, for labels)."""
+    from dataclasses import asdict
+
+    from ..lib.report.findings import control_gap
+    from .labels import answer_control_rows
+
+    rows = answer_control_rows(cfg)
+    return {rubric: control_gap(rows, rubric, kinds) for rubric, kinds in asdict(cfg.findings.control_kinds).items()}
 
 
 def with_cluster(rows: list[dict], cfg: Config) -> list[dict]:
@@ -157,12 +204,18 @@ def grader_evidence(cfg: Config, relevance: list | None) -> dict:
     in_domain that ran) and the bias bar."""
     from ..config.validate import shared_with_grader
     from ..lib.instruments import describe_sharing
+    from ..lib.labels.store import RELEVANCE
+    from .labels import standing_of
 
     ind = next((m for m in relevance or [] if m.get("run") and m.get("in_domain")), None)
+    from ..lib.labels.store import ANSWERS
+
     return {
         "shared": describe_sharing(shared_with_grader(cfg)),
         "in_domain": ind,
         "bias_share": cfg.judge_check.bias_share_of_mde,
+        "labels": standing_of(cfg, RELEVANCE),
+        "answer_labels": standing_of(cfg, ANSWERS),
     }
 
 
@@ -191,8 +244,9 @@ def build(cfg: Config, out) -> dict:
         from ..lib.report.plots import forest_plot
 
         write_dataframe(pd.DataFrame(rows, columns=COLUMNS), out(run / names.PAPER_VS_RUN))
-        if (run / names.PAIRED_TESTS).is_file():
-            forest_plot(forest_rows(_read_csv(run / names.PAIRED_TESTS)), out(run / names.PLOT_FOREST))
+        tests, _, _ = table1_tests(cfg)
+        if tests is not None:
+            forest_plot(forest_rows(_read_csv(tests)), out(run / names.PLOT_FOREST))
     verdicts = [r.get("verdict") for r in rows]
     return {"findings": len(rows), "verdicts": {v: verdicts.count(v) for v in dict.fromkeys(verdicts)}}
 
@@ -214,6 +268,8 @@ STAGE = Stage(
         "findings.margins",
         "findings.control_kinds",
         "analysis_plan",
+        "grading.instrument",
+        "answer.instrument",
         # the 5-wrong finding's reason names the run's settings
         "answer.n_wrong_values",
         "answer.negative_n_wrong",

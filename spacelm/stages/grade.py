@@ -89,86 +89,50 @@ DIFF_COLUMNS = [
 ]
 
 
-def labels_dir(cfg: Config):
-    return cfg.run_dir / "labels"
-
-
 def cell_pairs(cfg: Config, questions: list[dict], rankings: dict) -> dict:
     """{(retriever, stage, k): [(qid, chunk_id), ...]}: the pairs of every Table 1 cell."""
+    from ..lib.judge.relevance import cell_ids
+
     return {
-        (r, stage, k): [(q["qid"], c) for q in questions for c in rankings[system][q["qid"]][:k]]
-        for r, stage, system in table_systems(cfg.table_design())
-        for k in cfg.grading.top_k
+        cell: [(q, c) for q, ids in per_q.items() for c in ids]
+        for cell, per_q in cell_ids(cfg.table_design(), questions, rankings).items()
     }
 
 
-def _labelled(cfg: Config, questions: list[dict], rankings: dict) -> tuple:
-    """The human labels placed back in the run ({(qid, chunk_id): grade}, {(qid, chunk_id): weight}),
-    validated against the pairs of the labelling sample; ({}, {}) when there are none."""
-    from ..lib.io import read_jsonl
-    from ..lib.judge.labelling import SEP, labels_file, read_labels
-
-    f = labels_file(labels_dir(cfg))
-    if f is None:
-        return {}, {}
-    sample_file = labels_dir(cfg) / names.TO_LABEL
-    sample = {r["pair_id"]: r for r in read_jsonl(sample_file)} if sample_file.is_file() else {}
-    known = set(sample) or {f"{q}{SEP}{c}" for pairs in cell_pairs(cfg, questions, rankings).values() for q, c in pairs}
-    human = read_labels(f, known)
-    key = lambda pid: tuple(pid.split(SEP, 1))
-    return (
-        {key(p): g for p, g in human.items()},
-        {key(p): float(sample[p]["weight"]) if p in sample else 1.0 for p in human},
-    )
+def reads_labels(cfg: Config) -> bool:
+    """Whether Table 1 reads the assessor's labels (grading.instrument labels or both)."""
+    return cfg.grading.instrument != "judge"
 
 
-def prediction_powered(cfg: Config, questions: list[dict], rankings: dict, grades: dict) -> tuple:
-    """(Table 1 PPI rows, reranked - retrieved PPI rows, labels) from the labels in
-    `results/<run>/labels/`; empty estimates and n_human 0 when there are none."""
-    from ..lib.judge.labelling import ppi_differences, ppi_table1
+def label_grades(cfg: Config, questions: list[dict], rankings: dict) -> dict:
+    """{(qid, chunk_id): the assessor's grade or None (a hole)} for every pair of Table 1's cells,
+    from the label store (a label matches a chunk by document, span and text: lib/labels/store.py)."""
+    from ..lib.judge.relevance import cell_ids
+    from ..lib.labels.store import LabelStore, Span
 
-    human, weights = _labelled(cfg, questions, rankings)
+    chunks = {c.chunk_id: c for c in load_chunks(cfg)}
+    pairs = {
+        (q, c)
+        for per_q in cell_ids(cfg.table_design(), questions, rankings).values()
+        for q, ids in per_q.items()
+        for c in ids
+    }
+    spans = {cid: Span.of_chunk(chunks[cid]) for _, cid in pairs if cid in chunks}
+    question_of = {q["qid"]: q.get("question", "") for q in questions}
+    return LabelStore(cfg.labels_dir).relevance_grades(pairs, question_of, spans)
+
+
+def prediction_powered(cfg: Config, questions: list[dict], rankings: dict, grades: dict, labels: dict) -> tuple:
+    """(Table 1 PPI rows, reranked - retrieved PPI rows) from the assessor's labels of the cells'
+    pairs (`labels`: {(qid, chunk_id): grade or None}) and the judge's grades of every pair; empty
+    estimates and n_human 0 without labels. Valid as PPI where the labelled pairs are a random
+    sample of the cell; with labels on every pair the estimate is the labels' own share."""
+    from ..lib.judge.ppi import ppi_differences, ppi_table1
+
+    human = {p: g for p, g in labels.items() if g is not None}
+    weights = dict.fromkeys(human, 1.0)
     cells = cell_pairs(cfg, questions, rankings)
-    return ppi_table1(cells, grades, human, weights), ppi_differences(cells, grades, human, weights), human
-
-
-def label_sample(cfg: Config, n: int) -> list:
-    """Draw the labelling sample from the run's graded Table 1 pairs (stratified by system and
-    judge grade, seeded) and write it to `results/<run>/labels/` (see lib/judge/labelling.py)."""
-    from ..lib.io import InputError, read_jsonl
-    from ..lib.judge.labelling import pair_id, stratified_sample, write_labelling_files
-
-    grades_file = cfg.run_dir / names.GRADES
-    if not grades_file.is_file():
-        raise InputError(f"{grades_file} not found: run `spacelm grade --config {cfg.source or '...'}` first")
-    chunks = load_chunks(cfg)
-    text_of = {c.chunk_id: c.text for c in chunks}
-    rankings = load_rankings(cfg)
-    graded = {
-        (r["qid"], r["chunk_id"]): r["grade"] for r in read_jsonl(grades_file) if r.get("prompt") == grade_label(cfg)
-    }
-    qtext = {q["qid"]: q["question"] for q in load_questions(cfg, chunks)}
-    kmax = max(cfg.grading.top_k)
-    seen, pairs = set(), []
-    for _, _, system in table_systems(cfg.table_design()):
-        for qid in sorted({q for q, _ in graded}):
-            for cid in rankings.get(system, {}).get(qid, [])[:kmax]:
-                if (qid, cid) in graded and (qid, cid) not in seen and qid in qtext:
-                    seen.add((qid, cid))
-                    pairs.append(
-                        {
-                            "pair_id": pair_id(qid, cid),
-                            "qid": qid,
-                            "chunk_id": cid,
-                            "system": system,
-                            "grade": graded[(qid, cid)],
-                            "question": qtext[qid],
-                            "passage": text_of[cid],
-                        }
-                    )
-    if not pairs:
-        raise InputError(f"{grades_file} holds no graded Table 1 pair to label")
-    return write_labelling_files(labels_dir(cfg), stratified_sample(pairs, n, cfg.seed))
+    return ppi_table1(cells, grades, human, weights), ppi_differences(cells, grades, human, weights)
 
 
 @dataclass
@@ -275,11 +239,19 @@ def write_tables(
 
     files = outputs(cfg)
     cluster_of = clustering(questions, cfg.grading.cluster)
+    design = cfg.table_design()
     grades = {(r["qid"], r["chunk_id"]): r["grade"] for r in used}
-    cells = grade_lists(cfg.table_design(), questions, rankings, grades)
-    long = table1(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of)
-    ppi_rows, diffs, _ = prediction_powered(cfg, questions, rankings, grades)
+    cells = grade_lists(design, questions, rankings, grades)
+    long = with_instrument(table1(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), "judge")
+    labels: dict = {}
+    if reads_labels(cfg):
+        labels = label_grades(cfg, questions, rankings)
+    ppi_rows, diffs = prediction_powered(cfg, questions, rankings, grades, labels)
     long = long.merge(pd.DataFrame(ppi_rows, columns=PPI_KEYS + PPI_COLUMNS), on=PPI_KEYS, how="left")
+    shown = long
+    if reads_labels(cfg):
+        shown = write_label_tables(cfg, questions, rankings, labels, used, cluster_of, out)
+        long = pd.concat([long, shown], ignore_index=True)
     write_dataframe(long, out(files.table_csv))
     write_dataframe(pd.DataFrame(diffs, columns=DIFF_COLUMNS), out(files.ppi_differences))
     run_scale = scale(len(questions))
@@ -290,27 +262,32 @@ def write_tables(
         per_task_panels(
             tasks, "pct_grade_3", "% of graded passages at grade 3", out(cfg.run_dir / names.PLOT_TABLE1_PER_TASK)
         )
+    graded_by = (
+        f"judge {judge_name}, grades: {cfg.grading.judging(cfg.root).describe()}"
+        if shown is long
+        else "grades: the assessor's labels (labels/standing.json names the assessor and its standing; "
+        f"the judge {judge_name} is measured against them in {names.JUDGE_VS_LABELS})"
+    )
     note = (
-        f"\n{n.text()}; {len(questions)} of {n_available} questions ({run_scale}); judge {judge_name}, "
-        f"grades: {cfg.grading.judging(cfg.root).describe()}; "
+        f"\n{n.text()}; {len(questions)} of {n_available} questions ({run_scale}); {graded_by}; "
         f"grades as % of graded passages; 95% CIs (two-stage cluster bootstrap: {UNIT_NAMES[cluster_of.unit]}, "
         "then questions within them) "
         "in table1_relevance.csv.\n"
     )
-    write_text(out(files.table_md), table1_wide(long, "md") + note)
-    write_text(out(files.table_tex), table1_wide(long, "tex"))
+    write_text(out(files.table_md), table1_wide(shown, "md") + note)
+    write_text(out(files.table_tex), table1_wide(shown, "tex"))
     validity = judge_validity(
         used, swapped, cfg.grading.auc_warning, cfg.models.judge.temperature, cfg.judge_check.min_pairs
     )
     write_json(out(files.validity), validity)
-    write_dataframe(paired_tests(cells, cfg.table_design(), cluster_of), out(files.paired_tests))
+    write_dataframe(with_holes(paired_tests(cells, design, cluster_of), cells), out(files.paired_tests))
     write_sensitivity(cfg, cells, questions, cluster_of, out(files.sensitivity))
     write_dataframe(
         feature_decomposition(cfg.table_design(), questions, rankings, used, cluster_of), out(files.decomposition)
     )
     write_dataframe(relevant_shares(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), out(files.relevant_shares))
     write_dataframe(graded_metrics(cfg.table_design(), questions, rankings, grades), out(files.graded_metrics))
-    grade_distribution(long, out(files.distribution_plot))
+    grade_distribution(shown, out(files.distribution_plot))
     write_judge_qrels(cfg, questions, used, out)
     return {
         "questions": len(questions),
@@ -320,6 +297,76 @@ def write_tables(
         "judge_verdict": validity["verdict"],
         "scale": run_scale,
     }
+
+
+def with_instrument(long, instrument: str):
+    """Table 1's long rows marked with the instrument that graded them: `judged` passages with a
+    grade, `holes` without (a pair the judge failed to grade, or one the assessor has not labelled)."""
+    long = long.copy()
+    long.insert(0, "instrument", instrument)
+    long["judged"] = long["n"]
+    long["holes"] = long["missing"]
+    return long
+
+
+def cells_compared(row: dict) -> list[tuple]:
+    """The Table 1 cells a paired-test row compares."""
+    from ..lib.judge.relevance import GAIN_CONTRAST
+
+    c, r, k = row["comparison"], row["retriever"], int(row["top_k"])
+    if c == "reranked - retrieved":
+        return [(r, "retrieved", k), (r, "reranked", k)]
+    if c == "dense - bm25":
+        return [("bm25", "retrieved", k), ("dense", "retrieved", k)]
+    if c == "dense+rerank - bm25+rerank":
+        return [("bm25", "reranked", k), ("dense", "reranked", k)]
+    if c == GAIN_CONTRAST:
+        return [(r, stage, kk) for kk in (3, 10) for stage in ("retrieved", "reranked")]
+    return []
+
+
+def with_holes(tests, cells: dict):
+    """Paired-test rows with `holes`: the passages without a grade in the cells each row compares."""
+    holes = {cell: sum(g is None for lst in per_q.values() for g in lst) for cell, per_q in cells.items()}
+    tests = tests.copy()
+    tests["holes"] = [sum(holes.get(c, 0) for c in cells_compared(r)) for r in tests.to_dict("records")]
+    return tests
+
+
+def write_label_tables(cfg: Config, questions, rankings, labels: dict, used: list[dict], cluster_of, out):
+    """Table 1 through the assessor's labels: its long rows (returned, instrument "labels"), its
+    paired tests and relevant shares (grading/labels/), and the judge measured against the labels
+    on the same pairs (judge_vs_labels.json): κ per boundary, AUC, and its bias between systems."""
+    from ..lib.judge.relevance import cell_ids
+    from ..lib.judge.validity import boundary_agreement, system_bias
+
+    d, design = cfg.run_dir, cfg.table_design()
+    cells = grade_lists(design, questions, rankings, labels)
+    long = with_instrument(table1(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), "labels")
+    write_dataframe(with_holes(paired_tests(cells, design, cluster_of), cells), out(d / names.LABEL_PAIRED_TESTS))
+    write_dataframe(
+        relevant_shares(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), out(d / names.LABEL_RELEVANT_SHARES)
+    )
+    judge = {(r["qid"], r["chunk_id"]): r for r in used if r.get("grade") is not None}
+    both = [
+        {"qid": q, "chunk_id": c, "label": g, "grade": judge[(q, c)]["grade"], "score": judge[(q, c)].get("score")}
+        for (q, c), g in sorted(labels.items())
+        if g is not None and (q, c) in judge
+    ]
+    retrieved_by: dict = {}
+    for (r, stage, _k), per_q in cell_ids(design, questions, rankings).items():
+        name = r if stage == "retrieved" else f"{r}+rerank"
+        retrieved_by.setdefault(name, set()).update((q, c) for q, ids in per_q.items() for c in ids)
+    result = {
+        "instrument": "the embedded judge measured against the assessor's labels on the same Table 1 pairs",
+        "n_pairs": len(both),
+        "n_labelled": sum(g is not None for g in labels.values()),
+        "n_pairs_in_cells": len(labels),
+        "agreement": boundary_agreement(both, cfg.grading.n_bootstrap, cfg.seed, graded=True) if both else None,
+        "system_bias": system_bias(both, retrieved_by, cfg.grading.n_bootstrap, cfg.seed, True) if both else None,
+    }
+    write_json(out(d / names.JUDGE_VS_LABELS), result)
+    return long
 
 
 def write_sensitivity(cfg: Config, cells: dict, questions: list[dict], cluster_of, path: Path) -> None:
@@ -469,6 +516,15 @@ def relevance_prompts(cfg: Config, both_orders: bool) -> list[str]:
     return [cfg.grading.prompt] + ([cfg.grading.prompt + "_swapped"] if both_orders else [])
 
 
+def label_files(cfg: Config) -> list:
+    """The label store's relevance labels and the run's standing, when Table 1 reads labels."""
+    if not reads_labels(cfg):
+        return []
+    from ..lib.labels.store import FILES, RELEVANCE
+
+    return [cfg.labels_dir / FILES[RELEVANCE], cfg.run_dir / "labels" / "standing.json"]
+
+
 STAGE = Stage(
     name="grade",
     doc="LLM relevance grades 0-3 of retrieved passages (Table 1)",
@@ -483,9 +539,7 @@ STAGE = Stage(
         rankings_path(cfg),
         chunks_path(cfg),
         questions_path(cfg),
-        labels_dir(cfg) / names.HUMAN_LABELS,
-        labels_dir(cfg) / names.HUMAN_LABELS_JSONL,
-        labels_dir(cfg) / names.TO_LABEL,
+        *label_files(cfg),
         *calibration_files(cfg),
         *gold_check.reads(cfg),
     ],

@@ -556,12 +556,15 @@ def findings_tables(df) -> list[str]:
         text = as_words(v).strip()
         return md_cell(text) if text else MISSING
 
-    out = ["| # | finding | paper | this run | 95% CI | verdict | n |", "|---:|---|---|---|---|---|---|"]
+    out = [
+        "| # | finding | paper | this run | 95% CI | verdict | n | instrument |",
+        "|---:|---|---|---|---|---|---|---|",
+    ]
     notes = []
     for i, r in enumerate(df.to_dict("records"), 1):
         out.append(
             f"| {i} | {cell(r['finding'])} | {cell(r['paper'])} | {cell(r['this_run'])} | {cell(r['ci'])} | "
-            f"*{cell(r['verdict'])}* | {cell(r['n'])} |"
+            f"*{cell(r['verdict'])}* | {cell(r['n'])} | {cell(r.get('instrument'))} |"
         )
         parts = [as_words(r.get(k)).strip() for k in ("verdict_reason",)]
         parts.append(plan_note(r))
@@ -1013,6 +1016,15 @@ def plan_line(cfg, manifest: dict, findings: list[dict]) -> str:
     )
 
 
+def labels_section(cfg) -> str:
+    """The assessor's standing and the judge measured against its labels (templates/labels_section.md)."""
+    from ..lib.report.render import render
+    from .labels import section
+
+    facts = section(cfg)
+    return render("labels_section.md", facts) if facts else ""
+
+
 def report_values(cfg, out=_same) -> dict:
     """Every placeholder of the template's `report` block, drawing the report's plots and
     writing its companion files (setup_vs_paper.csv, ATTRIBUTION.md) through `out`."""
@@ -1069,6 +1081,7 @@ def report_values(cfg, out=_same) -> dict:
     )
     v.update(
         judge_checks=judge_check_section(cfg, out),
+        labels=labels_section(cfg),
         table1_banner=judge_banner(cfg, "table1"),
         table1=_read(run / names.TABLE1_MD),
         img_grades=_img(run, names.PLOT_GRADES, "grade distribution"),
@@ -1348,7 +1361,13 @@ def _reads(cfg) -> list[Path]:
 
     shared.append(cfg.synthetic_dir / names.QUESTIONS)
     gold = [p for p in gold_outputs(cfg) if p.suffix == ".csv"] + [cfg.run_dir / names.RELEVANT_SHARES]
-    return [TEMPLATE, BROWSE_TEMPLATE] + [cfg.run_dir / f for f in RUN_READS] + sizes + shared + gold
+    from ..lib.report.render import TEMPLATES
+
+    labels = [cfg.run_dir / names.JUDGE_VS_LABELS, cfg.run_dir / "labels" / "standing.json"]
+    sections = [TEMPLATES / "labels_section.md"]
+    return (
+        [TEMPLATE, BROWSE_TEMPLATE, *sections] + [cfg.run_dir / f for f in RUN_READS] + sizes + shared + gold + labels
+    )
 
 
 def _outputs(cfg) -> list[Path]:

@@ -1,90 +1,251 @@
-"""Human labels in a run folder: the grade stage's prediction-powered columns read them, and
-`spacelm label --check` rejects a bad file with exit code 2 naming the file and line. No model."""
+"""Labels as an instrument, end to end on a made-up run (no model): `spacelm label export` writes
+blind batches with NIST calibration mixed in; `spacelm label import` refuses malformed batches and
+assessors below the floor (random or constant grades), and otherwise fills the store; Table 1 read
+through labels counts holes, and a hole withholds a verdict."""
 
 from __future__ import annotations
 
 import json
+import random
+from pathlib import Path
 
 import pytest
 
-from spacelm.lib.judge.labelling import pair_id
+from spacelm.lib.ingest.chunking import Chunk
+from spacelm.lib.io import InputError, read_jsonl
+
+QUESTIONS = [f"q{i}" for i in range(6)]
 
 
-def _fake_run(cfg):
-    """Two questions, bm25 retrieved and reranked lists of 2 passages, judge grades."""
+def _nist(folder: Path, per_grade: int = 8) -> Path:
+    """A TREC-DL-like folder: 4 * per_grade pairs, each NIST grade's passage saying so in words."""
+    queries, corpus, qrels = [], [], []
+    for i in range(4 * per_grade):
+        g = i % 4
+        queries.append({"_id": f"n{i}", "text": f"nist question {i}"})
+        corpus.append({"_id": f"d{i}", "text": f"passage {i} of grade {g}"})
+        qrels.append(f"n{i}\td{i}\t{g}")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in queries))
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in corpus))
+    (folder / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(qrels) + "\n")
+    return folder
+
+
+def _chunk(cid: str, doc: str, start: int, text: str) -> Chunk:
+    return Chunk(cid, doc, text, 1, 1, start, start + len(text), 10)
+
+
+def fake_run(cfg, tmp_path: Path, chunks: list[Chunk] | None = None):
+    """Six questions, one retriever (bm25) with its reranked list, top-k 2; chunk c<i> is question
+    q<i>'s source. Judge grades: 2 everywhere."""
+    from spacelm.stages.data import chunks_path, questions_path, rankings_path
+    from spacelm.stages.grade import grade_label
+
     cfg.grading.retrievers = ["bm25"]
     cfg.grading.top_k = [2]
-    questions = [{"qid": "q1", "question": "one?"}, {"qid": "q2", "question": "two?"}]
-    rankings = {"bm25": {"q1": ["a", "b"], "q2": ["c", "d"]}, "bm25+rerank": {"q1": ["b", "e"], "q2": ["c", "f"]}}
-    grades = {("q1", "a"): 3, ("q1", "b"): 2, ("q2", "c"): 0, ("q2", "d"): 1, ("q1", "e"): 2, ("q2", "f"): 2}
-    return questions, rankings, grades
+    cfg.grading.instrument = "both"
+    cfg.grading.n_bootstrap = 50
+    cfg.labels.calibration_pairs = str(_nist(tmp_path / "nist"))
+    cfg.labels.calibration_per_grade = 8
+    chunks = chunks or [_chunk(f"c{i}", f"doc{i % 3}", 100 * i, f"text of chunk {i}") for i in range(8)]
+    cp = chunks_path(cfg)
+    cp.parent.mkdir(parents=True, exist_ok=True)
+    cp.write_text("".join(json.dumps(c.to_dict()) + "\n" for c in chunks))
+    qs = [
+        {
+            "qid": q,
+            "question": f"question {q}?",
+            "kept": True,
+            "answerable": True,
+            "source_chunk_id": f"c{i}",
+            "doc_id": f"doc{i % 3}",
+            "task": "direct_qa",
+        }
+        for i, q in enumerate(QUESTIONS)
+    ]
+    qp = questions_path(cfg)
+    qp.parent.mkdir(parents=True, exist_ok=True)
+    qp.write_text("".join(json.dumps(q) + "\n" for q in qs))
+    rankings = []
+    for i, q in enumerate(QUESTIONS):
+        rankings.append({"system": "bm25", "qid": q, "ranking": [[f"c{i}", 2.0], ["c6", 1.0]]})
+        rankings.append({"system": "bm25+rerank", "qid": q, "ranking": [["c7", 2.0], [f"c{i}", 1.0]]})
+    rp = rankings_path(cfg)
+    rp.parent.mkdir(parents=True, exist_ok=True)
+    rp.write_text("".join(json.dumps(r) + "\n" for r in rankings))
+    grades = []
+    for i, q in enumerate(QUESTIONS):
+        for c, purpose in ((f"c{i}", ["table", "validity_source"]), ("c6", ["table"]), ("c7", ["table"])):
+            grades.append(
+                {"qid": q, "chunk_id": c, "purpose": purpose, "prompt": grade_label(cfg), "grade": 2, "score": 2.0}
+            )
+    (cfg.run_dir / "grades.jsonl").write_text("".join(json.dumps(r) + "\n" for r in grades))
+    (cfg.run_dir / "manifest.json").write_text("{}")
+    return cfg
 
 
-def test_grade_stage_ppi_columns_from_labels_placed_in_the_run(tiny_config):
+def answer_all(out: Path, how) -> None:
+    """Write every batch's labels file: `how(key row) -> grade`."""
+    key = {r["key"]: r for r in read_jsonl(out / "key.jsonl")}
+    for b in sorted((out / "batches").glob("*.jsonl")):
+        lines = [json.dumps({"key": r["key"], "grade": how(key[r["key"]])}) for r in read_jsonl(b)]
+        (out / "labels" / f"{b.stem}.labels.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def truthful(row: dict) -> int:
+    """An assessor that reads well: NIST's grade on calibration pairs; 3 for a question's own source
+    chunk, 0 for the shared chunks c6 and c7."""
+    if "truth" in row:
+        return int(row["truth"])
+    return 3 if row["chunk_id"] == "c" + row["qid"][1:] else 0
+
+
+@pytest.fixture
+def run(tiny_config, tmp_path):
+    return fake_run(tiny_config, tmp_path)
+
+
+def test_export_writes_blind_batches_with_calibration_and_a_key_apart(run, tmp_path):
+    from spacelm.stages.labels import export
+
+    out = tmp_path / "export"
+    meta = export(run, "pairs", 2, out)
+    # 6 questions x (own chunk, c6, c7) = 18 distinct pairs; 32 NIST pairs; about 10% repeated
+    assert meta["items"] == 18 and meta["calibration"] == 32 and meta["repeats"] == 5
+    lines = [r for b in (out / "batches").glob("*.jsonl") for r in read_jsonl(b)]
+    assert len(lines) == 55 and len({r["key"] for r in lines}) == 55
+    assert all(set(r) == {"key", "question", "passage"} for r in lines)  # no system, setting or rank
+    assert not any("bm25" in json.dumps(r) or "rerank" in json.dumps(r) for r in lines)
+    assert (out / "brief.md").read_text().startswith("# Assessor's brief")
+    key = read_jsonl(out / "key.jsonl")
+    assert {r["role"] for r in key} == {"item", "calibration", "repeat"}
+    rep = [r for r in key if r["role"] == "repeat"]
+    first = {r["key"]: r for r in key}
+    assert all(first[r["of"]]["batch"] != r["batch"] for r in rep)  # a repeat sits in another batch
+    with pytest.raises(InputError, match="already holds an export"):
+        export(run, "pairs", 2, out)
+
+
+def test_import_refuses_a_malformed_batch_naming_it(run, tmp_path):
+    from spacelm.stages.labels import export, import_labels
+
+    out = tmp_path / "export"
+    export(run, "pairs", 2, out)
+    answer_all(out, truthful)
+    f = out / "labels" / "batch-01.labels.jsonl"
+    good = f.read_text().splitlines()
+    f.write_text("\n".join(good[1:]) + "\n")  # a key missing
+    with pytest.raises(InputError, match=r"batch-01.labels.jsonl: 1 key\(s\) of the batch have no answer"):
+        import_labels(run, out, "tester")
+    f.write_text("\n".join(good + good[:1]) + "\n")  # a key repeated
+    with pytest.raises(InputError, match=r"batch-01.labels.jsonl:\d+: key '.*' is answered twice"):
+        import_labels(run, out, "tester")
+    bad = json.loads(good[0]) | {"grade": 4}
+    f.write_text("\n".join([json.dumps(bad)] + good[1:]) + "\n")  # out of range
+    with pytest.raises(InputError, match=r"batch-01.labels.jsonl:1: grade 4 .* is not one of 0, 1, 2, 3"):
+        import_labels(run, out, "tester")
+    assert not (run.labels_dir / "relevance.jsonl").exists()  # nothing stored
+
+
+@pytest.mark.parametrize("how", ["random", "constant"])
+def test_import_refuses_grades_no_reader_made(run, tmp_path, how):
+    from spacelm.stages.labels import export, import_labels
+
+    out = tmp_path / "export"
+    export(run, "pairs", 2, out)
+    rng = random.Random(3)
+    answer_all(out, (lambda r: rng.randint(0, 3)) if how == "random" else (lambda r: 2))
+    with pytest.raises(InputError, match="same answer" if how == "constant" else "below the floor"):
+        import_labels(run, out, "script")
+    assert not (run.labels_dir / "relevance.jsonl").exists()
+
+
+def test_a_good_assessor_is_imported_and_table1_reads_its_labels(run, tmp_path):
+    from spacelm.stages import findings, grade
+    from spacelm.stages.labels import export, import_labels, read_standing
+
+    out = tmp_path / "export"
+    export(run, "pairs", 2, out)
+    answer_all(out, truthful)
+    rec = import_labels(run, out, "tester")
+    assert rec["standing"]["passes"] and rec["standing"]["value"] == 1.0 and rec["labels_added"] >= 18
+    st = read_standing(run)["assessors"][0]
+    assert st["kind"] == "relevance" and st["n_calibration"] == 32 and st["self_agreement"]["exact"] == 1.0
+    assert (run.labels_dir / "qrels.trec").is_file()
+    grade.recompute(run)
+    import pandas as pd
+
+    t = pd.read_csv(run.run_dir / "table1_relevance.csv")
+    assert set(t["instrument"]) == {"judge", "labels"}
+    lab = t[(t.instrument == "labels") & (t.stage == "retrieved") & (t.grade == 3)].iloc[0]
+    # retrieved top-2 is (own chunk: 3, c6: 0) for every question: 50% grade 3, no hole
+    assert lab["percent"] == 50.0 and lab["holes"] == 0 and lab["judged"] == 12
+    agree = json.loads((run.run_dir / "grading/labels/judge_vs_labels.json").read_text())
+    assert agree["n_pairs"] == 18
+    rows = findings.compute(run)
+    t1 = [r for r in rows if r.get("judge") == "grader"]
+    assert t1 and all(r["instrument"] == "labels" for r in t1)
+    assert all(r["holes"] in (0, None) for r in t1)
+
+
+def test_a_hole_withholds_the_verdict_and_export_lists_exactly_the_holes(run, tmp_path):
+    from spacelm.stages import findings, grade
+    from spacelm.stages.labels import export, import_labels
+
+    out = tmp_path / "export"
+    export(run, "pairs", 2, out)
+    # the assessor graded everything, but one item's labels are dropped from the store afterwards
+    answer_all(out, truthful)
+    import_labels(run, out, "tester")
+    store = run.labels_dir / "relevance.jsonl"
+    rows = read_jsonl(store)
+    dropped = [r for r in rows if r["chunk_id"] == "c7" and r["qid"] == "q0"]
+    store.write_text("".join(json.dumps(r) + "\n" for r in rows if r not in dropped))
+    grade.recompute(run)
+    tests = [r for r in findings.compute(run) if r.get("judge") == "grader" and r.get("instrument") == "labels"]
+    reads_c7 = [r for r in tests if r["holes"]]
+    assert reads_c7 and all(r["verdict"] == "no evidence" and "have no label" in r["verdict_reason"] for r in reads_c7)
+    again = export(run, "pairs", 1, tmp_path / "holes")
+    assert again["items"] == 1
+    (item,) = [r for r in read_jsonl(tmp_path / "holes" / "key.jsonl") if r["role"] == "item"]
+    assert (item["qid"], item["chunk_id"]) == ("q0", "c7")
+
+
+def test_a_rechunked_corpus_keeps_a_label_only_where_the_span_matches(run, tmp_path):
+    from spacelm.lib.labels.store import LabelStore, Span
+    from spacelm.stages.labels import export, import_labels
+
+    out = tmp_path / "export"
+    export(run, "pairs", 2, out)
+    answer_all(out, truthful)
+    import_labels(run, out, "tester")
+    st = LabelStore(run.labels_dir)
+    question_of = {q: f"question {q}?" for q in QUESTIONS}
+    same = _chunk("other-id-0", "doc0", 0, "text of chunk 0")  # same document, span, text: new id
+    moved = _chunk("c1", "doc1", 101, "text of chunk 1")  # same id, span shifted by one
+    edited = _chunk("c2", "doc2", 200, "text of chunk 2, edited")  # same start, other text
+    spans = {c.chunk_id: Span.of_chunk(c) for c in (same, moved, edited)}
+    got = st.relevance_grades([("q0", "other-id-0"), ("q1", "c1"), ("q2", "c2")], question_of, spans)
+    assert got == {("q0", "other-id-0"): 3, ("q1", "c1"): None, ("q2", "c2"): None}
+
+
+def test_judge_against_labels_on_the_same_pairs_by_hand(run, tmp_path):
+    """Judge 2 on every pair; labels 3 on the 6 source pairs, 0 on the 12 others. At >= 2 the judge
+    says relevant on all 18: κ 0 (no agreement beyond chance). At grade >= 1 the same. The judge's
+    bias: on bm25's pairs (source 3, c6 0) residual at ge2 = mean(1 - 1, 1 - 0) = 0.5; on
+    bm25+rerank's (c7 0, source 3) the same: difference 0."""
     from spacelm.stages import grade
+    from spacelm.stages.labels import export, import_labels
 
-    cfg = tiny_config
-    questions, rankings, grades = _fake_run(cfg)
-    rows, diffs, human = grade.prediction_powered(cfg, questions, rankings, grades)
-    assert human == {} and all(r["ppi_estimate"] is None and r["n_human"] == 0 for r in rows)
-    d = grade.labels_dir(cfg)
-    d.mkdir(parents=True)
-    # every pair labelled: the estimate is the human share. Retrieved (a, b, c, d): people say
-    # 2 on a and b only -> grade-2 share 50%; the judge says 25% (b only)
-    labels = {("q1", "a"): 2, ("q1", "b"): 2, ("q2", "c"): 0, ("q2", "d"): 0, ("q1", "e"): 0, ("q2", "f"): 2}
-    (d / "human_labels.csv").write_text("pair_id,grade\n" + "".join(f"{pair_id(*k)},{g}\n" for k, g in labels.items()))
-    rows, diffs, human = grade.prediction_powered(cfg, questions, rankings, grades)
-    r2 = next(r for r in rows if r["stage"] == "retrieved" and r["grade"] == 2)
-    assert r2["n_human"] == 4 and r2["ppi_estimate"] == pytest.approx(50.0)
-    # reranked (b, e, c, f): people 2-3 on b, f = 50%; retrieved 50%: difference 0 pp; judge says
-    # reranked 75% (b, e, f) - retrieved 50% (a, b) = +25 pp
-    (dr,) = diffs
-    assert dr["judge_only"] == pytest.approx(25.0) and dr["ppi_estimate"] == pytest.approx(0.0)
-    # the labels file is an input of the grade stage (it goes stale when labels appear)
-    assert d / "human_labels.csv" in grade.STAGE.reads(cfg)
-
-
-def test_label_check_exits_2_naming_file_and_line(tiny_config_file, capsys):
-    from spacelm.cli import main
-
-    path, run = tiny_config_file
-    d = run / "labels"
-    d.mkdir(parents=True)
-    (d / "to_label.jsonl").write_text(json.dumps({"pair_id": "q1::a", "weight": 1.0}) + "\n")
-    (d / "human_labels.csv").write_text("pair_id,grade\nq1::a,7\n")
-    assert main(["label", "--config", str(path), "--check"]) == 2
-    err = capsys.readouterr().err
-    assert "human_labels.csv:2" in err and "not one of 0, 1, 2, 3" in err
-    (d / "human_labels.csv").write_text("pair_id,grade\nq1::a,2\n")
-    assert main(["label", "--config", str(path), "--check"]) == 0
-    assert json.loads(capsys.readouterr().out)["labelled_pairs"] == 1
-    # drawing a sample before the run is graded: exit 2 saying what to run first
-    assert main(["label", "--config", str(path), "--n", "5"]) == 2
-    assert "grades.jsonl not found" in capsys.readouterr().err
-
-
-def test_label_sample_writes_the_files_from_the_graded_pairs(tiny_config, monkeypatch):
-    from types import SimpleNamespace as C
-
-    from spacelm.lib.io import read_jsonl
-    from spacelm.stages import grade
-
-    cfg = tiny_config
-    questions, rankings, grades = _fake_run(cfg)
-    cfg.run_dir.mkdir(parents=True)
-    (cfg.run_dir / "grades.jsonl").write_text(
-        "".join(
-            json.dumps({"qid": q, "chunk_id": c, "grade": g, "prompt": cfg.grading.prompt}) + "\n"
-            for (q, c), g in grades.items()
-        )
-    )
-    monkeypatch.setattr(grade, "load_chunks", lambda cfg: [C(chunk_id=c, text=f"text of {c}") for c in "abcdef"])
-    monkeypatch.setattr(grade, "load_rankings", lambda cfg: rankings)
-    monkeypatch.setattr(grade, "load_questions", lambda cfg, chunks: questions)
-    files = grade.label_sample(cfg, 4)
-    sample = read_jsonl(files[0])
-    assert len(sample) == 4 and len({s["pair_id"] for s in sample}) == 4
-    # strata: bm25 holds a(3) b(2) c(0) d(1); the reranked list adds e(2) f(2)
-    assert {s["stratum"].split("|")[0] for s in sample} <= {"bm25", "bm25+rerank"}
-    assert all("grade" not in s for s in sample) and "text of" in sample[0]["passage"]
-    assert grade.label_sample(cfg, 4) == files and read_jsonl(files[0]) == sample  # seeded
+    out = tmp_path / "export"
+    export(run, "pairs", 2, out)
+    answer_all(out, truthful)
+    import_labels(run, out, "tester")
+    grade.recompute(run)
+    agree = json.loads((run.run_dir / "grading/labels/judge_vs_labels.json").read_text())
+    b = agree["agreement"]["boundaries"]
+    assert b["ge2"]["kappa"] == 0.0 and b["ge2"]["n_label"] == 6 and b["ge2"]["n_judge"] == 18
+    bias = agree["system_bias"]
+    assert bias["systems"]["bm25"]["by_boundary"]["ge2"]["mean_residual"] == pytest.approx(0.5)
+    assert bias["differences"]["bm25 - bm25+rerank"]["ge2"]["diff"] == pytest.approx(0.0)

@@ -33,6 +33,7 @@ pair enters with the value M * (1[i∈B]/|B| - 1[i∈A]/|A|) times its label (or
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 
 import numpy as np
@@ -170,3 +171,121 @@ def ppi_difference(
     idx = np.asarray(labelled, dtype=int)
     y = np.asarray(labels, dtype=float)
     return ppi_mean(x * f, x[idx] * f[idx], x[idx] * y, weights, 1.0, level, finite_population)
+
+
+def ppi_table1(cell_pairs: dict, grades: dict, human: dict, weights: dict, level: float = 0.95) -> list[dict]:
+    """Per Table 1 cell (retriever, stage, top-k) and grade g, the prediction-powered estimate of
+    the share (%) of its pairs with grade g: the judge's grades on every pair of the cell, the
+    human grades of the labelled pairs in it. `cell_pairs`: {cell: [(qid, chunk_id), ...]};
+    `grades`: {(qid, chunk_id): judge grade}; `human`: {(qid, chunk_id): grade};
+    `weights`: {(qid, chunk_id): 1/π}. Rows: retriever, stage, top_k, grade, ppi_estimate,
+    ppi_ci_low, ppi_ci_high, n_human (classic PPI; pairs as the units)."""
+
+    rows = []
+    for (retriever, stage, k), pairs in cell_pairs.items():
+        graded = [p for p in pairs if grades.get(p) is not None]
+        lab = [p for p in graded if p in human]
+        for g in range(4):
+            f = [float(grades[p] == g) for p in graded]
+            r = ppi_mean(
+                f,
+                [float(grades[p] == g) for p in lab],
+                [float(human[p] == g) for p in lab],
+                [weights.get(p, 1.0) for p in lab],
+                level=level,
+            )
+            pct = lambda x: None if x is None or np.isnan(x) else round(100 * float(np.clip(x, 0, 1)), 2)
+            rows.append(
+                {
+                    "retriever": retriever,
+                    "stage": stage,
+                    "top_k": k,
+                    "grade": g,
+                    "ppi_estimate": pct(r["estimate"]) if lab else None,
+                    "ppi_ci_low": pct(r["ci_low"]),
+                    "ppi_ci_high": pct(r["ci_high"]),
+                    "n_human": len(lab),
+                }
+            )
+    return rows
+
+
+def ppi_differences(cell_pairs: dict, grades: dict, human: dict, weights: dict, level: float = 0.95) -> list[dict]:
+    """Reranked minus retrieved, per retriever and top-k, in the share (%) of pairs graded 2-3:
+    the judge-only difference and the prediction-powered one with its CI (lib/judge/ppi.py)."""
+
+    rows = []
+    for (retriever, stage, k), a_pairs in cell_pairs.items():
+        if stage != "retrieved" or (retriever, "reranked", k) not in cell_pairs:
+            continue
+        a = {p for p in a_pairs if grades.get(p) is not None}
+        b = {p for p in cell_pairs[(retriever, "reranked", k)] if grades.get(p) is not None}
+        union = sorted(a | b)
+        if not a or not b:
+            continue
+        f = [float(grades[p] >= 2) for p in union]
+        lab = [i for i, p in enumerate(union) if p in human]
+        r = ppi_difference(
+            f,
+            [p in a for p in union],
+            [p in b for p in union],
+            lab,
+            [float(human[union[i]] >= 2) for i in lab],
+            [weights.get(union[i], 1.0) for i in lab],
+            level,
+        )
+        pp = lambda x: None if x is None or np.isnan(x) else round(100 * float(x), 2)
+        rows.append(
+            {
+                "retriever": retriever,
+                "top_k": k,
+                "measure": "share graded 2-3 (pp), reranked - retrieved",
+                "judge_only": pp(r["judge_only"]),
+                "ppi_estimate": pp(r["estimate"]) if lab else None,
+                "ppi_ci_low": pp(r["ci_low"]),
+                "ppi_ci_high": pp(r["ci_high"]),
+                "n_human": len(lab),
+                "n_pairs": len(union),
+            }
+        )
+    return rows
+
+
+# --------------------------------------------------------------------------- a labelling sample
+def allocate(sizes: dict, n: int) -> dict:
+    """{stratum: sample size}: proportional to `sizes`, at least 1 per non-empty stratum when
+    n reaches their number, largest remainders first, never more than a stratum holds."""
+    strata = sorted(k for k, v in sizes.items() if v > 0)
+    total = sum(sizes[k] for k in strata)
+    n = min(n, total)
+    if n <= 0 or not strata:
+        return {k: 0 for k in sizes}
+    floor = 1 if n >= len(strata) else 0
+    alloc = {k: max(floor, int(n * sizes[k] / total)) for k in strata}
+    while sum(alloc.values()) > n:  # the floor of 1 may overshoot: take back from the largest
+        k = max((k for k in strata if alloc[k] > floor), key=lambda k: alloc[k] - n * sizes[k] / total)
+        alloc[k] -= 1
+    rema = sorted(strata, key=lambda k: (-(n * sizes[k] / total - alloc[k]), k))
+    i = 0
+    while sum(alloc.values()) < n:
+        k = rema[i % len(rema)]
+        if alloc[k] < sizes[k]:
+            alloc[k] += 1
+        i += 1
+    return {k: alloc.get(k, 0) for k in sizes}
+
+
+def stratified_sample(pairs: Sequence[dict], n: int, seed: int) -> list[dict]:
+    """`pairs`: {pair_id, system, grade, ...}; a seeded sample of n stratified by (system,
+    grade), each drawn pair with `stratum` and `weight` (= stratum size / its sample size)."""
+    by: dict = {}
+    for p in sorted(pairs, key=lambda p: p["pair_id"]):
+        by.setdefault((p["system"], p["grade"]), []).append(p)
+    alloc = allocate({k: len(v) for k, v in by.items()}, n)
+    rng = random.Random(f"{seed}|label")
+    out = []
+    for k in sorted(by, key=lambda k: (k[0], -1 if k[1] is None else k[1])):
+        take = alloc[k]
+        for p in rng.sample(by[k], take):
+            out.append(dict(p, stratum=f"{k[0]}|{k[1]}", weight=len(by[k]) / take))
+    return sorted(out, key=lambda p: p["pair_id"])

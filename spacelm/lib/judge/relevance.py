@@ -214,19 +214,25 @@ def grade_pairs(
 
 
 # --------------------------------------------------------------------------- Table 1
-def grade_lists(design: TableDesign, questions: list[dict], rankings: dict, grades: dict) -> dict:
-    """{(retriever, stage, k): {qid: [grade or None, ...]}} for every Table 1 cell; a cell past the
+def cell_ids(design: TableDesign, questions: list[dict], rankings: dict) -> dict:
+    """{(retriever, stage, k): {qid: [chunk_id, ...]}} for every Table 1 cell; a cell past the
     smallest top-k holds only the questions graded that deep (:func:`deep_qids`)."""
     deep = deep_qids(design, questions)
     out = {}
     for retriever, stage, system in table_systems(design):
         for k in design.top_k:
             out[(retriever, stage, k)] = {
-                q["qid"]: [grades.get((q["qid"], c)) for c in rankings[system][q["qid"]][:k]]
-                for q in questions
-                if k <= depth(design, q["qid"], deep)
+                q["qid"]: list(rankings[system][q["qid"]][:k]) for q in questions if k <= depth(design, q["qid"], deep)
             }
     return out
+
+
+def grade_lists(design: TableDesign, questions: list[dict], rankings: dict, grades: dict) -> dict:
+    """{(retriever, stage, k): {qid: [grade or None, ...]}}: the grades of :func:`cell_ids`."""
+    return {
+        cell: {q: [grades.get((q, c)) for c in ids] for q, ids in per_q.items()}
+        for cell, per_q in cell_ids(design, questions, rankings).items()
+    }
 
 
 def _percent(lists: list[list], grade: int) -> tuple[float, int]:

@@ -68,6 +68,8 @@ COLUMNS = [
     "plan_entry",
     "role",
     "n_needed",
+    "instrument",
+    "holes",
 ]
 
 # The paper's Table 1 (2,000-token chunks; % per grade), {(retriever, top_k): {stage: [g0, g1, g2, g3]}};
@@ -362,6 +364,7 @@ def table1_findings(
     plan: Sequence | None = None,
     question_set: str = "run",
     sensitivity: list[dict] | None = None,
+    instrument: str = "judge",
 ) -> list[dict]:
     """The paper's Table 1 findings (`plan.FINDINGS`) from grading/paired_tests.csv and
     relevant_shares.csv rows (without the judge's and the setup's gates: see :func:`paper_vs_run`).
@@ -370,7 +373,9 @@ def table1_findings(
     use the cluster-robust t at α = 0.05. `size_tests` ({chunk size: paired-test rows}) are the
     chunk-size study's Table 1 tests: the reranking finding at a size of `PAPER_CHUNK_SIZES` is
     read there when the run's own Table 1 grades another size. `question_set` ("run" or "golden")
-    marks the rows, and a golden set's finding names say so."""
+    marks the rows, and a golden set's finding names say so. `instrument` ("judge" or "labels")
+    names what graded the tests' passages; each row counts the `holes` (passages without a grade)
+    in the cells it reads."""
     from .plan import FINDINGS, TESTS
 
     entries = {e.id: e for e in plan or [] if e.question_set == question_set}
@@ -461,6 +466,8 @@ def table1_findings(
     for r in out:
         cells = r.pop("cells", None)
         r["sensitivity"] = sensitivity_text(cells, sensitivity or [], rule_of(r["id"])[0]) if cells else "–"
+        r["holes"] = sum(int(_num_or(c.get("holes"), 0)) for c in cells) if cells else r.get("holes")
+        r["instrument"] = instrument
         r["question_set"] = question_set
         if question_set != "run":
             r["finding"] = f"{r['finding']} [{question_set} questions]"
@@ -935,6 +942,53 @@ def grader_gate(row: dict, grader: dict | None) -> tuple[str | None, str, str]:
     return bias_why, btext, bias_text
 
 
+def table1_gate(row: dict, evidence: dict | None) -> tuple[str | None, str, str]:
+    """Whether a Table 1 finding may have a verdict, whatever instrument graded it: (the reason it
+    gives *no evidence*, or None; the `boundary` text; the `judge_bias` text). A finding read through
+    the assessor's labels (`instrument` labels) needs the assessor's standing at or above the floor
+    and no hole in the cells it reads (:func:`labels_gate`; the plan's n is checked with the plan,
+    `plan.apply_plan`); one read through the embedded judge keeps the judge's rules (:func:`grader_gate`)."""
+    if row.get("instrument") == "labels":
+        return labels_gate(row, (evidence or {}).get("labels"))
+    return grader_gate(row, evidence)
+
+
+def labels_text(standing: dict | None) -> str:
+    """The assessor's standing in one line: "assessor NAME: κ at >= 2 0.52 [0.36, 0.67] on 100
+    calibration items (floor 0.40, passes)"."""
+    if not standing:
+        return "assessor: standing not measured"
+    m = standing.get("measures") or {}
+    ci = m.get(f"{standing['figure']}_ci") or [None, None]
+    value = _num(standing.get("value"))
+    shown = "–" if value is None else f"{value:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if None not in ci else "")
+    what = {"kappa_ge2": "κ at >= 2", "pass_rate": "control pass rate", "agreement": "agreement"}.get(
+        standing["figure"], standing["figure"]
+    )
+    return (
+        f"assessor {standing['assessor']}: {what} {shown} on {standing['n_calibration']} calibration items "
+        f"(floor {standing['floor']:.2f}, {'passes' if standing['passes'] else 'below'})"
+    )
+
+
+def labels_gate(row: dict, standing: dict | None) -> tuple[str | None, str, str]:
+    """(why a finding read through labels has no evidence, or None; its boundary text; its bias text):
+    the assessor's standing must reach the floor, and no passage of the cells it reads may lack a label."""
+    text = labels_text(standing)
+    if not standing:
+        return "the assessor's standing was not measured (import labels with `spacelm label import`)", text, "–"
+    if not standing.get("passes"):
+        return f"the assessor's standing is below the floor ({standing.get('reason')})", text, "–"
+    holes = int(_num_or(row.get("holes"), 0))
+    if holes:
+        return (
+            f"{holes} passages of the cells it reads have no label (holes: `spacelm label export` lists them)",
+            text,
+            "–",
+        )
+    return None, text, "– (labels: no judge between the systems)"
+
+
 def _boundary_text(ind: dict | None, b: str) -> str:
     """The in-domain verdict at boundary `b` with its κ and 95% CI: "eq3: weak in domain (κ 0.19 [0.01, 0.42])"."""
     v = ((ind or {}).get("boundary_verdicts") or {}).get(b)
@@ -993,12 +1047,23 @@ def paper_vs_run(
         level = r.pop("level", False)
         compares, mde = r.pop("compares", None), r.pop("mde", None)
         if r["judge"] == "grader":
-            why, r["boundary"], r["judge_bias"] = grader_gate(dict(r, compares=compares, mde=mde), grader)
+            why, r["boundary"], r["judge_bias"] = table1_gate(dict(r, compares=compares, mde=mde), grader)
+            if r.get("instrument") == "labels":
+                r["judge_verdict"] = labels_text((grader or {}).get("labels"))
             r["verdict_reason"] = ""
             if r["verdict"] != NOT_TESTED and why:
                 r["verdict"], r["verdict_reason"] = NO_EVIDENCE, why
             elif r["verdict"] != NOT_TESTED:
                 r["verdict"] = gate(r["verdict"], "valid", level, comparable)
+        elif r.get("instrument") == "labels":  # Table 2 read through the assessor's rubric scores
+            standing = (grader or {}).get("answer_labels")
+            why, r["judge_verdict"], _ = labels_gate(r, standing)
+            r.setdefault("boundary", "–")
+            r.setdefault("judge_bias", "– (labels)")
+            own = r.get("verdict_reason") or ""
+            if r["verdict"] != NOT_TESTED:
+                r["verdict"] = NO_EVIDENCE if why else gate(r["verdict"], "valid", level, comparable)
+            r["verdict_reason"] = "; ".join(x for x in (why, own) if x)
         else:
             r.setdefault("boundary", "–")
             r.setdefault("judge_bias", "–")

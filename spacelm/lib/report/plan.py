@@ -16,6 +16,9 @@ import hashlib
 import json
 from typing import NamedTuple
 
+# the verdicts a label-read finding is held to (lib/report/findings.py's vocabulary)
+NO_EVIDENCE, NOT_TESTED = "no evidence", "not tested"
+
 PAPER = "paper: Belo, Soares & Guimarães, IAC-25, Table 1 and Section 5 (2,000-token chunks)"
 FOLLOW_UP = (
     "follow-up: Belo, Guimarães & Soares, CVPR Workshop 2026 (github.com/rcBelo/rag-space-eval), 512-token chunks"
@@ -222,6 +225,9 @@ def apply_plan(rows: list[dict], entries: list[PlanEntry]) -> list[dict]:
         if e and e.n_needed and have is not None and have < e.n_needed:
             note = f"underpowered: the plan needs {e.n_needed} questions, the run has {have}"
             r["verdict_reason"] = "; ".join(x for x in (r.get("verdict_reason"), note) if x)
+            # a verdict read through labels needs the plan's n (the judge's keep their own rules)
+            if r.get("instrument") == "labels" and r.get("verdict") not in (NO_EVIDENCE, NOT_TESTED):
+                r["verdict"] = NO_EVIDENCE
         out.append(r)
     return out
 

@@ -1,10 +1,10 @@
-"""Grading the labelling sample in a browser: `spacelm label --serve`.
+"""Grading a batch of an export in a browser: `spacelm label serve --from DIR --batch NAME`.
 
-A small HTTP server bound to 127.0.0.1 only shows the drawn sample (`to_label.jsonl`) one pair at a
-time, question and passage (never the judge's grade); keys 0-3 grade it. Each grade is saved when
-it is given, by rewriting `human_labels.csv` (pair_id,grade: the file `spacelm label --check` and
-the grade stage read) atomically, so the file is always whole. Started again, the page opens on
-the first pair not graded yet: the grades already in the file are kept and skipped.
+People are assessors too: the page shows the items of one blind batch of relevance pairs
+(`DIR/batches/<name>.jsonl`) one at a time, question and passage only; keys 0-3 grade an item.
+Each grade is saved when it is given, by rewriting `DIR/labels/<name>.labels.jsonl` atomically
+(the file `spacelm label import` reads, one `{"key", "grade"}` line per graded item), so the file
+is always whole. Started again, the page opens on the first item not graded yet.
 
 The server answers only requests addressed to it by its loopback name (the Host header), and
 takes a grade only as a JSON POST, which another web site's page cannot send to it without a
@@ -13,7 +13,6 @@ CORS preflight this server never grants.
 
 from __future__ import annotations
 
-import csv
 import json
 import threading
 from http import HTTPStatus
@@ -21,31 +20,59 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from ..io import InputError, atomic_open, read_jsonl
-from ..names import HUMAN_LABELS, TO_LABEL
-from .labelling import GRADE_HELP, LABEL_COLUMNS, labels_file, read_labels
+from .batches import read_answers
+from .store import RELEVANCE
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "label.html"
 DATA_MARK = "__SPACELM_LABEL_DATA__"
 HOST = "127.0.0.1"
+GRADE_HELP = (
+    "3 = dedicated to the question, states the exact answer; 2 = some answer, partial or unclear or among "
+    "other material; 1 = on the topic, does not answer; 0 = unrelated. Grade only what the passage says "
+    "(brief.md beside the batches has the whole brief)."
+)
 
 
-class LabelStore:
-    """The drawn sample of a labels folder and the grades given so far, saved on every change."""
+class BatchLabels:
+    """One batch of an export folder and the grades given so far, saved on every change."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, batch: str):
         self.folder = Path(folder)
-        sample = self.folder / TO_LABEL
-        if not sample.is_file():
-            raise InputError(f"{sample} not found: draw the sample first with `spacelm label --n N`")
+        meta = self.folder / "export.json"
+        if not meta.is_file():
+            raise InputError(f"{meta} not found: --from must be a folder written by `spacelm label export`")
+        kind = json.loads(meta.read_text(encoding="utf-8")).get("kind")
+        if kind != RELEVANCE:
+            raise InputError(f"{meta}: the page grades relevance pairs; this export holds {kind} items")
+        src = self.folder / "batches" / f"{batch}.jsonl"
+        if not src.is_file():
+            have = sorted(p.stem for p in (self.folder / "batches").glob("*.jsonl"))
+            raise InputError(f"{src} not found: --batch is one of {', '.join(have) or 'none'}")
         self.items = [
-            {"pair_id": r["pair_id"], "question": r.get("question", ""), "passage": r.get("passage", "")}
-            for r in read_jsonl(sample)
+            {"pair_id": r["key"], "question": r.get("question", ""), "passage": r.get("passage", "")}
+            for r in read_jsonl(src)
         ]
         self.order = [it["pair_id"] for it in self.items]
-        self.path = self.folder / HUMAN_LABELS
-        found = labels_file(self.folder)  # the CSV, else a JSONL file placed by hand: resumed from either
-        self.grades: dict = read_labels(found, set(self.order)) if found is not None else {}
+        self.path = self.folder / "labels" / f"{batch}.labels.jsonl"
+        self.grades: dict = self._resume()
         self._lock = threading.Lock()
+
+    def _resume(self) -> dict:
+        """The grades already in the labels file (a whole batch is checked as import checks it; a
+        partial one line by line)."""
+        if not self.path.is_file():
+            return {}
+        out = {}
+        for i, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    raise InputError(f"{self.path}:{i}: not a JSON object; fix or remove the line") from None
+                out[str(row.get("key"))] = row.get("grade")
+        if set(out) == set(self.order):
+            return read_answers(self.path, RELEVANCE, set(self.order))
+        return {k: v for k, v in out.items() if k in set(self.order) and v in (0, 1, 2, 3)}
 
     @property
     def total(self) -> int:
@@ -56,30 +83,29 @@ class LabelStore:
         return len(self.grades)
 
     def first_ungraded(self) -> int:
-        """The index of the first pair with no grade (the total when every pair has one)."""
+        """The index of the first item with no grade (the total when every item has one)."""
         return next((i for i, p in enumerate(self.order) if p not in self.grades), self.total)
 
-    def set_grade(self, pair_id: str, grade) -> None:
-        """Record `grade` (0-3, or None to take a grade back) for `pair_id` and save the file."""
-        if pair_id not in self.grades and pair_id not in set(self.order):
-            raise InputError(f"unknown pair id {pair_id!r}: not in {self.folder / TO_LABEL}")
+    def set_grade(self, key: str, grade) -> None:
+        """Record `grade` (0-3, or None to take a grade back) for `key` and save the file."""
+        if key not in set(self.order):
+            raise InputError(f"unknown key {key!r}: not in this batch")
         if grade is not None and (isinstance(grade, bool) or grade not in (0, 1, 2, 3)):
-            raise InputError(f"grade {grade!r} for {pair_id} is not one of 0, 1, 2, 3")
+            raise InputError(f"grade {grade!r} for {key} is not one of 0, 1, 2, 3")
         with self._lock:
             if grade is None:
-                self.grades.pop(pair_id, None)
+                self.grades.pop(key, None)
             else:
-                self.grades[pair_id] = int(grade)
+                self.grades[key] = int(grade)
             self.save()
 
     def save(self) -> None:
-        """Write human_labels.csv (pair_id,grade; graded pairs in sample order) atomically."""
+        """Write the labels file (graded items in batch order) atomically."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_open(self.path) as f:
-            w = csv.writer(f, lineterminator="\n")
-            w.writerow(LABEL_COLUMNS)
-            for pid in self.order:
-                if pid in self.grades:
-                    w.writerow([pid, self.grades[pid]])
+            for key in self.order:
+                if key in self.grades:
+                    f.write(json.dumps({"key": key, "grade": self.grades[key]}) + "\n")
 
     def state(self) -> dict:
         return {
@@ -87,18 +113,18 @@ class LabelStore:
             "grades": self.grades,
             "start": self.first_ungraded(),
             "help": GRADE_HELP,
-            "file": self.path.name,
+            "file": str(Path("labels") / self.path.name),
         }
 
 
-def page(store: LabelStore) -> str:
+def page(store: BatchLabels) -> str:
     """The labelling page with the sample and the grades so far embedded (escaped JSON)."""
     from ..report.browse import embed_json
 
     return TEMPLATE.read_text(encoding="utf-8").replace(DATA_MARK, embed_json(store.state()), 1)
 
 
-def make_server(store: LabelStore, port: int = 0) -> ThreadingHTTPServer:
+def make_server(store: BatchLabels, port: int = 0) -> ThreadingHTTPServer:
     """A server on 127.0.0.1:`port` (0: a free port) for `store`; call serve_forever() on it."""
 
     class Handler(BaseHTTPRequestHandler):

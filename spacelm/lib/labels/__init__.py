@@ -1,0 +1,1 @@
+"""Labels from an assessor of measured standing: the store, blind batches, standing."""
