@@ -107,6 +107,10 @@ class RetrievalConfig:
     # make the reranker's cost per question grow with the corpus (10% of 1,575 chunks = 158)
     pool_max: int | None = 50
     near_page_window: int = 1
+    # where the torch models run (the dense retriever, the rerankers, the cross-encoder's training):
+    # "auto" is CUDA when torch sees a GPU, else the CPU; "cuda" without a GPU is refused before any
+    # model loads. The manifest records the device each stage used
+    device: Literal["auto", "cpu", "cuda"] = "auto"
     bm25: BM25Config = field(default_factory=BM25Config)
     dense: DenseConfig = field(default_factory=DenseConfig)
     hybrid: HybridConfig = field(default_factory=HybridConfig)
@@ -123,7 +127,14 @@ class RetrievalConfig:
             self.pool,
             self.pool_max,
             tuple(self.k_values),
+            self.resolved_device(),
         )
+
+    def resolved_device(self) -> str:
+        """`device` with "auto" resolved: "cuda" when torch sees a GPU, else "cpu"."""
+        from ..lib.retrieval.systems import resolve_device
+
+        return resolve_device(self.device)
 
 
 @dataclass

@@ -62,6 +62,15 @@ def validate(cfg: Config, source: str) -> None:
     for key in ("labels.floor.relevance_kappa", "labels.floor.controls", "labels.floor.screening"):
         within(key, 0.0, 1.0)
     within("labels.repeat_share", 0.0, 0.5)
+    if cfg.retrieval.device == "cuda":
+        from ..lib.retrieval.systems import cuda_available
+
+        need(
+            cuda_available(),
+            "retrieval.device",
+            "is 'cuda' but torch sees no GPU on this machine; use 'auto' (CUDA where there is one, else the CPU) "
+            "or 'cpu'",
+        )
     for key in ("labels.calibration_questions", "labels.calibration_controls"):
         at_least(key, 0)
     for key in (

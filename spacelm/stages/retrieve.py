@@ -262,6 +262,7 @@ def write(cfg: Config, result: Retrieval, out) -> dict:
     return {
         "sample": n.to_dict(),
         "rerank_pool": result.pool,
+        "device": rc.resolved_device(),
         "rerank_pool_share": round(result.pool / result.corpus_chunks, 4),
         "corpus_chunks": result.corpus_chunks,
         "reranked_lists_identical": identical_lists(res.rankings, qids, max(rc.k_values)),

@@ -286,8 +286,9 @@ def build(cfg: Config, out) -> dict:
     turns = ModelTurns(cfg, "train-reranker")
     ts = compute(cfg, chunks, questions, golden, turns)
     folder = out(model_folder(cfg))
+    device = cfg.retrieval.resolved_device()
     result = train_cross_encoder(
-        ts.pairs, resolve_model_path(t.base_model), t, cfg.seed, folder, "training the reranker"
+        ts.pairs, resolve_model_path(t.base_model), t, cfg.seed, folder, "training the reranker", device
     )
     meta = describe(cfg, ts, result, folder)
     write_json(folder / TRAINED_META, meta)
@@ -308,6 +309,7 @@ def build(cfg: Config, out) -> dict:
         "sources": [{k: v for k, v in s.items() if k != "query_ids"} for s in ts.sources],
         "held_out": meta["training"]["held_out"],
         "train_seconds": result.seconds,
+        "device": device,
         "train_pairs_per_second": result.pairs_per_second,
         "loss_first": result.loss_first,
         "loss_last": result.loss_last,

@@ -320,6 +320,7 @@ def train_cross_encoder(
     seed: int,
     out_dir: Path,
     progress: str | None = None,
+    device: str = "cpu",
 ) -> TrainResult:
     """Fine-tune a :class:`SegmentCosineCrossEncoder` started from the encoder at `base_model_path`
     on `pairs`: each query's positives against its negatives (listwise softmax cross-entropy at
@@ -334,7 +335,7 @@ def train_cross_encoder(
     if not batches:
         raise ValueError("no training query has both a positive and a negative: nothing to train the cross-encoder on")
     torch.manual_seed(seed)
-    ce = SegmentCosineCrossEncoder.from_encoder(base_model_path, settings.max_length)
+    ce = SegmentCosineCrossEncoder.from_encoder(base_model_path, settings.max_length).to(device)
     model = ce.model
     no_decay = ("bias", "LayerNorm.weight", "LayerNorm.bias")
     groups = [
@@ -361,7 +362,7 @@ def train_cross_encoder(
             )
         flat = [pairs[i] for g in batch for i in g]
         logits = ce.logits([p.query for p in flat], [p.passage for p in flat])
-        labels = torch.tensor([p.label for p in flat], dtype=torch.float32)
+        labels = torch.tensor([p.label for p in flat], dtype=torch.float32, device=logits.device)
         loss = listwise_loss(logits, labels, [len(g) for g in batch])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -375,7 +376,7 @@ def train_cross_encoder(
     if bar is not None:
         bar.close()
     model.eval()
-    ce.save(Path(out_dir))
+    ce.to("cpu").save(Path(out_dir))
     tenth = max(1, len(losses) // 10)
     return TrainResult(
         pairs=n_pairs // settings.epochs,

@@ -39,14 +39,24 @@ class SegmentCosineCrossEncoder:
         return cls(AutoModel.from_pretrained(path), AutoTokenizer.from_pretrained(path), max_length, scale)
 
     @classmethod
-    def load(cls, folder: str | Path) -> SegmentCosineCrossEncoder:
-        """A folder :meth:`save` wrote."""
+    def load(cls, folder: str | Path, device: str = "cpu") -> SegmentCosineCrossEncoder:
+        """A folder :meth:`save` wrote, its weights on `device`."""
         head = json.loads((Path(folder) / HEAD_FILE).read_text(encoding="utf-8"))
         if head.get("score") != cls.kind:
             raise ValueError(f"{Path(folder) / HEAD_FILE}: score {head.get('score')!r}, expected {cls.kind!r}")
         model = cls.from_encoder(str(folder), int(head["max_length"]), float(head["scale"]))
+        model.to(device)
         model.model.eval()
         return model
+
+    def to(self, device: str) -> SegmentCosineCrossEncoder:
+        """Move the weights to `device` ("cpu" or "cuda"); inputs follow them."""
+        self.model.to(device)
+        return self
+
+    @property
+    def device(self):
+        return next(self.model.parameters()).device
 
     def save(self, folder: Path) -> None:
         Path(folder).mkdir(parents=True, exist_ok=True)
@@ -87,7 +97,7 @@ class SegmentCosineCrossEncoder:
         """`scale` × cosine of each (query, passage) pair, as a torch tensor (with gradients in training)."""
         import torch
 
-        f = self.features(queries, passages)
+        f = {k: v.to(self.device) for k, v in self.features(queries, passages).items()}
         segment = f.pop("segment")
         states = self.model(**f, token_type_ids=torch.zeros_like(segment)).last_hidden_state
         return self.score_states(states, f["attention_mask"], segment)
@@ -101,15 +111,16 @@ class SegmentCosineCrossEncoder:
         with torch.inference_mode():
             for i in range(0, len(pairs), batch_size):
                 batch = pairs[i : i + batch_size]
-                out.append(self.logits([q for q, _ in batch], [d for _, d in batch]).float().numpy())
+                out.append(self.logits([q for q, _ in batch], [d for _, d in batch]).float().cpu().numpy())
         return np.concatenate(out) if out else np.zeros(0, dtype=np.float32)
 
 
-def load_cross_encoder(path: str):
-    """The cross-encoder at `path`: a segment-cosine one (a folder holding `spacelm_head.json`, as the
-    suite trains) or any sentence-transformers CrossEncoder (a folder or a hub name)."""
+def load_cross_encoder(path: str, device: str = "cpu"):
+    """The cross-encoder at `path` on `device`: a segment-cosine one (a folder holding
+    `spacelm_head.json`, as the suite trains) or any sentence-transformers CrossEncoder (a folder or a
+    hub name: `BAAI/bge-reranker-v2-m3` at paper scale)."""
     if (Path(path) / HEAD_FILE).is_file():
-        return SegmentCosineCrossEncoder.load(path)
+        return SegmentCosineCrossEncoder.load(path, device)
     from sentence_transformers import CrossEncoder
 
-    return CrossEncoder(path, device="cpu")
+    return CrossEncoder(path, device=device)

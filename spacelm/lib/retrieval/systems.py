@@ -179,6 +179,29 @@ class RetrievalSetup:
     pool: int | float
     pool_max: int | None
     k_values: tuple[int, ...]
+    device: str = "cpu"  # where torch models run: resolve_device("auto" | "cpu" | "cuda")
+
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def cuda_available() -> bool:
+    """Whether torch sees a CUDA device (False where torch is not installed)."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def resolve_device(spec: str, has_cuda=None) -> str:
+    """The torch device a model runs on: "auto" is "cuda" when torch sees a GPU, else "cpu";
+    "cpu" and "cuda" are taken as given (the config check refuses "cuda" without a GPU)."""
+    if spec not in DEVICES:
+        raise ValueError(f"device {spec!r}: use one of {', '.join(DEVICES)}")
+    if spec != "auto":
+        return spec
+    return "cuda" if (cuda_available() if has_cuda is None else has_cuda) else "cpu"
 
 
 class Retriever(Protocol):
@@ -300,12 +323,14 @@ class Encoder:
         passage_prefix: str = "",
         cache_dir: Path | None = None,
         max_seq_length: int | None = None,
+        device: str = "cpu",
     ):
         from ..llm.models import model_identity, resolve_model_path
 
         st = _require("sentence_transformers", "the dense retriever")
         self.spec = model
-        self.model = st.SentenceTransformer(resolve_model_path(model), device="cpu")
+        self.device = device
+        self.model = st.SentenceTransformer(resolve_model_path(model), device=device)
         if max_seq_length:
             self.model.max_seq_length = max_seq_length
         self.batch_size = batch_size
@@ -374,14 +399,15 @@ def make_encoder(
     passage_prefix: str = "",
     cache_dir: Path | None = None,
     max_seq_length: int | None = None,
+    device: str = "cpu",
 ):
     """The encoder for a model spec: llama.cpp's embedding mode for GGUF embedding models
-    (`gguf_embedding.GGUFEncoder`), sentence-transformers otherwise."""
+    (`gguf_embedding.GGUFEncoder`), sentence-transformers otherwise (on `device`)."""
     from .gguf_embedding import GGUFEncoder, is_gguf_embedding
 
     if is_gguf_embedding(model):
         return GGUFEncoder(model, batch_size, query_prefix, passage_prefix, cache_dir, max_seq_length)
-    return Encoder(model, batch_size, query_prefix, passage_prefix, cache_dir, max_seq_length)
+    return Encoder(model, batch_size, query_prefix, passage_prefix, cache_dir, max_seq_length, device)
 
 
 class DenseRetriever:
@@ -395,9 +421,11 @@ class DenseRetriever:
         self.index_ = None
 
     @classmethod
-    def from_config(cls, cfg: DenseConfig, cache_dir: Path | None = None) -> DenseRetriever:
+    def from_config(cls, cfg: DenseConfig, cache_dir: Path | None = None, device: str = "cpu") -> DenseRetriever:
         return cls(
-            make_encoder(cfg.model, cfg.batch_size, cfg.query_prefix, cfg.passage_prefix, cache_dir, cfg.max_seq_length)
+            make_encoder(
+                cfg.model, cfg.batch_size, cfg.query_prefix, cfg.passage_prefix, cache_dir, cfg.max_seq_length, device
+            )
         )
 
     def index(
@@ -479,13 +507,18 @@ class CrossEncoderReranker:
 
     kind = "cross-encoder"
 
-    def __init__(self, model: str, texts: dict[str, str], batch_size: int = 16, precision: str = "fp32"):
+    def __init__(
+        self, model: str, texts: dict[str, str], batch_size: int = 16, precision: str = "fp32", device: str = "cpu"
+    ):
         from ..llm.models import resolve_model_path
 
         _require("sentence_transformers", "the cross-encoder reranker")
         from .segment_cosine import load_cross_encoder
 
-        self.model = load_cross_encoder(resolve_model_path(model))
+        if precision == "int8" and device != "cpu":
+            raise ValueError("retrieval.reranker.precision int8 runs on the CPU only: use fp32 with device cuda")
+        self.device = device
+        self.model = load_cross_encoder(resolve_model_path(model), device)
         if precision == "int8":
             quantise_int8(self.model)
         elif precision != "fp32":
@@ -596,13 +629,16 @@ def quantise_int8(cross_encoder) -> None:
         quantize_dynamic(cross_encoder.model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
 
 
-def make_reranker(cfg: RerankerConfig, texts: dict[str, str], cache_dir: Path | None = None, llm=None):
+def make_reranker(
+    cfg: RerankerConfig, texts: dict[str, str], cache_dir: Path | None = None, llm=None, device: str = "cpu"
+):
     if cfg.kind == "biencoder":
         return BiEncoderReranker(
-            make_encoder(cfg.model, cfg.batch_size, cfg.query_prefix, cfg.passage_prefix, cache_dir), texts
+            make_encoder(cfg.model, cfg.batch_size, cfg.query_prefix, cfg.passage_prefix, cache_dir, None, device),
+            texts,
         )
     if cfg.kind == "cross-encoder":
-        return CrossEncoderReranker(cfg.model, texts, cfg.batch_size, cfg.precision)
+        return CrossEncoderReranker(cfg.model, texts, cfg.batch_size, cfg.precision, device)
     if cfg.kind == "llm":
         if llm is None:
             raise ValueError("retrieval.reranker.kind 'llm' needs a judge model (models.judge)")
@@ -625,7 +661,7 @@ def build_systems(
     if any(n.startswith(("bm25", "hybrid")) for n in names):
         base["bm25"] = BM25Retriever(setup.bm25).index(ids, texts)
     if reads_dense(names):
-        base["dense"] = DenseRetriever.from_config(setup.dense, cache_dir).index(ids, texts)
+        base["dense"] = DenseRetriever.from_config(setup.dense, cache_dir, setup.device).index(ids, texts)
     if any(n.startswith("hybrid") for n in names):
         base["hybrid"] = HybridRetriever([base["bm25"], base["dense"]], setup.hybrid.depth, setup.hybrid.rrf_k)
     reranker = None
@@ -633,7 +669,7 @@ def build_systems(
     for n in names:
         if n.endswith("+rerank"):
             if reranker is None:
-                reranker = make_reranker(setup.reranker, dict(zip(ids, texts)), cache_dir, llm)
+                reranker = make_reranker(setup.reranker, dict(zip(ids, texts)), cache_dir, llm, setup.device)
             systems[n] = RerankedRetriever(
                 base[n.split("+")[0]], reranker, pool_size(setup.pool, len(ids), setup.k_values, setup.pool_max)
             )
