@@ -311,7 +311,7 @@ def _labelled_folders(cfg: Config, stages: list[str], rep: CheckReport) -> None:
                 )
                 rep.warn(
                     f"{key}: {src.path} not found: judge-check will report this source as not run{why}; obtain the "
-                    "BEIR folder (docs/corpus.md#judge-check-sources) or remove the source"
+                    "BEIR folder (docs/team-corpus.md#judge-check-sources) or remove the source"
                 )
                 continue
             for p in missing_files(folder, src.split):
@@ -330,5 +330,5 @@ def _labelled_folders(cfg: Config, stages: list[str], rep: CheckReport) -> None:
             for p in gone:
                 rep.error(
                     f"{key}: {p} not found: the train-reranker stage reads this BEIR folder "
-                    "(docs/corpus.md#judge-check-sources); obtain it or remove the set"
+                    "(docs/team-corpus.md#judge-check-sources); obtain it or remove the set"
                 )

@@ -526,7 +526,8 @@ def _add_drilldown(sub) -> None:
         "--text",
         choices=["auto", "yes", "no"],
         default="auto",
-        help="put passage text in the page: auto follows the corpus licences (docs/stages.md#drill-down); "
+        help="put passage text in the page: auto follows the corpus licences "
+        "(docs/stages.md#drill-down-one-question-at-a-time); "
         "yes on a listed corpus writes browse.local.html, which git ignores",
     )
     p.set_defaults(func=cmd_browse)
