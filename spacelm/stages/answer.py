@@ -430,7 +430,7 @@ def with_instrument(long, instrument: str):
     """Table 2's long rows marked with the instrument that scored them: `judged` answers with a
     score, `holes` without (a judge's failed call, or an answer the assessor has not scored)."""
     long = long.copy()
-    long.insert(0, "instrument", instrument)
+    long["instrument"] = instrument
     if len(long):
         long["judged"] = long["n"]
         long["holes"] = long["missing"]

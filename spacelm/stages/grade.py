@@ -303,7 +303,7 @@ def with_instrument(long, instrument: str):
     """Table 1's long rows marked with the instrument that graded them: `judged` passages with a
     grade, `holes` without (a pair the judge failed to grade, or one the assessor has not labelled)."""
     long = long.copy()
-    long.insert(0, "instrument", instrument)
+    long["instrument"] = instrument
     long["judged"] = long["n"]
     long["holes"] = long["missing"]
     return long
