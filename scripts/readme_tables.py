@@ -677,6 +677,42 @@ def ppi_coverage(root: Path) -> list[str]:
 
 
 # --------------------------------------------------------------------------- bench outputs
+def reranker_ablation(root: Path) -> list[str]:
+    """bench/reranker_ablation.py's table: each cross-encoder variant against BM25 on the in-domain labels."""
+    rel = "results/bench/reranker_ablation.json"
+    d = _json(root, rel)
+    rows = [
+        {
+            "reranker": "BM25 (first stage)",
+            "nDCG@10": f"{d['bm25']['ndcg@10']:.3f}",
+            "vs BM25 [95% CI]": "–",
+            "top-3 < 400 chars": f"{100 * d['bm25']['short_top3']:.1f}%",
+            "loss first → last": "–",
+            "train s": "–",
+        }
+    ]
+    for name, r in d.items():
+        if not isinstance(r, dict) or "vs_bm25" not in r:
+            continue
+        v = r["vs_bm25"]
+        rows.append(
+            {
+                "reranker": name,
+                "nDCG@10": f"{r['ndcg@10']:.3f}",
+                "vs BM25 [95% CI]": f"{v['diff']:+.3f} [{v['ci'][0]:+.3f}, {v['ci'][1]:+.3f}]",
+                "top-3 < 400 chars": f"{100 * r['short_top3']:.1f}%",
+                "loss first → last": f"{r['loss_first']} → {r['loss_last']}",
+                "train s": f"{r['seconds']:.0f}",
+            }
+        )
+    lead = (
+        f"{d['eval_queries']} in-domain queries (BM25 top-100 reranked; nDCG@10 over judged passages only, "
+        f"BM25's top-10 {100 * d['pool_coverage_top10']:.0f}% judged); {d['train_groups']} pseudo-query groups "
+        f"for training, {d['held_out_chunks']} chunks of the labelled pool and their neighbours held out."
+    )
+    return wrap(lead) + [""] + table(rows, list(rows[0]), ()) + ["", source_line(rel)]
+
+
 def beir_anchor(root: Path) -> list[str]:
     d = _json(root, "results/beir_anchor.json")
     rows = []
@@ -1315,6 +1351,7 @@ GENERATORS = {
     "judge-variants": judge_variants,
     "ppi-coverage": ppi_coverage,
     "beir-anchor": beir_anchor,
+    "reranker-ablation": reranker_ablation,
     "retrieval-scale": retrieval_scale,
     "llm-throughput": llm_throughput,
     "unit-costs": unit_costs,

@@ -552,6 +552,11 @@ def answer_label_items(cfg: Config, items: list[dict]) -> list[dict]:
     return out
 
 
+def _finite(x, nd: int = 3):
+    """`x` rounded, None when it is not a finite number (JSON has no NaN)."""
+    return None if x is None or x != x else round(float(x), nd)
+
+
 def answer_control_rows(cfg: Config) -> list[dict]:
     """The assessor's scores of the answer controls, as judge_check/controls.jsonl rows (rubric,
     kind, qid, good_score, bad_score): what its control gap is read from."""
@@ -605,8 +610,8 @@ def judges_vs_labels(items: list[dict], labelled: list[dict]) -> dict:
             if d["ci_low"] == d["ci_low"]
             else None,
             "spearman": None if rho != rho else round(float(rho), 3),
-            "kappa_weighted_linear": round(
-                _kappa([round(x) for x in j], [round(y) for y in lab], "linear", [1, 2, 3, 4, 5]), 3
+            "kappa_weighted_linear": _finite(
+                _kappa([round(x) for x in j], [round(y) for y in lab], "linear", [1, 2, 3, 4, 5])
             ),
         }
     return out

@@ -119,7 +119,11 @@ def _fmt(v, ci=None) -> str:
 def judge_banner(cfg, table: str, rubrics=None) -> str:
     """The verdict of the judge that produced `table` ("table1": relevance grades; "table2":
     answer rubrics), in plain words, for the report and the notebooks. `rubrics` limits the
-    controls shown to the judges a table uses (e.g. ["claim_support"])."""
+    controls shown to the judges a table uses (e.g. ["claim_support"]). A table read through the
+    assessor's labels says so first: its grades are the labels, the judge is measured against them."""
+    labels_first = labels_banner(cfg, table)
+    if labels_first and rubrics is None:
+        return labels_first
     rel, ctl = read_judge_check(cfg)
     if ctl and rubrics is not None:
         ctl = [r for r in ctl if r["rubric"] in rubrics]
@@ -1013,6 +1017,24 @@ def plan_line(cfg, manifest: dict, findings: list[dict]) -> str:
         f"Analysis plan ({cfg.analysis_plan.fixed or 'fixed before the run'}; {fixed}): {len(entries)} planned "
         f"findings.{need} Findings rows say which plan entry fixed them ({planned} of {len(findings)} rows planned; "
         "the others are exploratory)."
+    )
+
+
+def labels_banner(cfg, table: str) -> str | None:
+    """The line above a table its config reads through the assessor's labels (None otherwise)."""
+    from ..lib.labels.store import ANSWERS, RELEVANCE
+    from ..lib.report.findings import labels_text
+    from .labels import standing_of
+
+    reads = cfg.grading.instrument if table == "table1" else cfg.answer.instrument
+    if reads == "judge":
+        return None
+    standing = standing_of(cfg, RELEVANCE if table == "table1" else ANSWERS)
+    what = "grades" if table == "table1" else "rubric scores"
+    return (
+        f"**Instrument: the assessor's labels.** This table's {what} are an assessor's labels "
+        f"({labels_text(standing)}); the embedded judge is measured against them in the labels section above, "
+        "and its own table is in the CSV beside this report (rows with `instrument` judge)."
     )
 
 
