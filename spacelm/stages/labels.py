@@ -632,7 +632,6 @@ class LabelsSection:
     holes: int
     judge_agreement: dict | None
     judge_bias: list
-    refused: list
 
 
 def section(cfg: Config) -> LabelsSection | None:
@@ -674,5 +673,4 @@ def section(cfg: Config) -> LabelsSection | None:
         holes=holes,
         judge_agreement=agree.get("agreement"),
         judge_bias=bias,
-        refused=[],
     )
