@@ -701,7 +701,9 @@ def reranker_ablation(root: Path) -> list[str]:
                 "nDCG@10": f"{r['ndcg@10']:.3f}",
                 "vs BM25 [95% CI]": f"{v['diff']:+.3f} [{v['ci'][0]:+.3f}, {v['ci'][1]:+.3f}]",
                 "top-3 < 400 chars": f"{100 * r['short_top3']:.1f}%",
-                "loss first → last": f"{r['loss_first']} → {r['loss_last']}",
+                "loss first → last": "no training"
+                if r.get("loss_first") is None
+                else f"{r['loss_first']} → {r['loss_last']}",
                 "train s": f"{r['seconds']:.0f}",
             }
         )
