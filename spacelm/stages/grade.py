@@ -107,16 +107,10 @@ def reads_labels(cfg: Config) -> bool:
 def label_grades(cfg: Config, questions: list[dict], rankings: dict) -> dict:
     """{(qid, chunk_id): the assessor's grade or None (a hole)} for every pair of Table 1's cells,
     from the label store (a label matches a chunk by document, span and text: lib/labels/store.py)."""
-    from ..lib.judge.relevance import cell_ids
     from ..lib.labels.store import LabelStore, Span
 
     chunks = {c.chunk_id: c for c in load_chunks(cfg)}
-    pairs = {
-        (q, c)
-        for per_q in cell_ids(cfg.table_design(), questions, rankings).values()
-        for q, ids in per_q.items()
-        for c in ids
-    }
+    pairs = {p for cell in cell_pairs(cfg, questions, rankings).values() for p in cell}
     spans = {cid: Span.of_chunk(chunks[cid]) for _, cid in pairs if cid in chunks}
     question_of = {q["qid"]: q.get("question", "") for q in questions}
     return LabelStore(cfg.labels_dir).relevance_grades(pairs, question_of, spans)

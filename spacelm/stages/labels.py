@@ -91,29 +91,26 @@ def table1_sets(cfg: Config, chunks: dict | None = None) -> list[tuple[str, list
 
 def table1_pairs(cfg: Config, chunks: dict) -> list[dict]:
     """Every distinct (question, passage) pair in a Table 1 cell of the run, with its span."""
-    from ..lib.judge.relevance import cell_ids
+    from .grade import cell_pairs
 
     seen, out = set(), []
     for set_name, questions, rankings in table1_sets(cfg, chunks):
         qtext = {q["qid"]: q.get("question") for q in questions}
-        for per_q in cell_ids(cfg.table_design(), questions, rankings).values():
-            for qid, ids in per_q.items():
-                for cid in ids:
-                    if (qid, cid) in seen or cid not in chunks or not qtext.get(qid):
-                        continue
-                    seen.add((qid, cid))
-                    c = chunks[cid]
-                    out.append(
-                        {
-                            "qid": qid,
-                            "chunk_id": cid,
-                            "question_set": set_name,
-                            "question": qtext[qid],
-                            "passage": c.text,
-                            "question_sha": text_sha(qtext[qid]),
-                            **Span.of_chunk(c).fields(),
-                        }
-                    )
+        for qid, cid in (p for cell in cell_pairs(cfg, questions, rankings).values() for p in cell):
+            if (qid, cid) in seen or cid not in chunks or not qtext.get(qid):
+                continue
+            seen.add((qid, cid))
+            out.append(
+                {
+                    "qid": qid,
+                    "chunk_id": cid,
+                    "question_set": set_name,
+                    "question": qtext[qid],
+                    "passage": chunks[cid].text,
+                    "question_sha": text_sha(qtext[qid]),
+                    **Span.of_chunk(chunks[cid]).fields(),
+                }
+            )
     return out
 
 

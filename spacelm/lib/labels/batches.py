@@ -70,38 +70,32 @@ def blind_batches(
         return Export(kind, {}, [])
     rng.shuffle(pool)
     names = [f"batch-{i + 1:02d}" for i in range(n_batches)]
-    placed = [(names[i % n_batches], it) for i, it in enumerate(pool)]
+    # (batch, item, its index in the pool): a repeat's `of` is the index of its first copy
+    placed = [(names[i % n_batches], it, i) for i, it in enumerate(pool)]
     n_rep = round(repeat_share * len(pool)) if n_batches > 1 else 0
     for j in rng.sample(range(len(pool)), min(n_rep, len(pool))):
         first = placed[j][0]
         other = rng.choice([b for b in names if b != first])
-        placed.append((other, dict(pool[j], role="repeat", of=j)))
+        placed.append((other, dict(pool[j], role="repeat", of=j), j))
     rng.shuffle(placed)
     keys = rng.sample(range(1, 10 * len(placed) + 1), len(placed))
     width = len(str(10 * len(placed)))
     batches: dict = {b: [] for b in names}
-    key_rows = []
-    for (batch, it), n in zip(placed, keys):
+    key_rows, key_of = [], {}
+    for (batch, it, j), n in zip(placed, keys):
         key = f"{PREFIX[kind]}{n:0{width}d}"
         batches[batch].append({"key": key, **{f: it[f] for f in SHOWN[kind] if f in it and it[f] is not None}})
         row = {k: v for k, v in it.items() if k not in SHOWN[kind] or k == "question"}
         row.update(key=key, batch=batch, kind=kind)
         key_rows.append(row)
-    # a repeat names the key of its first copy
-    first_key = {}
-    for (_, it), row in zip(placed, key_rows):
         if it["role"] != "repeat":
-            first_key[_identity(it)] = row["key"]
-    for (_, it), row in zip(placed, key_rows):
-        if it["role"] == "repeat":
-            row["of"] = first_key[_identity(it)]
+            key_of[j] = key
+    for row in key_rows:  # a repeat names the key of its first copy
+        if row["role"] == "repeat":
+            row["of"] = key_of[row["of"]]
     for b in batches:
         batches[b].sort(key=lambda line: line["key"])
     return Export(kind, batches, key_rows)
-
-
-def _identity(it: dict) -> str:
-    return json.dumps({k: v for k, v in it.items() if k not in ("role", "of")}, sort_keys=True, default=str)
 
 
 def batch_size_note(export: Export) -> str | None:
