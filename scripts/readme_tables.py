@@ -1143,82 +1143,52 @@ def judge_independent_audit(root: Path) -> list[str]:
     )
 
 
+RERANKER_SETS = {
+    "golden": "golden samples (span gold)",
+    "labels": "in-domain labels (condensed)",
+    "scifact": "SciFact test",
+    "trec-dl-2020": "TREC DL 2020",
+}
+
+
 def reranker(root: Path) -> list[str]:
-    """The suite's trained cross-encoder on BM25's top 100 of SciFact test, beside BM25 and the
-    published figures, with the paired difference (bench/beir_anchor.py --rerank-kind cross-encoder)."""
+    """The reranker the standard configs use, per set and first stage: before and after, paired
+    (bench/reranker_eval.py), with the cross-encoder alone beside it (the ablation's row)."""
     d = _json(root, "results/reranker.json")
     rows = []
-    for name in ("bm25", "bm25+rescore", "bm25+rerank"):
-        r = d.get(name)
-        if not r:
-            continue
-        rows.append(
-            {
-                "system": name,
-                "nDCG@10 [95% CI]": f"{r['ndcg@10']:.3f} {ci(r.get('ndcg@10_ci'), '{:.3f}')}",
-                "R@100 [95% CI]": f"{r['recall@100']:.3f} {ci(r.get('recall@100_ci'), '{:.3f}')}",
-                "ms / pair": "–" if r.get("rerank_ms_per_pair") is None else f"{r['rerank_ms_per_pair']:.1f}",
-                "s / query": "–"
-                if r.get("rerank_seconds_per_query") is None
-                else f"{r['rerank_seconds_per_query']:.2f}",
-                "published": "–" if r.get("published_ndcg@10") is None else f"{r['published_ndcg@10']}",
-            }
-        )
-    diff = d["paired"]["bm25+rerank - bm25"]["ndcg@10"]
-    t = d.get("training") or {}
-    srcs = ", ".join(
-        f"{s.get('queries')} synthetic questions by {s.get('writer')}"
-        if s.get("name") == "synthetic"
-        else f"{s.get('name')} {s.get('split')} ({s.get('queries')} queries)"
-        for s in t.get("sources", [])
-    )
-    return table(rows, ["system", "nDCG@10 [95% CI]", "R@100 [95% CI]", "ms / pair", "s / query", "published"]) + [
-        "",
-        f"Paired over the same queries, BM25 + cross-encoder − BM25: nDCG@10 {diff['diff']:+.3f} "
-        f"{ci(diff['ci'], '{:+.3f}')} (p {diff['p_value']}). Model: {d.get('reranker_model', {}).get('name')}; "
-        f"trained on {t.get('pairs')} pairs from {srcs or 'its recorded sources'} in {t.get('seconds')} s.",
-        "",
-        source_line("results/reranker.json"),
-    ]
-
-
-def _paired_text(d: dict, a: str, b: str, metric: str = "ndcg@10") -> str:
-    p = (d.get("paired") or {}).get(f"{a} - {b}", {}).get(metric)
-    if not p:
-        return "–"
-    return f"{p['diff']:+.3f} {ci(p['ci'], '{:+.3f}')} (p {p['p_value']}, {p['n_clusters']} clusters)"
-
-
-def reranker_space(root: Path) -> list[str]:
-    """The trained cross-encoder on the real corpus: golden samples (span gold) and the in-domain
-    reference labels (graded), each first stage beside its reranked form, paired and clustered by document."""
-    rows = []
-    for label, path in (
-        ("golden samples (span gold)", "results/reranker_golden.json"),
-        ("in-domain reference labels (graded)", "results/reranker_in_domain.json"),
-    ):
-        d = _json(root, path)
-        n = d["dataset"]["queries"]
-        for first in ("bm25", "dense"):
-            if first not in d or f"{first}+rerank" not in d:
-                continue
-            a, b = d[first], d[f"{first}+rerank"]
+    for key, r in d["sets"].items():
+        name, first = key.split("/")
+        for row_name in ("after", "cross-encoder alone"):
+            a, b = r["before"], r[row_name]
             rows.append(
                 {
-                    "question set": f"{label}, n={n}",
-                    "first stage": first,
-                    "nDCG@10 first stage": f"{a['ndcg@10']:.3f} {ci(a.get('ndcg@10_ci'), '{:.3f}')}",
-                    "nDCG@10 + cross-encoder": f"{b['ndcg@10']:.3f} {ci(b.get('ndcg@10_ci'), '{:.3f}')}",
-                    "paired difference": _paired_text(d, f"{first}+rerank", first),
-                    "s / query": "–"
-                    if b.get("rerank_seconds_per_query") is None
-                    else f"{b['rerank_seconds_per_query']:.2f}",
+                    "set, first stage": f"{RERANKER_SETS.get(name, name)}, {first} (n={r['n']})",
+                    "reranked by": "cross-encoder + BM25" if row_name == "after" else "cross-encoder alone",
+                    "nDCG@10": f"{a['ndcg@10']:.3f} → {b['ndcg@10']:.3f}",
+                    "difference [95% CI]": f"{b['ndcg@10_diff']['diff']:+.3f} {ci(b['ndcg@10_diff']['ci'], '{:+.3f}')}",
+                    "hit@3": f"{a['hit@3']:.2f} → {b['hit@3']:.2f}",
+                    "top-3 < 400 chars": f"{a['short_top3']:.1%} → {b['short_top3']:.1%}",
+                    "holes@10": f"{a['holes@10']:.1f} → {b['holes@10']:.1f}" if "holes@10" in a else "–",
                 }
             )
-    cols = ["question set", "first stage", "nDCG@10 first stage", "nDCG@10 + cross-encoder", "paired difference"]
-    return table(rows, [*cols, "s / query"]) + [
+    ck = d.get("checkpoint") or {}
+    res = ck.get("result") or {}
+    srcs = ", ".join(
+        f"{s.get('questions_kept')} synthetic questions"
+        if s.get("name") == "synthetic"
+        else f"{s.get('name')} {s.get('split')} ({s.get('queries')} queries)"
+        for s in ck.get("sources", [])
+        if not s.get("skipped")
+    )
+    cols = ["set, first stage", "reranked by", "nDCG@10", "difference [95% CI]", "hit@3", "top-3 < 400 chars"]
+    return table(rows, [*cols, "holes@10"]) + [
         "",
-        source_line("results/reranker_golden.json", "results/reranker_in_domain.json"),
+        f"Checkpoint `{d['model']}` sha256 `{(ck.get('sha256') or '?')[:12]}`, trained by `{d['config']}` on "
+        f"{srcs} ({ck.get('pairs')} pairs, {res.get('steps')} steps, {res.get('seconds')} s); BM25's weight "
+        f"{d.get('weight')} fitted on {res.get('dev_queries')} training queries held back. Pool {d['pool']}; "
+        f"{d['intervals']}.",
+        "",
+        source_line("results/reranker.json"),
     ]
 
 
@@ -1309,7 +1279,6 @@ GENERATORS = {
     "standard-question-checks": question_checks,
     "standard-question-audit": question_audit,
     "reranker": reranker,
-    "reranker-space": reranker_space,
     "reranker-speed": reranker_speed,
     "judge-independent-audit": judge_independent_audit,
     "judge-independent": judge_independent,

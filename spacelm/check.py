@@ -290,6 +290,7 @@ def _fewshot(cfg: Config, rep: CheckReport) -> None:
 def _labelled_folders(cfg: Config, stages: list[str], rep: CheckReport) -> None:
     """Judge-check's sources (missing: a warning, judge-check reports the source "not run") and the
     reranker's training sets (missing: an error, training would stop)."""
+    from .lib.datasets import fetch_hint
     from .lib.retrieval.beir import qrels_file
 
     def missing_files(folder: Path, split: str) -> list[Path]:
@@ -310,8 +311,8 @@ def _labelled_folders(cfg: Config, stages: list[str], rep: CheckReport) -> None:
                     else ""
                 )
                 rep.warn(
-                    f"{key}: {src.path} not found: judge-check will report this source as not run{why}; obtain the "
-                    "BEIR folder (docs/team-corpus.md#judge-check-sources) or remove the source"
+                    f"{key}: {src.path} not found: judge-check will report this source as not run{why}; "
+                    f"{fetch_hint(folder)}, or remove the source"
                 )
                 continue
             for p in missing_files(folder, src.split):
@@ -326,9 +327,15 @@ def _labelled_folders(cfg: Config, stages: list[str], rep: CheckReport) -> None:
     if "train-reranker" in stages:
         for i, spec in enumerate(cfg.retrieval.reranker.train.labelled):
             key, folder = f"retrieval.reranker.train.labelled[{i}] ({spec.name})", cfg.path(spec.path)
+            if spec.optional and not folder.is_dir():
+                rep.warn(
+                    f"{key}: {spec.path} not found: an optional set, so the reranker trains without it; "
+                    f"{fetch_hint(folder)}"
+                )
+                continue
             gone = [folder] if not folder.is_dir() else missing_files(folder, spec.split)
             for p in gone:
                 rep.error(
-                    f"{key}: {p} not found: the train-reranker stage reads this BEIR folder "
-                    "(docs/team-corpus.md#judge-check-sources); obtain it or remove the set"
+                    f"{key}: {p} not found: the train-reranker stage reads this BEIR folder; {fetch_hint(folder)}, "
+                    "or remove the set (or mark it `optional: true`)"
                 )

@@ -64,6 +64,17 @@ def _add_common(p: argparse.ArgumentParser, force: bool = True) -> None:
     )
 
 
+def version_line(version: str) -> str:
+    """`spacelm VERSION (commit C)`: the package's version and the commit of the code it runs (when
+    it runs from a git checkout; "+dirty" when tracked files differ from it)."""
+    from pathlib import Path
+
+    from .stages.provenance import git_commit
+
+    commit = git_commit(str(Path(__file__).resolve().parent))
+    return f"spacelm {version}" + (f" (commit {commit})" if commit else " (not a git checkout: no commit)")
+
+
 def _stage_cmd(name: str):
     def cmd(args) -> int:
         from .pipeline import run_stages, write_folders
@@ -394,6 +405,51 @@ def cmd_corpus(args) -> int:
     return 0
 
 
+def cmd_data(args) -> int:
+    """`data list`: each external set, its licence, size and whether it is here; `data fetch NAME`:
+    put one where the configs read it (or --to DIR), from its public source or a mirror (--from DIR)."""
+    from pathlib import Path
+
+    from .lib import datasets as dsets
+
+    if args.action == "list":
+        rows = []
+        for ds in dsets.registry().values():
+            where = dsets.default_dir(ds)
+            rows.append((ds.name, dsets.present(ds, where), ds.size, ds.dir, ds.licence, ds.what))
+        for name, state, size, folder, licence, what in rows:
+            print(f"{name}  [{state}]  {size}  {folder}\n    {what}\n    licence: {licence}")
+        missing = [r[0] for r in rows if r[1] != "present"]
+        if missing:
+            print("get one with `spacelm data fetch NAME` (or `--from DIR` for a copy you have): " + ", ".join(missing))
+        return 0
+    if not args.name:
+        print("spacelm data fetch NAME [--from DIR] [--to DIR]: name the set (`spacelm data list`)", file=sys.stderr)
+        return EXIT_INPUT
+    try:
+        ds = dsets.get(args.name)
+    except KeyError as e:
+        print(f"spacelm: error: {e.args[0]}", file=sys.stderr)
+        return EXIT_INPUT
+    mirror = Path(args.source) if args.source else None
+    if mirror is not None and not mirror.is_dir():
+        print(
+            f"spacelm: error: --from {mirror}: no such folder; give a folder holding the set's files", file=sys.stderr
+        )
+        return EXIT_INPUT
+    to = Path(args.to) if args.to else dsets.default_dir(ds)
+    try:
+        states = dsets.fetch(ds, to, mirror)
+    except dsets.NeedsMirror as e:
+        print(f"spacelm: error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    for st in states:
+        print(f"{st.status:<8} {st.file}" + (f"  ({st.detail})" if st.detail else ""))
+    ok = sum(st.status == "ok" for st in states)
+    print(f"{ds.name}: {ok} of {len(states)} files intact in {to}")
+    return 0 if ok == len(states) else 1
+
+
 def _guess_list(folder) -> str:
     """The shipped list whose files the folder holds most of (so `verify DIR` needs no --list)."""
     from .lib.ingest import corpus_list as cl
@@ -545,7 +601,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .stages import OPTIONAL, STAGES
 
     ap = argparse.ArgumentParser(prog="spacelm", description="RAG benchmark suite for space-operations documents")
-    ap.add_argument("--version", action="version", version=f"spacelm {__version__}")
+    ap.add_argument("--version", action="version", version=version_line(__version__))
     for flag, text in GLOBAL_FLAGS:
         ap.add_argument(flag, action="store_true", help=text)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -653,6 +709,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="verify: the list to check against (default: the shipped list naming most of the folder's files)",
     )
     p.set_defaults(func=cmd_corpus)
+    p = sub.add_parser(
+        "data",
+        help="the external data sets a config can read: list them (licence, size, present?) or fetch one",
+        description="list: every external set (the real corpus, SciFact, TREC DL 2020, the in-domain labels), "
+        "its licence, size and whether it is here, intact; fetch NAME: put it where the configs read it, from "
+        "its public source or from a copy you have (--from DIR), every file checked against the sha256 the "
+        "project records",
+    )
+    p.add_argument("action", choices=["list", "fetch"])
+    p.add_argument("name", nargs="?", help="fetch: the set's name, as `spacelm data list` gives it")
+    p.add_argument("--from", dest="source", metavar="DIR", help="fetch: a folder holding the set's files (a mirror)")
+    p.add_argument("--to", metavar="DIR", help="fetch: where to put it (default: where the configs read it)")
+    p.set_defaults(func=cmd_data)
     _add_drilldown(sub)
     p = sub.add_parser(
         "export-beir",

@@ -11,13 +11,14 @@ import logging
 import time
 from pathlib import Path
 
-from .config import Config
+from .config import Config, ConfigError
 from .lib.names import MANIFEST
 from .lib.records import StageSummary
 from .stages import BY_NAME, LAST, STAGES, stages_for
 from .stages.base import execute, freshness, stage_inputs
 from .stages.lock import folder_locks
 from .stages.manifest import Manifest, output_hashes
+from .stages.provenance import git_tracked
 from .stages.runlog import run_log
 
 log = logging.getLogger("spacelm")
@@ -61,18 +62,25 @@ def _run_stages(cfg: Config, upto: str | None, force: bool, manifest: Manifest |
     from .stages.costs import announce
     from .stages.preflight import check_corpus_size
 
-    # `spacelm run` starts the run's manifest; a one-stage command merges what it computes into it
+    # `spacelm run` starts the run's manifest; a one-stage command merges what it computes into it,
+    # unless the manifest is committed: a one-stage command never rewrites a committed run
     manifest = manifest or Manifest(cfg, command=upto or "run")
+    sealed = upto is not None and bool(git_tracked(cfg.root, [manifest.path]))
     results = {}
     for stage in (s for s in stages_for(cfg) if s is not LAST):  # the report: run_all, `spacelm report`
         t0 = time.perf_counter()
         log.info("%s: %s", stage.name, stage.doc)
-        if force or freshness(stage, cfg, stage_inputs(stage, cfg))[0] != "up to date":
+        forced = force and (upto is None or stage.name == upto)
+        if forced or freshness(stage, cfg, stage_inputs(stage, cfg))[0] != "up to date":
+            if upto is not None:
+                refuse_rewriting_committed(cfg, stage, upto)
             announce(stage.name, cfg)
-        summary = execute(stage, cfg, force=force and (upto is None or stage.name == upto))
+        summary = execute(stage, cfg, force=forced)
         summary["wall_seconds"] = round(time.perf_counter() - t0, 3)
         typed = StageSummary.from_dict(summary)  # the fields every stage's summary may hold, by name
-        if manifest.keeps(summary):  # a one-stage command records only the stages it computed
+        if sealed and not typed.skipped:
+            log.info("%s: %s is committed: a one-stage command leaves it as it is", stage.name, manifest.path.name)
+        if manifest.keeps(summary) and not sealed:  # a one-stage command records only the stages it computed
             if typed.model_identity:
                 manifest.record_model(stage.name, typed.model_identity)
             if typed.get("corpus_list"):  # which listed corpus (name, list sha256) the run measured
@@ -88,6 +96,24 @@ def _run_stages(cfg: Config, upto: str | None, force: bool, manifest: Manifest |
         if stage.name == upto:
             break
     return results
+
+
+class CommittedRun(ConfigError):
+    """A one-stage command would rewrite files a committed run holds or read."""
+
+
+def refuse_rewriting_committed(cfg: Config, stage, command: str) -> None:
+    """CommittedRun when `stage` would write over files git tracks (a committed run's outputs, or the
+    data it read): only `spacelm run` on that run's config remakes a committed run."""
+    tracked = git_tracked(cfg.root, [str(p) for p in stage.outputs(cfg)])
+    if tracked:
+        shown = ", ".join(tracked[:3]) + (f" and {len(tracked) - 3} more" if len(tracked) > 3 else "")
+        raise CommittedRun(
+            f"`spacelm {command}` would recompute stage '{stage.name}' and rewrite {len(tracked)} committed file(s) "
+            f"({shown}); a one-stage command never rewrites a committed run or the data it read. Remake the whole "
+            f"run with `spacelm run --config {cfg.source}`, or write beside it: --set run_name=NAME --set "
+            "paths.results_dir=DIR --set paths.synthetic_dir=DIR2 --set paths.processed_dir=DIR3"
+        )
 
 
 def _counts(summary: dict) -> str:

@@ -15,7 +15,11 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--version"])
     assert e.value.code == 0
-    assert capsys.readouterr().out.strip() == f"spacelm {__version__}"
+    out = capsys.readouterr().out.strip()
+    import re
+
+    # the version and the commit of the code that runs (a checkout: its HEAD, "+dirty" when edited)
+    assert re.fullmatch(rf"spacelm {re.escape(__version__)} \(commit [0-9a-f]{{40}}(\+dirty)?\)", out), out
 
 
 def test_every_subcommand_has_a_help_line_and_description():

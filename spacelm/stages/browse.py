@@ -232,6 +232,8 @@ def collect(cfg: Config, run_dir: Path | None = None, k: int | None = None, text
         }
         row["flags"] = question_flags(row)
         questions.append(row)
+    # the page opens on something to see: answerable questions with graded passages first
+    questions.sort(key=lambda r: (not r["answerable"], not any_graded(r), r["qid"]))
     return {
         "run": cfg.run_name,
         "k": k,
@@ -245,6 +247,11 @@ def collect(cfg: Config, run_dir: Path | None = None, k: int | None = None, text
         "questions": questions,
         "passages": {c: texts[c] for c in sorted(used) if c in texts},
     }
+
+
+def any_graded(row: dict) -> bool:
+    """Whether a question's page row holds a graded passage in any system's list."""
+    return any(p["grade"] is not None for ranked in row["systems"].values() for p in ranked)
 
 
 def _shown(run_dir: Path, cfg: Config) -> str:

@@ -103,6 +103,20 @@ def read_manifest(path) -> dict | None:
     return data if isinstance(data, dict) and isinstance(data.get("stages"), dict) else None
 
 
+def git_tracked(root, paths) -> list[str]:
+    """The files git tracks under `paths` (files or folders, absolute or relative to `root`), as git
+    names them: the committed outputs among them. Empty when `root` is not in a git work tree."""
+    if not paths or not root:
+        return []
+    try:
+        out = subprocess.run(
+            ["git", "ls-files", "-z", "--", *map(str, paths)], cwd=root, capture_output=True, text=True, timeout=20
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return sorted(f for f in out.stdout.split("\0") if f) if out.returncode == 0 else []
+
+
 def git_ignored(root: str | None, paths: list[str]) -> set[str]:
     """Those of `paths` (relative to `root`) that git ignores: files a run writes but never
     commits (such as judge_check/pairs.jsonl). Empty when git cannot tell."""

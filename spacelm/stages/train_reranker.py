@@ -23,6 +23,7 @@ from ..config import Config, ConfigError
 from ..lib.io import read_jsonl, sha256_file, write_json, write_jsonl
 from ..lib.llm.models import TRAINED_META, TRAINED_WEIGHTS, is_trained, trained_folder, trained_name
 from ..lib.retrieval.cross_encoder import (
+    DevCorpus,
     HeldOut,
     TrainingPair,
     TrainResult,
@@ -30,6 +31,7 @@ from ..lib.retrieval.cross_encoder import (
     check_no_leak,
     held_out,
     labelled_pairs,
+    overlapping,
     pair_counts,
     question_key,
     round_trip_filter,
@@ -96,6 +98,7 @@ class TrainingSet(NamedTuple):
     held: HeldOut
     records: list[dict]  # every synthetic question written, kept or dropped (with the reason)
     sources: list[dict]  # one per source: its identity (corpus, writer, labelled folder and split) and counts
+    corpora: dict  # {source: DevCorpus}: what its held-back queries are ranked against to fit BM25's weight
 
 
 def evaluation_questions(cfg: Config, chunks: list) -> list[dict]:
@@ -191,8 +194,9 @@ def synthetic_set(cfg: Config, chunks: list, golden: list, held: HeldOut, turns:
     return records, pairs, source
 
 
-def labelled_set(cfg: Config, spec) -> tuple[list[TrainingPair], dict]:
-    """(pairs, source) of one labelled set the config names."""
+def labelled_set(cfg: Config, spec) -> tuple[list[TrainingPair], DevCorpus, dict]:
+    """(pairs, corpus, source) of one labelled set the config names; `corpus` is what its dev queries
+    are ranked against when BM25's weight is fitted."""
     from ..lib.retrieval.beir import load_beir, qrels_file
 
     t = cfg.retrieval.reranker.train
@@ -210,16 +214,26 @@ def labelled_set(cfg: Config, spec) -> tuple[list[TrainingPair], dict]:
         spec.max_positives,
     )
     qids = sorted({p.query_id for p in pairs})
-    return pairs, {
-        "name": spec.name,
-        "dir": display_path(cfg, folder),
-        "split": spec.split,
-        "min_grade": spec.min_grade,
-        "queries": len(qids),
-        "corpus_sha256": sha256_file(folder / "corpus.jsonl"),
-        "qrels_sha256": sha256_file(qrels_file(folder, spec.split)),
-        "query_ids": qids,
+    ids, texts = data.passages()
+    carried = {(p.query_id, p.passage_id) for p in pairs}
+    exclude = {
+        q: {d for d, g in data.qrels.get(q, {}).items() if g >= spec.min_grade and (q, d) not in carried} for q in qids
     }
+    corpus = DevCorpus(ids, texts, {q: e for q, e in exclude.items() if e})
+    return (
+        pairs,
+        corpus,
+        {
+            "name": spec.name,
+            "dir": display_path(cfg, folder),
+            "split": spec.split,
+            "min_grade": spec.min_grade,
+            "queries": len(qids),
+            "corpus_sha256": sha256_file(folder / "corpus.jsonl"),
+            "qrels_sha256": sha256_file(qrels_file(folder, spec.split)),
+            "query_ids": qids,
+        },
+    )
 
 
 def compute(cfg: Config, chunks: list, questions: list[dict], golden: list, turns: ModelTurns) -> TrainingSet:
@@ -227,19 +241,44 @@ def compute(cfg: Config, chunks: list, questions: list[dict], golden: list, turn
     the labelled sets' pairs; refused (LeakError) if any pair holds an evaluation chunk or question."""
     t = cfg.retrieval.reranker.train
     held = held_out(chunks, questions, t.split, t.neighbours)
-    records, pairs, sources = [], [], []
+    records, pairs, sources, corpora = [], [], [], {}
     if t.questions:
         records, pairs, source = synthetic_set(cfg, chunks, golden, held, turns)
         sources.append(source)
+        corpora["synthetic"] = synthetic_corpus(chunks, held, records)
     for spec in t.labelled:
-        more, source = labelled_set(cfg, spec)
+        if spec.optional and not cfg.path(spec.path).is_dir():
+            sources.append(
+                {
+                    "name": spec.name,
+                    "dir": display_path(cfg, cfg.path(spec.path)),
+                    "split": spec.split,
+                    "skipped": "folder not found (an optional set)",
+                }
+            )
+            continue
+        more, corpora[spec.name], source = labelled_set(cfg, spec)
         pairs += more
         sources.append(source)
     check_no_leak(pairs, held)
     counts = pair_counts(pairs)
     for s in sources:
         s.update(counts.get(s["name"], {"queries": 0, "positives": 0, "negatives": 0}))
-    return TrainingSet(pairs, held, records, sources)
+    return TrainingSet(pairs, held, records, sources, corpora)
+
+
+def synthetic_corpus(chunks: list, held: HeldOut, records: list[dict]) -> DevCorpus:
+    """The training chunks, each kept question's pool leaving out the chunks that share its evidence span."""
+    pool = training_pool(chunks, held)
+    by_doc: dict[str, list] = {}
+    for c in pool:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    exclude = {
+        r["qid"]: set(overlapping(by_doc.get(r["doc_id"], []), int(r["span_start"]), int(r["span_end"])))
+        for r in records
+        if r.get("kept")
+    }
+    return DevCorpus([c.chunk_id for c in pool], [c.text for c in pool], exclude)
 
 
 def describe(cfg: Config, ts: TrainingSet, result: TrainResult, folder: Path) -> dict:
@@ -288,7 +327,15 @@ def build(cfg: Config, out) -> dict:
     folder = out(model_folder(cfg))
     device = cfg.retrieval.resolved_device()
     result = train_cross_encoder(
-        ts.pairs, resolve_model_path(t.base_model), t, cfg.seed, folder, "training the reranker", device
+        ts.pairs,
+        resolve_model_path(t.base_model),
+        t,
+        cfg.seed,
+        folder,
+        "training the reranker",
+        device,
+        cfg.retrieval.bm25,
+        ts.corpora,
     )
     meta = describe(cfg, ts, result, folder)
     write_json(folder / TRAINED_META, meta)
@@ -313,6 +360,8 @@ def build(cfg: Config, out) -> dict:
         "train_pairs_per_second": result.pairs_per_second,
         "loss_first": result.loss_first,
         "loss_last": result.loss_last,
+        "bm25_weight": result.bm25_weight,
+        "bm25_weight_fitted_on": f"{result.dev_queries} training queries held back" if result.dev_queries else None,
         "llm": turns.stats.get(t.writer),
         "model_identity": identity,
     }

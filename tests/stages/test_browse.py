@@ -223,3 +223,14 @@ def test_committed_quick_page_opens_from_disk():
         b.open((ROOT / "results" / "quick" / "browse.html").as_uri())
         assert b.js("document.querySelectorAll('#list button').length") >= 10
         assert b.js("document.getElementById('detail').textContent.length") > 100
+
+
+def test_the_page_opens_on_an_answerable_graded_question(fake_run):
+    root = fake_run.parents[1]
+    with (root / "data" / "synthetic" / "questions.jsonl").open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"qid": "q0", "task": "direct_qa", "question": "Ungraded?", "kept": True}) + "\n")
+    with (fake_run / "retrieval" / "rankings.jsonl").open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"qid": "q0", "system": "bm25", "ranking": [["c4", 1.0]]}) + "\n")
+    data = collect(_cfg(fake_run), fake_run)
+    # graded and answerable, then answerable, then unanswerable (q0 sorts first by id alone)
+    assert [q["qid"] for q in data["questions"]] == ["q1", "q0", "q2"]

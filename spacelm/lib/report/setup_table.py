@@ -70,12 +70,24 @@ def trained_on(stage: dict | None) -> str:
                 f"{src.get('questions_kept', '?')} of {src.get('questions_written', '?')} synthetic questions by "
                 f"{src.get('writer', '?')} over {src.get('training_chunks', '?')} chunks"
             )
+        elif src.get("skipped"):
+            parts.append(f"not {src.get('name')} ({src.get('dir')}: {src['skipped']})")
         else:
             parts.append(f"{src.get('name')} {src.get('split', '')} ({src.get('queries', '?')} queries)")
     held = stage.get("held_out") or {}
+    weight = stage.get("bm25_weight")
+    mix = (
+        f"; scored as cross-encoder + BM25 score, weight {weight:g}"
+        + (f" (fitted on {stage['bm25_weight_fitted_on']})" if stage.get("bm25_weight_fitted_on") else "")
+        if weight
+        else ""
+    )
+    sha = (stage.get("model_identity") or {}).get("sha256")
     return (
         f"; trained on {' + '.join(parts)} ({stage.get('pairs', '?')} pairs), "
         f"{held.get('chunks', '?')} chunks of the {held.get('questions', '?')} evaluation questions held out"
+        + mix
+        + (f"; checkpoint sha256 {sha[:12]}" if sha else "")
     )
 
 

@@ -20,6 +20,7 @@ Pure functions of their inputs but for :func:`bm25_rankings` (builds an index) a
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import random
@@ -28,6 +29,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from .segment_cosine import SegmentCosineCrossEncoder
 from .systems import BM25Config, RerankerTraining
@@ -80,6 +83,9 @@ class TrainResult:
     pairs_per_second: float
     loss_first: float
     loss_last: float
+    bm25_weight: float = 0.0  # BM25's weight in the reranking score (fitted on the dev queries, or set)
+    dev_queries: int = 0  # training queries held back to fit it
+    dev_curve: tuple = ()  # (weight, dev nDCG@10) per weight tried
 
 
 def question_key(text: str) -> str:
@@ -262,6 +268,92 @@ def pair_counts(pairs: Sequence[TrainingPair]) -> dict:
     return {k: {**v, "queries": len(v["queries"])} for k, v in sorted(out.items())}
 
 
+# --------------------------------------------------------------------------- the BM25 weight
+def dev_split(pairs: Sequence[TrainingPair], share: float, seed: int) -> tuple[list, list]:
+    """(train, dev): a seeded `share` of the query groups (source, query) held back from training,
+    to fit BM25's weight on; none when there are fewer than 10 groups."""
+    keys = sorted({(p.source, p.query_id) for p in pairs})
+    n = round(share * len(keys)) if len(keys) >= 10 else 0
+    dev = set(_rng(seed, "dev").sample(keys, n)) if n else set()
+    return [p for p in pairs if (p.source, p.query_id) not in dev], [p for p in pairs if (p.source, p.query_id) in dev]
+
+
+def _ndcg10(labels: Sequence[float], scores: Sequence[float]) -> float:
+    import math
+
+    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+    dcg = sum(labels[i] / math.log2(r + 2) for r, i in enumerate(order[:10]))
+    idcg = sum(g / math.log2(r + 2) for r, g in enumerate(sorted(labels, reverse=True)[:10]))
+    return dcg / idcg if idcg else 0.0
+
+
+def fit_bm25_weight(groups: Sequence[tuple], grid: Sequence[float] = tuple(i / 10 for i in range(11))):
+    """(weight, curve): the weight of `grid` whose mix (`systems.mix_scores`) of each group's
+    cross-encoder and BM25 scores gives the best mean nDCG@10 of its labels, the smallest on a tie;
+    `groups` are (labels, cross scores, bm25 scores), one per query; `curve` is ((w, nDCG@10), ...)."""
+    from .systems import mix_scores
+
+    curve = []
+    for w in grid:
+        nd = [_ndcg10(lab, mix_scores(c, b, w) if w < 1 else list(b)) for lab, c, b in groups]
+        curve.append((float(w), round(sum(nd) / max(1, len(nd)), 4)))
+    best = max(curve, key=lambda wc: (wc[1], -wc[0]))
+    return best[0], tuple(curve)
+
+
+@dataclass(frozen=True)
+class DevCorpus:
+    """What a dev query of one source is ranked against when BM25's weight is fitted: the source's
+    passages (the training chunks, or a labelled set's corpus), and per query the passages left out
+    of its pool (chunks sharing a synthetic question's evidence span, graded positives a pair does
+    not carry)."""
+
+    ids: Sequence[str]
+    texts: Sequence[str]
+    exclude: dict = dataclasses.field(default_factory=dict)  # {query_id: set of passage ids}
+
+
+def pool_groups(ce, dev: Sequence[TrainingPair], corpora: dict, bm25: BM25Config, depth: int) -> list[tuple]:
+    """(labels, cross scores, bm25 scores) of each dev query over a pool as the reranker meets one:
+    its BM25 top `depth` over its source's corpus (`corpora[source]`, a :class:`DevCorpus`) and its
+    positives, less its excluded passages; a passage no pair marks positive counts as not relevant."""
+    from .systems import BM25Retriever
+
+    by_query: dict[tuple, list[TrainingPair]] = {}
+    for p in dev:
+        by_query.setdefault((p.source, p.query_id), []).append(p)
+    pools = []  # (query, labels, passage texts, bm25 scores)
+    for source in sorted({s for s, _ in by_query}):
+        corpus = corpora.get(source)
+        if corpus is None or not corpus.ids:
+            continue
+        index = BM25Retriever(bm25).index(corpus.ids, corpus.texts)
+        text_of = dict(zip(corpus.ids, corpus.texts))
+        col = {d: i for i, d in enumerate(index.ids)}
+        keys = sorted(k for k in by_query if k[0] == source)
+        rows = index.scores([by_query[k][0].query for k in keys])
+        for k, row in zip(keys, rows):
+            pos = {p.passage_id for p in by_query[k] if p.label > 0.5 and p.passage_id in col}
+            top = [index.ids[i] for i in np.argsort(-row, kind="stable")[:depth]]
+            left_out = corpus.exclude.get(k[1], set()) - pos
+            ids = [d for d in dict.fromkeys([*top, *sorted(pos)]) if d not in left_out]
+            if pos and len(ids) > 1:
+                pools.append(
+                    (
+                        by_query[k][0].query,
+                        [float(d in pos) for d in ids],
+                        [text_of[d] for d in ids],
+                        [float(row[col[d]]) for d in ids],
+                    )
+                )
+    cross = ce.predict([(q, t) for q, _, texts, _ in pools for t in texts], batch_size=32) if pools else []
+    out, at = [], 0
+    for _, labels, texts, bm in pools:
+        out.append((labels, [float(x) for x in cross[at : at + len(texts)]], bm))
+        at += len(texts)
+    return out
+
+
 # --------------------------------------------------------------------------- training
 def _batches(n: int, size: int, epochs: int, seed: int) -> list[list[int]]:
     """Index batches over `epochs` passes, each pass in its own seeded order."""
@@ -321,16 +413,26 @@ def train_cross_encoder(
     out_dir: Path,
     progress: str | None = None,
     device: str = "cpu",
+    bm25: BM25Config | None = None,
+    dev_corpora: dict | None = None,
 ) -> TrainResult:
     """Fine-tune a :class:`SegmentCosineCrossEncoder` started from the encoder at `base_model_path`
     on `pairs`: each query's positives against its negatives (listwise softmax cross-entropy at
     the model's scale; AdamW, linear warm-up and decay, gradients clipped at 1), then save it to
     `out_dir`. Seeded: the batch order and dropout follow `seed`. A query with no positive or no
-    negative teaches nothing and is skipped."""
+    negative teaches nothing and is skipped.
+
+    BM25's weight in the reranking score (`settings.bm25_weight`) is set, or fitted ("fit") on
+    `settings.dev_share` of the training queries, held back from training, each ranked over its
+    BM25 top `settings.negative_depth` in its source's corpus (`dev_corpora`, see :func:`pool_groups`;
+    :func:`fit_bm25_weight`); the saved model carries it."""
     import torch
 
     from ..progress import progress_bar
 
+    dev: list[TrainingPair] = []
+    if settings.bm25_weight == "fit":
+        pairs, dev = dev_split(pairs, settings.dev_share, seed)
     batches = query_groups(pairs, settings.batch_size, settings.epochs, seed)
     if not batches:
         raise ValueError("no training query has both a positive and a negative: nothing to train the cross-encoder on")
@@ -376,6 +478,12 @@ def train_cross_encoder(
     if bar is not None:
         bar.close()
     model.eval()
+    weight, curve, groups = (float(settings.bm25_weight) if settings.bm25_weight != "fit" else 0.0), (), []
+    if settings.bm25_weight == "fit" and dev:
+        groups = pool_groups(ce, dev, dev_corpora or {}, bm25 or BM25Config(), settings.negative_depth)
+        if groups:
+            weight, curve = fit_bm25_weight(groups)
+    ce.bm25_weight = weight
     ce.to("cpu").save(Path(out_dir))
     tenth = max(1, len(losses) // 10)
     return TrainResult(
@@ -386,4 +494,7 @@ def train_cross_encoder(
         pairs_per_second=round(n_pairs / max(seconds, 1e-9), 2),
         loss_first=round(sum(losses[:tenth]) / tenth, 4),
         loss_last=round(sum(losses[-tenth:]) / tenth, 4),
+        bm25_weight=weight,
+        dev_queries=len(groups),
+        dev_curve=curve,
     )

@@ -28,8 +28,11 @@ class SegmentCosineCrossEncoder:
 
     kind = "segment-cosine"
 
-    def __init__(self, model, tokenizer, max_length: int, scale: float = 20.0):
+    def __init__(self, model, tokenizer, max_length: int, scale: float = 20.0, bm25_weight: float = 0.0):
         self.model, self.tokenizer, self.max_length, self.scale = model, tokenizer, max_length, scale
+        # the first-stage BM25 score's weight when reranking (fitted on training data, 0: none); see
+        # `systems.mix_scores`
+        self.bm25_weight = bm25_weight
 
     @classmethod
     def from_encoder(cls, path: str, max_length: int, scale: float = 20.0) -> SegmentCosineCrossEncoder:
@@ -45,6 +48,7 @@ class SegmentCosineCrossEncoder:
         if head.get("score") != cls.kind:
             raise ValueError(f"{Path(folder) / HEAD_FILE}: score {head.get('score')!r}, expected {cls.kind!r}")
         model = cls.from_encoder(str(folder), int(head["max_length"]), float(head["scale"]))
+        model.bm25_weight = float(head.get("bm25_weight") or 0.0)
         model.to(device)
         model.model.eval()
         return model
@@ -62,7 +66,13 @@ class SegmentCosineCrossEncoder:
         Path(folder).mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(str(folder))
         self.tokenizer.save_pretrained(str(folder))
-        head = {"score": self.kind, "scale": self.scale, "max_length": self.max_length, "pooling": "mean per segment"}
+        head = {
+            "score": self.kind,
+            "scale": self.scale,
+            "max_length": self.max_length,
+            "pooling": "mean per segment",
+            "bm25_weight": self.bm25_weight,
+        }
         (Path(folder) / HEAD_FILE).write_text(json.dumps(head, indent=2) + "\n", encoding="utf-8")
 
     def features(self, queries: Sequence[str], passages: Sequence[str]) -> dict:

@@ -66,6 +66,9 @@ class LabelledSet:
     min_grade: int = 1
     max_queries: int | None = None  # a seeded sample of the split's queries (None: all)
     max_positives: int = 2  # per query, the highest graded first (TREC DL grades dozens per query)
+    # a set a clone may lack (evaluation data kept outside the repository): when its folder is missing
+    # the model trains without it, and `check`, the stage's summary and the report say so
+    optional: bool = False
 
 
 @dataclass
@@ -97,6 +100,11 @@ class RerankerTraining:
     learning_rate: float = 2e-5
     warmup_share: float = 0.1
     max_length: int = 256
+    # the weight of BM25's score mixed into the trained cross-encoder's when it reranks (see
+    # `mix_scores`): "fit" picks it from 0, 0.1, ..., 1 on `dev_share` of the training queries held
+    # back from training (their positive's nDCG@10 among its negatives), or a number in [0, 1]
+    bm25_weight: Literal["fit"] | float = "fit"
+    dev_share: float = 0.15
 
     def problems(self) -> list[tuple[str, str]]:
         """(key under `retrieval.reranker.train`, what is wrong and the fix) for every bad value."""
@@ -117,6 +125,10 @@ class RerankerTraining:
             out.append(("negative_depth", f"must be >= negatives ({self.negatives}), got {self.negative_depth}"))
         if not 0 < self.learning_rate < 1:
             out.append(("learning_rate", f"must be between 0 and 1, got {self.learning_rate!r}"))
+        if self.bm25_weight != "fit" and not 0 <= self.bm25_weight <= 1:
+            out.append(("bm25_weight", f"must be 'fit' or a number in [0, 1], got {self.bm25_weight!r}"))
+        if not 0 < self.dev_share < 0.5:
+            out.append(("dev_share", f"must be in (0, 0.5), got {self.dev_share!r}"))
         if not 0 <= self.warmup_share < 1:
             out.append(("warmup_share", f"must be in [0, 1), got {self.warmup_share!r}"))
         names = [s.name for s in self.labelled]
@@ -498,17 +510,42 @@ class BiEncoderReranker:
         return [[float(np.dot(q[i], embs[d])) for d in pool] for i, pool in enumerate(pools)]
 
 
+def zscores(xs: Sequence[float]) -> np.ndarray:
+    """Scores centred on their mean and divided by their standard deviation (all 0 when constant)."""
+    a = np.asarray(xs, dtype=float)
+    sd = a.std()
+    return (a - a.mean()) / sd if sd > 0 else np.zeros_like(a)
+
+
+def mix_scores(cross: Sequence[float], bm25: Sequence[float], weight: float) -> list[float]:
+    """One pool's cross-encoder scores interpolated with its BM25 scores: each z-normalised over the
+    pool, then `(1 - weight) * cross + weight * bm25` (weight 0: the cross-encoder alone)."""
+    if not weight:
+        return [float(x) for x in cross]
+    return [float(x) for x in (1 - weight) * zscores(cross) + weight * zscores(bm25)]
+
+
 class CrossEncoderReranker:
     """A true cross-encoder reading query and passage together: one relevance score per pair. `model`:
     `trained:<name>` (the segment-cosine model the suite trains, see `cross_encoder.py`), or any
     sentence_transformers.CrossEncoder: `embedded:<name>`, a folder or a hub name. `precision` "int8" quantises
     its linear layers dynamically (CPU). A pair is scored once per process (bm25+rerank and
-    dense+rerank share most of their pools); `pairs` and `seconds` count the pairs it scored."""
+    dense+rerank share most of their pools); `pairs` and `seconds` count the pairs it scored.
+
+    A trained model carries the weight of BM25's score fitted on its training data (`bm25_weight`,
+    0: none): each pool is then ranked by :func:`mix_scores` of the cross-encoder's and BM25's scores
+    (BM25 over all `texts` with `bm25`'s settings, whatever the first stage was)."""
 
     kind = "cross-encoder"
 
     def __init__(
-        self, model: str, texts: dict[str, str], batch_size: int = 16, precision: str = "fp32", device: str = "cpu"
+        self,
+        model: str,
+        texts: dict[str, str],
+        batch_size: int = 16,
+        precision: str = "fp32",
+        device: str = "cpu",
+        bm25: BM25Config | None = None,
     ):
         from ..llm.models import resolve_model_path
 
@@ -530,8 +567,27 @@ class CrossEncoderReranker:
         self.pairs = 0
         self.seconds = 0.0
         self.scored: dict[tuple[str, str], float] = {}
+        self.bm25_weight = float(getattr(self.model, "bm25_weight", 0.0) or 0.0)
+        self.bm25_cfg = bm25 or BM25Config()
+        self._bm25: BM25Retriever | None = None
+
+    def bm25_scores(self, queries: Sequence[str], pools: Sequence[Sequence[str]]) -> list[list[float]]:
+        """Each pool's BM25 scores for its query, over an index of all the reranker's texts."""
+        if self._bm25 is None:
+            self._bm25 = BM25Retriever(self.bm25_cfg).index(list(self.texts), list(self.texts.values()))
+            self._col = {d: i for i, d in enumerate(self._bm25.ids)}
+        rows = self._bm25.scores(list(queries))
+        return [[float(row[self._col[d]]) for d in pool] for row, pool in zip(rows, pools)]
 
     def rescore(self, queries: Sequence[str], pools: Sequence[Sequence[str]]) -> list[list[float]]:
+        cross = self.cross_scores(queries, pools)
+        if not self.bm25_weight:
+            return cross
+        bm = self.bm25_scores(queries, pools)
+        return [mix_scores(c, b, self.bm25_weight) for c, b in zip(cross, bm)]
+
+    def cross_scores(self, queries: Sequence[str], pools: Sequence[Sequence[str]]) -> list[list[float]]:
+        """The cross-encoder's own score of each pool passage (no BM25 in it)."""
         import time
 
         todo = list(dict.fromkeys((q, d) for q, pool in zip(queries, pools) for d in pool if (q, d) not in self.scored))
@@ -630,7 +686,12 @@ def quantise_int8(cross_encoder) -> None:
 
 
 def make_reranker(
-    cfg: RerankerConfig, texts: dict[str, str], cache_dir: Path | None = None, llm=None, device: str = "cpu"
+    cfg: RerankerConfig,
+    texts: dict[str, str],
+    cache_dir: Path | None = None,
+    llm=None,
+    device: str = "cpu",
+    bm25: BM25Config | None = None,
 ):
     if cfg.kind == "biencoder":
         return BiEncoderReranker(
@@ -638,7 +699,7 @@ def make_reranker(
             texts,
         )
     if cfg.kind == "cross-encoder":
-        return CrossEncoderReranker(cfg.model, texts, cfg.batch_size, cfg.precision, device)
+        return CrossEncoderReranker(cfg.model, texts, cfg.batch_size, cfg.precision, device, bm25)
     if cfg.kind == "llm":
         if llm is None:
             raise ValueError("retrieval.reranker.kind 'llm' needs a judge model (models.judge)")
@@ -669,7 +730,9 @@ def build_systems(
     for n in names:
         if n.endswith("+rerank"):
             if reranker is None:
-                reranker = make_reranker(setup.reranker, dict(zip(ids, texts)), cache_dir, llm, setup.device)
+                reranker = make_reranker(
+                    setup.reranker, dict(zip(ids, texts)), cache_dir, llm, setup.device, setup.bm25
+                )
             systems[n] = RerankedRetriever(
                 base[n.split("+")[0]], reranker, pool_size(setup.pool, len(ids), setup.k_values, setup.pool_max)
             )

@@ -127,9 +127,10 @@ def test_labelled_pairs_take_graded_negatives_first_then_ungraded_bm25_neighbour
 
 def test_training_settings_name_each_bad_value():
     assert RerankerTraining().problems() == []
-    bad = RerankerTraining(negatives=0, learning_rate=2.0, questions=0)
+    bad = RerankerTraining(negatives=0, learning_rate=2.0, questions=0, bm25_weight=1.5, dev_share=0.0)
     keys = [k for k, _ in bad.problems()]
-    assert keys == ["negatives", "learning_rate", "questions"]
+    assert keys == ["negatives", "learning_rate", "bm25_weight", "dev_share", "questions"]
+    assert RerankerTraining(bm25_weight=0.3).problems() == []
     from spacelm.lib.retrieval.systems import LabelledSet
 
     test_split = RerankerTraining(labelled=[LabelledSet("scifact", "../shared/beir/scifact", "test")])
@@ -278,7 +279,9 @@ def test_a_tiny_cross_encoder_trained_on_hand_built_pairs_ranks_a_held_out_posit
         for j in (1, 3):
             k = (i + j) % len(FACTS)
             pairs.append(TrainingPair(f"q{i}", _question(topic), f"p{k}", FACTS[k][1], 0.0, "hand"))
-    settings = RerankerTraining(epochs=5, batch_size=8, learning_rate=3e-4, warmup_share=0.0, max_length=64)
+    settings = RerankerTraining(
+        epochs=5, batch_size=8, learning_rate=3e-4, warmup_share=0.0, max_length=64, bm25_weight=0.0
+    )
     folder = tmp_path / "models" / "trained" / "ce-tiny"
     result = train_cross_encoder(pairs, resolve_model_path("embedded:minilm"), settings, 13, folder)
     assert result.steps == 15 and result.loss_last < result.loss_first
@@ -346,3 +349,92 @@ def test_the_listwise_loss_is_low_when_each_positive_outscores_its_own_negatives
     # a group's scores are compared within the group only: shifting one group changes nothing
     shifted = listwise_loss(torch.tensor([5.0, 0.0, 0.0, 105.0, 100.0]), labels, [3, 2])
     assert good < 0.02 < bad and abs(float(shifted) - float(good)) < 1e-5
+
+
+# --------------------------------------------------------------------------- BM25's weight
+def test_mixing_z_normalises_each_score_over_the_pool_and_weight_zero_keeps_the_cross_encoder():
+    from spacelm.lib.retrieval.systems import mix_scores
+
+    cross, bm25 = [3.0, 1.0, 2.0], [10.0, 30.0, 20.0]
+    assert mix_scores(cross, bm25, 0.0) == cross
+    assert mix_scores(cross, bm25, 1.0) == pytest.approx([-1.2247, 1.2247, 0.0], abs=1e-4)
+    half = mix_scores(cross, bm25, 0.5)
+    assert half == pytest.approx([0.0, 0.0, 0.0], abs=1e-9)  # opposite orders cancel
+    assert mix_scores([1.0, 1.0], [2.0, 1.0], 0.5) == pytest.approx([0.5, -0.5])  # a constant score adds nothing
+
+
+def test_the_fitted_weight_is_the_one_that_ranks_held_back_positives_best():
+    from spacelm.lib.retrieval.cross_encoder import fit_bm25_weight
+
+    # the cross-encoder alone ranks the positive last in both groups; BM25 ranks it first: w 1 wins
+    groups = [([1, 0, 0], [0.0, 1.0, 2.0], [9.0, 1.0, 0.0]), ([0, 1, 0], [5.0, 0.0, 4.0], [0.0, 7.0, 1.0])]
+    w, curve = fit_bm25_weight(groups)
+    assert w >= 0.6 and dict(curve)[1.0] == 1.0 and dict(curve)[0.0] < 0.6
+    # and the reverse: the cross-encoder right, BM25 wrong -> the smallest weight on the tie
+    flipped = [(lab, b, c) for lab, c, b in groups]
+    assert fit_bm25_weight(flipped)[0] == 0.0
+
+
+def test_the_dev_queries_are_whole_groups_held_back_from_training_and_seeded():
+    from spacelm.lib.retrieval.cross_encoder import dev_split
+
+    pairs = [
+        TrainingPair(f"q{i}", f"question {i}", f"p{i}-{j}", "text", float(j == 0), "s")
+        for i in range(20)
+        for j in range(3)
+    ]
+    train, dev = dev_split(pairs, 0.15, 7)
+    assert len(dev) == 9 and len(train) == 51
+    assert not {p.query_id for p in dev} & {p.query_id for p in train}
+    assert dev_split(pairs, 0.15, 7) == (train, dev) and dev_split(pairs, 0.15, 8)[1] != dev
+    assert dev_split(pairs[:27], 0.15, 7)[1] == []  # under 10 queries: nothing held back
+
+
+def test_a_model_carrying_a_bm25_weight_ranks_each_pool_by_the_mix(monkeypatch):
+    import sys
+    import types
+
+    from spacelm.lib.retrieval.systems import CrossEncoderReranker
+
+    class Scripted:  # a cross-encoder that prefers short passages, fitted with BM25 weight 0.8
+        bm25_weight = 0.8
+
+        def __init__(self, path, device):
+            pass
+
+        def predict(self, pairs, batch_size, show_progress_bar):
+            return [-float(len(p)) for _, p in pairs]
+
+    monkeypatch.setitem(sys.modules, "sentence_transformers", types.SimpleNamespace(CrossEncoder=Scripted))
+    texts = {
+        "toc": "Contents",
+        "answer": "The conjunction screening volume around the station is a box of two by fifty by fifty kilometres",
+        "other": "Launch windows are chosen to avoid close approaches with tracked debris objects in orbit",
+    }
+    r = CrossEncoderReranker("some/model", texts)
+    (alone,) = r.cross_scores(["station screening volume box kilometres"], [list(texts)])
+    assert max(zip(alone, texts))[1] == "toc"
+    (mixed,) = r.rescore(["station screening volume box kilometres"], [list(texts)])
+    assert max(zip(mixed, texts))[1] == "answer"
+
+
+def test_a_dev_query_is_ranked_over_its_bm25_pool_in_its_own_corpus_less_what_shares_its_span():
+    from spacelm.lib.retrieval.cross_encoder import DevCorpus, pool_groups
+
+    class Length:  # stands in for the trained model: longer passages score higher
+        def predict(self, pairs, batch_size):
+            return [float(len(p)) for _, p in pairs]
+
+    ids = ["c1", "c2", "c3", "c4"]
+    texts = ["orbit debris screening volume", "debris screening in orbit, the neighbour", "launch window", "x"]
+    dev = [
+        TrainingPair("q1", "debris screening orbit", "c1", texts[0], 1.0, "synthetic"),
+        TrainingPair("q1", "debris screening orbit", "c3", texts[2], 0.0, "synthetic"),
+        TrainingPair("q9", "a query of a source with no corpus", "z", "z", 1.0, "elsewhere"),
+    ]
+    corpora = {"synthetic": DevCorpus(ids, texts, {"q1": {"c2"}})}
+    (group,) = pool_groups(Length(), dev, corpora, BM25Config(), depth=3)
+    labels, cross, bm25 = group
+    # the pool: BM25's top 3 (c1, c2, and one more) less c2 (it shares the span), positive c1 first
+    assert labels[0] == 1.0 and sum(labels) == 1.0 and len(labels) == 2
+    assert cross[0] == float(len(texts[0])) and bm25[0] > bm25[1]

@@ -1,0 +1,226 @@
+"""The reranker a config uses, measured where it matters: per set and first stage, before and after.
+
+    python bench/reranker_eval.py --config configs/standard.yaml --out results/reranker.json \
+        [--labels ../shared/judge/space-corpus] [--scifact ../shared/beir/scifact --scifact-queries 100] \
+        [--trec ../shared/judge/trec-dl-2020]
+
+The checkpoint is the one `retrieval.reranker.model` names (a `trained:<name>` must have been trained:
+`spacelm train-reranker --config ...`); its sha256, the settings that trained it and BM25's weight in
+its score are recorded. Each first stage (BM25, dense, as the config sets them) ranks the whole set;
+its top `retrieval.pool` is reranked twice: by the model as the config runs it (cross-encoder + BM25
+score at the fitted weight) and by the cross-encoder alone (weight 0, the ablation's row). Sets:
+
+- `golden`: the config's golden samples over its chunks, gold = the chunks holding the golden passage's
+  span (the overlap rule of `lib/retrieval/span_gold.py`); hit@3 = a gold chunk in the top 3;
+- `labels`: graded in-domain labels (BEIR layout, queries with a passage graded 2 or 3); their pool is
+  shallow, so nDCG@10 is on condensed lists (unjudged passages left out) and `holes@10`, the mean
+  number of unjudged passages in the full top 10, is printed beside; hit@3 = grade >= 2 in the condensed top 3;
+- `scifact`: BEIR SciFact test (the first `--scifact-queries` queries); unjudged = not relevant;
+- `trec-dl-2020`: TREC DL 2020 passages with NIST grades (the corpus is the judged pool); nDCG@10 on
+  the grades, hit@3 = grade >= 2 (TREC DL's passage convention), queries with such a passage.
+
+Per row: n, nDCG@10 and hit@3 before and after, the paired difference (after - before) with its 95%
+bootstrap CI over queries, the share of top-3 passages under 400 characters, and (in-domain sets) the
+share of top-3 passages the synth checks call boilerplate. Nothing here trains or tunes the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SHORT = 400  # characters: a passage under this is a fragment (a heading, a contents line, a caption)
+
+
+def ndcg10(ranked, rel, condensed=False):
+    ranked = [d for d in ranked if d in rel] if condensed else list(ranked)
+    dcg = sum((2 ** rel.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(ranked[:10]))
+    ideal = sorted(rel.values(), reverse=True)[:10]
+    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def paired(before, after, seed=0, n=2000):
+    import numpy as np
+
+    d = np.asarray(after, dtype=float) - np.asarray(before, dtype=float)
+    rng = np.random.default_rng(seed)
+    boots = d[rng.integers(0, len(d), (n, len(d)))].mean(axis=1)
+    return {
+        "diff": round(float(d.mean()), 4),
+        "ci": [round(float(np.percentile(boots, 2.5)), 4), round(float(np.percentile(boots, 97.5)), 4)],
+    }
+
+
+def read_jsonl(p):
+    return [json.loads(x) for x in Path(p).read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def beir_set(folder, split=None, min_grade=1):
+    """(ids, texts, queries {qid: text}, qrels {qid: {doc: grade}}) of a BEIR-layout folder."""
+    folder = Path(folder)
+    corpus = read_jsonl(folder / "corpus.jsonl")
+    queries = {str(r["_id"]): r["text"] for r in read_jsonl(folder / "queries.jsonl")}
+    qfile = folder / "qrels" / f"{split}.tsv" if split else folder / "qrels.tsv"
+    qrels: dict = {}
+    for i, line in enumerate(qfile.read_text().splitlines()):
+        p = line.split("\t")
+        if i and len(p) == 3:
+            qrels.setdefault(p[0], {})[p[1]] = int(p[2])
+    qrels = {q: r for q, r in qrels.items() if q in queries and max(r.values()) >= min_grade}
+    ids = [str(c["_id"]) for c in corpus]
+    texts = [(c.get("title", "") + " " + c["text"]).strip() for c in corpus]
+    return ids, texts, queries, qrels
+
+
+def measure(name, sets_row, first, reranker, queries, qrels, texts, pool, hit_grade, condensed, boiler):
+    """Rows for one set and one first stage: before, after (as configured), the cross-encoder alone."""
+    import numpy as np
+
+    qids = sorted(qrels)
+    qtexts = [queries[q] for q in qids]
+    pools = [[d for d, _ in r] for r in first.search(qtexts, pool)]
+    cross = reranker.cross_scores(qtexts, pools)
+    mixed = reranker.rescore(qtexts, pools)
+    lists = {
+        "before": pools,
+        "after": [[pl[i] for i in np.argsort(-np.asarray(s), kind="stable")] for pl, s in zip(pools, mixed)],
+        "cross-encoder alone": [
+            [pl[i] for i in np.argsort(-np.asarray(s), kind="stable")] for pl, s in zip(pools, cross)
+        ],
+    }
+    out = {"n": len(qids)}
+    per = {}
+    for key, ranked in lists.items():
+        nd = [ndcg10(r, qrels[q], condensed) for q, r in zip(qids, ranked)]
+        top3 = [([d for d in r if d in qrels[q]] if condensed else r)[:3] for q, r in zip(qids, ranked)]
+        hit = [float(any(qrels[q].get(d, 0) >= hit_grade for d in t)) for q, t in zip(qids, top3)]
+        row = {
+            "ndcg@10": round(float(np.mean(nd)), 4),
+            "hit@3": round(float(np.mean(hit)), 4),
+            "short_top3": round(float(np.mean([len(texts[d]) < SHORT for r in ranked for d in r[:3]])), 4),
+        }
+        if boiler is not None:
+            row["boilerplate_top3"] = round(float(np.mean([d in boiler for r in ranked for d in r[:3]])), 4)
+        if condensed:
+            row["holes@10"] = round(
+                float(np.mean([sum(d not in qrels[q] for d in r[:10]) for q, r in zip(qids, ranked)])), 2
+            )
+        per[key] = (nd, hit)
+        out[key] = row
+    for key in ("after", "cross-encoder alone"):
+        out[key]["ndcg@10_diff"] = paired(per["before"][0], per[key][0])
+        out[key]["hit@3_diff"] = paired(per["before"][1], per[key][1])
+    out["per_query"] = {"qids": qids, "ndcg@10": {k: [round(x, 4) for x in v[0]] for k, v in per.items()}}
+    sets_row[name] = out
+    print(name, json.dumps({k: v for k, v in out.items() if k != "per_query"}), flush=True)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", required=True)
+    ap.add_argument("--out", default="results/reranker.json")
+    ap.add_argument("--labels", help="in-domain graded labels (BEIR layout), e.g. ../shared/judge/space-corpus")
+    ap.add_argument("--scifact", help="BEIR SciFact folder (its test split is measured)")
+    ap.add_argument("--scifact-queries", type=int, default=100)
+    ap.add_argument(
+        "--trec", help="TREC DL 2020 folder (BEIR layout with qrels.tsv), e.g. ../shared/judge/trec-dl-2020"
+    )
+    ap.add_argument("--sets", default="golden,labels,scifact,trec-dl-2020")
+    args = ap.parse_args(argv)
+
+    from spacelm.config import load_config
+    from spacelm.lib.io import write_json
+    from spacelm.lib.llm.models import TRAINED_META, is_trained, resolve_model_path, trained_folder, trained_name
+    from spacelm.lib.retrieval.systems import BM25Retriever, CrossEncoderReranker, DenseRetriever
+    from spacelm.lib.synth.checks import boilerplate_reason
+    from spacelm.stages.data import golden_questions, load_chunks
+    from spacelm.stages.retrieve import gold_qrels
+
+    cfg = load_config(args.config)
+    rc = cfg.retrieval
+    if rc.reranker.kind != "cross-encoder":
+        raise SystemExit(
+            f"{args.config}: retrieval.reranker.kind is {rc.reranker.kind!r}; this bench measures a cross-encoder"
+        )
+    wanted = args.sets.split(",")
+    pool = int(rc.pool) if float(rc.pool).is_integer() and rc.pool >= 1 else 100
+    model_path = resolve_model_path(rc.reranker.model)
+    record = {
+        "config": args.config,
+        "model": rc.reranker.model,
+        "pool": pool,
+        "short_passage_chars": SHORT,
+        "intervals": "95% bootstrap over queries (2,000 draws), paired: after - before",
+    }
+    if is_trained(rc.reranker.model):
+        meta = json.loads((trained_folder(trained_name(rc.reranker.model)) / TRAINED_META).read_text())
+        record["checkpoint"] = {
+            "sha256": meta["sha256"],
+            "settings": meta["settings"],
+            "sources": [{k: v for k, v in s.items() if k != "query_ids"} for s in meta["training"]["sources"]],
+            "pairs": meta["training"]["pairs"],
+            "result": meta["result"],
+        }
+    else:
+        record["checkpoint"] = {"path": str(model_path)}
+    sets: dict = {}
+    record["sets"] = sets
+    t0 = time.perf_counter()
+
+    def stages(ids, texts, dense_cache):
+        bm = BM25Retriever(rc.bm25).index(ids, texts)
+        dense = DenseRetriever.from_config(rc.dense, dense_cache, rc.resolved_device()).index(ids, texts)
+        rr = CrossEncoderReranker(
+            rc.reranker.model, dict(zip(ids, texts)), rc.reranker.batch_size, "fp32", rc.resolved_device(), rc.bm25
+        )
+        return {"bm25": bm, "dense": dense}, rr
+
+    cache = cfg.cache_dir
+    if "golden" in wanted or "labels" in wanted:
+        chunks = load_chunks(cfg)
+        ids, texts = [c.chunk_id for c in chunks], [c.text for c in chunks]
+        text_of = dict(zip(ids, texts))
+        boiler = {c.chunk_id for c in chunks if boilerplate_reason(c.text)}
+        firsts, rr = stages(ids, texts, cache)
+        record["weight"] = rr.bm25_weight
+        if "golden" in wanted:
+            golden = [g for g in golden_questions(cfg, chunks) if g["answerable"]]
+            qrels = {q: r for q, r in gold_qrels(golden, chunks).items()}
+            queries = {g["qid"]: g["question"] for g in golden}
+            for fs, first in firsts.items():
+                measure(f"golden/{fs}", sets, first, rr, queries, qrels, text_of, pool, 1, False, boiler)
+        if "labels" in wanted and args.labels:
+            _, _, queries, qrels = beir_set(args.labels, min_grade=2)
+            for fs, first in firsts.items():
+                measure(f"labels/{fs}", sets, first, rr, queries, qrels, text_of, pool, 2, True, boiler)
+    for name, folder, split, min_grade, nq in (
+        ("scifact", args.scifact, "test", 1, args.scifact_queries),
+        ("trec-dl-2020", args.trec, None, 2, None),
+    ):
+        if name not in wanted or not folder:
+            continue
+        ids, texts, queries, qrels = beir_set(folder, split, min_grade)
+        if nq:
+            qrels = {q: qrels[q] for q in sorted(qrels)[:nq]}
+        firsts, rr = stages(ids, texts, cache)
+        for fs, first in firsts.items():
+            measure(
+                f"{name}/{fs}", sets, first, rr, queries, qrels, dict(zip(ids, texts)), pool, min_grade, False, None
+            )
+    record["seconds"] = round(time.perf_counter() - t0, 1)
+    write_json(Path(args.out), record)
+    print(f"wrote {args.out} ({record['seconds']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""The external data sets: the registry, checking a folder, fetching from a mirror or a public archive."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import zipfile
+
+import pytest
+
+from spacelm.lib import datasets as dsets
+
+
+def _sha(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
+
+
+def test_the_registry_names_each_set_a_config_reads_with_its_licence_and_where_it_goes():
+    sets = dsets.registry()
+    assert {"space_corpus", "scifact", "trec-dl-2020", "space-corpus-labels"} <= set(sets)
+    for ds in sets.values():
+        assert ds.licence and ds.size and ds.dir and ds.what
+        assert ds.kind in ("corpus-list", "archive", "mirror")
+        assert all(len(sha) == 64 for sha in dsets.expected_files(ds).values())
+    with pytest.raises(KeyError, match="spacelm data list"):
+        dsets.get("msmarco")
+
+
+def test_a_mirror_copy_is_written_only_when_its_sha256_is_the_recorded_one(tmp_path):
+    good, bad = b"row 1\nrow 2\n", b"tampered\n"
+    ds = dsets.DataSet("t", "w", "l", "1 kB", "x", "mirror", files={"a.tsv": _sha(good), "sub/b.tsv": _sha(good)})
+    mirror = tmp_path / "mirror"
+    (mirror / "sub").mkdir(parents=True)
+    (mirror / "a.tsv").write_bytes(good)
+    (mirror / "sub" / "b.tsv").write_bytes(bad)
+    to = tmp_path / "to"
+    states = {s.file: s for s in dsets.fetch(ds, to, mirror)}
+    assert states["a.tsv"].status == "ok" and (to / "a.tsv").read_bytes() == good
+    assert states["sub/b.tsv"].status == "damaged" and not (to / "sub" / "b.tsv").exists()
+    assert dsets.present(ds, to) == "incomplete (1 of 2 files intact)"
+    (mirror / "sub" / "b.tsv").write_bytes(good)
+    again = {s.file: s.detail for s in dsets.fetch(ds, to, mirror)}
+    assert again == {"a.tsv": "already present", "sub/b.tsv": f"copied from {mirror}"}
+    assert dsets.present(ds, to) == "present" and dsets.present(ds, tmp_path / "nowhere") == "absent"
+    with pytest.raises(dsets.NeedsMirror, match="--from DIR"):
+        dsets.fetch(ds, tmp_path / "again")
+
+
+def test_a_public_archive_is_unpacked_file_by_file_and_checked(tmp_path):
+    corpus, queries = b'{"_id": "1"}\n{"_id": "2"}\n', b'{"_id": "q"}\r\n'
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("set/corpus.jsonl", corpus)
+        z.writestr("set/queries.jsonl", queries)
+    ds = dsets.DataSet(
+        "t",
+        "w",
+        "l",
+        "1 kB",
+        "x",
+        "archive",
+        url="https://example.org/set.zip",
+        archive_root="set",
+        files={"corpus.jsonl": _sha(corpus), "queries.jsonl": "0" * 64, "qrels/test.tsv": "1" * 64},
+        rows={"queries.jsonl": 1, "qrels/test.tsv": 2},
+    )
+    asked = []
+    states = {s.file: s for s in dsets.fetch(ds, tmp_path, download=lambda u: asked.append(u) or buf.getvalue())}
+    assert asked == ["https://example.org/set.zip"]
+    assert states["corpus.jsonl"].status == "ok" and states["corpus.jsonl"].detail == "fetched"
+    # bytes other than the measured copy's (CRLF normalised), but its line count as recorded: kept, and said
+    assert states["queries.jsonl"].status == "ok" and "bytes differ" in states["queries.jsonl"].detail
+    assert (tmp_path / "queries.jsonl").read_bytes() == b'{"_id": "q"}\n'
+    assert (
+        states["qrels/test.tsv"].status == "missing"
+        and "holds no set/qrels/test.tsv" in states["qrels/test.tsv"].detail
+    )
+
+    def offline(url):
+        raise OSError("no network")
+
+    failed = dsets.fetch(ds, tmp_path / "off", download=offline)
+    assert {s.status for s in failed} == {"missing"} and "no network" in failed[0].detail
+
+
+def test_data_list_and_fetch_from_the_command_line(tmp_path, capsys):
+    from spacelm.cli import main
+
+    assert main(["data", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "scifact  [" in out and "licence: CC BY-NC 2.0" in out
+    assert main(["data", "fetch", "nothing-by-this-name"]) == 2
+    assert main(["data", "fetch", "trec-dl-2020", "--to", str(tmp_path / "t")]) == 2
+    assert "--from DIR" in capsys.readouterr().err
+    assert main(["data", "fetch", "scifact", "--from", str(tmp_path / "missing")]) == 2

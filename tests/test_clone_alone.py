@@ -1,0 +1,60 @@
+"""A clone with nothing beside it (no ../shared): the quick config checks clean and its first stages run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_a_clone_with_nothing_beside_it_checks_the_quick_config_and_runs_its_first_stages(tmp_path):
+    clone = tmp_path / "empty" / "spacelm"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    assert not (clone.parent.parent / "shared").exists() and not (clone.parent / "shared").exists()
+    env = {**os.environ, "PYTHONPATH": str(clone)}
+
+    def spacelm(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "spacelm", *args], cwd=clone, env=env, capture_output=True, text=True, timeout=900
+        )
+
+    check = spacelm("check", "--config", "configs/quick.yaml")
+    assert check.returncode == 0, check.stdout + check.stderr
+    # the sets kept outside the repository are named, each as optional, never as an error
+    assert "../shared/beir/scifact not found: an optional set" in check.stdout + check.stderr
+    for stage in ("ingest", "chunk"):
+        done = spacelm(stage, "--config", "configs/quick.yaml")
+        assert done.returncode == 0, f"{stage}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+
+
+@pytest.mark.slow
+def test_the_one_stage_commands_a_user_reaches_for_leave_a_committed_run_as_committed(tmp_path):
+    clone = tmp_path / "spacelm"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    env = {**os.environ, "PYTHONPATH": str(clone)}
+    quick = ["--config", "configs/quick.yaml"]
+    said = {}
+    for cmd in (
+        ["chunk", *quick],
+        ["train-reranker", *quick],
+        ["judge-check", *quick, "--set", "run_name=hidden", "--set", f"paths.results_dir={tmp_path / 'scratch'}"],
+        ["browse", *quick, "--out", str(tmp_path / "browse.html")],
+        ["label", "export", *quick, "--out", str(tmp_path / "labels")],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "spacelm", *cmd], cwd=clone, env=env, capture_output=True, text=True, timeout=900
+        )
+        said[cmd[0]] = (done.returncode, done.stdout[-1500:] + done.stderr[-1500:])
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "results/", "data/"], cwd=clone, capture_output=True, text=True
+        ).stdout
+        assert changed == "", f"{' '.join(cmd)} changed committed files:\n{changed}\n{said[cmd[0]][1]}"
+    # what it refused, it refused with the reason and the command that does it
+    for name, (rc, text) in said.items():
+        assert rc == 0 or "a one-stage command never rewrites a committed run" in text, (name, text)
