@@ -111,14 +111,17 @@ def cmd_status(args) -> int:
             shown = r["changed"][:3] + ([f"… {len(r['changed']) - 3} more"] if len(r["changed"]) > 3 else [])
             state = "stale: " + ", ".join(shown)
         elif r.get("from_manifest"):
-            state = "up to date (from the committed manifest)"
+            state = "committed: its outputs are as the manifest records them; no stamp here, so a run recomputes it"
+        elif r["would_recompute"]:
+            state = f"{state}, but a run recomputes it: " + ", ".join(r["changed"][:3])
         print(f"  {r['stage']:<{width}}  {state}")
     todo = [r["stage"] for r in rows if r["would_recompute"]]
+    committed = [r["stage"] for r in rows if r.get("from_manifest")]
     print("a run would recompute: " + (", ".join(todo) if todo else "nothing (every stage is up to date)"))
-    if any(r.get("from_manifest") for r in rows):
+    if committed:
         print(
-            "  (a stage up to date from the committed manifest has no stamp here: the notebooks read its "
-            "outputs as committed, `spacelm run` recomputes it; docs/notebooks.md)"
+            f"  ({len(committed)} of them committed and intact: the notebooks and `spacelm report` read them as "
+            "committed, and a one-stage command leaves them as they are; docs/notebooks.md)"
         )
     _print_problems(checked)
     if checked.errors:
@@ -450,6 +453,33 @@ def cmd_data(args) -> int:
     return 0 if ok == len(states) else 1
 
 
+def cmd_init(args) -> int:
+    """Write a config of the team's own (its run name, corpus, golden samples, trained-model name and
+    out-of-corpus subjects in the config, nothing in the package), then check it: every problem at once."""
+    from pathlib import Path
+
+    from .check import run_check
+    from .config import load_config
+    from .lib.team import write_team_config
+
+    try:
+        out = write_team_config(
+            Path(args.corpus), Path(args.golden), args.name, args.scale, Path(args.out) if args.out else None
+        )
+    except ValueError as e:
+        print(f"spacelm: error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    print(f"wrote {out}")
+    cfg = load_config(out)
+    checked = run_check(cfg)
+    _print_problems(checked)
+    print(("check failed: " if checked.errors else "check passed: ") + _counted(checked))
+    for line in checked.summary:
+        print("  " + line)
+    print(f"next: fix what check says, then `spacelm plan --config {out}` and `spacelm run --config {out}`")
+    return EXIT_INPUT if checked.errors else 0
+
+
 def _guess_list(folder) -> str:
     """The shipped list whose files the folder holds most of (so `verify DIR` needs no --list)."""
     from .lib.ingest import corpus_list as cl
@@ -722,6 +752,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="source", metavar="DIR", help="fetch: a folder holding the set's files (a mirror)")
     p.add_argument("--to", metavar="DIR", help="fetch: where to put it (default: where the configs read it)")
     p.set_defaults(func=cmd_data)
+    p = sub.add_parser(
+        "init",
+        help="start a corpus of your own: write configs/NAME.yaml from the quick (or standard) config and check it",
+        description="writes a config of your own (run name, corpus folder, golden samples, the trained reranker's "
+        "name and a copy of the out-of-corpus subjects list, all in the config and under data/NAME/), then runs "
+        "`spacelm check` on it, listing every problem at once",
+    )
+    p.add_argument("--corpus", required=True, metavar="DIR", help="the folder of your .pdf/.md/.txt documents")
+    p.add_argument("--golden", required=True, metavar="FILE", help="your golden samples (docs/team-corpus.md)")
+    p.add_argument("--name", required=True, help="the run's name: results/NAME/, configs/NAME.yaml")
+    p.add_argument("--scale", choices=["quick", "standard"], default="quick", help="which config to start from")
+    p.add_argument("--out", metavar="PATH", help="where to write the config (default: configs/NAME.yaml)")
+    p.set_defaults(func=cmd_init)
     _add_drilldown(sub)
     p = sub.add_parser(
         "export-beir",

@@ -21,7 +21,12 @@ def test_a_clone_with_nothing_beside_it_checks_the_quick_config_and_runs_its_fir
 
     def spacelm(*args):
         return subprocess.run(
-            [sys.executable, "-m", "spacelm", *args], cwd=clone, env=env, capture_output=True, text=True, timeout=900
+            [sys.executable, "-c", "import sys; from spacelm.cli import main; sys.exit(main())", *args],
+            cwd=clone,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
         )
 
     check = spacelm("check", "--config", "configs/quick.yaml")
@@ -44,17 +49,25 @@ def test_the_one_stage_commands_a_user_reaches_for_leave_a_committed_run_as_comm
         ["chunk", *quick],
         ["train-reranker", *quick],
         ["judge-check", *quick, "--set", "run_name=hidden", "--set", f"paths.results_dir={tmp_path / 'scratch'}"],
-        ["browse", *quick, "--out", str(tmp_path / "browse.html")],
+        ["browse", "--run", "results/quick", "--out", str(tmp_path / "browse.html")],
         ["label", "export", *quick, "--out", str(tmp_path / "labels")],
     ):
         done = subprocess.run(
-            [sys.executable, "-m", "spacelm", *cmd], cwd=clone, env=env, capture_output=True, text=True, timeout=900
+            [sys.executable, "-c", "import sys; from spacelm.cli import main; sys.exit(main())", *cmd],
+            cwd=clone,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
         )
         said[cmd[0]] = (done.returncode, done.stdout[-1500:] + done.stderr[-1500:])
         changed = subprocess.run(
             ["git", "status", "--porcelain", "results/", "data/"], cwd=clone, capture_output=True, text=True
         ).stdout
         assert changed == "", f"{' '.join(cmd)} changed committed files:\n{changed}\n{said[cmd[0]][1]}"
-    # what it refused, it refused with the reason and the command that does it
+    # each ran, or refused before writing anything with the reason and what to do (exit 2), never a crash
     for name, (rc, text) in said.items():
-        assert rc == 0 or "a one-stage command never rewrites a committed run" in text, (name, text)
+        assert rc == 0 or (rc == 2 and "error:" in text), (name, rc, text)
+    assert said["chunk"][0] == 0  # rebuilding the chunk text (what browse's banner asks for) runs
+    # train-reranker in a fresh clone would rewrite synth's committed questions: refused, saying why
+    assert "a one-stage command never rewrites a committed run" in said["train-reranker"][1]

@@ -128,7 +128,7 @@ def load_config(path: str | Path, overrides: dict | None = None, sets: Sequence[
     if not p.is_file():
         raise ConfigError(f"{p}: config file not found")
     try:
-        data = yaml.load(p.read_text(encoding="utf-8"), Loader=_loader())
+        data = _load_bounded(p.read_text(encoding="utf-8"), p)
     except _DuplicateKey as e:
         raise ConfigError(
             f"{p}:{e.line}: key '{e.key}' appears twice in one mapping (first on line {e.first}); "
@@ -187,6 +187,54 @@ class _DuplicateKey(Exception):
     def __init__(self, key, line: int, first: int):
         super().__init__(key)
         self.key, self.line, self.first = key, line, first
+
+
+# a config expands to at most this many values once YAML aliases are followed (the largest shipped
+# config holds about 600): beyond it, an alias bomb would take minutes and gigabytes to read
+MAX_VALUES = 100_000
+
+
+def expanded_size(node, memo: dict | None = None) -> int:
+    """How many values a YAML node stands for once every alias is expanded (shared nodes counted at
+    each use; computed once per node, so a bomb is measured without being expanded)."""
+    import yaml
+
+    memo = {} if memo is None else memo
+    if id(node) in memo:
+        return memo[id(node)]
+    memo[id(node)] = 1  # a recursive alias counts once
+    if isinstance(node, yaml.SequenceNode):
+        n = 1 + sum(expanded_size(c, memo) for c in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        n = 1 + sum(expanded_size(k, memo) + expanded_size(v, memo) for k, v in node.value)
+    else:
+        n = 1
+    memo[id(node)] = n
+    return n
+
+
+def _load_bounded(text: str, path: Path):
+    """The YAML document in `text`, refused (ConfigError naming the file and the top-level key) when
+    its aliases expand it beyond MAX_VALUES values."""
+    import yaml
+
+    loader = _loader()(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if expanded_size(node) > MAX_VALUES:
+            big = ""
+            if isinstance(node, yaml.MappingNode):
+                sizes = [(expanded_size(v), getattr(k, "value", "?")) for k, v in node.value]
+                big = f" (key '{max(sizes)[1]}')" if sizes else ""
+            raise ConfigError(
+                f"{path}: expands to more than {MAX_VALUES:,} values once its YAML aliases (*name) are "
+                f"followed{big}: a config is a few hundred values; write the values out, or use fewer aliases"
+            )
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
 
 
 @functools.cache

@@ -161,6 +161,9 @@ class UnanswerableConfig:
     max_rounds: int = 3
     check_k: int = 3
     answerable_grade: int = 2
+    # a text file of subjects (one per line, # comments) an out-of-corpus question may name, those the
+    # corpus never mentions; null: the package's space-operations list (a team in another domain writes its own)
+    subjects: str | None = None
 
 
 @dataclass
@@ -676,6 +679,7 @@ class Config:
             reference_max_tokens=self.models.generator.max_tokens,
             unanswerable_kinds=tuple(uc.kinds),
             unanswerable_per_task=uc.per_task,
+            subjects_file=str(self.path(uc.subjects)) if uc.subjects else None,
             filter_top_n=sc.filter_top_n,
             filter_retriever=sc.filter_retriever,
             checks=sc.checks.checks(),

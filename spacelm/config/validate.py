@@ -166,6 +166,12 @@ def validate(cfg: Config, source: str) -> None:
     at_least("synth.unanswerable.check_k", 1)
     at_least("synth.unanswerable.max_rounds", 1)
     within("synth.unanswerable.answerable_grade", 1, 3)
+    subjects = cfg.synth.unanswerable.subjects
+    need(
+        not subjects or cfg.path(subjects).is_file(),
+        "synth.unanswerable.subjects",
+        f"names {subjects!r}, which is not a file: a text file of subjects, one per line (null: the package's list)",
+    )
     at_least("answer.max_unanswerable", 0, optional=True)
     g = cfg.answer.gate
     at_least("answer.gate.top_n", 1)

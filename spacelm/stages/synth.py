@@ -291,7 +291,10 @@ STAGE = Stage(
     build=build,
     after=("chunk",),
     sections=lambda cfg: _sections(cfg) + ["corpus.file_list"],
-    reads=lambda cfg: [chunks_path(cfg), golden_path(cfg)],
+    reads=lambda cfg: (
+        [chunks_path(cfg), golden_path(cfg)]
+        + ([cfg.path(cfg.synth.unanswerable.subjects)] if cfg.synth.unanswerable.subjects else [])
+    ),
     prompts=_prompts,
     models=_models,
 )

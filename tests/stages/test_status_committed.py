@@ -83,7 +83,11 @@ def test_cli_status_says_from_the_committed_manifest(tiny_config, capsys, monkey
     monkeypatch.setattr("spacelm.check.run_check", lambda *a, **k: CheckReport())  # tests/test_check.py
     assert cli.main(["status"]) == 0
     out = capsys.readouterr().out
-    assert "chunk" in out and "up to date (from the committed manifest)" in out
+    line = next(x for x in out.splitlines() if x.strip().startswith("chunk"))
+    # one thing per stage, and the summary agrees with it: committed and intact, and a run recomputes it
+    assert "committed: its outputs are as the manifest records them" in line and "a run recomputes it" in line
+    summary = next(x for x in out.splitlines() if x.startswith("a run would recompute:"))
+    assert "chunk" in summary and "committed and intact" in out
 
 
 def test_a_folders_hash_leaves_out_what_git_ignores(tmp_path):

@@ -54,6 +54,7 @@ class QuestionWriting:
     filter_top_n: int
     filter_retriever: str  # "bm25", "dense" or "union"
     checks: QuestionChecks = QuestionChecks()
+    subjects_file: str | None = None  # out-of-corpus subjects (None: the package's list)
 
 
 _DEICTIC = re.compile(r"\b(?:the|this|given|above|provided) (?:passage|text|excerpt|document)\b", re.I)
@@ -315,12 +316,16 @@ def generate_questions(writing: QuestionWriting, llm, plan: list[dict]) -> list[
 
 
 # --------------------------------------------------------------------------- unanswerable questions
-def out_of_corpus_subjects(corpus_text: str) -> list[str]:
-    """The subjects of `spacelm/data/out_of_corpus_subjects.txt` that occur nowhere in the corpus
-    (matched on their core name, case-insensitively)."""
+def out_of_corpus_subjects(corpus_text: str, path: str | None = None) -> list[str]:
+    """The subjects of the file at `path` (default `spacelm/data/out_of_corpus_subjects.txt`) that
+    occur nowhere in the corpus (matched on their core name, case-insensitively)."""
     from importlib import resources
+    from pathlib import Path
 
-    text = resources.files("spacelm").joinpath("data", "out_of_corpus_subjects.txt").read_text(encoding="utf-8")
+    if path:
+        text = Path(path).read_text(encoding="utf-8")
+    else:
+        text = resources.files("spacelm").joinpath("data", "out_of_corpus_subjects.txt").read_text(encoding="utf-8")
     low = corpus_text.lower()
     out = []
     for line in text.splitlines():
@@ -360,7 +365,7 @@ def plan_unanswerable(
     if round_ and not writing.unanswerable_per_task:
         return []
     absent = (
-        out_of_corpus_subjects("\n".join(c.text for c in chunks_by_id.values()))
+        out_of_corpus_subjects("\n".join(c.text for c in chunks_by_id.values()), writing.subjects_file)
         if "out_of_corpus" in writing.unanswerable_kinds
         else []
     )
