@@ -162,7 +162,10 @@ def write(cfg: Config, chunks: list, result: Synthesis, out) -> None:
     write_jsonl(out(files.golden_checks), [{k: g[k] for k in keys if k in g} for g in result.golden_screened])
     write_dataframe(unanswerable_table(records), out(files.unanswerable))
     export_beir(chunks, records, out(files.beir))
-    export_hf(chunks, records, out(files.hf_dataset))
+    from .browse import text_policy
+
+    # the passage text of a corpus the project does not ship stays out of the committed dataset
+    export_hf(chunks, records, out(files.hf_dataset), with_text=text_policy(cfg)[0])
 
 
 def build(cfg: Config, out) -> dict:

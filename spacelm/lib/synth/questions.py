@@ -696,8 +696,11 @@ def export_beir(chunks: list, records: list[dict], folder: Path) -> None:
     )
 
 
-def export_hf(chunks: list, records: list[dict], folder: Path) -> None:
-    """The kept questions, with their passages, as a Hugging Face dataset saved to disk."""
+def export_hf(chunks: list, records: list[dict], folder: Path, with_text: bool = True) -> None:
+    """The kept questions as a Hugging Face dataset saved to disk, with their passages when
+    `with_text` (a corpus the project may quote); otherwise `passage` is null and the source
+    chunk's id, document and character span say where the text is (`spacelm export-beir` rebuilds
+    it from the corpus)."""
     import datasets
 
     kept = [r for r in records if r["kept"]]
@@ -721,12 +724,17 @@ def export_hf(chunks: list, records: list[dict], folder: Path) -> None:
             "answerable": V("bool"),
             "unanswerable_kind": V("string"),
             "passage": V("string"),
+            "passage_char_start": V("int64"),
+            "passage_char_end": V("int64"),
         }
     )
-    text_of = {c.chunk_id: c.text for c in chunks}
-    columns = {k: [r.get(k) for r in kept] for k in features if k not in ("passage", "answerable")}
+    by_id = {c.chunk_id: c for c in chunks}
+    columns = {k: [r.get(k) for r in kept] for k in features if not k.startswith("passage") and k != "answerable"}
     columns["answerable"] = [r.get("answerable", True) for r in kept]
     # an unanswerable question's passage is the one it was written from (it does not answer it)
-    columns["passage"] = [text_of.get(r["source_chunk_id"], "") for r in kept]
+    src = [by_id.get(r["source_chunk_id"]) for r in kept]
+    columns["passage"] = [(c.text if c else "") if with_text else None for c in src]
+    columns["passage_char_start"] = [c.char_start if c else None for c in src]
+    columns["passage_char_end"] = [c.char_end if c else None for c in src]
     # datasets cannot save an empty dataset in several shards: one shard always
     datasets.Dataset.from_dict(columns, features=features).save_to_disk(str(folder), num_shards=1)

@@ -1,0 +1,38 @@
+"""No passage text of a corpus the project does not ship in the datasets it commits (HF, BEIR exports)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT.parent / "shared" / "judge" / "space-corpus" / "corpus.jsonl"  # 372 passages of the real corpus
+
+
+def _windows(text: str, n: int = 12, step: int = 1) -> set[str]:
+    w = re.findall(r"[a-z0-9]+", text.lower())
+    return {" ".join(w[i : i + n]) for i in range(0, max(0, len(w) - n + 1), step)}
+
+
+@pytest.mark.skipif(not SAMPLE.is_file(), reason="needs ../shared/judge/space-corpus (passages of the real corpus)")
+def test_committed_question_datasets_hold_no_passage_of_the_real_corpus():
+    passages = [json.loads(x)["text"] for x in SAMPLE.read_text(encoding="utf-8").splitlines() if x.strip()]
+    shingles = set().union(*(_windows(p, step=4) for p in passages))
+    files = subprocess.run(
+        ["git", "ls-files", "data/synthetic"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    # the runs over the real corpus keep theirs in a folder of their own (data/synthetic/<run>/); the
+    # quick config's, at the top, are of the sample corpus the project wrote (and may quote)
+    datasets = [f for f in files if f.split("/")[3:4] in (["hf_dataset"], ["beir"])]
+    assert datasets
+    found = {}
+    for f in datasets:
+        text = (ROOT / f).read_bytes().decode("utf-8", "ignore")
+        hits = len(_windows(text) & shingles)
+        if hits > 1:  # one window can be a question's own wording
+            found[f] = hits
+    assert not found, f"passage text of the real corpus in committed datasets: {found}"
