@@ -121,19 +121,34 @@ def execute_notebook(
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+    if failure is not None:
+        # an executed copy is replaced only by a successful execution: the failed one goes beside it
+        failed_copy = failed_path(dest)
+        with atomic_open(failed_copy) as f:
+            nbformat.write(nb, f)
+        failure.path = failed_copy
+        raise failure
     with atomic_open(dest) as f:
         nbformat.write(nb, f)
-    if failure is not None:
-        raise failure
+    stale = failed_path(dest)
+    if stale.exists():  # an earlier failure this success supersedes
+        stale.unlink()
     return dest
 
 
+def failed_path(dest: Path) -> Path:
+    """Where a failed execution of `dest` is written: `NAME.failed.ipynb` beside it."""
+    return dest.with_name(dest.stem + ".failed.ipynb")
+
+
 class NotebookFailed(RuntimeError):
-    """A cell of a notebook raised; the executed copy (up to and with the error) is written."""
+    """A cell of a notebook raised; the failed copy (up to and with the error) is written beside the
+    executed one (`failed_path`), which stays as it was."""
 
     def __init__(self, name: str, error: str):
         super().__init__(f"{name}: {error}")
         self.name, self.error = name, error
+        self.path: Path | None = None  # the failed copy, written beside the executed one
 
 
 def _cell_error(e: Exception) -> str:
@@ -151,9 +166,10 @@ NOTEBOOK_STAGES = {"04": "grade", "05": "answer", "06": "answer"}
 
 def execute_notebooks(cfg: Config, config_file: Path, failed: dict | None = None) -> list[str]:
     """Execute every notebook against the run's resolved config into `results/<run>/notebooks/`. A
-    notebook whose cell fails is written as far as it ran, named with its error in `failed` (a dict
-    the caller passes) and in a warning, and the others still run: the stages' outputs stand whatever
-    a notebook does with them."""
+    notebook whose cell fails is written as far as it ran beside its executed copy (NAME.failed.ipynb;
+    the executed copy stays as it was), named with its error in `failed` (a dict the caller passes)
+    and in a warning, and the others still run: the stages' outputs stand whatever a notebook does
+    with them."""
     out_dir = cfg.run_dir / "notebooks"
     done = []
     found = sorted(notebook_dir(cfg).glob("[0-9][0-9]_*.ipynb"))
@@ -172,9 +188,16 @@ def execute_notebooks(cfg: Config, config_file: Path, failed: dict | None = None
         try:
             execute_notebook(src, dest, config_file, cwd=src.parent)
         except NotebookFailed as e:
-            log.warning("notebook %s failed: %s (its executed copy shows where: %s)", e.name, e.error, dest)
+            log.warning(
+                "notebook %s failed: %s (the failed copy shows where: %s; %s is kept as it was)",
+                e.name,
+                e.error,
+                e.path,
+                dest,
+            )
             if failed is not None:
                 failed[e.name] = e.error
+            continue
         done.append(str(dest))
     return done
 

@@ -1,5 +1,6 @@
 """A notebook whose cell fails does not end `spacelm run` with a traceback after every stage finished
-(issue 43): its executed copy is written as far as it ran, the failure is named, the others run."""
+(issue 43): it is written as far as it ran beside the executed copy, which stays as it was (issue 57),
+the failure is named, the others run."""
 
 import json
 
@@ -22,5 +23,21 @@ def test_a_failing_cell_is_named_and_the_copy_is_kept(tmp_path):
     with pytest.raises(NotebookFailed) as e:
         execute_notebook(src, dest, cfg, cwd=tmp_path)
     assert e.value.name == "01_x.ipynb" and e.value.error == "KeyError: 'ndcg@10'"
-    cells = json.loads(dest.read_text())["cells"]
+    assert not dest.exists() and e.value.path == dest.with_name("01_x.failed.ipynb")
+    cells = json.loads(e.value.path.read_text())["cells"]
     assert cells[1]["outputs"][0]["ename"] == "KeyError" and not cells[2].get("outputs")
+
+
+def test_a_failed_execution_never_replaces_an_executed_copy_and_a_success_clears_it(tmp_path):
+    src, dest, cfg = tmp_path / "01_x.ipynb", tmp_path / "out" / "01_x.ipynb", tmp_path / "c.yaml"
+    cfg.write_text("run_name: x\n")
+    _notebook(src, ["print('the figures')"])
+    execute_notebook(src, dest, cfg, cwd=tmp_path)
+    good = dest.read_bytes()
+    _notebook(src, ["raise RuntimeError('stale (code: ...)')"])
+    with pytest.raises(NotebookFailed):
+        execute_notebook(src, dest, cfg, cwd=tmp_path)
+    assert dest.read_bytes() == good and dest.with_name("01_x.failed.ipynb").is_file()
+    _notebook(src, ["print('again')"])
+    execute_notebook(src, dest, cfg, cwd=tmp_path)
+    assert "again" in dest.read_text() and not dest.with_name("01_x.failed.ipynb").exists()
