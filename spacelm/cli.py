@@ -626,15 +626,67 @@ def _add_drilldown(sub) -> None:
     p.set_defaults(func=cmd_show)
 
 
+# `spacelm --help` lists the subcommands by what a user does with them
+COMMAND_GROUPS = (
+    ("run a study", ("init", "check", "plan", "run", "status", "report")),
+    (
+        "one stage (never rewrites a committed run)",
+        (
+            "ingest",
+            "chunk",
+            "synth",
+            "train-reranker",
+            "retrieve",
+            "judge-check",
+            "grade",
+            "answer",
+            "findings",
+            "chunk-sizes",
+        ),
+    ),
+    ("inspect a run", ("browse", "show", "export-beir")),
+    ("labels", ("label",)),
+    ("data and models", ("data", "corpus", "models", "cache")),
+)
+
+
+class GroupedHelp(argparse.HelpFormatter):
+    """Lists the subcommands under COMMAND_GROUPS' headings (any other under "other")."""
+
+    def _format_action(self, action):
+        if not isinstance(action, argparse._SubParsersAction):
+            return super()._format_action(action)
+        import textwrap
+
+        helps = {a.dest: a.help or "" for a in action._choices_actions}
+        grouped = [n for _, names in COMMAND_GROUPS for n in names]
+        groups = [*COMMAND_GROUPS, ("other", tuple(n for n in helps if n not in grouped))]
+        width = max(len(n) for n in helps) + 2
+        lines = []
+        for title, names in groups:
+            names = [n for n in names if n in helps]
+            if not names:
+                continue
+            lines.append(f"{title}:")
+            for n in names:
+                body = textwrap.wrap(helps[n], width=max(40, 100 - width - 4))
+                lines.append(f"  {n:<{width}}{body[0] if body else ''}")
+                lines += [" " * (width + 2) + b for b in body[1:]]
+        return "\n".join(lines) + "\n\n"
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
     from .stages import OPTIONAL, STAGES
 
-    ap = argparse.ArgumentParser(prog="spacelm", description="RAG benchmark suite for space-operations documents")
+    ap = argparse.ArgumentParser(
+        prog="spacelm", description="RAG benchmark suite for space-operations documents", formatter_class=GroupedHelp
+    )
     ap.add_argument("--version", action="version", version=version_line(__version__))
     for flag, text in GLOBAL_FLAGS:
         ap.add_argument(flag, action="store_true", help=text)
-    sub = ap.add_subparsers(dest="command", required=True)
+    ap._positionals.title = "commands"
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("run", help="run every stage, execute the notebooks, write the report into results/<run>/")
     _add_common(p)
     p.add_argument("--no-notebooks", action="store_true", help="skip executing the notebooks")

@@ -70,3 +70,18 @@ def test_run_log_file(tmp_path):
     text = path.read_text()
     assert text.count("inside 1") == 1 and "grade: run 'r'" in text
     assert "not spacelm's" not in text and "after the block" not in text
+
+
+def test_help_lists_every_subcommand_once_under_its_group(capsys):
+    from spacelm.cli import COMMAND_GROUPS
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    ap = build_parser()
+    sub = next(a for a in ap._actions if a.dest == "command")
+    for name in sub.choices:
+        assert sum(line.startswith(f"  {name} ") for line in out.splitlines()) == 1, name
+    for title, _ in COMMAND_GROUPS:
+        assert f"{title}:" in out
+    assert max(map(len, out.splitlines())) <= 100
