@@ -247,6 +247,8 @@ def cmd_label(args) -> int:
     """`label export`: a run's unlabelled items as blind batches for an assessor; `label import`:
     the assessor's answers merged into the label store when its standing reaches the floor;
     `label serve`: a browser page for a person to grade one batch (docs/labels.md)."""
+    from pathlib import Path
+
     from .lib.io import InputError
 
     if args.action == "serve":
@@ -257,7 +259,11 @@ def cmd_label(args) -> int:
         return serve_labels(args.source, args.batch, args.port)
     from .stages import labels as stage
 
-    cfg = load_config(args.config, sets=(args.set or []) + ([f"run_name={args.run}"] if args.run else []))
+    run = []
+    if args.run:  # the run folder, as everywhere --run is given: results/NAME
+        folder = Path(args.run)
+        run = [f"run_name={folder.name}", f"paths.results_dir={folder.parent.resolve()}"]
+    cfg = load_config(args.config, sets=(args.set or []) + run)
     if args.action == "export":
         if not args.out:
             raise InputError("label export: --out DIR, a new folder for the batches, the brief and the key")
@@ -663,12 +669,12 @@ class GroupedHelp(argparse.HelpFormatter):
         groups = [*COMMAND_GROUPS, ("other", tuple(n for n in helps if n not in grouped))]
         width = max(len(n) for n in helps) + 2
         lines = []
-        for title, names in groups:
-            names = [n for n in names if n in helps]
-            if not names:
+        for title, members in groups:
+            shown = [n for n in members if n in helps]
+            if not shown:
                 continue
             lines.append(f"{title}:")
-            for n in names:
+            for n in shown:
                 body = textwrap.wrap(helps[n], width=max(40, 100 - width - 4))
                 lines.append(f"  {n:<{width}}{body[0] if body else ''}")
                 lines += [" " * (width + 2) + b for b in body[1:]]
@@ -746,7 +752,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("action", choices=["export", "import", "serve"])
     _add_common(p, force=False)
-    p.add_argument("--run", metavar="NAME", help="the run's name, results/NAME (default: the config's run_name)")
+    p.add_argument(
+        "--run", metavar="FOLDER", help="the run folder, e.g. results/quick (default: the config's own run's)"
+    )
     p.add_argument("--what", choices=["pairs", "questions", "answers"], default="pairs", help="export: what to label")
     p.add_argument("--batches", type=int, default=1, help="export: how many batches (100-150 items each)")
     p.add_argument("--out", metavar="DIR", help="export: a new folder for the batches, brief and key")
