@@ -160,7 +160,7 @@ def cmd_plan(args) -> int:
     from .plan import plan_json, plan_run
 
     plan = plan_run(_cfg(args), use_outputs=args.use_outputs, tokenizer=args.tokenizer)
-    print(plan_json(plan) if args.json else format_plan(plan))
+    print(plan_json(plan) if args.json else format_plan(plan, wide=args.wide))
     if args.throughput and not args.json:
         from .lib.llm.dry_run import format_time_estimate, time_estimate
 
@@ -714,6 +714,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_common(p, force=False)
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--wide", action="store_true", help="every column (model, backend, bases, prefix reuse)")
     p.add_argument(
         "--use-outputs", action="store_true", help="read earlier stages' outputs even where a run would recompute them"
     )

@@ -253,7 +253,11 @@ def test_cli_plan_prints_json_and_the_table_reads_it(cfg, monkeypatch, capsys, t
     assert cli.main(["plan", "--config", str(path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert {"phases", "stages", "total", "load_order", "tokenizers"} <= set(data)
-    text = format_plan(data)
+    text = format_plan(data, wide=True)
+    # the default fits 100 columns: the table's main columns, the prose wrapped; --wide gives all
+    narrow = format_plan(data)
+    assert max(map(len, narrow.splitlines())) <= 100 and "max completion" in narrow and "stage total" in narrow
+    assert "after prefix reuse" not in narrow and "after prefix reuse" in text
     for needle in (
         "stage total",
         "engines in load order",

@@ -406,9 +406,10 @@ def short_model(spec: str) -> str:
     return spec.split(":", 1)[1] if spec.startswith("embedded:") else spec.rstrip("/").split("/")[-1]
 
 
-def format_plan(plan: dict) -> str:
+def format_plan(plan: dict, wide: bool = False) -> str:
     """The plan as text: the per-phase table, per-stage and per-model totals, the engines in
-    load order, the tokenizers, notes and warnings."""
+    load order, the tokenizers, notes and warnings. Within 100 columns (the table's model, backend,
+    basis and prefix-reuse columns left out, prose wrapped) unless `wide`."""
     lines = [f"plan for run '{plan['run_name']}' ({plan['config']}): no model loaded; calls on an empty call cache", ""]
     for note in plan["inputs"]:
         lines.append(f"input: {note}")
@@ -467,8 +468,12 @@ def format_plan(plan: dict) -> str:
             f"{t['completion_tokens_max']:,}",
         )
     )
+    if not wide:  # the calls column carries its basis as the token columns do (≤ upper bound, ~ estimate)
+        every = [*plan["phases"], *plan["stages"], t]
+        head = ("stage", "phase", "calls", "prompt tokens", "max completion")
+        rows = [head] + [(r[0], r[1], _num(x["calls"], x["calls_basis"]), r[6], r[8]) for r, x in zip(rows[1:], every)]
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(head))]
-    right = {4, 6, 7, 8}
+    right = {4, 6, 7, 8} if wide else {2, 3, 4}
     fmt = lambda r: "  ".join(
         str(v).rjust(w) if i in right else str(v).ljust(w) for i, (v, w) in enumerate(zip(r, widths))
     ).rstrip()
@@ -525,7 +530,15 @@ def format_plan(plan: dict) -> str:
         from ..report.power import format_power
 
         lines += ["", format_power(plan["power"])]
-    return "\n".join(lines)
+    if wide:
+        return "\n".join(lines)
+    import textwrap
+
+    out = []
+    for line in "\n".join(lines).splitlines():
+        indent = " " * (len(line) - len(line.lstrip()))
+        out += textwrap.wrap(line, 100, subsequent_indent=indent + "  ", break_on_hyphens=False) or [""]
+    return "\n".join(out)
 
 
 def time_estimate(plan: dict, prompt_tps: float, gen_tps: float | None = None) -> list[dict]:

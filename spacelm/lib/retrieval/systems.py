@@ -267,7 +267,11 @@ class BM25Retriever:
         )
 
     def index(self, ids: Sequence[str], texts: Sequence[str]) -> BM25Retriever:
+        import logging
+
         import bm25s
+
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # a line per index built, on stderr, otherwise
 
         self.ids = list(ids)
         self.model = bm25s.BM25(method=self.cfg.method, k1=self.cfg.k1, b=self.cfg.b)
