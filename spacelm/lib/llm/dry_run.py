@@ -529,7 +529,7 @@ def format_plan(plan: dict, wide: bool = False) -> str:
     if plan.get("power"):
         from ..report.power import format_power
 
-        lines += ["", format_power(plan["power"])]
+        lines += ["", format_power(plan["power"], wide)]
     if wide:
         return "\n".join(lines)
     import textwrap

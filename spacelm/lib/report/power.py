@@ -259,8 +259,9 @@ def _clusters(unit: str, need, planned, per: float) -> dict:
     }
 
 
-def format_power(rows: list[dict]) -> str:
-    """The power table as text for `spacelm plan`."""
+def format_power(rows: list[dict], wide: bool = True) -> str:
+    """The power table as text for `spacelm plan`: a table (`wide`), or one block per finding that
+    fits 100 columns."""
     import pandas as pd
 
     if not rows:
@@ -273,6 +274,17 @@ def format_power(rows: list[dict]) -> str:
             return f"≥ {MAX_N:,}" if v >= MAX_N else f"{int(v):,}"
         return str(v)
 
+    if not wide:
+        lines = ["Power: questions needed to detect the paper's effect with 80% power under each verdict's rule:"]
+        for r in rows:
+            c = {k: cell(r.get(k)) for k in COLUMNS}
+            lines.append(f"- {c['finding']} ({c['rule']}; paper's effect {c['paper_effect']})")
+            lines.append(
+                f"    questions: {c['questions_needed']} needed, {c['questions_planned']} planned; source chunks: "
+                f"{c['source_chunks_needed']} needed, {c['source_chunks_planned']} planned; clusters ({c['cluster']}): "
+                f"{c['clusters_needed']} needed, {c['clusters_planned']} planned; SD from {c['spread_from']}"
+            )
+        return "\n".join(lines)
     df = pd.DataFrame([{k: cell(r.get(k)) for k in COLUMNS} for r in rows], columns=COLUMNS)
     return (
         "Power: questions needed to detect the paper's effect with 80% power under each verdict's rule "
