@@ -1185,7 +1185,8 @@ def reranker(root: Path) -> list[str]:
         "",
         f"Checkpoint `{d['model']}` sha256 `{(ck.get('sha256') or '?')[:12]}`, trained by `{d['config']}` on "
         f"{srcs} ({ck.get('pairs')} pairs, {res.get('steps')} steps, {res.get('seconds')} s); BM25's weight "
-        f"{d.get('weight')} fitted on {res.get('dev_queries')} training queries held back. Pool {d['pool']}; "
+        f"{d.get('weight')} fitted on {res.get('dev_queries')} of those queries, held back from training. "
+        f"Pool {d['pool']}; "
         f"{d['intervals']}.",
         "",
         source_line("results/reranker.json"),
@@ -1500,8 +1501,6 @@ NOT_RUN_FIGURES = [
     ("docs/corpus.md", "Table 1 at each size on 10 questions", "the paper-chunks config's setting"),
     ("docs/corpus.md", "Table 1 at each size rests on 10 questions", "the paper-chunks config's setting"),
     ("docs/measured.md", "beyond what 72 questions can resolve", "the chunk-size comparison's question set"),
-    ("docs/measured.md", "saw 85 synthetic questions (100 written", "the trained cross-encoder's training record"),
-    ("docs/measured.md", "around the run's 72 questions", "the trained cross-encoder's training record"),
     ("docs/measured.md", "the same 10 golden questions ×", "a bench's fixed setting"),
     ("docs/measured.md", "4 questions × 4 passages", "bench/llm_throughput.py's fixed setting"),
     ("docs/stages.md", "(10 synthetic questions from 10 chunks, 10 unanswerable", "configs/quick.yaml's setting"),
