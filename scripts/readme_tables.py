@@ -1184,10 +1184,9 @@ def reranker(root: Path) -> list[str]:
     return table(rows, [*cols, "holes@10"]) + [
         "",
         f"Checkpoint `{d['model']}` sha256 `{(ck.get('sha256') or '?')[:12]}`, trained by `{d['config']}` on "
-        f"{srcs} ({ck.get('pairs')} pairs, {res.get('steps')} steps, {res.get('seconds')} s); BM25's weight "
-        f"{d.get('weight')} fitted on {res.get('dev_queries')} of those queries, held back from training. "
-        f"Pool {d['pool']}; "
-        f"{d['intervals']}.",
+        f"{srcs} ({ck.get('pairs')} pairs, {res.get('steps')} steps, {res.get('seconds')} s).",
+        f"BM25's weight {d.get('weight')} was fitted on {res.get('dev_queries')} of those queries, held back from "
+        f"training. Pool {d['pool']}; {d['intervals']}.",
         "",
         source_line("results/reranker.json"),
     ]

@@ -200,7 +200,7 @@ def test_the_trained_model_is_registered_with_its_record_and_reused_until_an_inp
     _with_reranker(cfg, questions=4, filter_top_n=0, negatives=2, negative_depth=5)
     trained = []
 
-    def stand_in(pairs, base_path, settings, seed, out_dir, progress=None, device="cpu"):
+    def stand_in(pairs, base_path, settings, seed, out_dir, progress=None, device="cpu", bm25=None, dev_corpora=None):
         trained.append(len(pairs))
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "model.safetensors").write_bytes(f"{len(pairs)} pairs, seed {seed}".encode())

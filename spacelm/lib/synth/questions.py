@@ -734,7 +734,7 @@ def export_hf(chunks: list, records: list[dict], folder: Path, with_text: bool =
     # an unanswerable question's passage is the one it was written from (it does not answer it)
     src = [by_id.get(r["source_chunk_id"]) for r in kept]
     columns["passage"] = [(c.text if c else "") if with_text else None for c in src]
-    columns["passage_char_start"] = [c.char_start if c else None for c in src]
-    columns["passage_char_end"] = [c.char_end if c else None for c in src]
+    columns["passage_char_start"] = [getattr(c, "char_start", None) for c in src]
+    columns["passage_char_end"] = [getattr(c, "char_end", None) for c in src]
     # datasets cannot save an empty dataset in several shards: one shard always
     datasets.Dataset.from_dict(columns, features=features).save_to_disk(str(folder), num_shards=1)
