@@ -247,6 +247,7 @@ def cmd_label(args) -> int:
     """`label export`: a run's unlabelled items as blind batches for an assessor; `label import`:
     the assessor's answers merged into the label store when its standing reaches the floor;
     `label serve`: a browser page for a person to grade one batch (docs/labels.md)."""
+    import os
     from pathlib import Path
 
     from .lib.io import InputError
@@ -264,26 +265,32 @@ def cmd_label(args) -> int:
         folder = Path(args.run)
         run = [f"run_name={folder.name}", f"paths.results_dir={folder.parent.resolve()}"]
     cfg = load_config(args.config, sets=(args.set or []) + run)
+    from .pipeline import write_folders
+    from .stages.lock import folder_locks
+
     if args.action == "export":
         if not args.out:
             raise InputError("label export: --out DIR, a new folder for the batches, the brief and the key")
-        summary = stage.export(cfg, args.what, args.batches, args.out, args.draw)
+        # the run's folders held as a stage holds them: never a grades.jsonl a stage is replacing
+        with folder_locks(write_folders(cfg), wait=args.wait):
+            summary = stage.export(cfg, args.what, args.batches, args.out, args.draw)
         summary["next"] = (
             f"give each assessor {args.out}/brief.md and one file of {args.out}/batches/ (never key.jsonl); its "
             f"answers go to {args.out}/labels/<batch>.labels.jsonl; then `spacelm label import --config "
-            f"{args.config} --run {cfg.run_name} --from {args.out} --assessor NAME`"
+            f"{args.config} --run {os.path.relpath(cfg.run_dir)} --from {args.out} --assessor NAME`"
         )
         print(json.dumps(summary, indent=2))
         return 0
     if not args.source:
         raise InputError("label import: --from DIR, the export folder holding labels/<batch>.labels.jsonl")
-    record = stage.import_labels(cfg, args.source, args.assessor)
     from .stages.manifest import Manifest
 
-    if (cfg.run_dir / names.MANIFEST).is_file():
-        manifest = Manifest(cfg, command="label import")
-        manifest.record_stage("labels", {k: v for k, v in record.items()})
-        manifest.finish()
+    with folder_locks(write_folders(cfg), wait=args.wait):
+        record = stage.import_labels(cfg, args.source, args.assessor)
+        if (cfg.run_dir / names.MANIFEST).is_file():
+            manifest = Manifest(cfg, command="label import")
+            manifest.record_stage("labels", {k: v for k, v in record.items()})
+            manifest.finish()
     record["next"] = f"`spacelm report --recompute --config {args.config}` reads the labels (no model call)"
     print(json.dumps(record, indent=2, default=str))
     return 0
@@ -753,6 +760,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("action", choices=["export", "import", "serve"])
     _add_common(p, force=False)
+    p.add_argument("--wait", action="store_true", help="if a run holds the run's folders, wait for it")
     p.add_argument(
         "--run", metavar="FOLDER", help="the run folder, e.g. results/quick (default: the config's own run's)"
     )

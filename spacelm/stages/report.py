@@ -290,6 +290,12 @@ def judge_check_section(cfg, staged=_same) -> list[str]:
                 f"{_fmt(o.get('kappa_weighted'))} | – | – | the figures the verdict compares |"
             )
         for r in m.get("reference_judges") or []:  # other judges on exactly these pairs, same CIs
+            if r["n_pairs"] < cfg.judge_check.min_pairs:  # under the suite's own minimum: no figures
+                out.append(
+                    f"| ↳ reference: {r['name']} | {r.get('labels', '')} | {r['n_pairs']} | – | – | – | – | "
+                    f"too few pairs to tell | fewer than judge_check.min_pairs ({cfg.judge_check.min_pairs}) |"
+                )
+                continue
             out.append(
                 f"| ↳ reference: {r['name']} | {r.get('labels', '')} | {r['n_pairs']} | "
                 f"{_fmt(r.get('auc'), r.get('auc_ci'))} | {_fmt(r.get('kappa_binary'), r.get('kappa_binary_ci'))} | "
@@ -299,7 +305,14 @@ def judge_check_section(cfg, staged=_same) -> list[str]:
     out += boundary_lines(rel) + bias_lines(rel)
     for m in rel:
         pb = m.get("position_bias")
-        if pb and pb.get("n_pairs"):
+        if m.get("run") and not (pb and pb.get("n_pairs")):  # a check that did not run says so
+            why = (
+                "judge_check.position_bias is off"
+                if not cfg.judge_check.position_bias
+                else "no pair of this source was graded in both orders"
+            )
+            out.append(f"- {m['source']}: position bias: not measured ({why}).")
+        elif pb and pb.get("n_pairs"):
             q, b = pb["question_first"], pb["both_orders"]
             out.append(
                 f"- {m['source']}: position bias: passage-first grades agree with question-first on "

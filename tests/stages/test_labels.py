@@ -249,3 +249,19 @@ def test_judge_against_labels_on_the_same_pairs_by_hand(run, tmp_path):
     bias = agree["system_bias"]
     assert bias["systems"]["bm25"]["by_boundary"]["ge2"]["mean_residual"] == pytest.approx(0.5)
     assert bias["differences"]["bm25 - bm25+rerank"]["ge2"]["diff"] == pytest.approx(0.0)
+
+
+def test_label_export_and_import_wait_for_nobody_holding_the_run(run, tmp_path, monkeypatch, capsys):
+    """A stage holding the run's folders (it may be replacing grades.jsonl) keeps `spacelm label` out:
+    exit 4 naming the holder, nothing exported."""
+    from spacelm import cli
+    from spacelm.pipeline import write_folders
+    from spacelm.stages.lock import folder_locks
+
+    monkeypatch.setattr(cli, "load_config", lambda *a, **k: run)
+    out = tmp_path / "export-held"
+    with folder_locks(write_folders(run)):
+        assert cli.main(["label", "export", "--out", str(out)]) == 4
+        assert cli.main(["label", "import", "--from", str(out)]) == 4
+    assert not out.exists()
+    assert "pid" in capsys.readouterr().err

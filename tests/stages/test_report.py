@@ -125,8 +125,14 @@ def test_report_prints_reference_judges_refusal_rates_and_ppi_status(tiny_config
         ],
     )
     (d / "relevance.json").write_text(json.dumps(rel))
+    rel[0]["reference_judges"].append({**rel[0]["reference_judges"][0], "name": "few", "n_pairs": 29})
+    rel[0].pop("position_bias", None)
+    (d / "relevance.json").write_text(json.dumps(rel))
     section = "\n".join(judge_check_section(tiny_config))
     assert "| ↳ reference: gpt | graded 0-3 | 90 | 0.75 [0.70, 0.80] | 0.35 [0.20, 0.50] | 0.60 |" in section
+    # under the suite's own minimum a reference's figures are not printed; a check that did not run says so
+    assert "| ↳ reference: few | graded 0-3 | 29 | – | – | – | – | too few pairs to tell |" in section
+    assert f"- {rel[0]['source']}: position bias: not measured (" in section
     assert "Not passed" in judge_banner(tiny_config, "table2") and "negative_rejection" in judge_banner(
         tiny_config, "table2"
     )
