@@ -433,6 +433,11 @@ def train_cross_encoder(
     dev: list[TrainingPair] = []
     if settings.bm25_weight == "fit":
         pairs, dev = dev_split(pairs, settings.dev_share, seed)
+        if not dev:
+            logging.getLogger("spacelm").warning(
+                "BM25's weight: fewer than 10 training queries, none held back to fit it; the cross-encoder "
+                "ranks alone (weight 0); set retrieval.reranker.train.bm25_weight to a number to mix"
+            )
     batches = query_groups(pairs, settings.batch_size, settings.epochs, seed)
     if not batches:
         raise ValueError("no training query has both a positive and a negative: nothing to train the cross-encoder on")
