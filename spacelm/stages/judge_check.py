@@ -339,7 +339,9 @@ def compute(cfg: Config, chunks: list, questions: list[dict], models: ModelTurns
     for src in jc.sources:
         d = cfg.path(src.path)
         if not d.is_dir():
-            why = f"{d} not found: point judge_check.sources[].path at a BEIR-format folder with human qrels"
+            from ..lib.datasets import fetch_hint
+
+            why = f"{src.path} not found: {fetch_hint(d)}, or point judge_check.sources[].path elsewhere"
             result.sources.append(_not_run(src.name, src.path, why))
             continue
         data = load_beir(d, src.split)

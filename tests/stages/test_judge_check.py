@@ -76,6 +76,8 @@ def test_judge_check_stage_writes_the_contract_and_reports_absent_sources(tiny_c
     tiny, absent, golden_m = rel
     assert tiny["n_pairs"] == 6 and tiny["verdict"] in J.VERDICTS and tiny["position_bias"]["n_pairs"] == 6
     assert absent["verdict"] == "not run" and "not found" in absent["why"] and absent["auc"] is None
+    # the reason names the folder as the config does (no machine path) and where such a set comes from
+    assert str(cfg.root) not in absent["why"] and "BEIR-layout folder" in absent["why"]
     assert absent["reference_judges"] == [] and golden_m["reference_judges"] == []
     partial, ref = tiny["reference_judges"]
     assert ref["name"] == "perfect" and ref["n_pairs"] == tiny["n_pairs"]
