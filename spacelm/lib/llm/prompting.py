@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 
 SEPARATOR = "=== user ==="
@@ -81,6 +81,7 @@ _SEGMENT = re.compile(r"[^\n.!?]*(?:[.!?]+|\n|$)")
 ADDRESSED_MARK = "[text addressed to the grader left out]"
 
 
+@lru_cache(maxsize=1 << 16)
 def neutralise_addressed(text: str) -> str:
     """`text` with every sentence (or line) that addresses the reader of the prompt as a grader
     replaced by a fixed mark: a note or message to the grader, judge or assistant, a forged
