@@ -133,14 +133,20 @@ def cmd_status(args) -> int:
 def cmd_check(args) -> int:
     """Every check that needs no model: config, corpus folder and list, golden samples and their
     passages in the corpus, labelled folders. Exit 2 on any error, one line per problem."""
+    return _run_and_print_check(_cfg(args))
+
+
+def _run_and_print_check(cfg, after: str | None = None) -> int:
+    """`spacelm check` on `cfg`: every problem, the summary, `after` (a next step); exit 2 on any error."""
     from .check import run_check
 
-    cfg = _cfg(args)
     checked = run_check(cfg)
     _print_problems(checked)
     print(("check failed: " if checked.errors else "check passed: ") + _counted(checked))
     for line in checked.summary:
         print("  " + line)
+    if after:
+        print(after)
     return EXIT_INPUT if checked.errors else 0
 
 
@@ -471,7 +477,6 @@ def cmd_init(args) -> int:
     out-of-corpus subjects in the config, nothing in the package), then check it: every problem at once."""
     from pathlib import Path
 
-    from .check import run_check
     from .config import load_config
     from .lib.team import write_team_config
 
@@ -483,14 +488,8 @@ def cmd_init(args) -> int:
         print(f"spacelm: error: {e}", file=sys.stderr)
         return EXIT_INPUT
     print(f"wrote {out}")
-    cfg = load_config(out)
-    checked = run_check(cfg)
-    _print_problems(checked)
-    print(("check failed: " if checked.errors else "check passed: ") + _counted(checked))
-    for line in checked.summary:
-        print("  " + line)
-    print(f"next: fix what check says, then `spacelm plan --config {out}` and `spacelm run --config {out}`")
-    return EXIT_INPUT if checked.errors else 0
+    after = f"next: fix what check says, then `spacelm plan --config {out}` and `spacelm run --config {out}`"
+    return _run_and_print_check(load_config(out), after)
 
 
 def _guess_list(folder) -> str:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from .io import sha256_file
+
 
 @dataclass(frozen=True)
 class DataSet:
@@ -60,14 +62,6 @@ def get(name: str) -> DataSet:
     return sets[name]
 
 
-def _sha(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def expected_files(ds: DataSet) -> dict[str, str]:
     """{relative path: sha256} of every file the set holds (a corpus list's from the list)."""
     if ds.kind == "corpus-list":
@@ -84,8 +78,8 @@ def verify(ds: DataSet, folder: Path) -> list[FileState]:
         p = Path(folder) / rel
         if not p.is_file():
             out.append(FileState(rel, "missing"))
-        elif _sha(p) != sha:
-            out.append(FileState(rel, "damaged", f"sha256 {_sha(p)[:12]}…, recorded {sha[:12]}…"))
+        elif sha256_file(p) != sha:
+            out.append(FileState(rel, "damaged", f"sha256 {sha256_file(p)[:12]}…, recorded {sha[:12]}…"))
         else:
             out.append(FileState(rel, "ok"))
     return out
