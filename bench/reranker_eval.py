@@ -80,22 +80,30 @@ def beir_set(folder, split=None, min_grade=1):
     return ids, texts, queries, qrels
 
 
-def measure(name, sets_row, first, reranker, queries, qrels, texts, pool, hit_grade, condensed, boiler):
-    """Rows for one set and one first stage: before, after (as configured), the cross-encoder alone."""
+def rank_lists(first, reranker, qtexts, pool):
+    """{list name: ranked ids per query}: the first stage's top `pool`, reranked as configured and by
+    the cross-encoder alone."""
     import numpy as np
 
-    qids = sorted(qrels)
-    qtexts = [queries[q] for q in qids]
     pools = [[d for d, _ in r] for r in first.search(qtexts, pool)]
     cross = reranker.cross_scores(qtexts, pools)
     mixed = reranker.rescore(qtexts, pools)
-    lists = {
+    return {
         "before": pools,
         "after": [[pl[i] for i in np.argsort(-np.asarray(s), kind="stable")] for pl, s in zip(pools, mixed)],
         "cross-encoder alone": [
             [pl[i] for i in np.argsort(-np.asarray(s), kind="stable")] for pl, s in zip(pools, cross)
         ],
     }
+
+
+def measure(name, sets_row, lists, qids, qrels, texts, hit_grade, condensed, boiler, judged=None):
+    """Rows for one set and one first stage: before, after (as configured), the cross-encoder alone.
+    `judged` ({qid: ids with a label}): holes@10 counts the top-10 passages outside it (default: qrels)."""
+    import numpy as np
+
+    counts_holes = condensed or judged is not None
+    judged = judged or {q: set(qrels[q]) for q in qids}
     out = {"n": len(qids)}
     per = {}
     for key, ranked in lists.items():
@@ -109,9 +117,9 @@ def measure(name, sets_row, first, reranker, queries, qrels, texts, pool, hit_gr
         }
         if boiler is not None:
             row["boilerplate_top3"] = round(float(np.mean([d in boiler for r in ranked for d in r[:3]])), 4)
-        if condensed:
+        if counts_holes:
             row["holes@10"] = round(
-                float(np.mean([sum(d not in qrels[q] for d in r[:10]) for q, r in zip(qids, ranked)])), 2
+                float(np.mean([sum(d not in judged[q] for d in r[:10]) for q, r in zip(qids, ranked)])), 2
             )
         per[key] = (nd, hit)
         out[key] = row
@@ -122,6 +130,70 @@ def measure(name, sets_row, first, reranker, queries, qrels, texts, pool, hit_gr
     sets_row[name] = out
     print(name, json.dumps({k: v for k, v in out.items() if k != "per_query"}), flush=True)
     return out
+
+
+def hole_config(config, store):
+    """The bench's own labelling run: its label store `store` (results/<run>/labels), apart from any
+    study's, read and written by `spacelm label import --config C --set paths.results_dir=... --set
+    run_name=...` as HOLES_HOWTO prints."""
+    from spacelm.config import load_config
+
+    store = Path(store)
+    return load_config(config, {"paths": {"results_dir": str(store.parent.parent)}, "run_name": store.parent.name})
+
+
+def hole_pairs(lists_by_stage, qids, queries, qrels, chunks, have):
+    """The (question, passage) pairs in any list's top 10 that neither the set's labels nor the
+    hole store (`have`: {(qid, chunk id): grade}) grade, as label-export rows."""
+    from spacelm.lib.labels.store import Span, text_sha
+
+    out, seen = [], set()
+    for lists in lists_by_stage:
+        for ranked in lists.values():
+            for q, r in zip(qids, ranked):
+                for d in r[:10]:
+                    if d in qrels[q] or (q, d) in have or (q, d) in seen:
+                        continue
+                    seen.add((q, d))
+                    out.append(
+                        {
+                            "qid": q,
+                            "chunk_id": d,
+                            "question_set": "reranker-holes",
+                            "question": queries[q],
+                            "passage": chunks[d].text,
+                            "question_sha": text_sha(queries[q]),
+                            **Span.of_chunk(chunks[d]).fields(),
+                        }
+                    )
+    return out
+
+
+def hole_standing(cfg_holes, n):
+    """The hole labels' assessor and standing (standing.json of the hole store's run)."""
+    from spacelm.stages.labels import read_standing
+
+    got = read_standing(cfg_holes)
+    rel = [a for a in got.get("assessors", []) if a.get("kind") == "relevance"]
+    return {
+        "labels": n,
+        "store": str(Path(cfg_holes.labels_dir).relative_to(ROOT)),
+        "assessors": [
+            {k: a.get(k) for k in ("assessor", "figure", "value", "floor", "passes", "n_calibration")} for a in rel
+        ],
+        "kappa_ge2_ci": rel[0]["measures"].get("kappa_ge2_ci") if rel else None,
+    }
+
+
+def hole_grades(cfg_holes, qids, queries, chunks):
+    """{(qid, chunk id): grade} of the hole store's labels over these queries and chunks."""
+    from spacelm.lib.labels.store import LabelStore, Span
+
+    st = LabelStore(cfg_holes.labels_dir)
+    span_of = {cid: Span.of_chunk(c) for cid, c in chunks.items()}
+    pairs = [(q, d) for q in qids for d in chunks]
+    got = st.relevance_grades(pairs, queries, span_of) if len(st) else {}
+    return {k: v for k, v in got.items() if v is not None}
 
 
 def main(argv=None) -> int:
@@ -135,6 +207,22 @@ def main(argv=None) -> int:
         "--trec", help="TREC DL 2020 folder (BEIR layout with qrels.tsv), e.g. ../shared/judge/trec-dl-2020"
     )
     ap.add_argument("--sets", default="golden,labels,scifact,trec-dl-2020")
+    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="config override")
+    ap.add_argument(
+        "--holes-store",
+        default="results/bench/reranker-holes/labels",
+        help="label store of the in-domain set's holes (graded by the suite's assessor); when it holds labels, "
+        "`labels-full` rows score full top-10 lists with them",
+    )
+    ap.add_argument(
+        "--export-holes",
+        metavar="DIR",
+        help="write the in-domain set's holes (top-10 passages of any list that no label grades) as blind "
+        "label batches in DIR, NIST pairs mixed in (spacelm label export's format); the assessor's answers come "
+        "back with the `spacelm label import` command this prints",
+    )
+    ap.add_argument("--batches", type=int, default=0, help="--export-holes: batches (default: 130 items each)")
+    ap.add_argument("--draw", type=int, default=1, help="--export-holes: the NIST calibration draw")
     args = ap.parse_args(argv)
 
     from spacelm.config import load_config
@@ -145,7 +233,7 @@ def main(argv=None) -> int:
     from spacelm.stages.data import golden_questions, load_chunks
     from spacelm.stages.retrieve import gold_qrels
 
-    cfg = load_config(args.config)
+    cfg = load_config(args.config, sets=args.overrides)
     rc = cfg.retrieval
     if rc.reranker.kind != "cross-encoder":
         raise SystemExit(
@@ -156,6 +244,7 @@ def main(argv=None) -> int:
     model_path = resolve_model_path(rc.reranker.model)
     record = {
         "config": args.config,
+        **({"overrides": args.overrides} if args.overrides else {}),
         "model": rc.reranker.model,
         "pool": pool,
         "short_passage_chars": SHORT,
@@ -196,12 +285,38 @@ def main(argv=None) -> int:
             golden = [g for g in golden_questions(cfg, chunks) if g["answerable"]]
             qrels = {q: r for q, r in gold_qrels(golden, chunks).items()}
             queries = {g["qid"]: g["question"] for g in golden}
+            qids = sorted(qrels)
             for fs, first in firsts.items():
-                measure(f"golden/{fs}", sets, first, rr, queries, qrels, text_of, pool, 1, False, boiler)
+                lists = rank_lists(first, rr, [queries[q] for q in qids], pool)
+                measure(f"golden/{fs}", sets, lists, qids, qrels, text_of, 1, False, boiler)
         if "labels" in wanted and args.labels:
             _, _, queries, qrels = beir_set(args.labels, min_grade=2)
+            qids = sorted(qrels)
+            by_id = {c.chunk_id: c for c in chunks}
+            cfg_holes = hole_config(args.config, args.holes_store)
+            have = hole_grades(cfg_holes, qids, queries, by_id)
+            all_lists = {}
             for fs, first in firsts.items():
-                measure(f"labels/{fs}", sets, first, rr, queries, qrels, text_of, pool, 2, True, boiler)
+                lists = all_lists[fs] = rank_lists(first, rr, [queries[q] for q in qids], pool)
+                measure(f"labels/{fs}", sets, lists, qids, qrels, text_of, 2, True, boiler)
+            if have:
+                full = {q: {**{d: g for (qq, d), g in have.items() if qq == q}, **qrels[q]} for q in qids}
+                judged = {q: set(full[q]) for q in qids}
+                record["holes_labels"] = hole_standing(cfg_holes, len(have))
+                for fs, lists in all_lists.items():
+                    measure(f"labels-full/{fs}", sets, lists, qids, full, text_of, 2, False, boiler, judged)
+            if args.export_holes:
+                from spacelm.stages import labels as st_labels
+
+                items = hole_pairs(all_lists.values(), qids, queries, qrels, by_id, have)
+                n_batches = args.batches or max(1, round((len(items) * 1.1 + 100) / 130))
+                meta = st_labels.export(cfg_holes, "pairs", n_batches, Path(args.export_holes), args.draw, items)
+                print(json.dumps(meta, indent=1))
+                print(
+                    f"import: spacelm label import --config {args.config} --set paths.results_dir="
+                    f"{cfg_holes.paths.results_dir} --set run_name={cfg_holes.run_name} --from {args.export_holes} "
+                    "--assessor NAME"
+                )
     for name, folder, split, min_grade, nq in (
         ("scifact", args.scifact, "test", 1, args.scifact_queries),
         ("trec-dl-2020", args.trec, None, 2, None),
@@ -212,10 +327,10 @@ def main(argv=None) -> int:
         if nq:
             qrels = {q: qrels[q] for q in sorted(qrels)[:nq]}
         firsts, rr = stages(ids, texts, cache)
+        qids = sorted(qrels)
         for fs, first in firsts.items():
-            measure(
-                f"{name}/{fs}", sets, first, rr, queries, qrels, dict(zip(ids, texts)), pool, min_grade, False, None
-            )
+            lists = rank_lists(first, rr, [queries[q] for q in qids], pool)
+            measure(f"{name}/{fs}", sets, lists, qids, qrels, dict(zip(ids, texts)), min_grade, False, None)
     record["seconds"] = round(time.perf_counter() - t0, 1)
     write_json(Path(args.out), record)
     print(f"wrote {args.out} ({record['seconds']} s)")

@@ -126,21 +126,41 @@ def run_summary(root: Path, run: str = "standard") -> list[str]:
             if answers_in(m)
             else f"chunks; it has no Table 2 (`configs/{ANSWERS_RUN}.yaml` is that study). "
         )
-        + grading_method(m)
+        + screening_note(root, run)
+        + grading_method(m, _json_or_empty(root, f"results/{run}/labels/standing.json"))
     )
     return wrap(text) + ["", source_line(f"results/{run}/{names.MANIFEST}")]
 
 
-def grading_method(m: dict) -> str:
-    """How the run's Table 1 grades were made, from its manifest (a run older than the option has none)."""
+def _json_or_empty(root: Path, rel: str) -> dict:
+    return _json(root, rel) if (root / rel).is_file() else {}
+
+
+def screening_note(root: Path, run: str) -> str:
+    """The questions the assessor screened out of Table 1 (grading/question_screening.json)."""
+    f = _json_or_empty(root, f"results/{run}/{names.QUESTION_SCREENING}")
+    if not f.get("screened"):
+        return ""
+    return (
+        f"The assessor screened {f['screened']} of them against their passages and rejected {f['rejected']} "
+        f"({100 * f['rejected_share']:.0f}%, unanswerable or on a false premise), so Table 1 reads "
+        f"{f['kept_for_table1']}. "
+    )
+
+
+def grading_method(m: dict, standing: dict | None = None) -> str:
+    """How the run's Table 1 grades were made, from its manifest (a run older than the option has none)
+    and its labels' standing (labels/standing.json: the relevance assessor)."""
     method = m["stages"].get("grade", {}).get("grading_method")
     instrument = (m.get("config") or {}).get("grading", {}).get("instrument", "judge")
     for u in m.get("updates") or []:  # a report recomputed under a later config reads what that config says
         instrument = (u.get("config_changes") or {}).get("grading.instrument", instrument)
     if method and instrument != "judge":
         store = m["stages"].get("labels", {})
+        rel = [a for a in (standing or {}).get("assessors", []) if a.get("kind") == "relevance" and a.get("passes")]
+        who = rel[-1]["assessor"] if rel else store.get("assessor", "see labels/standing.json")
         return (
-            f"Table 1's verdicts read an assessor's labels ({store.get('assessor', 'see labels/standing.json')}, "
+            f"Table 1's verdicts read an assessor's labels ({who}, "
             f"label store sha256 `{str(store.get('store_sha256'))[:12]}`); the embedded judge ({method}) is "
             "measured against them on the same pairs."
         )
@@ -334,16 +354,19 @@ def stage_seconds(root: Path, run: str = "quick") -> list[str]:
     )
 
 
-def md_file(name: str):
+def md_file(name: str, plain: bool = False):
+    """A run's markdown table; `plain`: without the run's best/second marks (bold, underline), for a
+    page that shows cells no finding reads at its n."""
+
     def gen(root: Path, run: str = "standard") -> list[str]:
         if name == names.TABLE2_MD and not (root / "results" / run / name).is_file():
             if not (root / "results" / ANSWERS_RUN / name).is_file():
                 return wrap(table2_elsewhere(root, run))
             run = ANSWERS_RUN  # the reference config's Table 2 study
-        return compact((root / "results" / run / name).read_text().split("\n\n")[0]) + [
-            "",
-            source_line(f"results/{run}/{name}"),
-        ]
+        text = (root / "results" / run / name).read_text().split("\n\n")[0]
+        if plain:
+            text = re.sub(r"\*\*|</?u>", "", text)
+        return compact(text) + ["", source_line(f"results/{run}/{name}")]
 
     return gen
 
@@ -1146,6 +1169,7 @@ def judge_independent_audit(root: Path) -> list[str]:
 RERANKER_SETS = {
     "golden": "golden samples (span gold)",
     "labels": "in-domain labels (condensed)",
+    "labels-full": "in-domain labels (full top 10)",
     "scifact": "SciFact test",
     "trec-dl-2020": "TREC DL 2020",
 }
@@ -1165,7 +1189,7 @@ def reranker(root: Path) -> list[str]:
                     "set, first stage": f"{RERANKER_SETS.get(name, name)}, {first} (n={r['n']})",
                     "reranked by": "cross-encoder + BM25" if row_name == "after" else "cross-encoder alone",
                     "nDCG@10": f"{a['ndcg@10']:.3f} → {b['ndcg@10']:.3f}",
-                    "difference [95% CI]": f"{b['ndcg@10_diff']['diff']:+.3f} {ci(b['ndcg@10_diff']['ci'], '{:+.3f}')}",
+                    "difference [95% CI]": diff_ci(b["ndcg@10_diff"]),
                     "hit@3": f"{a['hit@3']:.2f} → {b['hit@3']:.2f}",
                     "top-3 < 400 chars": f"{a['short_top3']:.1%} → {b['short_top3']:.1%}",
                     "holes@10": f"{a['holes@10']:.1f} → {b['holes@10']:.1f}" if "holes@10" in a else "–",
@@ -1187,9 +1211,129 @@ def reranker(root: Path) -> list[str]:
         f"{srcs} ({ck.get('pairs')} pairs, {res.get('steps')} steps, {res.get('seconds')} s).",
         f"BM25's weight {d.get('weight')} was fitted on {res.get('dev_queries')} of those queries, held back from "
         f"training. Pool {d['pool']}; {d['intervals']}.",
+        *holes_line(d.get("holes_labels")),
         "",
         source_line("results/reranker.json"),
     ]
+
+
+def holes_line(h: dict | None) -> list[str]:
+    """Who graded the in-domain set's holes, and its standing (bench/reranker_eval.py `holes_labels`)."""
+    if not h:
+        return []
+    a = (h.get("assessors") or [{}])[0]
+    kci = h.get("kappa_ge2_ci") or [None, None]
+    return [
+        f"Full top-10 lists: the in-domain labels plus {h['labels']} labels of the passages they left unjudged, graded "
+        f"blind by {a.get('assessor')} (κ at ≥ 2 against NIST {a.get('value')} {ci(kci, '{:.2f}')} on "
+        f"{a.get('n_calibration')} calibration pairs mixed into the same batches; floor {a.get('floor')}); a passage "
+        "still unjudged counts as not relevant."
+    ]
+
+
+def diff_ci(d: dict) -> str:
+    """A paired difference and its interval: +0.012 [-0.001, +0.027]."""
+    return f"{d['diff']:+.3f} {ci(d['ci'], '{:+.3f}')}"
+
+
+def standard_found(root: Path, run: str = "standard") -> list[str]:
+    """What the reference run found: the report's opening section (templates/found.md), its bullets
+    wrapped, without its heading."""
+    from spacelm.lib.report.found import found
+    from spacelm.lib.report.render import render
+
+    m = _json(root, f"results/{run}/{names.MANIFEST}")
+    model = ((m.get("config") or {}).get("retrieval") or {}).get("reranker", {}).get("model")
+    text = render("found.md", found(root / "results" / run, run, model))
+    out = []
+    for line in text.splitlines()[1:]:
+        if line.startswith("- "):
+            out += textwrap.wrap(line, 120, subsequent_indent="  ", break_on_hyphens=False)
+        elif line.strip():
+            out += wrap(line)
+    return out + ["", source_line(f"results/{run}/")]
+
+
+def standard_screening(root: Path, run: str = "standard") -> list[str]:
+    """The assessor's screening of the reference run's written questions: its standing and what it
+    rejected (labels/standing.json, grading/question_screening.json)."""
+    st = [
+        a
+        for a in _json(root, f"results/{run}/labels/standing.json").get("assessors", [])
+        if a["kind"] == "screening" and a["passes"]
+    ]
+    f = _json(root, f"results/{run}/{names.QUESTION_SCREENING}")
+    if not st or not f.get("screened"):
+        return ["_No screening imported into this run._"]
+    a, m = st[-1], st[-1]["measures"]
+    kept = f["by_suite_verdict"].get("kept", {})
+    prem = f["by_suite_verdict"].get("premise", {})
+    text = (
+        f"Screening pass imported: {a['assessor']}; {100 * a['value']:.0f}%{pct_ci(m.get('agreement_ci'))} of "
+        f"{a['n_calibration']} golden questions screened in the known direction (answerable kept "
+        f"{100 * m['answerable_kept']:.0f}%, unanswerable rejected {100 * m['unanswerable_rejected']:.0f}%; floor "
+        f"{100 * a['floor']:.0f}%), self-agreement {a['self_agreement']['exact']:.0%} on {a['self_agreement']['n']} "
+        f"repeats. It rejected {f['rejected']} of the {f['questions']} questions Table 1 graded "
+        f"({100 * f['rejected_share']:.0f}%{pct_ci(f['rejected_ci'])}), so Table 1 reads {f['kept_for_table1']}. "
+        f"Of the {kept.get('screened', 0)} questions synth kept it calls {kept.get('answerable', 0)} answerable; of the "
+        f"{prem.get('screened', 0)} its premise check dropped, {prem.get('answerable', 0)}."
+    )
+    return wrap(text) + [
+        "",
+        source_line(f"results/{run}/labels/standing.json", f"results/{run}/{names.QUESTION_SCREENING}"),
+    ]
+
+
+def pct_ci(b) -> str:
+    """ " [26%, 45%]" of an interval of shares, "" without one."""
+    if not b or b[0] is None:
+        return ""
+    return f" [{100 * b[0]:.0f}%, {100 * b[1]:.0f}%]"
+
+
+def reranker_ingredients(root: Path) -> list[str]:
+    """bench/reranker_ingredients.py's table: the reranker trained on each ingredient, over BM25."""
+    rel = "results/bench/reranker_ingredients.json"
+    d = _json(root, rel)
+    cols = ["trained on", "train s", "w", "set", "nDCG@10 (BM25 → reranked)", "difference [95% CI]"]
+    cols += ["top-3 < 400 chars", "CE alone: difference"]
+    rows = []
+    conf = _json(root, "results/reranker.json")
+    configured = {
+        "train_seconds": ((conf.get("checkpoint") or {}).get("result") or {}).get("seconds", 0),
+        "weight": conf.get("weight"),
+        "sets": {k: v for k, v in conf["sets"].items() if k.split("/")[0] in ("golden", "labels", "labels-full")},
+    }
+    variants = dict(d["variants"])
+    variants = {
+        **{k: v for k, v in variants.items() if k.count("+") < 1},
+        "synthetic+scifact (configured)": configured,
+        **{k: v for k, v in variants.items() if k.count("+") >= 1},
+    }
+    for variant, v in variants.items():
+        for key, r in v["sets"].items():
+            name, first = key.split("/")
+            if first != "bm25":
+                continue
+            a, b, c = r["before"], r["after"], r["cross-encoder alone"]
+            rows.append(
+                {
+                    "trained on": variant.replace("+", " + "),
+                    "train s": f"{v['train_seconds']:.0f}",
+                    "w": f"{v['weight']}",
+                    "set": f"{RERANKER_SETS.get(name, name)} (n={r['n']})",
+                    "nDCG@10 (BM25 → reranked)": f"{a['ndcg@10']:.3f} → {b['ndcg@10']:.3f}",
+                    "difference [95% CI]": diff_ci(b["ndcg@10_diff"]),
+                    "top-3 < 400 chars": f"{a['short_top3']:.1%} → {b['short_top3']:.1%}",
+                    "CE alone: difference": diff_ci(c["ndcg@10_diff"]),
+                }
+            )
+    lead = (
+        f"Each variant trained by stage train-reranker from `{d['config']}` with only the named ingredients "
+        f"(pseudo-queries: {d['pseudo_queries']}), BM25's weight w fitted on its own held-back training queries; "
+        "first stage BM25 top 100. The configured checkpoint's rows are those of the table above."
+    )
+    return wrap(lead) + [""] + table(rows, cols) + ["", source_line(rel)]
 
 
 def reranker_speed(root: Path) -> list[str]:
@@ -1297,7 +1441,7 @@ GENERATORS = {
     "standard-rules": rules,
     "standard-model-time": model_time,
     "standard-stage-seconds": lambda root: stage_seconds(root, "standard"),
-    "standard-table1": md_file(names.TABLE1_MD),
+    "standard-table1": md_file(names.TABLE1_MD, plain=True),
     "standard-table1-note": note_of(names.TABLE1_MD),
     "standard-table2": md_file(names.TABLE2_MD),
     "standard-table2-note": note_of(names.TABLE2_MD),
@@ -1323,6 +1467,9 @@ GENERATORS = {
     "ppi-coverage": ppi_coverage,
     "beir-anchor": beir_anchor,
     "reranker-ablation": reranker_ablation,
+    "reranker-ingredients": reranker_ingredients,
+    "standard-screening": standard_screening,
+    "standard-found": standard_found,
     "retrieval-scale": retrieval_scale,
     "llm-throughput": llm_throughput,
     "unit-costs": unit_costs,
@@ -1396,13 +1543,6 @@ def _ingest_audit_spans(root: Path) -> str:
 
 QUOTED = [
     ("docs/stages.md", "ingest audit bibliography spans", "every one of its {} removed spans", _ingest_audit_spans),
-    ("README.md", "standard corpus size", "the real corpus ({} in `../shared/space_corpus`)", _setup("corpus", 2)),
-    (
-        "README.md",
-        "standard Table 1 questions",
-        "Table 1's {} questions meet it",
-        _sizes("standard", "{table1_questions}"),
-    ),
     (
         "docs/measured.md",
         "standard Table 1 questions and chunks",
@@ -1479,7 +1619,6 @@ COUNT_CLAIM = re.compile(
 )
 # (file, phrase holding a claim, why it is not a figure of a committed run file)
 NOT_RUN_FIGURES = [
-    ("README.md", "needs 91 questions (the previous run's", "the analysis plan's n, fixed in configs/standard.yaml"),
     ("docs/judges.md", "every rubric *failed* its controls in the previous", "a previous run, kept as history"),
     ("docs/judges.md", "faithfulness was *valid* there", "the previous reference run, kept as history"),
     ("docs/judges.md", "over its 60 Table 1 questions at top-3", "the previous reference run, kept as history"),

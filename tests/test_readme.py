@@ -65,7 +65,10 @@ def test_a_changed_quoted_figure_is_caught():
     rt = _tables()
     texts = {str(p.relative_to(ROOT)): " ".join(p.read_text().split()) for p in DOCS}
     assert rt.quoted_mismatches(texts) == []
-    for rel, what in (("docs/judges.md", "standard trec grader"), ("README.md", "standard Table 1 questions")):
+    for rel, what in (
+        ("docs/judges.md", "standard trec grader"),
+        ("docs/measured.md", "standard Table 1 questions and chunks"),
+    ):
         right, wrong_text = _quoted(rt, rel, what)
         assert right in texts[rel], (rel, right)
         wrong = dict(texts, **{rel: texts[rel].replace(right, wrong_text)})
@@ -82,9 +85,8 @@ def _problems(rt, texts: dict) -> list[str]:
         # a verdict next to a judge's name that no file backs
         ("README.md", "directions within this run.", "directions within this run; the refusal judge is valid."),
         ("docs/judges.md", "A *weak* rubric's", "The refusal judge is *valid*. A *weak* rubric's"),
-        # a count of questions against the manifest (table1_questions 91), and one the plan fixed (NOT_RUN_FIGURES)
-        ("README.md", "Table 1's 91 questions", "Table 1's 92 questions"),
-        ("README.md", "needs 91 questions (the previous run's", "needs 92 questions (the previous run's"),
+        # a count of questions in prose, next to the generated blocks that hold the real ones
+        ("README.md", "Table 2 is a study of its own", "Table 1's 92 questions. Table 2 is a study of its own"),
         # the same counts written anew, where no template binds them
         ("README.md", "directions within this run.", "directions within this run, on 21 unanswerable questions."),
         ("docs/stages.md", "## ", "Table 1's 61 graded questions.\n\n## "),

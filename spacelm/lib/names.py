@@ -108,6 +108,7 @@ GOLDEN_REFERENCE_AGREEMENT = "grading/golden/reference_agreement.csv"
 JUDGE_VS_GOLD = "grading/judge_vs_gold.csv"
 # each paired test with each document left out and without the questions the checks flag
 GRADING_SENSITIVITY = "grading/sensitivity.csv"
+QUESTION_SCREENING = "grading/question_screening.json"
 # human labels for prediction-powered inference, in a folder of their own (grading.labels_dir)
 # Table 1 through the assessor's labels (grading.instrument labels or both): its paired tests and
 # relevant shares, and the embedded judge measured against the labels on the same pairs

@@ -52,6 +52,7 @@ class GradeFiles(NamedTuple):
     decomposition: Path
     judge_qrels: Path
     sensitivity: Path
+    screening: Path
 
 
 def outputs(cfg: Config) -> GradeFiles:
@@ -71,6 +72,7 @@ def outputs(cfg: Config) -> GradeFiles:
         d / names.GRADE_DECOMPOSITION,
         d / names.TREC_QRELS_JUDGE,
         d / names.GRADING_SENSITIVITY,
+        d / names.QUESTION_SCREENING,
     )
 
 
@@ -230,8 +232,11 @@ def write_tables(
     import pandas as pd
 
     from ..lib.report.plots import grade_distribution, per_task_panels
+    from .question_screen import screened
 
     files = outputs(cfg)
+    questions, screening = screened(cfg, questions)
+    write_json(out(files.screening), screening or {"screened": 0, "questions": len(questions), "rejected_qids": []})
     cluster_of = clustering(questions, cfg.grading.cluster)
     design = cfg.table_design()
     grades = {(r["qid"], r["chunk_id"]): r["grade"] for r in used}
@@ -511,12 +516,14 @@ def relevance_prompts(cfg: Config, both_orders: bool) -> list[str]:
 
 
 def label_files(cfg: Config) -> list:
-    """The label store's relevance labels and the run's standing, when Table 1 reads labels."""
-    if not reads_labels(cfg):
-        return []
-    from ..lib.labels.store import FILES, RELEVANCE
+    """The label store's question screens (a screened-out question leaves Table 1) and, when Table 1
+    reads labels, its relevance labels and the run's standing."""
+    from ..lib.labels.store import FILES, RELEVANCE, SCREENING
 
-    return [cfg.labels_dir / FILES[RELEVANCE], cfg.run_dir / "labels" / "standing.json"]
+    screens = [cfg.labels_dir / FILES[SCREENING]]
+    if not reads_labels(cfg):
+        return screens
+    return [*screens, cfg.labels_dir / FILES[RELEVANCE], cfg.run_dir / "labels" / "standing.json"]
 
 
 STAGE = Stage(

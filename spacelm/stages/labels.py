@@ -81,7 +81,9 @@ def table1_sets(cfg: Config, chunks: dict | None = None) -> list[tuple[str, list
     known = {q["qid"]: q for q in read_jsonl(questions_path(cfg))} if questions_path(cfg).is_file() else {}
     source = clusters_from_grades(first)
     questions = [known.get(q) or {"qid": q, "source_chunk_id": c} for q, c in sorted(source.items())]
-    out = [("run", questions, load_rankings(cfg))]
+    from .question_screen import screened
+
+    out = [("run", screened(cfg, questions)[0], load_rankings(cfg))]
     if gold_check.enabled(cfg) and (cfg.run_dir / names.GOLDEN_GRADES).is_file():
         gs = gold_check.golden_inputs(cfg, list((chunks or _chunks(cfg)).values()), questions)
         if gs is not None:
@@ -115,8 +117,11 @@ def table1_pairs(cfg: Config, chunks: dict) -> list[dict]:
 
 
 def screening_items(cfg: Config, chunks: dict) -> list[dict]:
-    """Each kept written question with the passage it was written from."""
+    """Each answerable written question with the passage it was written from: those synth kept, and
+    those its content checks dropped (`SCREENED_DROPS`), so the checks are measured against the
+    assessor on the same questions; the key keeps the suite's verdict (`suite`: kept or the check)."""
     from .data import questions_path
+    from .question_screen import SCREENED_DROPS, answerable
 
     p = questions_path(cfg)
     if not p.is_file():
@@ -124,13 +129,17 @@ def screening_items(cfg: Config, chunks: dict) -> list[dict]:
     out = []
     for q in read_jsonl(p):
         c = chunks.get(q.get("source_chunk_id"))
-        if not q.get("kept") or c is None or not q.get("question"):
+        if c is None or not q.get("question") or not answerable(q):
+            continue
+        suite = "kept" if q.get("kept") in (True, "True") else q.get("drop_reason")
+        if suite != "kept" and suite not in SCREENED_DROPS:
             continue
         out.append(
             {
                 "qid": q["qid"],
                 "chunk_id": c.chunk_id,
                 "task": q.get("task"),
+                "suite": suite,
                 "question": q["question"],
                 "passage": c.text,
                 "question_sha": text_sha(q["question"]),
@@ -211,15 +220,18 @@ def nist_pairs(cfg: Config, draw: int = 0) -> list[dict]:
 
 
 def golden_screening(cfg: Config, chunks: dict) -> list[dict]:
-    """Golden questions with a passage, whose answerability is known: an answerable one with its
-    own evidence passage; an unanswerable one with the run's chunk sharing the most content words
+    """Golden questions with a passage, whose answerability is known, shown as the run's questions
+    are (a chunk): an answerable one with the chunk holding its evidence passage (the passage alone
+    where no chunk holds it); an unanswerable one with the run's chunk sharing the most content words
     with it (a plausible passage that does not answer, chosen by word overlap, not graded)."""
+    from ..lib.synth.golden import load_golden, locate_samples
     from .data import golden_path
 
     p = golden_path(cfg)
     if not p.is_file():
         return []
     rows = read_jsonl(p)
+    found, _ = locate_samples(load_golden(p), list(chunks.values()), p)
     rng = random.Random(f"{cfg.seed}|golden-screening")
     rng.shuffle(rows)
     n = cfg.labels.calibration_questions
@@ -227,7 +239,9 @@ def golden_screening(cfg: Config, chunks: dict) -> list[dict]:
     texts = sorted(chunks.values(), key=lambda c: c.chunk_id)
     out = []
     for r in [r for r in rows if r.get("answerable", True) and r.get("passage")][: n - n // 3]:
-        out.append({"qid": f"golden:{r['id']}", "question": r["question"], "passage": r["passage"], "truth": True})
+        c = chunks.get(found.get(r["id"]))
+        passage = c.text if c is not None else r["passage"]
+        out.append({"qid": f"golden:{r['id']}", "question": r["question"], "passage": passage, "truth": True})
     for r in [r for r in rows if not r.get("answerable", True)][: n // 3]:
         q = words(r["question"])
         best = max(texts, key=lambda c: (len(q & words(c.text)), c.chunk_id), default=None)
@@ -270,9 +284,14 @@ def answer_controls(cfg: Config, chunks: dict) -> list[dict]:
 
 
 # --------------------------------------------------------------------------- export
-def export(cfg: Config, what: str, n_batches: int, out_dir: Path, draw: int = 0) -> dict:
+def export(
+    cfg: Config, what: str, n_batches: int, out_dir: Path, draw: int = 0, pairs: list[dict] | None = None
+) -> dict:
     """Write the run's unlabelled items of `what` (pairs, questions, answers) as blind batches in
-    `out_dir` (see lib/labels/batches.py), with calibration items and repeats mixed in."""
+    `out_dir` (see lib/labels/batches.py), with calibration items and repeats mixed in. `pairs`
+    (relevance only) replaces the run's Table 1 pairs with the caller's: rows as `table1_pairs`
+    writes them (qid, chunk_id, question, passage, question_sha and the chunk's span), e.g. the
+    holes of a bench's ranked lists (bench/reranker_eval.py)."""
     if what not in lb.WHAT:
         raise InputError(f"--what {what!r}: use pairs, questions or answers")
     kind = lb.WHAT[what]
@@ -281,11 +300,14 @@ def export(cfg: Config, what: str, n_batches: int, out_dir: Path, draw: int = 0)
         raise InputError(
             f"{out_dir} already holds an export (key.jsonl): import its labels first, or export into a new folder"
         )
+    if pairs is not None and kind != RELEVANCE:
+        raise ValueError("export: explicit pairs are relevance items")
     chunks = _chunks(cfg)
     st = store(cfg)
     if kind == RELEVANCE:
         have = st.labels(RELEVANCE)
-        items = [p for p in table1_pairs(cfg, chunks) if relevance_key(p["question"], Span.of(p)) not in have]
+        wanted = table1_pairs(cfg, chunks) if pairs is None else pairs
+        items = [p for p in wanted if relevance_key(p["question"], Span.of(p)) not in have]
         calibration = nist_pairs(cfg, draw)
     elif kind == SCREENING:
         have = st.labels(SCREENING)
@@ -629,6 +651,7 @@ class LabelsSection:
     holes: int
     judge_agreement: dict | None
     judge_bias: list
+    screening: dict | None  # question_screen.screening_facts of the run's questions, when any was screened
 
 
 def section(cfg: Config) -> LabelsSection | None:
@@ -637,6 +660,8 @@ def section(cfg: Config) -> LabelsSection | None:
     data = read_standing(cfg)
     if not reads and not data:
         return None
+    screen_p = cfg.run_dir / names.QUESTION_SCREENING
+    screening = json.loads(screen_p.read_text(encoding="utf-8")) if screen_p.is_file() else None
     agree_p = cfg.run_dir / names.JUDGE_VS_LABELS
     agree = json.loads(agree_p.read_text(encoding="utf-8")) if agree_p.is_file() else {}
     bias = []
@@ -670,4 +695,5 @@ def section(cfg: Config) -> LabelsSection | None:
         holes=holes,
         judge_agreement=agree.get("agreement"),
         judge_bias=bias,
+        screening=screening if screening and screening.get("screened") else None,
     )

@@ -1051,6 +1051,15 @@ def labels_banner(cfg, table: str) -> str | None:
     )
 
 
+def found_section(cfg) -> str:
+    """What the run found, first (templates/found.md, facts from lib/report/found.py)."""
+    from ..lib.report.found import found
+    from ..lib.report.render import render
+
+    rr = cfg.retrieval.reranker
+    return render("found.md", found(cfg.run_dir, cfg.run_name, rr.model if rr.kind != "none" else None))
+
+
 def labels_section(cfg) -> str:
     """The assessor's standing and the judge measured against its labels (templates/labels_section.md)."""
     from ..lib.report.render import render
@@ -1077,6 +1086,7 @@ def report_values(cfg, out=_same) -> dict:
         config_file=manifest.get("config_file"),
         commit_line=commit_line(manifest.get("git_commit"), _head(cfg)),
         plan_line=plan_line(cfg, manifest, findings),
+        found=found_section(cfg),
         started=manifest.get("started"),
         finished=manifest.get("finished", "(running)"),
         setup=setup_section(cfg, stages, out),
@@ -1399,7 +1409,9 @@ def _reads(cfg) -> list[Path]:
     from ..lib.report.render import TEMPLATES
 
     labels = [cfg.run_dir / names.JUDGE_VS_LABELS, cfg.run_dir / "labels" / "standing.json"]
-    sections = [TEMPLATES / "labels_section.md"]
+    labels += [cfg.run_dir / names.LABEL_PAIRED_TESTS, cfg.run_dir / names.QUESTION_SCREENING]
+    labels += [cfg.run_dir / names.RETRIEVAL_PER_QUERY]
+    sections = [TEMPLATES / "labels_section.md", TEMPLATES / "found.md"]
     return (
         [TEMPLATE, BROWSE_TEMPLATE, *sections] + [cfg.run_dir / f for f in RUN_READS] + sizes + shared + gold + labels
     )

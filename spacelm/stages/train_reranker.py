@@ -33,6 +33,7 @@ from ..lib.retrieval.cross_encoder import (
     labelled_pairs,
     overlapping,
     pair_counts,
+    pseudo_query_pairs,
     question_key,
     round_trip_filter,
     synthetic_pairs,
@@ -246,6 +247,19 @@ def compute(cfg: Config, chunks: list, questions: list[dict], golden: list, turn
         records, pairs, source = synthetic_set(cfg, chunks, golden, held, turns)
         sources.append(source)
         corpora["synthetic"] = synthetic_corpus(chunks, held, records)
+    if t.pseudo_queries:
+        pool = training_pool(chunks, held)
+        more = pseudo_query_pairs(pool, t.pseudo_queries, t.negatives, t.negative_depth, cfg.retrieval.bm25, cfg.seed)
+        pairs += more
+        sources.append(
+            {
+                "name": "pseudo",
+                "corpus": display_path(cfg, chunks_path(cfg)),
+                "training_chunks": len(pool),
+                "queries_from": "a sentence of 8-30 words cut from a training chunk (no model call)",
+                "negatives": f"{t.negatives} of BM25 top {t.negative_depth}, not the chunk or its neighbours",
+            }
+        )
     for spec in t.labelled:
         if spec.optional and not cfg.path(spec.path).is_dir():
             sources.append(

@@ -265,3 +265,115 @@ def test_label_export_and_import_wait_for_nobody_holding_the_run(run, tmp_path, 
         assert cli.main(["label", "import", "--from", str(out)]) == 4
     assert not out.exists()
     assert "pid" in capsys.readouterr().err
+
+
+def test_export_of_a_callers_pairs_batches_those_not_yet_labelled_and_only_them(run, tmp_path):
+    from spacelm.lib.labels.store import Span, text_sha
+    from spacelm.stages.labels import _chunks, export, import_labels
+
+    chunks = _chunks(run)
+    # the bench's holes: question q0's text against chunks c3 and c4, not a Table 1 pair
+    pairs = [
+        {
+            "qid": "x0",
+            "chunk_id": cid,
+            "question": "Which limits hold for the pass?",
+            "passage": chunks[cid].text,
+            "question_sha": text_sha("Which limits hold for the pass?"),
+            **Span.of_chunk(chunks[cid]).fields(),
+        }
+        for cid in ("c3", "c4")
+    ]
+    meta = export(run, "pairs", 1, tmp_path / "a", pairs=pairs)
+    items = [r for r in read_jsonl(tmp_path / "a" / "key.jsonl") if r["role"] == "item"]
+    assert meta["items"] == 2 and {r["chunk_id"] for r in items} == {"c3", "c4"}
+    answer_all(tmp_path / "a", lambda r: int(r["truth"]) if "truth" in r else (3 if r["chunk_id"] == "c3" else 0))
+    assert import_labels(run, tmp_path / "a", "tester")["labels_added"] == 2
+    with pytest.raises(InputError, match="no unlabelled pairs"):
+        export(run, "pairs", 1, tmp_path / "b", pairs=pairs)
+    with pytest.raises(ValueError, match="relevance"):
+        export(run, "questions", 1, tmp_path / "c", pairs=pairs)
+
+
+def test_questions_the_assessor_screens_out_leave_table1_and_the_checks_are_measured_against_it(run, tmp_path):
+    from spacelm.stages import grade
+    from spacelm.stages.data import questions_path
+    from spacelm.stages.labels import export, import_labels, section
+
+    # synth kept q0-q4 and dropped q5 with its premise check; golden questions calibrate the screen
+    qp = questions_path(run)
+    qs = read_jsonl(qp)
+    for q in qs:
+        q.update(kept=q["qid"] != "q5", drop_reason="premise" if q["qid"] == "q5" else None)
+    qp.write_text("".join(json.dumps(q) + "\n" for q in qs))
+    gp = run.run_dir / "grades.jsonl"  # a dropped question is never graded
+    gp.write_text("".join(json.dumps(r) + "\n" for r in read_jsonl(gp) if r["qid"] != "q5"))
+    golden = tmp_path / "golden.jsonl"
+    rows = [
+        {
+            "id": f"a{i}",
+            "task": "direct_qa",
+            "question": f"golden {i}?",
+            "passage": f"golden passage {i}",
+            "answerable": True,
+        }
+        for i in range(22)
+    ]
+    rows += [
+        {"id": f"u{i}", "task": "direct_qa", "question": f"unanswerable {i}?", "answerable": False} for i in range(10)
+    ]
+    golden.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run.corpus.golden_samples = str(golden)
+    out = tmp_path / "screen"
+    meta = export(run, "questions", 1, out)
+    key = {r["key"]: r for r in read_jsonl(out / "key.jsonl")}
+    items = [r for r in key.values() if r["role"] == "item"]
+    assert meta["items"] == 6 and {r["suite"] for r in items} == {"kept", "premise"}
+    verdict = {"q0": "false_premise", "q5": "not_answerable"}
+
+    def screen(r):
+        if "truth" in r:
+            return "answerable" if r["truth"] else "not_answerable"
+        return verdict.get(r["qid"], "answerable")
+
+    for b in sorted((out / "batches").glob("*.jsonl")):
+        lines = [json.dumps({"key": r["key"], "screen": screen(key[r["key"]])}) for r in read_jsonl(b)]
+        (out / "labels" / f"{b.stem}.labels.jsonl").write_text("\n".join(lines) + "\n")
+    import_labels(run, out, "tester")
+    grade.recompute(run)
+    facts = json.loads((run.run_dir / "grading" / "question_screening.json").read_text())
+    assert (facts["screened"], facts["rejected"], facts["rejected_qids"], facts["kept_for_table1"]) == (
+        5,
+        1,
+        ["q0"],
+        4,
+    )
+    assert facts["per_task"]["direct_qa"]["reasons"] == {"false_premise": 1}
+    assert facts["by_suite_verdict"] == {
+        "kept": {"screened": 5, "answerable": 4},
+        "premise": {"screened": 1, "answerable": 0},
+    }
+    import pandas as pd
+
+    t = pd.read_csv(run.run_dir / "table1_relevance.csv")
+    # q0 left: 4 questions x top-2 = 8 passages per retrieved cell
+    assert set(t[t.instrument == "judge"]["n_questions"]) == {4}
+    assert section(run).screening["rejected"] == 1
+    from spacelm.stages.report import labels_section
+
+    page = labels_section(run)  # the template words these facts (it renders, every row present)
+    assert "| direct_qa | 5 | 5 | 1 |" in page.replace("  ", " ") or "| 5 | 5 | 1 |" in page
+
+
+def test_leaving_screened_out_questions_never_moves_the_deep_draw():
+    from spacelm.lib.judge.relevance import TableDesign, deep_qids
+
+    design = TableDesign(("bm25",), (3, 10), 13, 3)
+    qs = [{"qid": f"q{i}"} for i in range(10)]
+    deep = deep_qids(design, qs)
+    gone = sorted(deep)[0]
+    marked = [dict(q, deep=q["qid"] in deep) for q in qs if q["qid"] != gone]
+    assert deep_qids(design, marked) == deep - {gone}
+    # unmarked, the same list draws 3 again, one of them a question graded only to top-3
+    redrawn = deep_qids(design, [q for q in qs if q["qid"] != gone])
+    assert len(redrawn) == 3 and redrawn != deep - {gone}

@@ -35,7 +35,10 @@ class TableDesign:
 
 def deep_qids(design: TableDesign, questions: list[dict]) -> set:
     """The questions graded to the largest top-k (:attr:`TableDesign.deep_questions` of them, drawn
-    with the design's seed; all of them when it is None or not smaller)."""
+    with the design's seed; all of them when it is None or not smaller). Questions marked `deep`
+    (a draw made over a longer list, stages/grade.py `screened`) keep their mark."""
+    if questions and all("deep" in q for q in questions):
+        return {q["qid"] for q in questions if q["deep"]}
     return {q["qid"] for q in select_questions(questions, design.deep_questions, design.seed + 1)}
 
 

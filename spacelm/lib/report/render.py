@@ -36,6 +36,14 @@ def pct(x, digits: int = 0) -> str:
     return MISSING if _missing(x) else f"{100 * float(x):.{digits}f}%"
 
 
+def pct_ci(bounds, digits: int = 0) -> str:
+    """An interval of shares (0-1) as percentages " [15%, 52%]", "" when a bound is missing."""
+    lo, hi = (list(bounds) + [None, None])[:2] if bounds is not None else (None, None)
+    if _missing(lo) or _missing(hi):
+        return ""
+    return f" [{pct(lo, digits)}, {pct(hi, digits)}]"
+
+
 @lru_cache(maxsize=1)
 def environment():
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
@@ -48,7 +56,7 @@ def environment():
         keep_trailing_newline=True,
         autoescape=False,
     )
-    env.filters.update(num=num, ci=ci, pct=pct)
+    env.filters.update(num=num, ci=ci, pct=pct, pct_ci=pct_ci)
     return env
 
 

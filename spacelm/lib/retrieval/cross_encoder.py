@@ -220,6 +220,59 @@ def synthetic_pairs(
     return pairs
 
 
+# --------------------------------------------------------------------------- pseudo-queries
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"'])")
+
+
+def cut_sentence(text: str, rng: random.Random) -> tuple[str, str] | None:
+    """(sentence, the text without it): one sentence of 8-30 words, mostly letters, drawn at random
+    from `text`; None when none qualifies or fewer than 20 words would be left."""
+    sentences = [
+        s.strip()
+        for s in _SENTENCE_END.split(text)
+        if 8 <= len(s.split()) <= 30 and sum(ch.isalpha() for ch in s) > 0.7 * len(s.strip())
+    ]
+    if not sentences:
+        return None
+    s = rng.choice(sentences)
+    rest = " ".join(text.replace(s, " ").split())
+    return (s, rest) if len(rest.split()) >= 20 else None
+
+
+def pseudo_query_pairs(
+    pool: Sequence, n: int, negatives: int, depth: int, bm25: BM25Config, seed: int
+) -> list[TrainingPair]:
+    """Training pairs cut from the corpus with no model call (source "pseudo"): for `n` training
+    chunks drawn at random, a sentence of the chunk is the query and the chunk without that sentence
+    the positive; the negatives are `negatives` of the sentence's BM25 top `depth` over `pool`,
+    leaving out its chunk and the chunks either side (they may carry the same content)."""
+    rng = _rng(seed, "pseudo")
+    order = sorted(pool, key=lambda c: c.chunk_id)
+    rng.shuffle(order)
+    cut = []
+    for c in order:
+        got = cut_sentence(c.text, rng)
+        if got:
+            cut.append((c, *got))
+        if len(cut) >= n:
+            break
+    rankings = bm25_rankings(bm25, [c.chunk_id for c in pool], [c.text for c in pool], [s for _, s, _ in cut], depth)
+    text_of = {c.chunk_id: c.text for c in pool}
+    by_doc = _by_doc(pool)
+    pairs = []
+    for (c, sentence, rest), ranking in zip(cut, rankings):
+        doc = by_doc[c.doc_id]
+        at = next(i for i, x in enumerate(doc) if x.chunk_id == c.chunk_id)
+        near = {x.chunk_id for x in doc[max(0, at - 1) : at + 2]}
+        negs = pick_negatives(ranking, near, negatives, (seed, "pseudo-negatives", c.chunk_id))
+        if not negs:
+            continue
+        qid = f"pq-{c.chunk_id}"
+        pairs.append(TrainingPair(qid, sentence, c.chunk_id, rest, 1.0, "pseudo"))
+        pairs += [TrainingPair(qid, sentence, d, text_of[d], 0.0, "pseudo") for d in negs]
+    return pairs
+
+
 # --------------------------------------------------------------------------- labelled sets
 def labelled_pairs(
     data,

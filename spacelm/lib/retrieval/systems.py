@@ -89,6 +89,10 @@ class RerankerTraining:
     # unfit to evaluate retrieval, not to teach which chunk answers it), at most `questions` of them,
     # with no model call
     questions_from: Literal["writer", "synth_copies"] = "writer"
+    # pseudo-queries cut from the training chunks with no model call: a sentence of 8-30 words is the
+    # query, its chunk without that sentence the positive, BM25 neighbours outside the chunk and the
+    # chunks either side the negatives (not used to fit BM25's weight: the chunk still holds the sentence)
+    pseudo_queries: int = 0
     split: Literal["chunk", "document"] = "chunk"
     neighbours: int = 1
     filter_top_n: int = 20
@@ -111,6 +115,7 @@ class RerankerTraining:
         out = []
         for key, value, low in (
             ("questions", self.questions, 0),
+            ("pseudo_queries", self.pseudo_queries, 0),
             ("neighbours", self.neighbours, 0),
             ("filter_top_n", self.filter_top_n, 0),
             ("negatives", self.negatives, 1),
@@ -141,8 +146,13 @@ class RerankerTraining:
                 out.append((f"labelled[{i}].split", "is 'test', the split studies evaluate on; train on 'train'"))
         if len(set(names)) != len(names):
             out.append(("labelled", f"names must be unique, got {names}"))
-        if self.questions == 0 and not self.labelled:
-            out.append(("questions", "is 0 and no labelled set is named: the reranker would have nothing to learn"))
+        if self.questions == 0 and not self.labelled and not self.pseudo_queries:
+            out.append(
+                (
+                    "questions",
+                    "is 0, pseudo_queries is 0 and no labelled set is named: the reranker would have nothing to learn",
+                )
+            )
         return out
 
 

@@ -438,3 +438,42 @@ def test_a_dev_query_is_ranked_over_its_bm25_pool_in_its_own_corpus_less_what_sh
     # the pool: BM25's top 3 (c1, c2, and one more) less c2 (it shares the span), positive c1 first
     assert labels[0] == 1.0 and sum(labels) == 1.0 and len(labels) == 2
     assert cross[0] == float(len(texts[0])) and bm25[0] > bm25[1]
+
+
+def test_a_pseudo_query_is_a_sentence_of_its_chunk_whose_positive_lacks_it_and_whose_negatives_are_not_near():
+    import random
+
+    from spacelm.lib.retrieval.cross_encoder import cut_sentence, pseudo_query_pairs
+
+    # a 12-word sentence among others: the only one of 8-30 words that is mostly letters
+    text = (
+        "Short one. The ground station tracks the satellite twice a day from its northern site. "
+        + "Table 4 12 13 14 15 16 17 18 19 20 21 22. "
+        + " ".join(f"word{i}" for i in range(30))
+    )
+    sentence, rest = cut_sentence(text, random.Random(0))
+    assert sentence == "The ground station tracks the satellite twice a day from its northern site."
+    assert sentence not in rest and "Short one." in rest
+    assert cut_sentence("Too short to cut at all.", random.Random(0)) is None
+
+    body = "Orbit {i} keeps station by thrusting {w} times a week near the node. " + " ".join(
+        f"Pad{j} goes here." for j in range(8)
+    )
+    pool = [
+        _chunk(f"D{d}:{i}", f"D{d}", 100 * i, 100 * (i + 1), body.format(i=i, w=d)) for d in range(2) for i in range(4)
+    ]
+    pairs = pseudo_query_pairs(pool, n=3, negatives=2, depth=8, bm25=BM25Config(), seed=5)
+    groups: dict = {}
+    for p in pairs:
+        groups.setdefault(p.query_id, []).append(p)
+    assert 1 <= len(groups) <= 3
+    for ps in groups.values():
+        pos = [p for p in ps if p.label == 1.0]
+        assert len(pos) == 1 and pos[0].query not in pos[0].passage and pos[0].source == "pseudo"
+        doc, _, i = pos[0].passage_id.rpartition(":")
+        near = {f"{doc}:{int(i) + k}" for k in (-1, 0, 1)}
+        negs = [p.passage_id for p in ps if p.label == 0.0]
+        assert negs and not near & set(negs)
+    assert pairs == pseudo_query_pairs(pool, n=3, negatives=2, depth=8, bm25=BM25Config(), seed=5)
+    assert ("pseudo_queries", "must be >= 0, got -1") in RerankerTraining(pseudo_queries=-1).problems()
+    assert not [k for k, _ in RerankerTraining(questions=0, pseudo_queries=10).problems() if k == "questions"]
