@@ -1275,8 +1275,8 @@ def standard_screening(root: Path, run: str = "standard") -> list[str]:
         f"{100 * a['floor']:.0f}%), self-agreement {a['self_agreement']['exact']:.0%} on {a['self_agreement']['n']} "
         f"repeats. It rejected {f['rejected']} of the {f['questions']} questions Table 1 graded "
         f"({100 * f['rejected_share']:.0f}%{pct_ci(f['rejected_ci'])}), so Table 1 reads {f['kept_for_table1']}. "
-        f"Of the {kept.get('screened', 0)} questions synth kept it calls {kept.get('answerable', 0)} answerable; of the "
-        f"{prem.get('screened', 0)} its premise check dropped, {prem.get('answerable', 0)}."
+        f"Of the {kept.get('screened', 0)} questions synth kept it calls {kept.get('answerable', 0)} answerable; "
+        f"of the {prem.get('screened', 0)} its premise check dropped, {prem.get('answerable', 0)}."
     )
     return wrap(text) + [
         "",

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .config import Config, ConfigError
 from .lib.io import InputError
+from .lib.redact import shown_name
 
 log = logging.getLogger("spacelm")
 
@@ -165,15 +166,17 @@ def _corpus_folder(cfg: Config, rep: CheckReport) -> bool:
     bad = [s for s in cl.verify_folder(lst, raw) if s.status != "ok"]
     for s in bad:
         rep.error(
-            f"{raw / s.file}: {s.status} ({s.detail}) against corpus list '{lst.name}' (corpus.file_list); "
+            f"{shown_name(raw / s.file)}: {s.status} ({s.detail}) against corpus list '{lst.name}' "
+            "(corpus.file_list); "
             f"`spacelm corpus fetch {lst.name} --to {cfg.corpus.raw_dir}` restores it, or remove corpus.file_list "
             "to ingest the folder as it is"
         )
     extra = cl.unlisted_files(lst, raw, tuple(cfg.corpus.extensions))
     if extra:
+        named = ", ".join(map(shown_name, extra[:5])) + (" …" if len(extra) > 5 else "")
         rep.warn(
             f"{raw}: {len(extra)} file(s) not in corpus list '{lst.name}' will be ingested too: "
-            f"{', '.join(extra[:5])}{' …' if len(extra) > 5 else ''}; remove them or add them to the list"
+            f"{named}; remove them or add them to the list"
         )
     rep.summary.append(
         f"corpus {cfg.corpus.raw_dir}: {len(lst.entries) - len(bad)} of {len(lst.entries)} files match "

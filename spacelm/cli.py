@@ -98,11 +98,14 @@ def cmd_run(args) -> int:
 
 def cmd_status(args) -> int:
     from .check import run_check
+    from .lib.redact import shown_name
     from .pipeline import status
 
     cfg = _cfg(args)
     checked = run_check(cfg)  # what a run would refuse, said after the table
     rows = status(cfg)
+    for r in rows:  # a changed input is named by its path (a corpus file's): one line whatever its name
+        r["changed"] = [shown_name(c) for c in r["changed"]]
     width = max(len(r["stage"]) for r in rows)
     print(f"run '{cfg.run_name}' ({cfg.source})")
     for r in rows:

@@ -117,6 +117,33 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(escape, str(text))
 
 
+# what a file name may hold that `shown_name` writes as an escape: every C0 control (tab and newline
+# too: a newline in a name would start a line of its own in the log), DEL, C1 controls, the bidi
+# marks, embeddings, overrides and isolates, Unicode's line and paragraph separators, and the lone
+# surrogates by which Python carries a name's bytes that are not UTF-8
+_NAME_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_NAME_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_name_char(m: re.Match) -> str:
+    ch = m.group()
+    if ch in _NAME_ESCAPES:
+        return _NAME_ESCAPES[ch]
+    c = ord(ch)
+    if 0xDC80 <= c <= 0xDCFF:  # a byte of the name that is not UTF-8 (surrogateescape): the byte
+        return f"\\x{c - 0xDC00:02x}"
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def shown_name(path: Any) -> str:
+    """How a message, a log line or a table a person reads names a file: always one line, its
+    control characters written as escapes (newline -> \\n, ESC -> \\x1b, RLO -> \\u202e, a byte
+    that is not UTF-8 -> \\xe9), and a name that starts with '-' written './-name' so that it cannot
+    read as a command-line option. Only the shown text changes, never the file or an id."""
+    text = _NAME_UNSAFE.sub(_escape_name_char, os.fspath(path) if isinstance(path, os.PathLike) else str(path))
+    return "./" + text if text.startswith("-") else text
+
+
 class RedactingFilter:
     """A logging filter that hides secrets in every record before a handler prints it, and
     escapes the characters that would act on the terminal (`printable`)."""

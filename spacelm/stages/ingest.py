@@ -10,6 +10,7 @@ from ..config import Config
 from ..lib import names
 from ..lib.ingest.documents import DROP_REASONS, documents_table, ingest_corpus, list_sources
 from ..lib.io import InputError, write_dataframe, write_json, write_jsonl
+from ..lib.redact import shown_name
 from .base import Stage, execute
 from .provenance import public_path
 
@@ -98,9 +99,12 @@ def compute(cfg: Config) -> Ingested:
         d.source = public_source(d.source, cfg)
     raw = os.path.abspath(cfg.path(cfg.corpus.raw_dir)).rstrip(os.sep) + os.sep
     raw_public = public_path(raw, cfg).rstrip("/") + "/"
-    for s in res.skipped:  # the reasons name files too (the skipped one, the first copy of a duplicate)
-        s.reason = s.reason.replace(s.source, public_source(s.source, cfg)).replace(raw, raw_public)
-        s.source = public_source(s.source, cfg)
+    for s in res.skipped:  # the reasons name files too (the skipped one, the first copy of a duplicate), as shown
+        public = public_source(s.source, cfg)
+        s.reason = s.reason.replace(shown_name(s.source), shown_name(public)).replace(
+            shown_name(raw), shown_name(raw_public)
+        )
+        s.source = public
     table = documents_table(res.documents)
     table["garbled_flag"] = table["garbled_score"] > cfg.ingest.garbled_threshold
     return Ingested(res.documents, res.skipped, res.dropped, table, corpus_list)

@@ -2,7 +2,8 @@
 removed on the way.
 
 PDFs are read page by page as PyMuPDF text blocks, put in reading order (`blocks.py`); ``.md``
-and ``.txt`` files are single-page documents of paragraph blocks. Blocks that are not reading
+and ``.txt`` files are single-page documents of paragraph blocks, in UTF-8 or in UTF-16/UTF-32
+with a byte-order mark (decoded, and said in the log). Blocks that are not reading
 text (page numbers, rotated stamps, letter-by-letter figure text, running headers and
 footers) and bibliographies wherever they stand (`bibliography.py`) are removed, each with a
 row in the drop log naming the document, the page, the reason and the first 200 characters.
@@ -13,7 +14,8 @@ text, and whether the PDF had to be repaired.
 
 A file that cannot be used (empty, encrypted, corrupt, undecodable, a second copy of another
 file's bytes, a symbolic link leading out of the corpus folder) is skipped with a warning that
-names it (terminal control characters escaped) and the reason; the run fails only when no
+names it and gives the reason, on one line (`redact.shown_name`: control characters, newline
+included, escaped; a name starting with '-' shown as './-…'); the run fails only when no
 document is usable. Files in hidden folders (`.ipynb_checkpoints/`, `.git/`) are not corpus
 files. Control and bidi-override characters are removed from the text (`strip_controls`) and
 counted per document (`dropped_chars["control_character"]`).
@@ -22,6 +24,7 @@ counted per document (`dropped_chars["control_character"]`).
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import unicodedata
 import warnings
@@ -30,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..io import InputError, bom_encoding, decode_text, looks_utf16, sha256_file
-from ..redact import printable
+from ..redact import printable, shown_name
 from .bibliography import BibliographyRules, find_bibliography
 from .blocks import Block, is_equation, noise_reason, order_blocks, running_lines, strip_lines
 
@@ -128,7 +131,7 @@ def check_file_kind(path: Path) -> None:
     a PDF or binary."""
     size = path.stat().st_size
     if size == 0:
-        raise InputError(f"{path}: empty file (0 bytes); remove it or download it again")
+        raise InputError(f"{shown_name(path)}: empty file (0 bytes); remove it or download it again")
     with path.open("rb") as f:
         head = f.read(1024)
     fmt = path.suffix.lower()
@@ -136,15 +139,17 @@ def check_file_kind(path: Path) -> None:
         if _PDF_MAGIC not in head:
             start = head.lstrip()[:15].lower()
             kind = "an HTML page" if start.startswith((b"<!doctype html", b"<html")) else "not a PDF"
-            raise InputError(f"{path}: {kind} (no %PDF- header), although named .pdf; download the PDF itself")
+            raise InputError(
+                f"{shown_name(path)}: {kind} (no %PDF- header), although named .pdf; download the PDF itself"
+            )
     elif head.startswith(_PDF_MAGIC):
-        raise InputError(f"{path}: a PDF named {fmt}; rename it to .pdf")
+        raise InputError(f"{shown_name(path)}: a PDF named {fmt}; rename it to .pdf")
     elif bom_encoding(head):
         return  # UTF-16 and UTF-32 text holds NUL bytes; its byte-order mark says how to read it
     elif looks_utf16(head):
-        raise InputError(f"{path}: looks like UTF-16 text without a byte-order mark; save it as UTF-8")
+        raise InputError(f"{shown_name(path)}: looks like UTF-16 text without a byte-order mark; save it as UTF-8")
     elif b"\x00" in head:
-        raise InputError(f"{path}: binary data (NUL bytes), not {fmt} text")
+        raise InputError(f"{shown_name(path)}: binary data (NUL bytes), not {fmt} text")
 
 
 def read_pdf_blocks(
@@ -162,13 +167,15 @@ def read_pdf_blocks(
         doc = pymupdf.open(path)
     except Exception as e:  # PyMuPDF raises several types for damaged files
         raise InputError(
-            f"{path}: cannot open PDF ({type(e).__name__}: {e}); the file is corrupt or not a PDF"
+            f"{shown_name(path)}: cannot open PDF ({type(e).__name__}: {e}); the file is corrupt or not a PDF"
         ) from None
     with doc:
         if doc.needs_pass:
-            raise InputError(f"{path}: PDF is encrypted (password protected); decrypt it or remove it from the corpus")
+            raise InputError(
+                f"{shown_name(path)}: PDF is encrypted (password protected); decrypt it or remove it from the corpus"
+            )
         if doc.page_count == 0:
-            raise InputError(f"{path}: PDF has no pages")
+            raise InputError(f"{shown_name(path)}: PDF has no pages")
         pages, widths, ocr_pages = [], [], []
         try:
             for number, page in enumerate(doc, 1):
@@ -183,7 +190,9 @@ def read_pdf_blocks(
         except InputError:
             raise
         except Exception as e:
-            raise InputError(f"{path}: PDF is damaged and cannot be read ({type(e).__name__}: {e})") from None
+            raise InputError(
+                f"{shown_name(path)}: PDF is damaged and cannot be read ({type(e).__name__}: {e})"
+            ) from None
         return pages, widths, bool(doc.is_repaired), ocr_pages
 
 
@@ -221,8 +230,18 @@ def ocr_available() -> str | None:
 
 def read_text_file(path: Path) -> list[Block]:
     """A Markdown or text file as one page of paragraph blocks (split at blank lines). UTF-8,
-    or UTF-16 or UTF-32 with a byte-order mark (as Windows editors save "Unicode" text)."""
-    text = decode_text(path.read_bytes(), path)  # UTF-8, or UTF-16/32 with a byte-order mark
+    or UTF-16 or UTF-32 with a byte-order mark (as Windows editors save "Unicode" text), which is
+    read and said in the log. Any other file that is not UTF-8 raises an InputError naming the
+    file, the first byte that is not UTF-8 and its offset, and the fix."""
+    data = path.read_bytes()
+    text = decode_text(data, shown_name(path))  # UTF-8, or UTF-16/32 with a byte-order mark
+    found = bom_encoding(data)
+    if found and found[0] != "utf-8":
+        logging.getLogger("spacelm").info(
+            "%s: decoded from %s, as its byte-order mark says (the text is read in full; nothing to fix)",
+            shown_name(path),
+            found[0].upper(),
+        )
     paras = [p.strip("\n") for p in re.split(r"\n\s*\n", text.replace("\r\n", "\n")) if p.strip()]
     return [Block(1, 0.0, float(i), 1.0, float(i) + 1, p) for i, p in enumerate(paras)]
 
@@ -239,13 +258,13 @@ def check_pdf_health(path: Path, pages: list[list[Block]], repaired: bool) -> li
     if repaired:
         lost = f"; pages {_page_list(empty)} of {n} came back empty" if empty else ""
         warnings.warn(
-            f"{path}: the PDF is damaged and PyMuPDF repaired it{lost}. The file is probably truncated: "
+            f"{shown_name(path)}: the PDF is damaged and PyMuPDF repaired it{lost}. The file is probably truncated: "
             "download or export it again (documents.csv records the pages)",
             stacklevel=3,
         )
     elif empty and len(empty) < n:
         warnings.warn(
-            f"{path}: pages {_page_list(empty)} of {n} have no extractable text (scanned images?); "
+            f"{shown_name(path)}: pages {_page_list(empty)} of {n} have no extractable text (scanned images?); "
             "their content is not in the corpus unless ingest.ocr is true",
             stacklevel=3,
         )
@@ -417,7 +436,7 @@ def scan_sources(raw_dir: Path, extensions: list[str], exclude: list[str]) -> tu
             left_out.append(
                 Skipped(
                     str(p),
-                    f"{printable(p)}: a symbolic link to a file outside the corpus folder; skipped "
+                    f"{shown_name(p)}: a symbolic link to a file outside the corpus folder; skipped "
                     "(copy the file into the folder if it belongs to the corpus)",
                 )
             )
@@ -475,7 +494,9 @@ def ingest_file(path: Path, rules: IngestRules = IngestRules()) -> tuple[Documen
         pages, widths, repaired, ocr_pages = read_pdf_blocks(path, rules.ocr, rules.ocr_language)
         if not any(b.text.strip() for bs in pages for b in bs):
             hint = "" if rules.ocr else "; set ingest.ocr: true to read scanned pages with Tesseract"
-            raise InputError(f"{path}: no extractable text (empty, or a scanned PDF without a text layer{hint})")
+            raise InputError(
+                f"{shown_name(path)}: no extractable text (empty, or a scanned PDF without a text layer{hint})"
+            )
         empty = check_pdf_health(path, pages, repaired)
         pages = [order_blocks(bs, w, rules.layout) for bs, w in zip(pages, widths)]
         if rules.noise_filter:
@@ -501,7 +522,7 @@ def ingest_file(path: Path, rules: IngestRules = IngestRules()) -> tuple[Documen
     vocab = hyphen_vocabulary("\n".join(raw_pages))
     texts = [clean_text(p, vocab) for p in raw_pages]
     if not any(p.strip() for p in texts):
-        raise InputError(f"{path}: no text left after removing {len(drops)} noise and bibliography spans")
+        raise InputError(f"{shown_name(path)}: no text left after removing {len(drops)} noise and bibliography spans")
     text = PAGE_SEP.join(texts)
     starts, pos = [], 0
     for p in texts:
@@ -547,16 +568,23 @@ def ingest_corpus(
             digest = sha256_file(path)
             if digest in contents:
                 raise InputError(
-                    f"{path}: the same content as {contents[digest]} (sha256 {digest[:16]}…); "
+                    f"{shown_name(path)}: the same content as {shown_name(contents[digest])} (sha256 {digest[:16]}…); "
                     "skipped as a duplicate (remove one copy)"
                 )
             doc, drops = ingest_file(path, rules)
             if len(doc.text) < min_doc_chars:
-                raise InputError(f"{path}: only {len(doc.text)} characters of text (minimum {min_doc_chars})")
+                raise InputError(
+                    f"{shown_name(path)}: only {len(doc.text)} characters of text (minimum {min_doc_chars})"
+                )
             if doc.doc_id in seen:
-                raise InputError(f"{path}: its id '{doc.doc_id}' clashes with {seen[doc.doc_id]}; rename one file")
+                raise InputError(
+                    f"{shown_name(path)}: its id '{doc.doc_id}' clashes with {shown_name(seen[doc.doc_id])}; "
+                    "rename one file"
+                )
         except InputError as e:
-            reason = printable(e)  # a file name with terminal escapes cannot act on the terminal
+            # file names come escaped (`shown_name`); a library's own text (PyMuPDF's error) loses its
+            # terminal controls and line breaks, so the warning is one line of the log
+            reason = " ".join(printable(e).splitlines())
             warnings.warn(f"skipping {reason}", stacklevel=2)
             res.skipped.append(Skipped(str(path), reason))
             continue
@@ -577,7 +605,8 @@ def ingest_corpus(
 
 # --------------------------------------------------------------------------- stage
 def documents_table(docs: list[Document]):
-    """One row per document: pages, words, garbled score and flag, references dropped."""
+    """One row per document: pages, words, garbled score and flag, references dropped; the source
+    file as `shown_name` writes it (documents.jsonl keeps the name as it is)."""
     import pandas as pd
 
     return pd.DataFrame(
@@ -598,7 +627,7 @@ def documents_table(docs: list[Document]):
                 "empty_pages": len(d.empty_pages),
                 "empty_page_numbers": " ".join(map(str, d.empty_pages)),
                 "title": d.title,
-                "source": d.source,
+                "source": shown_name(d.source),  # one row per line however the file is named
             }
             for d in docs
         ]

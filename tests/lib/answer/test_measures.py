@@ -36,6 +36,19 @@ def test_leakage_counts_the_trigrams_taken_from_the_noise_and_not_from_the_sourc
     assert leakage(leaky, SOURCE, []) is None and leakage("Yes.", SOURCE, [NOISE]) is None
 
 
+def test_a_trigram_the_source_also_holds_is_not_leakage():
+    """Source and noise share "the probability of collision". The answer "The probability of
+    collision is high" has four trigrams: (the probability of) and (probability of collision) are
+    in both passages, so they came from the source; (of collision is) is only in the noise; (collision
+    is high) in neither. One leaked trigram of four."""
+    source = "The probability of collision exceeds one in ten thousand."
+    noise = "The probability of collision is computed from the covariance."
+    out = leakage("The probability of collision is high.", source, [noise])
+    assert out == {"n_ngrams": 4, "leaked": 1, "share": 0.25}
+    # without the source every trigram the noise holds counts
+    assert leakage("The probability of collision is high.", None, [noise])["leaked"] == 3
+
+
 def test_citation_support_reads_the_cited_passage_not_the_marker():
     ids = ["noise:1", "src:1"]
     right = "Operators plan a collision avoidance manoeuvre above a collision probability of one in ten thousand [2]."
@@ -46,6 +59,17 @@ def test_citation_support_reads_the_cited_passage_not_the_marker():
     assert (bad["supported"], bad["misattributed"], bad["share_supported"]) == (0, 1, 0.0)
     assert citation_support("Operators plan a manoeuvre.", ids, TEXT, "src:1") is None  # nothing cited
     assert citation_support("Operators plan a manoeuvre [7].", ids, TEXT, "src:1") is None  # invalid marker only
+
+
+def test_a_sentence_neither_passage_holds_is_unsupported_but_not_misattributed():
+    """A misattribution is content from the source cited to another passage: the source must hold
+    the sentence. A sentence about something neither passage says, cited to the noise, is simply
+    unsupported."""
+    ids = ["noise:1", "src:1"]
+    invented = "Astronauts grow tomatoes aboard lunar greenhouses every winter [1]."
+    out = citation_support(invented, ids, TEXT, "src:1")
+    assert (out["n_cited_sentences"], out["supported"], out["misattributed"]) == (1, 0, 0)
+    assert out["sentences"][0]["misattributed"] is False
 
 
 def _item(answer, setting="3_wrong", pipeline="table2", chunk="src:1", claims=None):

@@ -127,3 +127,49 @@ def test_a_reference_judge_is_ranked_by_its_own_labels_never_by_our_score():
     theirs = J.reference_agreement(rows, refs, 50, 0, graded=True)[0]
     assert ours["auc"] == 0.0 and theirs["auc"] == 1.0
     assert theirs["boundaries"]["ge2"]["kappa"] == 1.0
+
+
+def test_boundary_cis_resample_queries_so_repeating_a_querys_pairs_adds_no_certainty():
+    """Twelve queries, one pair each, against the same twelve with each pair repeated four times
+    (four pairs per query that always agree or disagree together). The bootstrap draws queries,
+    and kappa, precision and recall do not change when every count is multiplied by four, so every
+    interval is the same. Drawing pairs instead would treat the 48 pairs as independent and narrow
+    the >= 2 kappa's interval from [0.17, 1.0] to about [0.45, 0.87]."""
+    grades = [(3, 3), (3, 2), (2, 2), (2, 1), (1, 2), (1, 1), (0, 0), (0, 1), (3, 3), (2, 3), (1, 0), (0, 0)]
+    one = [_row(f"q{i}", f"d{i}", lab, g) for i, (lab, g) in enumerate(grades)]
+    four = [_row(f"q{i}", f"d{i}.{j}", lab, g) for i, (lab, g) in enumerate(grades) for j in range(4)]
+    a = J.boundary_agreement(one, n_boot=400, seed=0, graded=True)
+    b = J.boundary_agreement(four, n_boot=400, seed=0, graded=True)
+    assert b["n_pairs"] == 48
+    for cut in ("ge1", "ge2", "eq3"):
+        for k in ("kappa", "precision", "recall"):
+            assert b["boundaries"][cut][k] == pytest.approx(a["boundaries"][cut][k], abs=1e-4)
+            assert b["boundaries"][cut][f"{k}_ci"] == pytest.approx(a["boundaries"][cut][f"{k}_ci"], abs=1e-4)
+    assert b["auc_ci"] == pytest.approx(a["auc_ci"], abs=1e-4)
+    assert b["kappa_weighted_linear_ci"] == pytest.approx(a["kappa_weighted_linear_ci"], abs=1e-4)
+    # the interval is not degenerate: twelve queries leave the >= 2 kappa wide open
+    lo, hi = a["boundaries"]["ge2"]["kappa_ci"]
+    assert hi - lo > 0.6
+
+
+def test_a_bias_read_in_the_other_order_negates_and_swaps_its_bounds():
+    """Stored as A - B = +0.5 [+0.2, +0.9]; read as B - A it is -0.5 [-0.9, -0.2]: the lower bound
+    stays below the upper one."""
+    bias = {"differences": {"A - B": {"grade": {"diff": 0.5, "ci_low": 0.2, "ci_high": 0.9}}}}
+    assert J.bias_between(bias, "A", "B") == {"diff": 0.5, "ci_low": 0.2, "ci_high": 0.9}
+    back = J.bias_between(bias, "B", "A")
+    assert back == {"diff": -0.5, "ci_low": -0.9, "ci_high": -0.2}
+    assert back["ci_low"] <= back["diff"] <= back["ci_high"]
+    # a measure not stored in either order is not measured
+    assert J.bias_between(bias, "B", "A", "eq3") is None
+
+
+def test_a_boundary_with_a_high_kappa_but_a_low_lower_bound_is_not_valid():
+    """kappa 0.6 clears the point bar 0.4, but its interval [0.15, 0.85] reaches down under the
+    lower-bound bar 0.2: the boundary is weak, not valid. Raise the lower bound to 0.2 and it is."""
+    th = JudgeCheckConfig(min_pairs=30, boundary_kappa=0.4, boundary_kappa_low=0.2, min_boundary_pairs=10)
+    m = {"n_pairs": 100, "boundaries": {"ge2": {"cut": "grade >= 2", "n_label": 40, "kappa": 0.6}}}
+    m["boundaries"]["ge2"]["kappa_ci"] = [0.15, 0.85]
+    assert J.boundary_verdicts(m, th)["ge2"][0] == "weak"
+    m["boundaries"]["ge2"]["kappa_ci"] = [0.2, 0.85]
+    assert J.boundary_verdicts(m, th)["ge2"][0] == "valid"

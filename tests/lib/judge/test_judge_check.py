@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
 import pytest
 
 from spacelm.config import JudgeCheckConfig
@@ -381,7 +382,10 @@ def test_a_control_passes_only_at_the_stated_minimum_gap_and_a_set_needs_kinds()
     k = J.controls_by_kind(res, th).set_index(["rubric", "kind"])
     assert k.loc[("faithfulness", "injected_content"), "n"] == 2
     assert k.loc[("faithfulness", "injected_content"), "mean_gap"] == 4.0
-    assert k.loc[("faithfulness", "negated"), "gap_ci_low"] is None or k.loc[("faithfulness", "negated"), "n"] == 1
+    # one question has no interval for its gap (the frame holds it as NaN); two questions have one
+    assert k.loc[("faithfulness", "negated"), "n"] == 1
+    assert pd.isna(k.loc[("faithfulness", "negated"), "gap_ci_low"])
+    assert k.loc[("faithfulness", "injected_content"), "gap_ci_low"] == 4.0
     assert k.loc[("grounded", "partial"), "origin"] == "output"
 
 

@@ -448,6 +448,18 @@ def test_a_bias_between_the_compared_systems_as_large_as_the_effect_gives_no_evi
     assert big["verdict"] == F.NO_EVIDENCE and "bias between bm25+rerank and bm25" in big["verdict_reason"]
 
 
+def test_a_bias_below_the_limit_on_the_negative_side_gives_no_evidence():
+    """The limit is ±1.48 pp (half the grade-3 cell's detectable difference of about 3 pp): a judge
+    that takes 4 pp [−5, −3] from the reranked lists' grade-3 share is as far outside it as one
+    that adds 4 pp; −0.5 pp [−1, 0] lies within it."""
+    rows = _grade3_rows()
+    small = _one(F.paper_vs_run(rows, {}, "no", _grader(bias=-0.005, half_width=0.005)))
+    assert small["verdict"] == F.HOLDS and "bm25+rerank − bm25: -0.50 pp [-1.00, +0.00]" in small["judge_bias"]
+    low = _one(F.paper_vs_run(rows, {}, "no", _grader(bias=-0.04, half_width=0.01)))
+    assert low["verdict"] == F.NO_EVIDENCE and "bias between bm25+rerank and bm25" in low["verdict_reason"]
+    assert "-4.00 pp [-5.00, -3.00] at eq3 (limit ±1.48 pp)" in low["judge_bias"]
+
+
 def test_a_finding_its_grader_fails_still_names_the_bias_check():
     """Validity decides first, but the verdict still says what the bias audit measured between the
     systems it compares (a reader sees both checks, whichever withheld the verdict)."""

@@ -68,6 +68,18 @@ def test_held_out_takes_each_source_chunk_its_span_and_neighbours():
         held_out(CHUNKS, QUESTIONS, "page")
 
 
+def test_a_span_that_ends_inside_a_later_chunk_holds_that_chunk_out():
+    """Source chunk A:1 (characters 100-200), evidence span 150-350: the span runs through A:2 and
+    ends inside A:3, so all three are held out even with no neighbours; A:4 is not. A span ending
+    exactly where A:3 begins (300, the end is exclusive) does not reach it."""
+    q = {"qid": "q", "question": "How far does the span reach?", "source_chunk_id": "A:1", "doc_id": "A"}
+    long = held_out(CHUNKS, [dict(q, span_start=150, span_end=350)], "chunk", neighbours=0)
+    assert long.chunk_ids == {"A:1", "A:2", "A:3"}
+    assert [c.chunk_id for c in training_pool(CHUNKS, long)] == ["A:0", "A:4", "B:0", "B:1", "B:2"]
+    edge = held_out(CHUNKS, [dict(q, span_start=150, span_end=300)], "chunk", neighbours=0)
+    assert edge.chunk_ids == {"A:1", "A:2"}
+
+
 def test_a_training_set_holding_an_evaluation_chunk_or_question_is_refused():
     held = held_out(CHUNKS, QUESTIONS, "chunk", neighbours=1)
     clean = [TrainingPair("t1", "How is the orbit fitted?", "A:4", "x", 1.0, "synthetic")]

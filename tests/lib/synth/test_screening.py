@@ -232,6 +232,30 @@ def test_the_judge_settles_labels_asked_both_ways():
     assert again["check_scores"]["label"] == pytest.approx(0.5) and again["drop_reason"] == "label"
 
 
+def test_the_judge_settles_a_premise_it_reads_as_unsupported_by_dropping_the_question():
+    """The European Space Agency is named only elsewhere in the document, so the judge decides. A
+    judge that reads the name as not tied to the passage (P(yes) 0.1 asked, 0.9 to the mirrored
+    "does not connect" question: 0.1) drops the question at the premise check; one that reads it as
+    tied (0.9 and 0.1: 0.9) keeps it."""
+    question = "Why does the European Space Agency repair degenerate covariance matrices?"
+    for tied, dropped in ((False, "premise"), (True, None)):
+        esa = _record("q3", question, "handbook:2")
+        contexts, pending = _screened(esa)
+        assert esa["checks"]["premise"] == "pending"
+
+        def rule(req, tied=tied):
+            says_yes = tied != ("does not connect" in _text(req))
+            return 0.9 if says_yes else 0.1
+
+        judge_checks(ScriptedJudge(rule), judge_requests([esa], contexts, pending))
+        assert esa["drop_reason"] == dropped
+        assert esa["check_scores"]["premise"] == pytest.approx(0.9 if tied else 0.1)
+        if tied:
+            assert esa["checks"]["premise"] == "passed"
+        else:
+            assert esa["checks"]["premise"].startswith("judge: the document does not tie the names")
+
+
 def test_rejection_and_audit_tables_count_each_check_beside_the_golden_samples():
     recs = [
         _record("a", "What did the Council recommend about repairing null covariances?", "handbook:3"),

@@ -1,0 +1,162 @@
+"""File names and encodings (issue 57, item 3): a corpus file whose name holds a newline must not
+start a forged line of the log or of a warning, a name starting with '-' must not read as an
+option, a UTF-16 text file is read and said so, and a file in another encoding is skipped with a
+warning naming it, the offending byte's offset and the fix."""
+
+import logging
+import os
+import re
+import warnings
+from pathlib import Path
+
+import pytest
+
+from spacelm.lib.ingest import documents
+from spacelm.lib.redact import shown_name
+
+ROOT = Path(__file__).resolve().parents[3]
+TEXT = "Conjunction screening compares the probability of collision with a threshold. " * 12
+# a name that, printed raw, would add a line the log's reader takes for spacelm's own
+FORGED = "notes\n2025-01-01 00:00:00,000 ERROR [spacelm] all stages done.txt"
+FORGED_SHOWN = "notes\\n2025-01-01 00:00:00,000 ERROR [spacelm] all stages done.txt"
+
+
+def _ingest(folder: Path, exts=(".txt", ".md")):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = documents.ingest_corpus(folder, list(exts), [])
+    return res, [str(w.message) for w in caught]
+
+
+def test_shown_name_escapes_every_control_and_guards_a_leading_dash():
+    assert (
+        shown_name("a\nb\rc\td\x1be\x7ff\x85g\u2028h\u202ei.md") == "a\\nb\\rc\\td\\x1be\\x7ff\\x85g\\u2028h\\u202ei.md"
+    )
+    assert shown_name("-rf.md") == "./-rf.md" and shown_name(Path("--help.txt")) == "./--help.txt"
+    assert shown_name(Path("/corpus/-rf.md")) == "/corpus/-rf.md"  # only a name that starts with '-' reads as an option
+    assert shown_name(os.fsdecode(b"caf\xe9.txt")) == "caf\\xe9.txt"  # a byte that is not UTF-8, as the byte
+    assert shown_name("Été orbit-notes (v2).md") == "Été orbit-notes (v2).md"  # an ordinary name is left alone
+    assert len(shown_name(FORGED).splitlines()) == 1
+
+
+def test_a_newline_in_a_name_stays_on_one_line_of_the_warnings_and_the_skip_list(tmp_path):
+    (tmp_path / "good.txt").write_text(TEXT)
+    (tmp_path / FORGED).write_bytes(b"")  # empty: skipped with a warning naming it
+    (tmp_path / "-rf.txt").write_text(TEXT)  # read first; good.txt, the same bytes, is its duplicate
+    res, said = _ingest(tmp_path)
+    assert [d.doc_id for d in res.documents] == ["rf"]
+    assert len(said) == 2 and all(len(m.splitlines()) == 1 for m in said)
+    (empty,) = [m for m in said if "empty file" in m]
+    assert f"{tmp_path}/{FORGED_SHOWN}: empty file" in empty
+    (dup,) = [m for m in said if "duplicate" in m]
+    assert dup.startswith(f"skipping {tmp_path}/good.txt: the same content as {tmp_path}/-rf.txt")
+    assert {Path(s.source).name for s in res.skipped} == {FORGED, "good.txt"}  # the source itself unchanged
+
+
+def test_the_run_log_has_one_line_per_event_whatever_a_file_is_called(tiny_config, tiny_corpus, monkeypatch):
+    from spacelm.cli import _short_warning
+    from spacelm.stages import ingest
+    from spacelm.stages.runlog import run_log
+
+    (tiny_corpus / FORGED).write_bytes(b"")
+    (tiny_corpus / "ops\r\x1b[2Jnote.md").write_bytes("caf\xe9 orbit ".encode("latin-1") + TEXT.encode())
+    monkeypatch.setattr(warnings, "formatwarning", _short_warning)  # as the command line prints warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        logging.captureWarnings(False)  # a test before may have left it on, which would make the next call a no-op
+        logging.captureWarnings(True)
+        try:
+            with run_log(tiny_config, "ingest") as path:
+                result = ingest.compute(tiny_config)
+        finally:
+            logging.captureWarnings(False)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    stamp = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ \[")
+    assert lines and all(stamp.match(line) for line in lines), lines
+    assert not any("ERROR [spacelm] all stages done" in line[:60] for line in lines)
+    assert sum(FORGED_SHOWN in line and "empty file" in line for line in lines) == 1, lines
+    assert sum("ops\\r\\x1b[2Jnote.md" in line and "offset 3" in line for line in lines) == 1
+    # the skip list a person reads names each file as the log does, by its public path
+    reasons = sorted(s.reason for s in result.skipped)
+    assert all(len(r.splitlines()) == 1 for r in reasons) and "\x1b" not in "".join(reasons)
+    assert reasons[0].startswith("<outside the project>/raw/notes\\n2025") and "empty file" in reasons[0]
+    assert reasons[1].startswith("<outside the project>/raw/ops\\r\\x1b[2Jnote.md: not valid UTF-8")
+
+
+def test_the_documents_table_shows_the_source_escaped_and_the_jsonl_keeps_it(tiny_config, tiny_corpus):
+    from spacelm.stages import ingest
+
+    (tiny_corpus / "guide.md").rename(tiny_corpus / "guide\nv2.md")
+    result = ingest.compute(tiny_config)
+    (doc,) = [d for d in result.documents if d.doc_id == "guide-v2"]
+    assert doc.source.endswith("raw/guide\nv2.md")  # the data keeps the file's name as it is
+    assert "<outside the project>/raw/guide\\nv2.md" in result.table["source"].tolist()
+
+
+def test_a_corpus_list_check_shows_an_unlisted_dash_name_as_a_path(tmp_path):
+    from spacelm.check import CheckReport, _corpus_folder
+    from spacelm.config import load_config
+
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "a.txt").write_text("alpha")
+    (folder / "-rf.txt").write_text(TEXT)
+    (folder / "b\nc.md").write_text(TEXT)
+    listed = tmp_path / "team.tsv"
+    sha = "8ed3f6ad685b959ead7022518e1af76cd816f8e8ec7ccdda1ed4018e8f2223f8"  # sha256 of b"alpha"
+    listed.write_text(
+        "file\tsha256\tbytes\tpages\tlicence\tsource\tattribution\n"
+        f"a.txt\t{sha}\t5\t1\tCC-BY-4.0\thttps://example.org/a.txt\tA, CC BY 4.0\n"
+    )
+    cfg = load_config(ROOT / "configs" / "quick.yaml", sets=[f"corpus.raw_dir={folder}", f"corpus.file_list={listed}"])
+    rep = CheckReport()
+    assert _corpus_folder(cfg, rep)
+    (warning,) = [p.text for p in rep.warnings]
+    assert "2 file(s) not in corpus list 'team' will be ingested too: ./-rf.txt, b\\nc.md;" in warning
+    assert len(warning.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "encoding,named", [("utf-16", "UTF-16-LE"), ("utf-16-be", "UTF-16-BE"), ("utf-32", "UTF-32-LE")]
+)
+def test_utf16_text_with_a_byte_order_mark_is_read_and_the_log_says_so(tmp_path, caplog, encoding, named):
+    data = ("# Orbits\n\nÉté: " + TEXT).encode(encoding)
+    if encoding == "utf-16-be":  # Python writes no mark for an explicit byte order
+        data = b"\xfe\xff" + data
+    (tmp_path / "ops.md").write_bytes(data)
+    with caplog.at_level(logging.INFO, logger="spacelm"):
+        res, said = _ingest(tmp_path)
+    (doc,) = res.documents
+    assert "Été: Conjunction screening" in doc.text and said == []
+    (line,) = [r.getMessage() for r in caplog.records if "decoded from" in r.getMessage()]
+    assert line.startswith(f"{tmp_path / 'ops.md'}: decoded from {named}")
+
+
+def test_a_utf8_file_is_read_without_a_word_about_its_encoding(tmp_path, caplog):
+    (tmp_path / "ops.md").write_bytes(b"\xef\xbb\xbf" + ("# Orbits\n\nÉté: " + TEXT).encode())
+    with caplog.at_level(logging.INFO, logger="spacelm"):
+        res, _ = _ingest(tmp_path)
+    assert len(res.documents) == 1 and not [r for r in caplog.records if "decoded from" in r.getMessage()]
+
+
+def test_utf16_without_a_byte_order_mark_is_refused_naming_the_file_the_encoding_and_the_fix(tmp_path):
+    (tmp_path / "good.txt").write_text(TEXT)
+    (tmp_path / "ops.md").write_bytes(("# Orbits\n\n" + TEXT).encode("utf-16-le"))
+    res, said = _ingest(tmp_path)
+    (msg,) = said
+    assert msg == (
+        f"skipping {tmp_path / 'ops.md'}: looks like UTF-16 text without a byte-order mark; save it as UTF-8"
+    )
+    assert [Path(s.source).name for s in res.skipped] == ["ops.md"]
+
+
+def test_a_latin1_file_is_skipped_with_a_warning_naming_it_the_offset_and_the_fix(tmp_path):
+    (tmp_path / "good.txt").write_text(TEXT)
+    (tmp_path / "notes.md").write_bytes(("# Notes\n\nCaf\xe9 orbit " + TEXT).encode("latin-1"))
+    res, said = _ingest(tmp_path)
+    assert [d.doc_id for d in res.documents] == ["good"]
+    (msg,) = said
+    assert msg == (
+        f"skipping {tmp_path / 'notes.md'}: not valid UTF-8 (byte 0xe9 at offset 12); save the file as UTF-8"
+    )
+    assert res.skipped[0].reason == msg.removeprefix("skipping ")
