@@ -32,6 +32,7 @@ COLUMNS = [
     "rule",
     "paper_effect",
     "questions_needed",
+    "written_needed",  # questions to write so that the needed ones survive the screen (a labelled pilot's rate)
     "source_chunks_needed",
     "questions_planned",
     "source_chunks_planned",
@@ -139,8 +140,12 @@ def power_table(plan: PowerPlan, last_run: Path | None = None, recluster=None) -
     if plan.root and run.is_absolute() and run.is_relative_to(Path(plan.root)):
         shown = run.relative_to(Path(plan.root))
     t1, t2 = read(run / names.PAIRED_TESTS), read(run / names.TABLE2_TESTS)
+    labelled = [r for r in read(run / names.LABEL_PAIRED_TESTS) if not r.get("holes")]
     if t1 and recluster is not None and table_unit(t1) != plan.cluster:
         t1 = recluster(plan.cluster) or t1
+    if labelled and (recluster is None or table_unit(labelled) == plan.cluster):
+        t1 = labelled  # a labelled pilot: the spread of the instrument the verdicts read
+    rejected = screened_out_share(run)
     unit = table_unit(t1) if t1 else plan.cluster
     ks, retrievers = plan.top_k, list(plan.retrievers)
     planned1, planned2 = plan.planned_table1, plan.planned_table2
@@ -164,7 +169,10 @@ def power_table(plan: PowerPlan, last_run: Path | None = None, recluster=None) -
                 "source_chunks_needed": None if need is None else ceil(need / per),
                 "questions_planned": planned,
                 "source_chunks_planned": None if planned is None else ceil(planned / per),
-                "spread_from": ", ".join(sorted(bases)) + (f" ({shown})" if any("last" in b for b in bases) else ""),
+                "written_needed": written(need, rejected),
+                "spread_from": ", ".join(sorted(bases))
+                + (" (labels)" if t1 is labelled and labelled else "")
+                + (f" ({shown})" if any("last" in b for b in bases) else ""),
                 **_clusters(unit, need, planned, per_g),
             }
         )
@@ -222,6 +230,7 @@ def power_table(plan: PowerPlan, last_run: Path | None = None, recluster=None) -
                 "rule": f"equivalence (TOST), margin ±{LITTLE}",
                 "paper_effect": f"{paper_diff:+.2f} points",
                 "questions_needed": need,
+                "written_needed": written(need, rejected),
                 "source_chunks_needed": None if need is None else ceil(need / per),
                 "questions_planned": planned2,
                 "source_chunks_planned": None if planned2 is None else ceil(planned2 / per),
@@ -259,6 +268,26 @@ def _clusters(unit: str, need, planned, per: float) -> dict:
     }
 
 
+def screened_out_share(run: Path) -> float | None:
+    """The share of a run's written questions the assessor screened out (grading/question_screening.json),
+    None when none was screened."""
+    import json
+
+    p = Path(run) / names.QUESTION_SCREENING
+    if not p.is_file():
+        return None
+    f = json.loads(p.read_text(encoding="utf-8"))
+    return f.get("rejected_share") if f.get("screened") else None
+
+
+def written(need, rejected: float | None):
+    """Questions to write so that `need` survive a screen rejecting `rejected` of them (None: no screen
+    measured, so the need itself)."""
+    if not isinstance(need, (int, float)) or rejected is None or rejected >= 1:
+        return need
+    return min(MAX_N, ceil(need / (1 - rejected)))
+
+
 def format_power(rows: list[dict], wide: bool = True) -> str:
     """The power table as text for `spacelm plan`: a table (`wide`), or one block per finding that
     fits 100 columns."""
@@ -280,7 +309,8 @@ def format_power(rows: list[dict], wide: bool = True) -> str:
             c = {k: cell(r.get(k)) for k in COLUMNS}
             lines.append(f"- {c['finding']} ({c['rule']}; paper's effect {c['paper_effect']})")
             lines.append(
-                f"    questions: {c['questions_needed']} needed, {c['questions_planned']} planned; source chunks: "
+                f"    questions: {c['questions_needed']} needed ({c['written_needed']} written, at the screen's "
+                f"rejection rate), {c['questions_planned']} planned; source chunks: "
                 f"{c['source_chunks_needed']} needed, {c['source_chunks_planned']} planned; clusters ({c['cluster']}): "
                 f"{c['clusters_needed']} needed, {c['clusters_planned']} planned; SD from {c['spread_from']}"
             )

@@ -65,3 +65,34 @@ def test_spread_solved_back_from_an_old_tables_mde():
     sd, deff, per, basis = P.spread({"n_questions": 30, "mde": 4.5}, "share_3")
     assert sd == pytest.approx(8.501, abs=1e-2) and deff == 1.0 and basis == "last run (unclustered)"
     assert P.spread(None, "share_3")[0] == P.DEFAULT_SD["share_3"]
+
+
+def test_a_labelled_pilot_sets_the_spread_and_the_screen_sets_the_questions_to_write(tmp_path):
+    import json
+
+    cfg = _cfg(tmp_path)
+    g = tmp_path / "r" / "grading"
+    (g / "labels").mkdir(parents=True)
+    row = {
+        "comparison": "reranked - retrieved",
+        "retriever": "bm25",
+        "top_k": 3,
+        "measure": "share_3",
+        "n_questions": 30,
+        "n_source_chunks": 30,
+        "sd": 12.0,
+        "deff": 1.0,
+        "holes": 0,
+    }
+    pd.DataFrame([row]).to_csv(g / "paired_tests.csv", index=False)  # the judge's spread
+    pd.DataFrame([{**row, "sd": 30.0}]).to_csv(g / "labels" / "paired_tests.csv", index=False)
+    (g / "question_screening.json").write_text(json.dumps({"screened": 40, "rejected_share": 0.25}))
+    top3 = _row(P.power_table(cfg.power_plan()), "Reranking raises the share of grade 3 (BM25, top-3)")
+    n = questions_needed(5.10, 30.0)
+    assert top3["questions_needed"] == n and "labels" in top3["spread_from"]
+    assert top3["written_needed"] == -(-n * 4 // 3)  # a quarter screened out: 4/3 as many written
+    # a labelled table with holes is no pilot: the judge's spread stands, and no screen: need = written
+    pd.DataFrame([{**row, "sd": 30.0, "holes": 3}]).to_csv(g / "labels" / "paired_tests.csv", index=False)
+    (g / "question_screening.json").unlink()
+    top3 = _row(P.power_table(cfg.power_plan()), "Reranking raises the share of grade 3 (BM25, top-3)")
+    assert top3["questions_needed"] == questions_needed(5.10, 12.0) == top3["written_needed"]
