@@ -10,8 +10,7 @@ import re
 import subprocess
 
 from ..config import Config
-
-OUTSIDE = "<outside the project>"  # stands for a machine folder in what a run writes
+from ..lib.machine_paths import OUTSIDE, remember_project, scrubber
 
 
 def _inside(p: str, folder: str) -> bool:
@@ -66,31 +65,64 @@ def public_path(path, cfg: Config, anchors: list[str] | None = None) -> str:
     return f"{OUTSIDE}/{os.path.basename(p.rstrip(os.sep)) or 'root'}"
 
 
+def named_folders(cfg: Config) -> list[str]:
+    """The absolute paths the config names (a results folder in /scratch, a server's python):
+    text a run writes names what lies under one as `<outside the project>/<its name>/…`."""
+    out: list[str] = []
+
+    def walk(v):
+        if isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+        elif isinstance(v, str) and os.path.isabs(os.path.expanduser(v)):
+            out.append(os.path.normpath(os.path.expanduser(v)))
+
+    walk(cfg.to_dict())
+    return out
+
+
+def remember_machine(cfg) -> None:
+    """Make the text this process writes for people (its log file, a model server's log) name
+    no folder of this machine that `cfg` implies: its project root, the folders outside the
+    project its config names (see :mod:`spacelm.lib.machine_paths`). A config without a root
+    (one built in a test) adds nothing to the places always scrubbed (home, cache, temp)."""
+    if getattr(cfg, "root", None):
+        remember_project(cfg.root, config_anchors(cfg), named_folders(cfg))
+
+
 def _looks_like_path(s: str) -> bool:
     return s.startswith(("/", "~/", "../")) or s == "~" or bool(re.match(r"^[A-Za-z]:\\", s))
 
 
-def machine_free(obj, cfg: Config, anchors: list[str] | None = None):
+def machine_free(obj, cfg: Config, anchors: list[str] | None = None, clean=None):
     """A copy of a JSON-like object with credentials hidden (a server URL's user:password, api
-    keys in its query) and every path made public (:func:`public_path`): string values that
-    are absolute paths or climb out of the project (`../`), and the path in an input's name
-    (`file:<path>`)."""
+    keys in its query) and every path made public: string values that are absolute paths or climb
+    out of the project (`../`), and the path in an input's name (`file:<path>`), by
+    :func:`public_path`; a machine path inside any other string (`0.6 (vllm) at /home/me/venv/…`,
+    `--model=/root/.cache/x`) by :func:`spacelm.lib.machine_paths.public_text`."""
     from ..lib.redact import redact_text
 
     anchors = config_anchors(cfg) if anchors is None else anchors
+    if clean is None:
+        clean = scrubber(cfg.root, anchors, named_folders(cfg) if cfg.root else ())
     if isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
             if isinstance(k, str) and k.startswith("file:") and _looks_like_path(k[5:]):
                 k = "file:" + public_path(k[5:], cfg, anchors)
-            out[k] = machine_free(v, cfg, anchors)
+            elif isinstance(k, str):
+                k = clean(k)
+            out[k] = machine_free(v, cfg, anchors, clean)
         return out
     if isinstance(obj, (list, tuple)):
-        return [machine_free(v, cfg, anchors) for v in obj]
+        return [machine_free(v, cfg, anchors, clean) for v in obj]
     if isinstance(obj, str):
         if "://" in obj or "=" in obj:
             obj = redact_text(obj)
-        return public_path(obj, cfg, anchors) if _looks_like_path(obj) else obj
+        return public_path(obj, cfg, anchors) if _looks_like_path(obj) else clean(obj)
     return obj
 
 

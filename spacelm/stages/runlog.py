@@ -2,7 +2,9 @@
 
 The lines spacelm prints on stderr while it runs (its own at INFO, libraries' from WARNING) are
 also written here with a timestamp, so a run's history can be read after the terminal is gone.
-The folder is git-ignored."""
+The folder is git-ignored. Its lines name no folder of this machine: paths are written in their
+public form (relative to the project, `~/…`, `<tmp>/…`; see :mod:`spacelm.lib.machine_paths`), and
+credentials are hidden."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import sys
 from pathlib import Path
 
 from ..lib import names
+from ..lib.machine_paths import PublicFormatter
+from .provenance import remember_machine
 
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(name)s] %(message)s"
 
@@ -30,9 +34,10 @@ def run_log(cfg, command: str):
     if any(isinstance(h, logging.FileHandler) and Path(h.baseFilename) == path for h in root.handlers):
         yield path
         return
+    remember_machine(cfg)  # a model server started in the block scrubs its log of the same places
     path.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.setFormatter(PublicFormatter(LOG_FORMAT))
     handler.addFilter(_spacelm_or_warning)
     root.addHandler(handler)
     spacelm_logger = logging.getLogger("spacelm")

@@ -3,7 +3,8 @@ first misses the cache, spoken to through the OpenAI-compatible backend (bounded
 retries, circuit breaker), and stopped when the phase releases its model, so one model holds
 memory at a time. Tensor and pipeline parallel sizes and `--distributed-executor-backend ray`
 (workers on the nodes of a running Ray cluster) come from the config. The server's output goes
-to a log file in the run folder (`logs/`), named after the stage and the model."""
+to a log file in the run folder (`logs/`), named after the stage and the model, through a thread
+that writes each line with this machine's paths in their public form (`lib.machine_paths`)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..machine_paths import public_lines, public_text
 from .openai import OpenAIBackend
 from .settings import LLMConfig
 from .types import BackendUnavailable, Completion, Request
@@ -30,6 +33,7 @@ log = logging.getLogger("spacelm")
 
 HOST = "127.0.0.1"
 STOP_TIMEOUT_S = 60.0  # SIGTERM, then SIGKILL to the server's process group
+COPY_WAIT_S = 10.0  # for the server's last lines to reach its log once its processes ended
 START_ATTEMPTS = 3  # a free port can be taken by someone else before the server binds it
 _PROBE = (
     "import importlib.metadata as m\n"
@@ -152,9 +156,9 @@ def _die_with_parent() -> None:
         pass
 
 
-def _stop(proc: subprocess.Popen, logfile) -> None:
+def _stop(proc: subprocess.Popen, logfile, copier: threading.Thread) -> None:
     """Stop the server's process group (the API server and its engine processes): SIGTERM,
-    then SIGKILL if it has not ended within STOP_TIMEOUT_S."""
+    then SIGKILL if it has not ended within STOP_TIMEOUT_S; then let its last lines reach the log."""
     if proc.poll() is None:
         for sig, wait in ((signal.SIGTERM, STOP_TIMEOUT_S), (signal.SIGKILL, 30.0)):
             try:
@@ -166,6 +170,7 @@ def _stop(proc: subprocess.Popen, logfile) -> None:
                 break
             except subprocess.TimeoutExpired:
                 continue
+    copier.join(COPY_WAIT_S)  # ends when every process holding the server's output has
     if not logfile.closed:
         logfile.write(f"\n[spacelm] server stopped, exit code {proc.poll()}\n".encode())
         logfile.close()
@@ -231,17 +236,22 @@ class VLLMServerBackend:
 
     def _start(self) -> None:
         logfile = open(self.log_path, "ab")
-        logfile.write(("[spacelm] " + " ".join(self.command) + "\n").encode())
+        logfile.write(("[spacelm] " + public_text(" ".join(self.command)) + "\n").encode())
         logfile.flush()
         self.proc = subprocess.Popen(
             self.command,
-            stdout=logfile,
+            stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )  # its own process group, stopped as one; and sent SIGTERM by the kernel if spacelm dies (SIGKILL)
-        self._finalizer = weakref.finalize(self, _stop, self.proc, logfile)
+        # the log in the run folder names no machine folder: the server's lines go through a copier
+        self._copier = threading.Thread(
+            target=public_lines, args=(self.proc.stdout, logfile), name="vllm-server-log", daemon=True
+        )
+        self._copier.start()
+        self._finalizer = weakref.finalize(self, _stop, self.proc, logfile, self._copier)
         try:
             self._wait_ready()
         except BaseException:
@@ -254,6 +264,7 @@ class VLLMServerBackend:
         while True:
             rc = self.proc.poll()
             if rc is not None:
+                self._copier.join(COPY_WAIT_S)  # its last lines, read below, in the log
                 raise _ServerExited(
                     f"vllm serve for {self.cfg.model} exited with code {rc} before it was ready; "
                     f"the end of its log {self.log_path}:\n{log_tail(self.log_path)}"

