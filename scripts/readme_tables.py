@@ -1200,6 +1200,8 @@ def reranker(root: Path) -> list[str]:
     srcs = ", ".join(
         f"{s.get('questions_kept')} synthetic questions"
         if s.get("name") == "synthetic"
+        else f"{s.get('queries')} pseudo-queries cut from training chunks"
+        if s.get("name") == "pseudo"
         else f"{s.get('name')} {s.get('split')} ({s.get('queries')} queries)"
         for s in ck.get("sources", [])
         if not s.get("skipped")
@@ -1223,12 +1225,12 @@ def holes_line(h: dict | None) -> list[str]:
         return []
     a = (h.get("assessors") or [{}])[0]
     kci = h.get("kappa_ge2_ci") or [None, None]
-    return [
+    return wrap(
         f"Full top-10 lists: the in-domain labels plus {h['labels']} labels of the passages they left unjudged, graded "
         f"blind by {a.get('assessor')} (κ at ≥ 2 against NIST {a.get('value')} {ci(kci, '{:.2f}')} on "
         f"{a.get('n_calibration')} calibration pairs mixed into the same batches; floor {a.get('floor')}); a passage "
         "still unjudged counts as not relevant."
-    ]
+    )
 
 
 def diff_ci(d: dict) -> str:
@@ -1296,20 +1298,13 @@ def reranker_ingredients(root: Path) -> list[str]:
     rel = "results/bench/reranker_ingredients.json"
     d = _json(root, rel)
     cols = ["trained on", "train s", "w", "set", "nDCG@10 (BM25 → reranked)", "difference [95% CI]"]
-    cols += ["top-3 < 400 chars", "CE alone: difference"]
+    cols += ["top-3 < 400 chars", "holes@10", "CE alone: difference"]
     rows = []
     conf = _json(root, "results/reranker.json")
-    configured = {
-        "train_seconds": ((conf.get("checkpoint") or {}).get("result") or {}).get("seconds", 0),
-        "weight": conf.get("weight"),
-        "sets": {k: v for k, v in conf["sets"].items() if k.split("/")[0] in ("golden", "labels", "labels-full")},
-    }
-    variants = dict(d["variants"])
-    variants = {
-        **{k: v for k, v in variants.items() if k.count("+") < 1},
-        "synthetic+scifact (configured)": configured,
-        **{k: v for k, v in variants.items() if k.count("+") >= 1},
-    }
+    # the configured checkpoint's ingredients, named as the bench names a variant
+    used = {x.get("name") for x in (conf.get("checkpoint") or {}).get("sources", []) if not x.get("skipped")}
+    configured = "+".join(n for n in ("synthetic", "scifact", "pseudo") if n in used)
+    variants = {(f"{k} (configured)" if k == configured else k): v for k, v in d["variants"].items()}
     for variant, v in variants.items():
         for key, r in v["sets"].items():
             name, first = key.split("/")
@@ -1325,15 +1320,19 @@ def reranker_ingredients(root: Path) -> list[str]:
                     "nDCG@10 (BM25 → reranked)": f"{a['ndcg@10']:.3f} → {b['ndcg@10']:.3f}",
                     "difference [95% CI]": diff_ci(b["ndcg@10_diff"]),
                     "top-3 < 400 chars": f"{a['short_top3']:.1%} → {b['short_top3']:.1%}",
+                    "holes@10": f"{a['holes@10']:.1f} → {b['holes@10']:.1f}"
+                    if name.startswith("labels") and "holes@10" in b
+                    else "–",
                     "CE alone: difference": diff_ci(c["ndcg@10_diff"]),
                 }
             )
     lead = (
         f"Each variant trained by stage train-reranker from `{d['config']}` with only the named ingredients "
         f"(pseudo-queries: {d['pseudo_queries']}), BM25's weight w fitted on its own held-back training queries; "
-        "first stage BM25 top 100. The configured checkpoint's rows are those of the table above."
+        "first stage BM25 top 100. (configured): the ingredients the standard configs train on; its checkpoint's "
+        "own rows are those of the table above."
     )
-    return wrap(lead) + [""] + table(rows, cols) + ["", source_line(rel)]
+    return wrap(lead) + [""] + table(rows, cols) + ["", source_line(rel, "results/reranker.json")]
 
 
 def reranker_speed(root: Path) -> list[str]:
