@@ -121,7 +121,7 @@ def screening_items(cfg: Config, chunks: dict) -> list[dict]:
     those its content checks dropped (`SCREENED_DROPS`), so the checks are measured against the
     assessor on the same questions; the key keeps the suite's verdict (`suite`: kept or the check)."""
     from .data import questions_path
-    from .question_screen import SCREENED_DROPS, answerable
+    from .question_screen import SCREENED_DROPS, answerable, suite_verdict
 
     p = questions_path(cfg)
     if not p.is_file():
@@ -131,7 +131,7 @@ def screening_items(cfg: Config, chunks: dict) -> list[dict]:
         c = chunks.get(q.get("source_chunk_id"))
         if c is None or not q.get("question") or not answerable(q):
             continue
-        suite = "kept" if q.get("kept") in (True, "True") else q.get("drop_reason")
+        suite = suite_verdict(q)
         if suite != "kept" and suite not in SCREENED_DROPS:
             continue
         out.append(

@@ -17,26 +17,29 @@ def _inside(p: str, folder: str) -> bool:
     return p == folder or p.startswith(folder.rstrip(os.sep) + os.sep)
 
 
+def _config_strings(cfg: Config):
+    """Every string value of the config, however deep."""
+
+    def walk(v):
+        if isinstance(v, dict):
+            for x in v.values():
+                yield from walk(x)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                yield from walk(x)
+        elif isinstance(v, str):
+            yield v
+
+    return walk(cfg.to_dict())
+
+
 def config_anchors(cfg: Config) -> list[str]:
     """Folders outside the project that the config names by a relative path (such as
     `../shared/space_corpus`): a path under one is written relative to the project, as the
     config gives it."""
     if not cfg.root:
         return []
-    out: list[str] = []
-
-    def walk(v):
-        if isinstance(v, dict):
-            for x in v.values():
-                walk(x)
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x)
-        elif isinstance(v, str) and v.startswith("../"):
-            out.append(os.path.normpath(os.path.join(cfg.root, v)))
-
-    walk(cfg.to_dict())
-    return out
+    return [os.path.normpath(os.path.join(cfg.root, v)) for v in _config_strings(cfg) if v.startswith("../")]
 
 
 def public_path(path, cfg: Config, anchors: list[str] | None = None) -> str:
@@ -68,20 +71,8 @@ def public_path(path, cfg: Config, anchors: list[str] | None = None) -> str:
 def named_folders(cfg: Config) -> list[str]:
     """The absolute paths the config names (a results folder in /scratch, a server's python):
     text a run writes names what lies under one as `<outside the project>/<its name>/…`."""
-    out: list[str] = []
-
-    def walk(v):
-        if isinstance(v, dict):
-            for x in v.values():
-                walk(x)
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x)
-        elif isinstance(v, str) and os.path.isabs(os.path.expanduser(v)):
-            out.append(os.path.normpath(os.path.expanduser(v)))
-
-    walk(cfg.to_dict())
-    return out
+    expanded = (os.path.expanduser(v) for v in _config_strings(cfg))
+    return [os.path.normpath(v) for v in expanded if os.path.isabs(v)]
 
 
 def remember_machine(cfg) -> None:

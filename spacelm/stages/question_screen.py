@@ -20,12 +20,18 @@ def answerable(q: dict) -> bool:
     return q.get("answerable", True) not in (False, "False")
 
 
-def screen_of(st: LabelStore, question: dict, chunks: dict) -> str | None:
-    """The assessor's screen of a written question against its source chunk, or None (not screened)."""
+def suite_verdict(q: dict) -> str | None:
+    """What synth said of a written question: "kept", or the check that dropped it."""
+    return "kept" if q.get("kept") in (True, "True") else q.get("drop_reason")
+
+
+def screen_of(screens: dict, question: dict, chunks: dict) -> str | None:
+    """The assessor's screen (`screens`: LabelStore.screens()) of a written question against its
+    source chunk, or None (not screened)."""
     c = chunks.get(question.get("source_chunk_id"))
     if c is None or not question.get("question"):
         return None
-    return st.screens().get(relevance_key(question["question"], Span.of_chunk(c)))
+    return screens.get(relevance_key(question["question"], Span.of_chunk(c)))
 
 
 def screening_facts(cfg: Config, questions: list[dict], chunks: dict) -> dict | None:
@@ -38,10 +44,11 @@ def screening_facts(cfg: Config, questions: list[dict], chunks: dict) -> dict | 
     st = LabelStore(cfg.labels_dir)
     if not st.rows[SCREENING]:
         return None
+    screens = st.screens()
     per_task: dict = {}
     rejected, unscreened = [], []
     for q in questions:
-        s = screen_of(st, q, chunks)
+        s = screen_of(screens, q, chunks)
         t = per_task.setdefault(q.get("task") or "-", {"questions": 0, "screened": 0, "rejected": 0, "reasons": {}})
         t["questions"] += 1
         if s is None:
@@ -58,11 +65,10 @@ def screening_facts(cfg: Config, questions: list[dict], chunks: dict) -> dict | 
     for q in read_jsonl(p) if p.is_file() else []:
         if not answerable(q):
             continue
-        s = screen_of(st, q, chunks)
+        s = screen_of(screens, q, chunks)
         if s is None:
             continue
-        suite = "kept" if q.get("kept") in (True, "True") else q.get("drop_reason")
-        c = checks.setdefault(suite, {"screened": 0, "answerable": 0})
+        c = checks.setdefault(suite_verdict(q), {"screened": 0, "answerable": 0})
         c["screened"] += 1
         c["answerable"] += s == "answerable"
     from ..lib.stats import wilson_ci
