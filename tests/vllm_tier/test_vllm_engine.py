@@ -296,7 +296,10 @@ def test_managed_server_grade_and_answer(base, tiny_generator):
     for p in logs:
         text = p.read_text()
         assert "--host 127.0.0.1" in text and "server stopped" in text, p
-    assert f"--served-model-name {tiny_generator} " in logs[1].read_text()  # served as the config names it
+    # served as the config names it, written in the log without this machine's folders
+    served = logs[1].read_text()
+    assert f"--served-model-name <outside the project>/{tiny_generator.name} " in served, served[:400]
+    assert str(tiny_generator.parent) not in served
     record("vllm-server", {"cold_seconds": round(cold_s, 1), "episodes": eps, "logs": [p.name for p in logs]})
     for stage in ("grade", "answer"):
         warm, watch, _ = spacelm([stage, "--config", str(cfg), "--force"])
