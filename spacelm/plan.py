@@ -581,6 +581,7 @@ def _stage_calls(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None
             p.notes.append(
                 f"judge-check: source {c['source']} ({c['path']}) not found: the stage reports it as not run, no call"
             )
+    p.warnings.extend(below_minimum(cfg, checked))
     if cfg.grading.enabled:
         golden = _golden_set(p, inp, questions)
         turns = PlanTurns(p, "grade", _grade_basis(known_r), inp.chunks)
@@ -597,6 +598,36 @@ def _stage_calls(p: Planner, inp: Inputs, cfg_q: Config, rankings: dict) -> None
         rankings,
         PlanTurns(p, "answer", _answer_basis(cfg, known_q, known_r, asks_una), inp.chunks),
     )
+
+
+def below_minimum(cfg: Config, checked) -> list[str]:
+    """A warning for each judge check the plan draws below its own minimum, which the report will
+    then give as "too few to tell" with no figures: a labelled source with fewer pairs than
+    `judge_check.min_pairs`, a judge with fewer known-answer controls than `min_controls` or fewer
+    kinds of bad answer than `min_control_kinds`."""
+    jc, out = cfg.judge_check, []
+    for c in checked.sources:
+        if not isinstance(c, dict) and len(c.pairs) < jc.min_pairs:
+            out.append(
+                f"judge-check: source {c.name} draws {len(c.pairs)} pairs, fewer than judge_check.min_pairs "
+                f"({jc.min_pairs}): its agreement will read 'too few pairs to tell' (raise the source's n_queries)"
+            )
+    by_judge: dict[str, list[dict]] = {}
+    for r in checked.control_rows or []:
+        by_judge.setdefault(r["rubric"], []).append(r)
+    for judge, rows in by_judge.items():
+        kinds = {str(r.get("kind")) for r in rows}
+        if len(rows) < jc.min_controls:
+            out.append(
+                f"judge-check: {len(rows)} known-answer controls for the {judge} judge, fewer than "
+                f"judge_check.min_controls ({jc.min_controls}): it will read 'too few pairs to tell' (raise n_controls)"
+            )
+        elif len(kinds) < jc.min_control_kinds:
+            out.append(
+                f"judge-check: the {judge} judge's controls hold {len(kinds)} kinds of bad answer, fewer than "
+                f"judge_check.min_control_kinds ({jc.min_control_kinds}): it will read 'too few kinds to tell'"
+            )
+    return out
 
 
 # --------------------------------------------------------------------------- the whole plan

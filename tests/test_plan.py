@@ -356,3 +356,27 @@ def test_the_plan_counts_the_golden_question_set_in_the_same_grading_turn(cfg, m
     key = ("grade", "relevance grades")
     assert after[key]["calls"] - before[key]["calls"] == extra > 0
     assert after[("grade", "validity pairs, passage first")] == before[("grade", "validity pairs, passage first")]
+
+
+def test_plan_warns_of_each_judge_check_drawn_below_its_own_minimum(cfg):
+    """Issue 57 #6: a check the run will draw below its minimum is named before the run (the
+    report then says "too few to tell" and gives no figures); one at its minimum is not."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from spacelm.plan import below_minimum
+
+    jc = dataclasses.replace(cfg.judge_check, min_pairs=30, min_controls=10, min_control_kinds=3)
+    cfg = dataclasses.replace(cfg, judge_check=jc)
+    src = lambda name, n: SimpleNamespace(name=name, pairs=[{}] * n)  # noqa: E731
+    rows = lambda judge, n, kinds: [{"rubric": judge, "kind": f"k{i % kinds}"} for i in range(n)]  # noqa: E731
+    checked = SimpleNamespace(
+        sources=[src("trec-dl-2020", 29), src("scifact", 30), {"source": "gone", "path": "x"}],
+        control_rows=rows("faithfulness", 9, 3) + rows("relevance", 10, 2) + rows("grounded", 10, 3),
+    )
+    warned = below_minimum(cfg, checked)
+    assert len(warned) == 3, warned
+    assert "trec-dl-2020 draws 29 pairs" in warned[0] and "judge_check.min_pairs (30)" in warned[0]
+    assert "9 known-answer controls for the faithfulness judge" in warned[1]
+    assert "relevance judge's controls hold 2 kinds" in warned[2]
+    assert not any("scifact" in w or "grounded" in w for w in warned)

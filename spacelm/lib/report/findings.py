@@ -465,7 +465,14 @@ def table1_findings(
     _chunk_size_rows(out, tests, chunk_tokens, size_tests, add)
     for r in out:
         cells = r.pop("cells", None)
-        r["sensitivity"] = sensitivity_text(cells, sensitivity or [], rule_of(r["id"])[0]) if cells else "–"
+        if not cells:
+            r["sensitivity"] = "–"
+        elif sensitivity is None:  # grading/sensitivity.csv is computed over the judge's grades only
+            r["sensitivity"] = (
+                f"not computed: the sensitivity analysis reads the judge's grades; this finding reads the {instrument}"
+            )
+        else:
+            r["sensitivity"] = sensitivity_text(cells, sensitivity, rule_of(r["id"])[0])
         r["holes"] = sum(int(_num_or(c.get("holes"), 0)) for c in cells) if cells else r.get("holes")
         r["instrument"] = instrument
         r["question_set"] = question_set
@@ -482,7 +489,7 @@ def sensitivity_text(cells: list[dict], sens: list[dict], alpha: float = ALPHA) 
     by = {key(r): r for r in sens}
     rows = [by[key(c)] for c in cells if key(c) in by]
     if not rows:
-        return "not computed"
+        return "not computed: grading/sensitivity.csv holds no row for these cells"
     lo = min(_num_or(r.get("lodo_diff_min"), float("nan")) for r in rows)
     hi = max(_num_or(r.get("lodo_diff_max"), float("nan")) for r in rows)
     pmax = max(_num_or(r.get("lodo_p_max"), 1.0) for r in rows)

@@ -632,7 +632,7 @@ def test_a_findings_sensitivity_rows_in_words():
         "each document left out: +4.10 to +5.70, largest p 0.061; without the 26 flagged questions: "
         "+5.90 [-1.20, 13.00], p 0.098"
     )
-    assert F.sensitivity_text([t], []) == "not computed"
+    assert F.sensitivity_text([t], []) == "not computed: grading/sensitivity.csv holds no row for these cells"
     one_doc = [dict(sens[0], lodo_diff_min=float("nan"), lodo_diff_max=float("nan"))]
     assert F.sensitivity_text([t], one_doc).startswith("each document left out: not computed")
     two = [t, _t("bm25", 10, "share_3", 2.0, 0.2)]
@@ -664,3 +664,27 @@ def test_each_finding_names_the_clustering_unit_its_table_was_tested_at(tmp_path
     assert [r["cluster"] for r in with_cluster(rows, cfg)] == ["document", "–"]
     pd.DataFrame([{"metric": "faithfulness", "cluster": "source_chunk"}]).to_csv(cfg.run_dir / "table2_tests.csv")
     assert [r["cluster"] for r in with_cluster(rows, cfg)] == ["document", "source_chunk"]
+
+
+def test_a_finding_read_through_labels_says_why_its_sensitivity_is_not_computed():
+    """Issue 57 #6: a check that does not run says so with its reason in paper_vs_run.csv: the
+    leave-one-document-out analysis reads the judge's grades, so a finding read through labels
+    names that instead of a bare "not computed"."""
+    tests = [
+        {
+            "comparison": "reranked - retrieved",
+            "retriever": "bm25",
+            "top_k": 3,
+            "measure": "share_0_1",
+            "diff": -2.0,
+            "ci_low": -4.0,
+            "ci_high": 0.5,
+            "p_value": 0.1,
+            "n_questions": 30,
+            "n_clusters": 20,
+        }
+    ]
+    rows = F.table1_findings(tests, [], 256, sensitivity=None, instrument="labels")
+    read = [r for r in rows if r["sensitivity"] not in ("–",)]
+    why = "not computed: the sensitivity analysis reads the judge's grades; this finding reads the labels"
+    assert read and all(r["sensitivity"] == why for r in read)
