@@ -308,6 +308,9 @@ def format_power(rows: list[dict], wide: bool = True) -> str:
         for r in rows:
             c = {k: cell(r.get(k)) for k in COLUMNS}
             lines.append(f"- {c['finding']} ({c['rule']}; paper's effect {c['paper_effect']})")
+            if r.get("questions_needed") == "not comparable":  # spread_from holds the reason
+                lines.append(f"    not comparable ({c['spread_from']}); questions planned: {c['questions_planned']}")
+                continue
             lines.append(
                 f"    questions: {c['questions_needed']} needed ({c['written_needed']} written, at the screen's "
                 f"rejection rate), {c['questions_planned']} planned; source chunks: "

@@ -96,3 +96,21 @@ def test_a_labelled_pilot_sets_the_spread_and_the_screen_sets_the_questions_to_w
     (g / "question_screening.json").unlink()
     top3 = _row(P.power_table(cfg.power_plan()), "Reranking raises the share of grade 3 (BM25, top-3)")
     assert top3["questions_needed"] == questions_needed(5.10, 12.0) == top3["written_needed"]
+
+
+def test_the_narrow_plan_names_why_a_level_finding_is_not_comparable():
+    """A finding the run cannot compare with the paper prints the reason once, as the reason,
+    never as the source of a spread."""
+    from spacelm.lib.report.power import format_power
+
+    row = {
+        "finding": "Noise robustness is high",
+        "rule": "absolute level",
+        "paper_effect": "4.87",
+        "questions_needed": "not comparable",
+        "questions_planned": 40,
+        "spread_from": "no: chunks of 256 vs 2,000 tokens",
+    }
+    text = format_power([row], wide=False)
+    assert "not comparable (no: chunks of 256 vs 2,000 tokens); questions planned: 40" in text
+    assert "SD from" not in text
