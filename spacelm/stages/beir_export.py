@@ -68,12 +68,40 @@ def ids_the_run_names(cfg: Config, run_dir: Path) -> set:
     return ids
 
 
+def recorded_chunks_hash(run_dir: Path, chunks: Path, cfg: Config) -> str | None:
+    """The (short) hash of chunks.jsonl a stage of the run recorded in its manifest, if any."""
+    manifest = run_dir / names.MANIFEST
+    if not manifest.is_file():
+        return None
+    try:
+        rel = chunks.resolve().relative_to(Path(cfg.root or ".").resolve()).as_posix()
+    except ValueError:
+        rel = chunks.as_posix()
+    key = f"file:{rel}"
+    found: list = []
+
+    def walk(x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k == key and isinstance(v, str):
+                    found.append(v)
+                else:
+                    walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    try:
+        walk(json.loads(manifest.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
+    return found[-1] if found else None
+
+
 def check_against_run(cfg: Config, chunks: list, run_dir: Path) -> dict:
     """{recorded, matches, missing}: the chunks.jsonl hash the run's manifest recorded (None if
     none), whether these chunks hash the same, and the chunk ids the run names that they lack."""
-    from .browse import _recorded_chunks_hash
-
-    recorded = _recorded_chunks_hash(run_dir, chunks_path(cfg), cfg)
+    recorded = recorded_chunks_hash(run_dir, chunks_path(cfg), cfg)
     have = {c.chunk_id for c in chunks}
     missing = sorted(ids_the_run_names(cfg, run_dir) - have)
     return {

@@ -37,7 +37,7 @@ def question_flags(q: dict) -> dict:
     return {
         "refused": any(_refused(a) for a in answers),
         "answered_unanswerable": not q.get("answerable", True) and any(not _refused(a) for a in answers),
-        "grade0_top3": any(p.get("grade") == 0 and p["rank"] <= 3 for ps in q["systems"].values() for p in ps),
+        "grade0_top3": any(p.get("grade") == 0 for ps in q["systems"].values() for p in ps[:3]),
         "low_scores": any(
             isinstance(v, int | float) and v <= LOW_SCORE for a in answers for v in (a.get("scores") or {}).values()
         ),
@@ -110,20 +110,30 @@ def question_lines(data: dict, q: dict, width: int = 100, snippet: int = 160) ->
     flags = [f for f, on in q["flags"].items() if on]
     if flags:
         lines.append(f"  flags: {', '.join(flags)}")
+    who = data.get("assessors") or []
+    if q.get("screening"):
+        s = q["screening"]
+        lines += wrap(f"{s['screen']} (by {who[s['assessor']]['name']})", "  screened: ")
+    pairs = q.get("pairs") or {}
+
+    def label(cid) -> str:
+        lab = pairs.get(cid, {}).get("label")
+        return "" if lab is None else f", assessor's grade {lab['grade']}"
+
     if q.get("reference_answer"):
         lines += wrap(q["reference_answer"], "  reference: ")
     src = q.get("source_chunk_id")
     if src:
-        lines.append(f"  source chunk: {src} (grade {_grade(q.get('source_grade'))})")
+        lines.append(f"  source chunk: {src} (grade {_grade(q.get('source_grade'))}{label(src)})")
         if src in texts:
             lines.append("    " + _clip(texts[src], snippet))
     if not data.get("text_available") and data.get("text_note"):
         lines += wrap(data["text_note"], "  note: ")
     for system, ps in q["systems"].items():
         lines.append(f"  {system}: top {len(ps)}")
-        for p in ps:
-            mark = "  <- source" if p["is_source"] else ""
-            lines.append(f"    {p['rank']:>2}. grade {_grade(p['grade'])}  {p['chunk_id']}{mark}")
+        for rank, p in enumerate(ps, 1):
+            mark = "  <- source" if p["chunk_id"] == src else ""
+            lines.append(f"    {rank:>2}. grade {_grade(p['grade'])}{label(p['chunk_id'])}  {p['chunk_id']}{mark}")
             if p["chunk_id"] in texts:
                 lines.append("        " + _clip(texts[p["chunk_id"]], snippet))
     if not q["answers"]:
