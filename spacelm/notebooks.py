@@ -343,36 +343,66 @@ def _explicit_config(given: Path, here: Path, recompute: bool | None) -> Config:
     return cfg
 
 
-def _html_table(df) -> str:
+ROWS_SHOWN = 60  # a longer table shows its first rows and says how many it has
+
+
+def _shown(obj):
+    """(the table as a notebook shows it, the line under it or ""): a Series as a one-column frame,
+    a mapping or a list in a cell as words (`as_words`), a missing value as "–", every column and
+    the whole of each cell; past `ROWS_SHOWN` rows, the first rows and "first N of M rows"."""
+    from collections.abc import Mapping
+
     import pandas as pd
 
-    from .lib.report.tables import MISSING, dash_missing
+    from .lib.report.tables import as_words, dash_missing
 
-    opts = {k: pd.get_option(f"display.{k}") for k in ("max_rows", "max_columns", "show_dimensions")}
-    return dash_missing(df).to_html(
-        na_rep=MISSING,
-        notebook=True,
-        max_rows=opts["max_rows"],
-        max_cols=opts["max_columns"],
-        show_dimensions=opts["show_dimensions"] is True,
-    )
+    df = obj.to_frame() if isinstance(obj, pd.Series) else obj
+
+    def words(v):
+        return as_words(v) if isinstance(v, (Mapping, list, tuple, set)) else v
+
+    nested = [i for i in range(df.shape[1]) if pd.api.types.is_object_dtype(df.dtypes.iloc[i])]
+    if nested:
+        df = df.copy()
+        for i in nested:
+            df.isetitem(i, df.iloc[:, i].map(words))
+    note = ""
+    if len(df) > ROWS_SHOWN:
+        note = f"first {ROWS_SHOWN} of {len(df):,} rows"
+        df = df.head(ROWS_SHOWN)
+    return dash_missing(df), note
+
+
+def _html_table(obj) -> str:
+    import pandas as pd
+
+    from .lib.report.tables import MISSING
+
+    df, note = _shown(obj)
+    with pd.option_context("display.max_colwidth", None):
+        shown = df.to_html(na_rep=MISSING, notebook=True, max_rows=None, max_cols=None, show_dimensions=False)
+    return shown + (f"<p>{note}</p>" if note else "")
 
 
 def _text_table(obj) -> str:
     import pandas as pd
 
-    from .lib.report.tables import MISSING, dash_missing
+    from .lib.report.tables import MISSING
 
-    rows = pd.get_option("display.max_rows")
+    df, note = _shown(obj)
     if isinstance(obj, pd.Series):
-        return dash_missing(obj.to_frame()).iloc[:, 0].to_string(na_rep=MISSING, max_rows=rows, name=True, dtype=True)
-    return dash_missing(obj).to_string(na_rep=MISSING, max_rows=rows)
+        shown = df.iloc[:, 0].to_string(na_rep=MISSING, max_rows=None, name=True, dtype=True)
+    else:
+        shown = df.to_string(na_rep=MISSING, max_rows=None, max_cols=None, max_colwidth=None)
+    return shown + (f"\n{note}" if note else "")
 
 
 def show_missing_as_dash() -> bool:
-    """In a running notebook (IPython), display every DataFrame and Series with its missing values
-    (NaN, None, <NA>) as "–", as report.md writes them, in HTML and in plain text, and styled
-    tables alike. False (and nothing done) outside IPython."""
+    """In a running notebook (IPython), display every DataFrame and Series as report.md writes a
+    table: missing values (NaN, None, <NA>) as "–", mappings and lists in a cell as words, every
+    column and the whole of each cell, and past `ROWS_SHOWN` rows the first ones with a line
+    saying how many there are (never pandas' "..."); in HTML and in plain text, and styled tables
+    alike. False (and nothing done) outside IPython."""
     try:
         from IPython import get_ipython
     except ImportError:
@@ -381,15 +411,41 @@ def show_missing_as_dash() -> bool:
     if shell is None or not hasattr(shell, "display_formatter"):
         return False
     import pandas as pd
+    from pandas.io.formats.style import Styler
 
     from .lib.report.tables import MISSING
 
     formatters = shell.display_formatter.formatters
     formatters["text/html"].for_type(pd.DataFrame, _html_table)
+    formatters["text/html"].for_type(pd.Series, _html_table)
     formatters["text/plain"].for_type(pd.DataFrame, lambda df, p, cycle: p.text(_text_table(df)))
     formatters["text/plain"].for_type(pd.Series, lambda s, p, cycle: p.text(_text_table(s)))
+    # a styled table's plain-text view is its data, not "<pandas...Styler at 0x...>"
+    formatters["text/plain"].for_type(Styler, lambda st, p, cycle: p.text(_text_table(st.data)))
     pd.set_option("styler.format.na_rep", MISSING)
     return True
+
+
+def excerpt(text: str, limit: int | None = None, one_line: bool = True) -> str:
+    """`text` (on one line unless `one_line` is false), cut at `limit` characters with the cut said
+    in words: "[first 300 of 1,024 characters]"."""
+    text = " ".join(str(text).split()) if one_line else str(text)
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}{' ' if one_line else chr(10)}[first {limit:,} of {len(text):,} characters]"
+
+
+def passage_shown(chunk, quotable: bool, limit: int | None = None) -> str:
+    """A passage as a notebook shows it: its text (`excerpt`) where the corpus may be quoted, else
+    where it lies (document, characters, pages), which the corpus itself holds."""
+    if chunk is None:
+        return "(no source passage)"
+    if quotable:
+        return excerpt(chunk.text, limit)
+    return (
+        f"(text not shown) {chunk.doc_id}, characters {chunk.char_start:,}-{chunk.char_end:,}, "
+        f"pages {chunk.page_start}-{chunk.page_end}"
+    )
 
 
 _IMAGE_LINK = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")

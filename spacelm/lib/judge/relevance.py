@@ -714,11 +714,11 @@ def judge_validity(
         out["verdict"] = (
             f"Too few pairs to tell: AUC {auc:.2f} on only {out['n_pairs']} source/random pairs (at least "
             f"{min_pairs} are needed). Source vs random is the easy case in any event; see the judge "
-            "checks against human labels."
+            "checks against labelled pairs."
         )
     else:
         out["verdict"] = (
             f"The judge separates source passages from random ones (AUC {auc:.2f}, {out['n_pairs']} "
-            "pairs); this is the easy case: see the judge checks against human labels for the hard one."
+            "pairs); this is the easy case: see the judge checks against labelled pairs for the hard one."
         )
     return out
