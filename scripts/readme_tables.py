@@ -378,9 +378,9 @@ def judge_injection(root: Path) -> str:
     rel = "results/judge_injection.json"
     d = _json(root, rel)
     rows = [
-        {"judge": judge, "variant": v, "r": res[v], "noise": res.get("neutral")}
+        {"judge": judge, "variant": v, "r": res[v], "noise": res.get(noise)}
         for judge, res in d["by_judge"].items()
-        for v in ("forged", "forged_answer")
+        for v, noise in (("forged", "neutral"), ("forged_answer", "neutral_answer"))
         if res.get(v)
     ]
     moved = sorted({x["judge"] for x in rows if x["r"].get("beyond_noise")})
