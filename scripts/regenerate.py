@@ -30,7 +30,7 @@ from spacelm.config import load_config  # noqa: E402
 from spacelm.lib import names  # noqa: E402
 
 # compared without their times: the whole file is time-stamped, or holds a section built from the manifest
-TIMED = (names.MANIFEST, names.REPORT)
+TIMED = (names.MANIFEST, names.REPORT, names.REPORT_DETAILS)
 TIMED_FOLDERS = ("notebooks",)
 
 

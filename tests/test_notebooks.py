@@ -57,7 +57,7 @@ def test_spacelm_run_end_to_end_with_set_keeps_its_results_through_the_notebooks
     report = (run / "report.md").read_text()
     links = re.findall(r"\]\(([^)]+)\)", report)
     assert any(link.startswith("plots/") for link in links)
-    missing = [link for link in links if not link.startswith("http") and not (run / link).exists()]
+    missing = [link for link in links if not link.startswith("http") and not (run / link.split("#")[0]).exists()]
     assert not missing, f"report.md links to missing files: {missing}"
 
 

@@ -34,7 +34,9 @@ def test_quick_report_has_no_python_repr():
 
 @pytest.mark.parametrize("run", RUNS, ids=lambda p: p.name)
 def test_report_images_resolve(run):
-    text = (run / "report.md").read_text(encoding="utf-8")
+    text = "\n".join(
+        p.read_text(encoding="utf-8") for p in (run / "report.md", run / "report_details.md") if p.is_file()
+    )
     links = IMAGE.findall(text)
     assert links
     missing = [u for u in links if not (run / u).is_file()]

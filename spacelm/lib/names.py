@@ -52,6 +52,7 @@ LOGS_DIR = "logs"  # a run's log files (git-ignored)
 RUN_LOG = "spacelm.log"
 RESOLVED_CONFIG = "config.resolved.yaml"
 REPORT = "report.md"
+REPORT_DETAILS = "report_details.md"  # the detail sections behind report.md, linked from it
 BROWSE = "browse.html"  # the drill-down page: per question its passages, grades and answers
 ATTRIBUTION = "ATTRIBUTION.md"
 PLOTS = "plots"  # folder of the report's figures

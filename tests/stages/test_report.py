@@ -15,31 +15,54 @@ def _links(report: str) -> list[str]:
     return re.findall(r"\]\(([^)]+)\)", report)
 
 
+def _pages(path) -> tuple[str, str]:
+    return path.read_text(), (path.parent / "report_details.md").read_text()
+
+
 def test_report_of_a_partial_run_links_only_what_exists(tiny_config):
     m = Manifest(tiny_config)
     res = run_stages(tiny_config, upto="chunk", manifest=m)
     m.finish()
     path = build_report(tiny_config)
-    report = path.read_text()
+    report, details = _pages(path)
     run = tiny_config.run_dir
     assert path == run / "report.md"
     n_docs, n_chunks = res["ingest"]["documents"], res["chunk"]["chunks"]
-    assert f"{n_docs} documents" in report and f"{n_chunks} chunks of at most 64 tokens" in report
+    assert f"{n_docs} documents" in details and f"{n_chunks} chunks of at most 64 tokens" in details
     assert "## Table 1" in report and "## Table 2" in report
-    assert report.count("_(not produced in this run)_") >= 3  # retrieval, Table 1, Table 2
-    links = _links(report)
+    assert report.count("_(not produced in this run)_") == 2  # Table 1, Table 2
+    assert details.count("_(not produced in this run)_") >= 2  # retrieval, Table 1's tests
+    links = _links(report) + _links(details)
     assert "plots/chunk_lengths.png" in links
-    assert all((run / link).is_file() for link in links), links
+    assert all((run / link.split("#")[0]).is_file() for link in links), links
     # the run-time table lists exactly the stages of this run, from the manifest
-    rows = [ln.split("|")[1].strip() for ln in report.splitlines() if ln.startswith("| ") and "|---" not in ln]
+    rows = [ln.split("|")[1].strip() for ln in details.splitlines() if ln.startswith("| ") and "|---" not in ln]
     assert [r for r in rows if r in ("ingest", "chunk", "synth", "grade")] == ["ingest", "chunk"]
     manifest = json.loads((run / "manifest.json").read_text())
     assert f"git `{manifest['git_commit']}`" in report
 
 
+def test_report_links_every_section_of_its_details(tiny_config):
+    """report.md ends with a list of the detail sections, one link per heading of report_details.md,
+    each to the anchor a Markdown renderer gives that heading."""
+    from spacelm.stages.report import headings
+
+    report, details = _pages(build_report(tiny_config))
+    wanted = headings(details)
+    assert {h["title"] for h in wanted} >= {"Run time", "Models", "Corpus", "Judge checks", "Table 1 in detail"}
+    linked = [link.split("#")[1] for link in _links(report) if link.startswith("report_details.md#")]
+    assert linked == [h["anchor"] for h in wanted]
+    assert headings("## Run time\n### A (b) — c\n## Run time\n# top") == [
+        {"level": 2, "title": "Run time", "anchor": "run-time"},
+        {"level": 3, "title": "A (b) — c", "anchor": "a-b--c"},
+        {"level": 2, "title": "Run time", "anchor": "run-time-1"},
+    ]
+
+
 def test_report_without_a_manifest_still_builds(tiny_config):
-    report = build_report(tiny_config).read_text()
-    assert "# spacelm report" in report and _links(report) == []
+    report, details = _pages(build_report(tiny_config))
+    assert "# spacelm report" in report and "# spacelm report details" in details
+    assert {link.split("#")[0] for link in _links(report)} == {"report_details.md"} and "report.md" in _links(details)
 
 
 def _write_checks(cfg, verdicts: dict, controls: dict) -> None:
@@ -264,6 +287,7 @@ def test_report_and_findings_are_declared_stages_and_the_template_is_an_input(ti
     key = f"file:{base.display_path(tiny_config, report.TEMPLATE)}"
     before = stage_inputs(report.STAGE, tiny_config)
     assert key in before
+    assert all(f"file:{base.display_path(tiny_config, p)}" in before for p in report.SECTIONS.glob("*.md"))
     orig = base.file_hash
     monkeypatch.setattr(base, "file_hash", lambda p: orig(p) + ("-edited" if p == report.TEMPLATE else ""))
     after = stage_inputs(report.STAGE, tiny_config)
@@ -284,44 +308,93 @@ def test_build_report_is_atomic_and_stamped(tiny_config):
     assert build_report(tiny_config).read_text() != "damaged"  # ... and `spacelm report` rewrites it anyway
 
 
-def test_stage_code_is_every_spacelm_module_the_stage_imports():
+def test_stage_code_is_its_module_and_the_definitions_it_reaches():
+    """The grade stage's code inputs: its own module whole, and for each module it imports a name
+    from, the definitions it reaches there (docs/stages.md, "When is a stage stale?"); the rule
+    itself is tested in tests/stages/test_base.py."""
     import ast
     from pathlib import Path
 
     import spacelm
     from spacelm.stages import BY_NAME
+    from spacelm.stages.base import code_inputs
 
     pkg = Path(spacelm.__file__).parent
-    is_module = lambda dotted: (
-        any((pkg.joinpath(*dotted.split(".")[1:]) / x).is_file() for x in ("__init__.py",))
-        or pkg.joinpath(*dotted.split(".")[1:]).with_suffix(".py").is_file()
-    )
     named = set()
     for node in ast.walk(ast.parse((pkg / "stages" / "grade.py").read_text())):
-        if isinstance(node, ast.ImportFrom) and node.level:  # grade.py imports spacelm by relative imports
+        if isinstance(node, ast.ImportFrom) and node.level and node.module:  # relative imports of a name
             parent = ["spacelm", "stages"][: 3 - node.level]
-            base = ".".join(parent + ([node.module] if node.module else []))
-            named |= {f"{base}.{a.name}" if is_module(f"{base}.{a.name}") else base for a in node.names}
-    code = set(BY_NAME["grade"].code)
-    assert {"spacelm.stages.base", "spacelm.lib.io"} <= named and named <= code, named - code
-    # and through them, transitively: grade imports stages.data, which imports lib.documents
-    assert {"spacelm.stages.grade", "spacelm.stages.data", "spacelm.lib.ingest.documents"} <= code
-    assert all(m.startswith("spacelm") for m in code) and list(BY_NAME["grade"].code) == sorted(code)
+            module = ".".join(parent + [node.module])
+            if any(not pkg.joinpath(*module.split(".")[1:], a.name).with_suffix(".py").is_file() for a in node.names):
+                named.add(module)
+    keys = code_inputs(BY_NAME["grade"].code)
+    assert BY_NAME["grade"].code == ("spacelm.stages.grade",) and "code:spacelm.stages.grade" in keys
+    assert {"spacelm.lib.io", "spacelm.stages.data"} <= named
+    # (a name a package re-exports counts where it is defined: Config in spacelm.config.schema)
+    reached = {k.split(":", 1)[1] for k in keys}
+    assert all(any(r == m or r.startswith(m + ".") for r in reached) for m in named), named - reached
 
 
-def test_template_format_slots_and_values(tmp_path):
-    from spacelm.lib.report.templates import read_blocks, render
+def test_the_report_is_worded_in_jinja_templates_only():
+    """One presentation layer: the home-made `@@ block` format and its reader are gone; every
+    section of the two pages is a Jinja2 template of spacelm/templates/report/."""
+    from pathlib import Path
 
-    t = tmp_path / "t.md"
-    t.write_text("comment\n\n@@ a\n# ${title}\n\n${rows}\ncost $$${n}\n\n@@ b\nx\n\n")
-    blocks = read_blocks(t)
-    assert blocks == {"a": ["# ${title}", "", "${rows}", "cost $$${n}"], "b": ["x", ""]}
-    assert render(blocks["a"], {"title": "T", "rows": ["r1", "r2"], "n": 3}) == ["# T", "", "r1", "r2", "cost $3"]
-    assert render(blocks["a"], {"title": "T", "rows": [], "n": 3}) == ["# T", "", "cost $3"]
-    import pytest
+    import spacelm
+    from spacelm.stages import report
 
-    with pytest.raises(KeyError):
-        render(blocks["a"], {"title": "T"})
+    pkg = Path(spacelm.__file__).parent
+    assert not (pkg / "lib" / "report" / "templates.py").exists() and not (pkg / "templates" / "report.md").exists()
+    for p in pkg.rglob("*.py"):
+        assert "lib.report.templates" not in p.read_text() and "read_blocks" not in p.read_text(), p
+    for p in (pkg / "templates").rglob("*.md"):
+        assert not any(line.startswith("@@ ") for line in p.read_text().splitlines()), p
+    assert report.TEMPLATE.parent == report.SECTIONS and {"page.md", "details.md"} <= {
+        p.name for p in report.SECTIONS.glob("*.md")
+    }
+
+
+def test_committed_reports_show_the_first_screen_and_link_the_rest():
+    """results/<run>/report.md: header, what the run found first, the setup and the findings
+    beside the paper's, Tables 1 and 2, then links; at most 200 lines. Every section of the
+    committed report_details.md is linked from it."""
+    from pathlib import Path
+
+    from spacelm.stages.report import headings
+
+    root = Path(__file__).resolve().parents[2]
+    for run in ("quick", "standard"):
+        report, details = _pages(root / "results" / run / "report.md")
+        top = [ln for ln in report.splitlines() if ln.startswith("## ")]
+        assert top[:3] == [
+            "## What this run found",
+            "## This run's setup beside the paper's",
+            "## The paper and this run",
+        ]
+        assert top[3].startswith("## Table 1") and top[4].startswith("## Table 2"), top
+        assert len(report.splitlines()) <= 200, (run, len(report.splitlines()))
+        linked = {link.split("#")[1] for link in _links(report) if link.startswith("report_details.md#")}
+        assert linked == {h["anchor"] for h in headings(details)}, run
+
+
+def test_finding_notes_keep_only_the_parts_that_say_something():
+    from spacelm.stages.report import finding_rows
+
+    row = {"finding": "a | b", "paper": None, "this_run": 1.5, "ci": "", "verdict": "holds here", "n": 40}
+    row.update(instrument="judge", verdict_reason="–", boundary="valid", judge_bias=None, sensitivity="")
+    row.update(role="primary", plan_entry="e1", n_needed=91, source="paper")
+    (r,) = finding_rows([row])
+    assert (r["finding"], r["paper"], r["this_run"], r["ci"]) == ("a \\| b", "–", "1.5", "–")
+    assert r["note"] == {
+        "boundary": "valid",
+        "judge_bias": None,
+        "sensitivity": None,
+        "reason": None,
+        "plan_entry": "e1",
+        "role": "primary",
+        "source": "paper",
+        "need": "91",
+    }
 
 
 def test_committed_quick_report_regenerates_byte_identical(tmp_path):
@@ -349,7 +422,7 @@ def test_committed_quick_report_regenerates_byte_identical(tmp_path):
 
     # the headline names the commit that wrote the report (this checkout's HEAD, which moves)
     commit = re.compile(rb"Run (and report )?made by the code at .*?(?=\n)")
-    for name in ("report.md", "paper_vs_run.csv", "setup_vs_paper.csv", "manifest.json"):
+    for name in ("report.md", "report_details.md", "paper_vs_run.csv", "setup_vs_paper.csv", "manifest.json"):
         new, old = (out.parent / name).read_bytes(), (run / name).read_bytes()
         assert commit.sub(b"", new) == commit.sub(b"", old), name
 
@@ -385,6 +458,6 @@ def test_a_table1_study_reports_that_it_holds_no_answer_stage(tmp_path):
             "answer.enabled=false",
         ],
     )
-    text = build_report(cfg).read_text()
+    text = "\n".join(_pages(build_report(cfg)))
     assert "This run holds no answer stage (`answer.enabled: false`)" in text
     assert "## Pipelines A / B / C" not in text and "plots/answer_scores.png" not in text

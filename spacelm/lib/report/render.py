@@ -44,6 +44,23 @@ def pct_ci(bounds, digits: int = 0) -> str:
     return f" [{pct(lo, digits)}, {pct(hi, digits)}]"
 
 
+def est(x, bounds=None, digits: int = 2, signed: bool = False) -> str:
+    """An estimate with its interval, `0.72 [0.61, 0.83]`; "–" when the estimate is missing."""
+    return MISSING if _missing(x) else num(x, digits, signed) + ci(bounds, digits, signed)
+
+
+def fmt(x, spec: str) -> str:
+    """`x` in a format spec of Python's (`.0%`, `+.3f`, `g`), "–" when missing."""
+    return MISSING if _missing(x) else format(x, spec)
+
+
+def slug(heading: str) -> str:
+    """The anchor a Markdown renderer (GitHub's) gives a heading."""
+    import re
+
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
 @lru_cache(maxsize=1)
 def environment():
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
@@ -56,7 +73,10 @@ def environment():
         keep_trailing_newline=True,
         autoescape=False,
     )
-    env.filters.update(num=num, ci=ci, pct=pct, pct_ci=pct_ci)
+    from .tables import as_words, md_cell
+
+    env.filters.update(num=num, ci=ci, pct=pct, pct_ci=pct_ci, est=est, fmt=fmt, slug=slug, words=as_words)
+    env.filters.update(cell=lambda v: md_cell(as_words(v)) if not isinstance(v, str) else md_cell(v))
     return env
 
 
@@ -64,3 +84,16 @@ def render(template: str, facts) -> str:
     """`template` (a file of spacelm/templates) rendered with `facts` (a dataclass or a dict)."""
     ctx = asdict(facts) if is_dataclass(facts) else dict(facts)
     return environment().get_template(template).render(**ctx)
+
+
+def block(template: str, facts) -> str:
+    """`template` rendered as a block of Markdown: paragraphs apart by one blank line (the blank
+    lines an optional part leaves behind fold into one), no blank line at either end."""
+    import re
+
+    return re.sub(r"\n{3,}", "\n\n", render(template, facts)).strip("\n")
+
+
+def phrase(template: str, name: str, **facts) -> str:
+    """The words of macro `name` of `template` for `facts` (one sentence or one line)."""
+    return str(getattr(environment().get_template(template).module, name)(**facts)).strip()
