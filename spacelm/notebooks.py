@@ -303,17 +303,26 @@ def describe_stage(cfg: Config, name: str, summary: dict | None = None) -> str:
         rec = json.loads((cfg.run_dir / names.MANIFEST).read_text())["stages"].get(name)
     except (FileNotFoundError, json.JSONDecodeError, KeyError):
         pass
+    stale = (summary or {}).get("stale") or []
     rec = rec or summary or {}
     llm = [v for k, v in rec.items() if k.startswith("llm") and isinstance(v, dict)]
     calls = sum(x.get("calls", 0) for x in llm)
     hits = sum(x.get("cache_hits", 0) for x in llm)
     if rec.get("skipped"):
-        return (
+        line = (
             f"{name}: reused — its outputs were up to date, computed earlier in "
             f"{rec.get('computed_seconds') or 0:.0f} s; this run made no model call for it"
         )
-    model = f"; {calls} model calls, {hits} answered from the cache" if llm else ""
-    return f"{name}: computed in this run ({rec.get('seconds', 0):.0f} s{model})"
+    else:
+        model = f"; {calls} model calls, {hits} answered from the cache" if llm else ""
+        line = f"{name}: computed in this run ({rec.get('seconds', 0):.0f} s{model})"
+    if stale:  # a committed run read as it is (stages.base.read_as_committed)
+        more = f"; and {len(stale) - 3} more" if len(stale) > 3 else ""
+        line += (
+            f"\n  shown as committed: the code or config changed since this run ({'; '.join(stale[:3])}{more}); "
+            "`spacelm run` recomputes it"
+        )
+    return line
 
 
 def _explicit_config(given: Path, here: Path, recompute: bool | None) -> Config:

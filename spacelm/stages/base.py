@@ -1,7 +1,7 @@
 """What a stage is: one declaration of everything it reads, and the machinery built on it.
 
 A :class:`Stage` names its config sections, the files it reads, the prompt templates it
-renders, the models it calls and the modules whose code it runs. From that one declaration
+renders, the models it calls and the code it runs. From that one declaration
 come the stage's *inputs* (name → short hash), its fingerprint, the stamp that says its
 outputs are current, the manifest entry, and `spacelm status`, which names the inputs that
 changed.
@@ -20,7 +20,6 @@ give it scripted models with :func:`models_opened_by`.
 
 from __future__ import annotations
 
-import ast
 import functools
 import hashlib
 import importlib.util
@@ -52,7 +51,18 @@ def _const(value):
 
 @dataclass(frozen=True)
 class Stage:
-    """The declaration of a pipeline stage. Every callable takes the run's :class:`Config`."""
+    """The declaration of a pipeline stage. Every callable takes the run's :class:`Config`.
+
+    **When its code changed.** A stage goes stale when the code it runs changes, not when any
+    module it imports does. Its code is its own module, all of it (plus modules listed by hand in
+    `code`), and the functions, classes and constants of other spacelm modules it reaches by name,
+    followed through what those use: input `code:<module>` hashes a module counted whole,
+    `defs:<module>` the definitions reached in another. A class counts by its body outside its
+    methods and its special methods; any other method counts where reached code uses its name as
+    an attribute (`x.setup()`) and its class lives in a module reached (the config's always). The
+    config classes' fields are the config sections, hashed on their own; the stage machinery
+    (`execute`, the stamp) is left out; comments, docstrings and layout never count
+    (`spacelm.stages.code_reach`)."""
 
     name: str
     home: Callable[[Config], Path]  # folder holding the stamp (and the stage's outputs, mostly)
@@ -62,85 +72,19 @@ class Stage:
     reads: Callable[[Config], list[Path]] = _const([])  # files it reads
     prompts: Callable[[Config], list[str]] = _const([])  # prompt templates it renders
     models: Callable[[Config], dict] = _const({})  # role -> model spec (config value)
-    code: tuple[str, ...] = ()  # modules whose source it runs: filled from the import graph (see below)
+    code: tuple[str, ...] = ()  # modules counted whole: the declaring module plus any listed by hand
     doc: str = ""
     after: tuple[str, ...] = field(default=())  # stages whose outputs it reads
     module: str = ""  # the module declaring the stage (default: its build function's)
 
     def __post_init__(self):
-        """`code` becomes every `spacelm` module the declaring module imports, directly or through
-        others (plus any listed by hand), so that editing any of them makes the stage stale."""
+        """`code` becomes the declaring module and any listed by hand, sorted."""
         module = self.module or self.build.__module__
         object.__setattr__(self, "module", module)
-        object.__setattr__(self, "code", tuple(sorted(set(imported_modules(module)) | set(self.code))))
+        object.__setattr__(self, "code", tuple(sorted({module, *self.code})))
 
     def stamp_path(self, cfg: Config) -> Path:
         return self.home(cfg) / f".{self.name}.stamp.json"
-
-
-# --------------------------------------------------------------------------- the import graph
-PACKAGE = "spacelm"
-
-
-_ROOT = Path(__file__).resolve().parents[1]  # the spacelm package folder
-
-
-def _source(module: str) -> Path | None:
-    """The source file of a `spacelm` module, found on disk without importing anything (finding
-    a spec would import its parent packages, and with them the heavy libraries they load)."""
-    if module != PACKAGE and not module.startswith(PACKAGE + "."):
-        return None
-    rel = Path(*module.split(".")[1:])
-    for p in (_ROOT / rel / "__init__.py", (_ROOT / rel).with_suffix(".py")):
-        if p.is_file():
-            return p
-    return None
-
-
-@functools.cache
-def _direct_imports(module: str) -> tuple[str, ...]:
-    """The `spacelm` modules named by the import statements of `module`'s source, at any depth
-    (the code base imports lazily inside functions), relative imports resolved. `from P import n`
-    names the submodule `P.n` when there is one, else the package `P`."""
-    src = _source(module)
-    if src is None:
-        return ()
-    tree = ast.parse(src.read_text(encoding="utf-8"))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = _absolute(module, src.name == "__init__.py", node.module, node.level)
-            for a in node.names:
-                sub = f"{base}.{a.name}"
-                found.add(sub if _source(sub) is not None else base)
-    return tuple(sorted(m for m in found if _source(m) is not None))
-
-
-def _absolute(module: str, is_package: bool, name: str | None, level: int) -> str:
-    """The absolute name of `from <level dots><name> import ...` written in `module`."""
-    if level == 0:
-        return name or ""
-    parts = module.split(".") if is_package else module.split(".")[:-1]
-    parts = parts[: len(parts) - (level - 1)]
-    return ".".join(parts + ([name] if name else []))
-
-
-def imported_modules(module: str) -> list[str]:
-    """`module` (when it belongs to spacelm) and every spacelm module it imports, transitively,
-    sorted: the code a stage declared in `module` can run. Parent packages count only where they
-    are imported by name (a package's ``__init__`` imports its siblings, which would tie every
-    stage to every other)."""
-    seen: set[str] = set()
-    todo = [module]
-    while todo:
-        m = todo.pop()
-        if m in seen:
-            continue
-        seen.add(m)
-        todo.extend(_direct_imports(m))
-    return sorted(m for m in seen if _source(m) is not None)
 
 
 # --------------------------------------------------------------------------- inputs
@@ -151,6 +95,7 @@ def _module_origin(module: str) -> str | None:
 
 
 def module_hash(module: str) -> str:
+    """A module's file's short sha256: how stamps written before `CODE_RULE` recorded its code."""
     origin = _module_origin(module)
     if origin is None or not os.path.isfile(origin):
         return "<missing>"
@@ -236,11 +181,38 @@ def model_hash(cfg: Config, spec: str, role: str) -> str:
 
 
 def display_path(cfg: Config, p: Path) -> str:
-    """`p` relative to the project (a machine path is never written into a run's files)."""
+    """`p` as a run's files name it, never by a machine path: relative to the project, as is a
+    folder the config names relatively (`../shared/…`); elsewhere in its public form
+    (`<outside the project>/<folder>/…`, `~/…`, `<tmp>/…`: `spacelm.lib.machine_paths`); a byte of
+    the name that is not UTF-8 as `\\xe9`. The same file always gets the same text (stamps key their
+    inputs by it)."""
     try:
-        return os.path.relpath(p, cfg.root) if cfg.root else str(p)
+        shown = os.path.relpath(p, cfg.root) if cfg.root else str(p)
     except ValueError:
-        return str(p)
+        shown = str(p)
+    if cfg.root and shown.startswith(".." + os.sep):
+        from ..lib.machine_paths import scrubber
+        from .provenance import config_anchors, named_folders, public_path
+
+        anchors = config_anchors(cfg)
+        full = os.path.abspath(os.path.join(cfg.root, shown))
+        if not any(full == a or full.startswith(a.rstrip(os.sep) + os.sep) for a in anchors):
+            public = scrubber(cfg.root, anchors, named_folders(cfg))(full)
+            shown = public if public != full else public_path(full, cfg, anchors)
+    return os.fsencode(shown).decode("utf-8", "backslashreplace")
+
+
+CODE_RULE = 2  # stamps record it: one without was written when a stage's code was its whole import closure
+
+
+@functools.cache
+def code_inputs(modules: tuple[str, ...]) -> dict[str, str]:
+    """{`code:<module>` | `defs:<module>`: short hash} of the code reached from `modules` (counted
+    whole) by the rule in :class:`Stage`'s docstring. Read once per process: the code a process runs
+    is the code it imported, even when the files are edited while it runs."""
+    from .code_reach import code_hashes, installed
+
+    return code_hashes(installed(), modules)
 
 
 def stage_inputs(stage: Stage, cfg: Config) -> dict[str, str]:
@@ -256,8 +228,7 @@ def stage_inputs(stage: Stage, cfg: Config) -> dict[str, str]:
         out[f"prompt:{t}"] = template_hash(t)
     for role, spec in stage.models(cfg).items():
         out[f"model:{role}"] = f"{spec}@{model_hash(cfg, spec, role)}"
-    for m in stage.code:
-        out[f"code:{m}"] = module_hash(m)
+    out.update(code_inputs(stage.code))
     return dict(sorted(out.items()))
 
 
@@ -285,8 +256,29 @@ def freshness(stage: Stage, cfg: Config, inputs: dict | None = None) -> tuple[st
     if missing:
         return "stale", [f"output missing: {m}" for m in missing]
     old = stamp.get("inputs", {})
+    if stamp.get("code_rule") != CODE_RULE:
+        return ("stale", changed) if (changed := _changed_by_old_rule(old, inputs)) else ("up to date", [])
     changed = [k for k in inputs if old.get(k) != inputs[k]] + [k for k in old if k not in inputs]
     return ("stale", changed) if changed else ("up to date", [])
+
+
+def _is_code(key: str) -> bool:
+    return key.startswith(("code:", "defs:"))
+
+
+def _changed_by_old_rule(old: dict, inputs: dict) -> list[str]:
+    """The inputs changed since a stamp written before `CODE_RULE`, whose code inputs are its
+    modules' file hashes: each module the stage runs now is compared by its file's hash, and a
+    module it no longer runs is no reason."""
+    changed = []
+    for k, v in inputs.items():
+        if _is_code(k):
+            m = k.split(":", 1)[1]
+            if old.get(f"code:{m}") != module_hash(m):
+                changed.append(k)
+        elif old.get(k) != v:
+            changed.append(k)
+    return changed + [k for k in old if k not in inputs and not _is_code(k)]
 
 
 # --------------------------------------------------------------------------- a committed run folder
@@ -312,9 +304,10 @@ def committed_state(stage, cfg: Config, inputs: dict | None = None, data: dict |
     old = rec.get("inputs") or {}
     changed = []
     # the run's own manifest, which the report reads, changes as each record goes into it
-    own = "file:" + public_path(cfg.run_dir / names.MANIFEST, cfg, anchors)
+    own = {"file:" + public_path(cfg.run_dir / names.MANIFEST, cfg, anchors)}
+    own.add("file:" + display_path(cfg, cfg.run_dir / names.MANIFEST))  # as stage_inputs names it
     for k in sorted(set(now) | set(old)):
-        if k == own:
+        if k in own:
             continue
         if k.startswith("config:") and now.get(k) != old.get(k):
             changed.append(f"{k} (config changed since the manifest)")
@@ -382,6 +375,27 @@ class Staging:
             shutil.rmtree(staged.parent, ignore_errors=True)
 
 
+def read_as_committed(stage: Stage, cfg: Config) -> dict | None:
+    """The stage's record in a committed run's manifest, when git tracks the manifest, the record
+    is complete and every output the stage declares is there (one git ignores may be missing, as
+    in a clone): what a reuse-only reader (a notebook) shows of a run that the code or config has
+    since moved past, saying so, instead of stopping. None otherwise."""
+    from ..lib import names
+    from .provenance import git_ignored, git_tracked, read_manifest
+
+    manifest = cfg.run_dir / names.MANIFEST
+    root = str(cfg.root) if cfg.root else None
+    if not root or not manifest.is_file() or not git_tracked(root, [os.path.relpath(manifest, root)]):
+        return None
+    rec = ((read_manifest(manifest) or {}).get("stages") or {}).get(stage.name)
+    if not isinstance(rec, dict) or rec.get("state") == "building":
+        return None
+    absent = [os.path.relpath(p, root) for p in stage.outputs(cfg) if not Path(p).exists()]
+    if set(absent) - git_ignored(root, absent):
+        return None
+    return {k: v for k, v in rec.items() if k not in ("inputs", "outputs", "finished", "wall_seconds")}
+
+
 def execute(stage: Stage, cfg: Config, force: bool = False) -> dict:
     """Run `stage` unless its stamp says the outputs are current. Returns the build's summary
     with `skipped`, `seconds`, `computed_seconds` and `inputs` added."""
@@ -390,6 +404,9 @@ def execute(stage: Stage, cfg: Config, force: bool = False) -> dict:
     stamp_path = stage.stamp_path(cfg)
     if state == "up to date" and not force:
         old = read_stamp(stage, cfg) or {}
+        # current by a stamp of the old code rule: stamped again by the new one (not from a notebook)
+        if old.get("code_rule") != CODE_RULE and not os.environ.get(REUSE_ONLY_ENV):
+            write_json(stamp_path, dict(old, inputs=inputs, fingerprint=fingerprint_of(inputs), code_rule=CODE_RULE))
         summary = dict(old.get("summary", {}))
         summary.update(skipped=True, seconds=0.0, computed_seconds=summary.get("computed_seconds"), inputs=inputs)
         return summary
@@ -402,6 +419,9 @@ def execute(stage: Stage, cfg: Config, force: bool = False) -> dict:
                 keep.setdefault("computed_seconds", rec.get("seconds"))
                 return keep
             reasons = why_not or reasons
+        as_committed = read_as_committed(stage, cfg)
+        if as_committed is not None:  # a committed run the code or config has moved past: shown as it is
+            return dict(as_committed, skipped=True, seconds=0.0, from_manifest=True, inputs=inputs, stale=reasons)
         why = "; ".join(reasons) or state
         raise StaleStage(
             f"stage '{stage.name}' is {state} ({why}) and this process may only reuse results "
@@ -434,12 +454,17 @@ def execute(stage: Stage, cfg: Config, force: bool = False) -> dict:
     record = {
         "stage": stage.name,
         "state": "complete",
+        "code_rule": CODE_RULE,
         "fingerprint": fingerprint_of(inputs),
         "inputs": inputs,
         "outputs": outputs,
         "summary": summary,
     }
-    write_json(stamp_path, redact_obj(record))  # no secret the config was given (a server's password)
+    from .provenance import machine_free
+
+    # no secret the config was given (a server's password), no machine path; the inputs' names are
+    # public already (`display_path`) and stay as they are, so that `freshness` compares like with like
+    write_json(stamp_path, dict(machine_free(redact_obj(record), cfg), inputs=inputs))
     return dict(summary, inputs=inputs)
 
 

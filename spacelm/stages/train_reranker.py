@@ -10,11 +10,18 @@ model is fine-tuned from `train.base_model` and saved under the models folder
 (``$SPACELM_MODELS_DIR/trained/<name>/``) with `spacelm_trained.json` (weights sha256, base model,
 training data, fingerprint), `training_pairs.jsonl` (what it saw) and `held_out.json`. The stage's
 stamp sits in that folder: the model is reused until an input (corpus, evaluation questions, writer,
-seed, base model, labelled sets, settings, code) changes."""
+seed, base model, labelled sets, settings, code) changes.
+
+The models folder is shared by every clone and config that names the model, so the checkpoint a
+retraining replaces is kept aside under the fingerprint of the inputs it was trained on
+(``trained/.kept/<name>/<fingerprint>/``, the newest :data:`KEPT`): a run whose inputs are those
+again restores it instead of training, whichever clone trained last."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import shutil
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -40,7 +47,7 @@ from ..lib.retrieval.cross_encoder import (
     train_cross_encoder,
     training_pool,
 )
-from .base import ModelTurns, Stage, display_path, execute, fingerprint_of, stage_inputs
+from .base import CODE_RULE, ModelTurns, Stage, display_path, execute, fingerprint_of, read_stamp, stage_inputs
 from .data import (
     chunks_path,
     documents_path,
@@ -53,6 +60,7 @@ from .data import (
 
 PAIRS_FILE = "training_pairs.jsonl"
 HELD_OUT_FILE = "held_out.json"
+KEPT = 3  # checkpoints kept aside per trained model, besides the one in use
 
 
 def trains_reranker(cfg: Config) -> bool:
@@ -324,7 +332,58 @@ def describe(cfg: Config, ts: TrainingSet, result: TrainResult, folder: Path) ->
     }
 
 
+def kept_folder(cfg: Config, fingerprint: str) -> Path:
+    """Where the checkpoint trained on inputs with `fingerprint` is kept aside while another is in use."""
+    folder = model_folder(cfg)
+    return folder.parent / ".kept" / folder.name / fingerprint
+
+
+def kept_for(cfg: Config, inputs: dict) -> Path | None:
+    """The kept checkpoint trained on exactly `inputs` (its stamp says so and its weights hash as its
+    record), or None."""
+    folder = kept_folder(cfg, fingerprint_of(inputs))
+    try:
+        stamp = json.loads((folder / STAGE.stamp_path(cfg).name).read_text())
+        meta = json.loads((folder / TRAINED_META).read_text())
+    except (OSError, ValueError):
+        return None
+    ok = stamp.get("state") == "complete" and stamp.get("code_rule") == CODE_RULE and stamp.get("inputs") == inputs
+    return folder if ok and sha256_file(folder / TRAINED_WEIGHTS) == meta.get("sha256") else None
+
+
+def keep_previous(cfg: Config) -> None:
+    """Move the checkpoint in use aside under the fingerprint of its inputs (the complete stamp the
+    building one names as `previous`), and drop the oldest beyond :data:`KEPT`."""
+    folder, stamp = model_folder(cfg), read_stamp(STAGE, cfg) or {}
+    prev = stamp.get("previous") if stamp.get("state") == "building" else None
+    if not prev or prev.get("code_rule") != CODE_RULE or not (folder / TRAINED_META).is_file():
+        return
+    dest = kept_folder(cfg, prev["fingerprint"])
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    folder.rename(dest)
+    write_json(dest / STAGE.stamp_path(cfg).name, prev)
+    for old in sorted(dest.parent.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)[KEPT:]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
 def build(cfg: Config, out) -> dict:
+    kept = kept_for(cfg, stage_inputs(STAGE, cfg))
+    if kept is not None:  # trained on these very inputs before: restored, not trained again
+        summary = json.loads((kept / STAGE.stamp_path(cfg).name).read_text())["summary"]
+        staged = out(model_folder(cfg))
+        kept.rename(staged)
+        (staged / STAGE.stamp_path(cfg).name).unlink()
+        keep_previous(cfg)
+        drop = ("skipped", "seconds", "computed_seconds", "wall_seconds", "inputs")
+        return {k: v for k, v in summary.items() if k not in drop} | {"restored_kept": kept.name}
+    summary = train(cfg, out)
+    keep_previous(cfg)
+    return summary
+
+
+def train(cfg: Config, out) -> dict:
+    """Write the training set, train the model into `out(model_folder)` and record it."""
     from ..lib.llm.models import resolve_model_path
     from ..lib.synth.golden import load_golden
 

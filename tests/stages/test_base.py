@@ -87,7 +87,7 @@ def _covers(a: str, b: str) -> bool:
 
 def _cases():
     """(stage, input kind) pairs to vary; the concrete input is picked at run time."""
-    return [(s.name, kind) for s in STAGES for kind in ("config", "file", "prompt", "model", "code")]
+    return [(s.name, kind) for s in STAGES for kind in ("config", "file", "prompt", "model", "code", "defs")]
 
 
 @pytest.mark.parametrize("stage_name,kind", _cases())
@@ -135,12 +135,14 @@ def test_every_declared_input_makes_its_stage_and_downstream_stale(tiny_config, 
                     "model_hash",
                     lambda c, spec, r, orig=orig, role=role: orig(c, spec, r) + ("-other" if r == role else ""),
                 )
-            elif kind == "code":
-                orig = base.module_hash
+            elif kind in ("code", "defs"):
+                orig = base.code_inputs
                 m.setattr(
                     base,
-                    "module_hash",
-                    lambda mod, orig=orig, name=name: orig(mod) + ("-edited" if mod == name else ""),
+                    "code_inputs",
+                    lambda mods, orig=orig, key=key: {
+                        k: v + ("-edited" if k == key else "") for k, v in orig(mods).items()
+                    },
                 )
             rows = {r["stage"]: r for r in status(cfg)}
             own = rows[stage_name]
@@ -294,3 +296,112 @@ def test_a_file_inside_a_staged_output_folder_is_refused(tmp_path):
         out(tmp_path / "chunk_sizes" / "512" / "paired_tests.csv")
     out.commit()
     assert (tmp_path / "chunk_sizes" / "512" / "ok.csv").read_text() == "a\n"
+
+
+# --------------------------------------------------------------------------- which code a stage runs
+def _package_copy(tmp_path) -> Path:
+    """The package's Python source copied into `tmp_path` (to be edited there)."""
+    import spacelm
+
+    pkg = Path(spacelm.__file__).parent
+    root = tmp_path / "spacelm"
+    for f in pkg.rglob("*.py"):
+        dest = root / f.relative_to(pkg)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(f.read_text(encoding="utf-8"), encoding="utf-8")
+    return root
+
+
+def _add_statement(root: Path, rel: str, function: str) -> None:
+    """A statement added at the top of `function`'s body in `rel`: a change to what it does."""
+    p = root / rel
+    text = p.read_text(encoding="utf-8")
+    i = text.index(f"def {function}(")
+    j = text.index(":\n", i) + 2
+    indent = " " * (len(text[j:]) - len(text[j:].lstrip(" ")))
+    p.write_text(text[:j] + f"{indent}_edited = 1\n" + text[j:], encoding="utf-8")
+
+
+def _changed(before: dict, after: dict) -> list[str]:
+    return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+
+
+def test_a_stage_is_stale_when_the_code_it_runs_changes_not_any_module_it_imports(tmp_path):
+    """train-reranker imports (through stages.base and lib.llm) lib.answer and a hundred more modules;
+    only an edit to code it runs changes its code inputs: its own module, a function it calls (a
+    layer down), a config method it calls on the config it is handed."""
+    from spacelm.stages.code_reach import Source, code_hashes
+
+    root = _package_copy(tmp_path)
+    stage = ("spacelm.stages.train_reranker",)
+    inputs = lambda: code_hashes(Source(root), stage)  # noqa: E731
+    before = inputs()
+    assert "code:spacelm.stages.train_reranker" in before and "defs:spacelm.lib.retrieval.cross_encoder" in before
+    assert not any("lib.answer" in k for k in before)
+
+    # not the code it runs: another library's module, an io function it never calls, the stage machinery,
+    # a docstring and a comment of a function it does call
+    _add_statement(root, "lib/answer/claims.py", "claim_summary")
+    _add_statement(root, "lib/io.py", "sha256_text")
+    _add_statement(root, "stages/base.py", "execute")
+    p = root / "lib/retrieval/cross_encoder.py"
+    text = p.read_text().replace("def held_out(", "# a comment\ndef held_out(", 1)
+    doc = text.index('"""', text.index("def held_out(")) + 3
+    p.write_text(text[:doc] + "Edited words. " + text[doc:])
+    assert inputs() == before
+
+    # the code it runs: a function it calls, a method of the config, a helper two calls down, its own module
+    cases = [
+        ("lib/retrieval/cross_encoder.py", "held_out", "defs:spacelm.lib.retrieval.cross_encoder"),
+        ("config/schema.py", "question_writing", "defs:spacelm.config.schema"),
+        ("lib/io.py", "atomic_open", "defs:spacelm.lib.io"),
+        ("stages/train_reranker.py", "pair_row", "code:spacelm.stages.train_reranker"),
+    ]
+    for rel, function, key in cases:
+        now = inputs()
+        _add_statement(root, rel, function)
+        assert _changed(now, inputs()) == [key], (rel, _changed(now, inputs()))
+
+
+def test_status_over_an_edited_copy_of_the_package(tiny_config, tmp_path, monkeypatch):
+    """Through `status`: an edit to a module the chunk stage never runs leaves it up to date; an edit to
+    the chunking function makes it (and what reads its chunks) stale."""
+    from spacelm.stages.code_reach import Source, code_hashes
+
+    root = _package_copy(tmp_path)
+    monkeypatch.setattr(base, "code_inputs", lambda mods: code_hashes(Source(root), mods))
+    _fake_complete(tiny_config)
+    _add_statement(root, "lib/answer/claims.py", "claim_summary")
+    rows = {r["stage"]: r for r in status(tiny_config)}
+    assert rows["chunk"]["state"] == rows["ingest"]["state"] == rows["retrieve"]["state"] == "up to date", rows
+    _add_statement(root, "lib/ingest/chunking.py", "chunk_document")
+    rows = {r["stage"]: r for r in status(tiny_config)}
+    assert rows["chunk"]["state"] == "stale" and rows["chunk"]["changed"] == ["defs:spacelm.lib.ingest.chunking"]
+    assert rows["ingest"]["state"] == "up to date" and rows["synth"]["state"] == "stale"
+
+
+def test_a_stamp_of_the_old_rule_compares_the_modules_run_now_by_their_files(tiny_config):
+    """A stamp written when a stage's code was its import closure (`code:<module>`: file hashes, no
+    `code_rule`): current while every module the stage runs now hashes as recorded (a module it no
+    longer runs is no reason); stale naming the module otherwise; reused, it is stamped by the new rule."""
+    _fake_complete(tiny_config)
+    stage = BY_NAME["chunk"]
+    path = stage.stamp_path(tiny_config)
+    stamp = json.loads(path.read_text())
+    now = stamp["inputs"]
+    old = {k: v for k, v in now.items() if not k.startswith(("code:", "defs:"))}
+    for k in now:
+        if k.startswith(("code:", "defs:")):
+            old["code:" + k.split(":", 1)[1]] = base.module_hash(k.split(":", 1)[1])
+    old["code:spacelm.lib.answer.claims"] = "0000000000000000"  # in the old closure; not run now
+    old_stamp = {k: v for k, v in stamp.items() if k != "code_rule"} | {"inputs": old}
+    path.write_text(json.dumps(old_stamp))
+    assert freshness(stage, tiny_config) == ("up to date", [])
+
+    path.write_text(json.dumps(old_stamp | {"inputs": old | {"code:spacelm.lib.ingest.chunking": "edited"}}))
+    assert freshness(stage, tiny_config) == ("stale", ["defs:spacelm.lib.ingest.chunking"])
+
+    path.write_text(json.dumps(old_stamp))
+    assert execute(stage, tiny_config)["skipped"]
+    again = json.loads(path.read_text())
+    assert again["code_rule"] == base.CODE_RULE and again["inputs"] == now and again["summary"] == stamp["summary"]

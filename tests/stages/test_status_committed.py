@@ -129,3 +129,48 @@ def test_the_report_command_records_the_findings_it_recomputes(tiny_config):
         BY_NAME[name].stamp_path(tiny_config).unlink(missing_ok=True)
         row = _rows(tiny_config)[name]
         assert row["state"] == "up to date", (name, row)
+
+
+def test_a_manifest_recorded_under_the_old_code_rule_reads_as_before(tiny_config):
+    """A committed manifest written when a stage's code was its import closure (`code:<module>` for
+    every module it imported, no `defs:`) reads as it did: its code entries are never compared (its
+    `git_commit` names the code), only its config, input files and outputs; a changed output still shows."""
+    from spacelm.lib.io import write_json
+
+    data = _committed_run(tiny_config)
+    for rec in data["stages"].values():
+        inputs = {k: v for k, v in rec["inputs"].items() if not k.startswith(("code:", "defs:"))}
+        rec["inputs"] = inputs | {"code:spacelm.lib.answer.claims": "0" * 16, "code:spacelm.stages.base": "1" * 16}
+    write_json(tiny_config.run_dir / "manifest.json", data)
+    rows = _rows(tiny_config)
+    for name in ("ingest", "chunk"):
+        assert rows[name]["state"] == "up to date" and rows[name]["from_manifest"], rows[name]
+    chunks = tiny_config.processed_dir / "chunks.jsonl"
+    chunks.write_text(chunks.read_text() + "\n")
+    assert _rows(tiny_config)["chunk"]["state"] == "stale"
+
+
+def test_a_committed_run_the_code_moved_past_is_shown_as_committed_saying_so(tiny_config, monkeypatch, tmp_path):
+    """A reuse-only reader (a notebook) of a run whose manifest git tracks gets the recorded
+    summary of a stage that is stale now, with the reasons (`stale`), instead of a StaleStage; an
+    output gone (not one git ignores) still stops it."""
+    import subprocess
+
+    from spacelm.notebooks import describe_stage
+    from spacelm.stages import BY_NAME
+
+    cfg = dataclasses.replace(tiny_config, root=str(tmp_path))
+    data = _committed_run(cfg)
+    git = lambda *a: subprocess.run(["git", *a], cwd=tmp_path, check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    git("add", "-f", str(cfg.run_dir / "manifest.json"))
+    chunks = cfg.processed_dir / "chunks.jsonl"
+    chunks.write_text(chunks.read_text() + "\n")
+    monkeypatch.setenv(REUSE_ONLY_ENV, "1")
+    got = execute(BY_NAME["chunk"], cfg)
+    assert got["skipped"] and got["chunks"] == data["stages"]["chunk"]["chunks"]
+    assert any("output changed" in r and "chunks.jsonl" in r for r in got["stale"]), got["stale"]
+    assert "shown as committed" in describe_stage(cfg, "chunk", got)
+    chunks.unlink()
+    with pytest.raises(StaleStage):
+        execute(BY_NAME["chunk"], cfg)

@@ -265,3 +265,63 @@ def test_synths_copies_train_the_reranker_without_a_model_call(chunked):
     assert [r["qid"] for r in ts.records] == ["ce-a0", "ce-a1"]  # copies only, training chunks, at most 2
     assert all(r["synth_drop_reason"] == "copy" for r in ts.records)
     assert {s["name"]: s for s in ts.sources}["synthetic"]["questions_from"] == "synth_copies"
+
+
+def test_one_verdict_per_inputs_whichever_clone_trained_last(chunked, tmp_path, monkeypatch):
+    """Two clones share the models folder (as every clone of a user does). The checkpoint one trained is
+    up to date for the other on the same inputs, and stays so run after run; a clone whose inputs
+    differ retrains it, and the first clone's next run restores its own checkpoint, kept aside under
+    its inputs' fingerprint, instead of training again (issue 55: a second run retrained it)."""
+    import copy
+    import json
+    import shutil
+
+    from spacelm.lib.llm import LLM, models
+    from spacelm.lib.retrieval.cross_encoder import TrainResult
+    from spacelm.stages.base import execute, freshness, models_opened_by
+
+    cfg, _ = chunked
+    monkeypatch.setenv("SPACELM_MODELS_DIR", str(tmp_path / "models"))
+    golden = [
+        {"id": f"{t}-{i}", "task": t, "question": f"What does note {i} say about {t}?", "passage": "Operators plan"}
+        for t in ("direct_qa", "summarization")
+        for i in range(2)
+    ]
+    clones = []
+    for name in ("a", "b"):  # the same project at two places: paths relative to each clone's root
+        root = tmp_path / name
+        shutil.copytree(cfg.processed_dir, root / "processed")
+        (root / "golden.jsonl").write_text("".join(json.dumps(g) + "\n" for g in golden))
+        c = copy.deepcopy(cfg)
+        c.root = str(root)
+        c.paths = dataclasses.replace(c.paths, processed_dir="processed", synthetic_dir="synthetic", cache_dir="cache")
+        c.corpus.golden_samples = "golden.jsonl"
+        clones.append(_with_reranker(c, questions=4, filter_top_n=0, negatives=2, negative_depth=5))
+    a, b = clones
+    trained = []
+
+    def stand_in(pairs, base_path, settings, seed, out_dir, progress=None, device="cpu", bm25=None, dev_corpora=None):
+        trained.append(seed)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "model.safetensors").write_bytes(f"{len(pairs)} pairs, seed {seed}".encode())
+        return TrainResult(len(pairs), 1, 1, 0.1, 10.0, 0.7, 0.5)
+
+    monkeypatch.setattr(train_reranker, "train_cross_encoder", stand_in)
+    stage = train_reranker.STAGE
+    with models_opened_by(lambda c, d=None: LLM(c, None, backend=_Writer())):
+        assert not execute(stage, a)["skipped"] and trained == [cfg.seed]
+        sha_a = models.read_trained("ce-test")["sha256"]
+        assert freshness(stage, b) == ("up to date", [])  # found in the store: the verdict where it was trained
+        assert execute(stage, b)["skipped"] and execute(stage, a)["skipped"] and execute(stage, b)["skipped"]
+        assert trained == [cfg.seed]
+
+        b.seed = cfg.seed + 1  # another clone's inputs differ: it trains its own
+        assert not execute(stage, b)["skipped"] and trained == [cfg.seed, b.seed]
+        assert freshness(stage, a)[0] == "stale"
+        back = execute(stage, a)  # restored, not trained: the checkpoint of these inputs, byte for byte
+        assert not back["skipped"] and back["restored_kept"] and trained == [cfg.seed, b.seed]
+        assert models.read_trained("ce-test")["sha256"] == sha_a and models.read_trained("ce-test")["seed"] == a.seed
+        assert execute(stage, a)["skipped"]  # and the next run reuses it
+        assert execute(stage, b)["restored_kept"] and trained == [cfg.seed, b.seed]
+        kept = train_reranker.kept_folder(a, "x").parent
+        assert len(list(kept.iterdir())) == 1 and models.trained_names() == ["ce-test"]
