@@ -19,12 +19,16 @@ def public_source(path: str, cfg: Config) -> str:
     """How documents.jsonl, documents.csv and the skipped list name a corpus file: never a machine
     path. A file of the corpus folder is the folder's public name (`public_path`: relative to the
     project, `~/…`, or `<outside the project>/<folder>`) joined with its path inside the folder,
-    so outputs match across clones and machines and two files of the same name stay apart."""
+    so outputs match across clones and machines and two files of the same name stay apart. A byte
+    of the name that is not UTF-8 (which Python carries as a lone surrogate, and no UTF-8 file can
+    hold) is written as `shown_name` writes it, `\\xe9`; the file is still read by its real path."""
     raw = os.path.abspath(cfg.path(cfg.corpus.raw_dir))
     p = os.path.abspath(path)
     if p == raw or not p.startswith(raw.rstrip(os.sep) + os.sep):
-        return public_path(p, cfg)
-    return public_path(raw, cfg).rstrip("/") + "/" + Path(os.path.relpath(p, raw)).as_posix()
+        public = public_path(p, cfg)
+    else:
+        public = public_path(raw, cfg).rstrip("/") + "/" + Path(os.path.relpath(p, raw)).as_posix()
+    return os.fsencode(public).decode("utf-8", "backslashreplace")
 
 
 def sources(cfg: Config):

@@ -3,8 +3,9 @@
 The lines spacelm prints on stderr while it runs (its own at INFO, libraries' from WARNING) are
 also written here with a timestamp, so a run's history can be read after the terminal is gone.
 The folder is git-ignored. Its lines name no folder of this machine: paths are written in their
-public form (relative to the project, `~/…`, `<tmp>/…`; see :mod:`spacelm.lib.machine_paths`), and
-credentials are hidden."""
+public form (relative to the project, `~/…`, `<tmp>/…`; see :mod:`spacelm.lib.machine_paths`),
+credentials are hidden, and a message's terminal controls are written as escapes, as on stderr
+(`RedactingFilter`); a byte no UTF-8 text can hold (a file name's) is written as an escape too."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from ..lib import names
 from ..lib.machine_paths import PublicFormatter
+from ..lib.redact import RedactingFilter
 from .provenance import remember_machine
 
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(name)s] %(message)s"
@@ -36,9 +38,10 @@ def run_log(cfg, command: str):
         return
     remember_machine(cfg)  # a model server started in the block scrubs its log of the same places
     path.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(path, encoding="utf-8")
+    handler = logging.FileHandler(path, encoding="utf-8", errors="backslashreplace")
     handler.setFormatter(PublicFormatter(LOG_FORMAT))
     handler.addFilter(_spacelm_or_warning)
+    handler.addFilter(RedactingFilter())
     root.addHandler(handler)
     spacelm_logger = logging.getLogger("spacelm")
     if spacelm_logger.getEffectiveLevel() > logging.INFO:

@@ -121,3 +121,49 @@ def test_no_machine_path_in_any_file_of_a_run_folder(tiny_config, tmp_path, monk
     assert data["vllm_servers"]["judge"] == "0.6.3 (vllm) at ~/venvs/vllm/bin/python, cwd x, tmp <tmp>/y"
     assert data["stages"]["grade"]["note"] == "read data/processed/chunks.jsonl"
     assert data["stages"]["grade"]["args"] == ["--model=~/.cache/x", "'<tmp>/z'"]
+
+
+def test_stage_stamps_name_no_machine_path_and_are_read_back(tiny_config, tiny_corpus, tmp_path):
+    """The stamps (`.<stage>.stamp.json`) of a corpus and run folders outside the project name
+    their inputs in public form (`<outside the project>/raw/…` or `<tmp>/…`), so the same file
+    keys the same input on every run: a second run finds each stage up to date, and a changed
+    corpus file makes ingest stale, naming that file."""
+    from spacelm.stages import BY_NAME, chunk, ingest
+    from spacelm.stages.base import freshness
+
+    ingest.run(tiny_config)
+    chunk.run(tiny_config)
+    stamps = sorted(tiny_config.processed_dir.glob(".*.stamp.json"))
+    assert [p.name for p in stamps] == [".chunk.stamp.json", ".ingest.stamp.json"]
+    home, tmp = os.path.expanduser("~"), tempfile.gettempdir()
+    machine = {str(ROOT), home, tmp, str(tmp_path), os.path.realpath(tmp), os.path.realpath(tmp_path)}
+    for p in stamps:
+        text = p.read_text(encoding="utf-8")
+        leaked = sorted(f for f in machine if f in text)
+        assert not leaked, f"{p.name} names {leaked}"
+        assert "/dev/shm" not in text and "../" not in text
+    inputs = json.loads((tiny_config.processed_dir / ".ingest.stamp.json").read_text())["inputs"]
+    files = [k for k in inputs if k.startswith("file:")]
+    assert files and all(k.startswith(("file:<outside the project>/raw/", "file:<tmp>/")) for k in files), files
+    assert ingest.run(tiny_config)["skipped"] and chunk.run(tiny_config)["skipped"]
+    (tiny_corpus / "notes.txt").write_text("Changed. " * 80)
+    state, why = freshness(BY_NAME["ingest"], tiny_config)
+    assert state == "stale" and any(k.startswith("file:") and k.endswith("/raw/notes.txt") for k in why), why
+
+
+def test_the_run_log_escapes_terminal_controls_and_bytes_no_utf8_file_holds(tiny_config, capsys):
+    """`spacelm.log` goes through `RedactingFilter` as stderr does: an escape sequence or a bidi
+    override in a message is written as an escape, a secret is hidden, and a name's byte that is not
+    UTF-8 (a lone surrogate) is written as an escape instead of failing the handler."""
+    from spacelm.lib.redact import remember_secret
+
+    remember_secret("sk-run-log-secret-0123456789")
+    log = logging.getLogger("spacelm.test")
+    with run_log(tiny_config, "ingest") as path:
+        log.warning("file %s then \x1b[2J cleared, \u202egnp.exe, key sk-run-log-secret-0123456789", "a\x1b[31mb")
+        log.warning("name %s", os.fsdecode(b"caf\xe9.txt"))
+    text = path.read_text(encoding="utf-8")
+    assert "\x1b" not in text and "\u202e" not in text and "sk-run-log-secret" not in text
+    assert "a\\x1b[31mb then \\x1b[2J cleared, \\u202egnp.exe" in text
+    assert "name caf\\udce9.txt" in text
+    assert "Logging error" not in capsys.readouterr().err

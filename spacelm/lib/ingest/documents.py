@@ -117,7 +117,8 @@ def doc_id_for(path: Path) -> str:
     lost = any(ord(ch) > 127 and unicodedata.category(ch)[0] in "LN" for ch in decomposed)
     if not lost and base:
         return base
-    digest = hashlib.sha256(unicodedata.normalize("NFC", path.stem).encode("utf-8")).hexdigest()[:8]
+    # surrogateescape: a name's bytes that are not UTF-8 hash as those bytes
+    digest = hashlib.sha256(unicodedata.normalize("NFC", path.stem).encode("utf-8", "surrogateescape")).hexdigest()[:8]
     return f"{base or 'doc'}-{digest}"
 
 

@@ -160,3 +160,30 @@ def test_a_latin1_file_is_skipped_with_a_warning_naming_it_the_offset_and_the_fi
         f"skipping {tmp_path / 'notes.md'}: not valid UTF-8 (byte 0xe9 at offset 12); save the file as UTF-8"
     )
     assert res.skipped[0].reason == msg.removeprefix("skipping ")
+
+
+def test_a_name_that_is_not_utf8_is_ingested_stored_escaped_and_reused(tiny_config, tiny_corpus):
+    """Issue 57: a corpus file whose name holds bytes that are not UTF-8 crashed the writing of
+    documents.jsonl (and of the stage's stamp). The file is read by its real path; the outputs
+    name it as `shown_name` does (the byte as \\xe9); a second run finds the stage up to date."""
+    import json
+
+    from spacelm.stages import chunk, ingest
+
+    raw = os.fsencode(tiny_corpus)
+    with open(os.path.join(raw, b"caf\xe9 notes.txt"), "w") as f:
+        f.write("Caf orbit notes. " + TEXT)
+    with open(os.path.join(raw, b"\xe9\xe8.md"), "w") as f:  # no letter of the name is UTF-8
+        f.write("# Other\n\n" + TEXT.replace("threshold", "limit"))
+    first = ingest.run(tiny_config)
+    assert not first["skipped"] and first["documents"] == 5
+    rows = [json.loads(x) for x in (tiny_config.processed_dir / "documents.jsonl").read_text("utf-8").splitlines()]
+    by_name = {r["source"].rsplit("/", 1)[-1]: r for r in rows}
+    assert {"caf\\xe9 notes.txt", "\\xe9\\xe8.md"} <= set(by_name)
+    assert "Caf orbit notes." in by_name["caf\\xe9 notes.txt"]["text"]  # read from the file itself
+    assert by_name["caf\\xe9 notes.txt"]["doc_id"] == "caf-notes"
+    assert by_name["\\xe9\\xe8.md"]["doc_id"].startswith("doc-")  # its hash taken over the name's bytes
+    stamp = (tiny_config.processed_dir / ".ingest.stamp.json").read_text("utf-8")
+    assert "caf\\\\xe9 notes.txt" in stamp
+    assert ingest.run(tiny_config)["skipped"]  # the stamp read back: the stage is up to date
+    assert chunk.run(tiny_config)["chunks"] > 0
