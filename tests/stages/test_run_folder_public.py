@@ -155,13 +155,24 @@ def test_the_run_log_escapes_terminal_controls_and_bytes_no_utf8_file_holds(tiny
     """`spacelm.log` goes through `RedactingFilter` as stderr does: an escape sequence or a bidi
     override in a message is written as an escape, a secret is hidden, and a name's byte that is not
     UTF-8 (a lone surrogate) is written as an escape instead of failing the handler."""
+    from _pytest.logging import LogCaptureHandler
+
     from spacelm.lib.redact import remember_secret
 
     remember_secret("sk-run-log-secret-0123456789")
     log = logging.getLogger("spacelm.test")
-    with run_log(tiny_config, "ingest") as path:
-        log.warning("file %s then \x1b[2J cleared, \u202egnp.exe, key sk-run-log-secret-0123456789", "a\x1b[31mb")
-        log.warning("name %s", os.fsdecode(b"caf\xe9.txt"))
+    root = logging.getLogger()
+    # pytest's own capture keeps the raw record, whose lone surrogate pytest-xdist cannot send back
+    captured = [h for h in root.handlers if isinstance(h, LogCaptureHandler)]
+    for h in captured:
+        root.removeHandler(h)
+    try:
+        with run_log(tiny_config, "ingest") as path:
+            log.warning("file %s then \x1b[2J cleared, \u202egnp.exe, key sk-run-log-secret-0123456789", "a\x1b[31mb")
+            log.warning("name %s", os.fsdecode(b"caf\xe9.txt"))
+    finally:
+        for h in captured:
+            root.addHandler(h)
     text = path.read_text(encoding="utf-8")
     assert "\x1b" not in text and "\u202e" not in text and "sk-run-log-secret" not in text
     assert "a\\x1b[31mb then \\x1b[2J cleared, \\u202egnp.exe" in text
