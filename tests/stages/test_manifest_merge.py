@@ -67,7 +67,8 @@ def test_a_scratch_path_override_is_written_as_a_placeholder(tiny_config, tmp_pa
     assert str(tmp_path) not in text and "/dev/shm" not in text and "/tmp/" not in text
     data = json.loads(text)
     assert data["config"]["paths"]["processed_dir"] == f"{OUTSIDE}/processed"
-    assert f"file:{OUTSIDE}/documents.jsonl" in data["stages"]["chunk"]["inputs"]
+    # input names keep the folder the config names (`<outside the project>/processed/…`), as stamps do
+    assert f"file:{OUTSIDE}/processed/documents.jsonl" in data["stages"]["chunk"]["inputs"]
 
 
 def test_public_path_keeps_relative_config_paths(tiny_config):
