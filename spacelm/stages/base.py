@@ -393,6 +393,11 @@ def read_as_committed(stage: Stage, cfg: Config) -> dict | None:
     absent = [os.path.relpath(p, root) for p in stage.outputs(cfg) if not Path(p).exists()]
     if set(absent) - git_ignored(root, absent):
         return None
+    return recorded_summary(rec)
+
+
+def recorded_summary(rec: dict) -> dict:
+    """A manifest's stage record as the summary a build returns (its bookkeeping left out)."""
     return {k: v for k, v in rec.items() if k not in ("inputs", "outputs", "finished", "wall_seconds")}
 
 
@@ -414,7 +419,7 @@ def execute(stage: Stage, cfg: Config, force: bool = False) -> dict:
         if state == "never run":  # no stamp (a fresh clone): the outputs the run's manifest recorded
             got, why_not, rec = committed_state(stage, cfg, inputs)
             if got == "up to date":
-                keep = {k: v for k, v in rec.items() if k not in ("inputs", "outputs", "finished", "wall_seconds")}
+                keep = recorded_summary(rec)
                 keep.update(skipped=True, seconds=0.0, from_manifest=True, inputs=inputs)
                 keep.setdefault("computed_seconds", rec.get("seconds"))
                 return keep
