@@ -146,6 +146,7 @@ class StandIn:
     """A model for wiring tests: deterministic replies, every request it receives counted."""
 
     name = "stand-in"
+    holds_weights = False
     received: list = []
 
     def complete_many(self, reqs, on_done):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from tests.conftest import make_beir
@@ -240,11 +240,25 @@ def test_every_valid_config_yields_a_report(project, monkeypatch, drawn):
     _check(project, monkeypatch, drawn)
 
 
-@pytest.mark.slow
-@settings(max_examples=200, **common)
-@given(drawn=configs())
-def test_every_valid_config_yields_a_report_200_draws(project, monkeypatch, drawn):
-    _check(project, monkeypatch, drawn)
+# the slow tier's 200 draws, in 8 parts of 25 under their own seeds, so pytest-xdist shares them
+# among its workers (one test of 200 draws held one worker for most of CI's budget)
+SLOW_PARTS = 8
+
+
+def _slow_part(part: int):
+    @pytest.mark.slow
+    @seed(57_000 + part)
+    @settings(max_examples=200 // SLOW_PARTS, database=None, **dict(common, derandomize=False))
+    @given(drawn=configs())
+    def test(project, monkeypatch, drawn):
+        _check(project, monkeypatch, drawn)
+
+    test.__name__ = f"test_every_valid_config_yields_a_report_200_draws_part{part}"
+    return test
+
+
+for _part in range(SLOW_PARTS):
+    globals()[f"test_every_valid_config_yields_a_report_200_draws_part{_part}"] = _slow_part(_part)
 
 
 def test_findings_skip_the_golden_set_when_the_run_questions_are_the_golden_ones(tiny_config):

@@ -56,6 +56,7 @@ class OpenAIBackend:
     """Chat completions over HTTP against any OpenAI-compatible server."""
 
     name = "openai"
+    holds_weights = False  # the model lives in the server's process: nothing to collect here
 
     def __init__(self, cfg: LLMConfig, transport: Any = None):
         httpx = _require("httpx", "openai")

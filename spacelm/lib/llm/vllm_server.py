@@ -198,6 +198,7 @@ class VLLMServerBackend:
     or the interpreter exits."""
 
     name = "vllm-server"
+    holds_weights = False  # the model lives in the server's process: nothing to collect here
 
     def __init__(self, cfg: LLMConfig, log_dir: Path | None = None, label: str | None = None):
         import httpx

@@ -8,6 +8,7 @@ score descending with ties broken by chunk_id, so runs are reproducible.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -207,8 +208,9 @@ class RetrievalSetup:
 DEVICES = ("auto", "cpu", "cuda")
 
 
+@functools.cache
 def cuda_available() -> bool:
-    """Whether torch sees a CUDA device (False where torch is not installed)."""
+    """Whether torch sees a CUDA device (False where torch is not installed); asked once per process."""
     try:
         import torch
     except ImportError:
