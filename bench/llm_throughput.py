@@ -22,10 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from spacelm.config import LLMConfig, load_config  # noqa: E402
-from spacelm.lib.judge.scores import score_choices  # noqa: E402
 from spacelm.lib.llm import LLM, Request  # noqa: E402
 from spacelm.lib.llm.models import resolve_model_path  # noqa: E402
 from spacelm.lib.llm.prompting import relevance_messages  # noqa: E402
+from spacelm.lib.llm.scores import score_choices  # noqa: E402
 
 
 def judge_prompts(cfg, n_q: int, n_p: int, seed: int = 0) -> list[tuple[int, list]]:

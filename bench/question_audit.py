@@ -23,9 +23,9 @@ sys.path.insert(0, str(ROOT))
 
 from spacelm.config.load import load_config  # noqa: E402
 from spacelm.lib.io import read_jsonl, write_json  # noqa: E402
-from spacelm.lib.report.tables import markdown_table  # noqa: E402
 from spacelm.lib.synth.checks import premise_contexts  # noqa: E402
 from spacelm.lib.synth.questions import boilerplate_chunks  # noqa: E402
+from spacelm.lib.tables import markdown_table  # noqa: E402
 from spacelm.stages.data import golden_questions, load_chunks, questions_path  # noqa: E402
 
 

@@ -35,9 +35,9 @@ from spacelm.config import load_config  # noqa: E402
 from spacelm.lib.answer.answerability import agreement  # noqa: E402
 from spacelm.lib.answer.answers import judge_refusal  # noqa: E402
 from spacelm.lib.io import read_jsonl, write_json  # noqa: E402
-from spacelm.lib.judge.scores import verdict_of  # noqa: E402
 from spacelm.lib.judge.validity import REFUSAL_JUDGE, build_controls, controls_table  # noqa: E402
 from spacelm.lib.llm.frontend import open_llm  # noqa: E402
+from spacelm.lib.llm.scores import verdict_of  # noqa: E402
 from spacelm.stages.data import load_chunks, load_questions  # noqa: E402
 
 READINGS = {

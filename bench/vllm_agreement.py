@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from spacelm.config import LLMConfig  # noqa: E402
-from spacelm.lib.judge.scores import score_choices  # noqa: E402
 from spacelm.lib.llm import LLM, Request  # noqa: E402
 from spacelm.lib.llm.prompting import relevance_messages  # noqa: E402
+from spacelm.lib.llm.scores import score_choices  # noqa: E402
 
 FREE = [
     "Name the planet closest to the Sun. Answer in one sentence.",

@@ -165,13 +165,12 @@ def _print_problems(checked) -> None:
 
 
 def cmd_plan(args) -> int:
-    from .lib.llm.dry_run import format_plan
-    from .plan import plan_json, plan_run
+    from .plan import format_plan, plan_json, plan_run
 
     plan = plan_run(_cfg(args), use_outputs=args.use_outputs, tokenizer=args.tokenizer)
     print(plan_json(plan) if args.json else format_plan(plan, wide=args.wide))
     if args.throughput and not args.json:
-        from .lib.llm.dry_run import format_time_estimate, time_estimate
+        from .plan import format_time_estimate, time_estimate
 
         prompt_tps, gen_tps = args.throughput
         print("\n" + format_time_estimate(time_estimate(plan, prompt_tps, gen_tps), prompt_tps, gen_tps))

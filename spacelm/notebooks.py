@@ -363,7 +363,7 @@ def _shown(obj):
 
     import pandas as pd
 
-    from .lib.report.tables import as_words, dash_missing
+    from .lib.tables import as_words, dash_missing
 
     df = obj.to_frame() if isinstance(obj, pd.Series) else obj
 
@@ -385,7 +385,7 @@ def _shown(obj):
 def _html_table(obj) -> str:
     import pandas as pd
 
-    from .lib.report.tables import MISSING
+    from .lib.tables import MISSING
 
     df, note = _shown(obj)
     with pd.option_context("display.max_colwidth", None):
@@ -396,7 +396,7 @@ def _html_table(obj) -> str:
 def _text_table(obj) -> str:
     import pandas as pd
 
-    from .lib.report.tables import MISSING
+    from .lib.tables import MISSING
 
     df, note = _shown(obj)
     if isinstance(obj, pd.Series):
@@ -422,7 +422,7 @@ def show_missing_as_dash() -> bool:
     import pandas as pd
     from pandas.io.formats.style import Styler
 
-    from .lib.report.tables import MISSING
+    from .lib.tables import MISSING
 
     formatters = shell.display_formatter.formatters
     formatters["text/html"].for_type(pd.DataFrame, _html_table)

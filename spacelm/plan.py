@@ -698,7 +698,7 @@ def _context_warnings(p: Planner) -> None:
 
 
 def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: str | None = None) -> dict:
-    """The plan of `spacelm run` under `cfg`, as a dict (see :func:`~spacelm.lib.llm.dry_run.format_plan`).
+    """The plan of `spacelm run` under `cfg`, as a dict (see :func:`format_plan`).
     Loads no model: only tokenizers. `use_outputs`: read earlier stages' outputs even when a run
     would recompute them (to price one stage with the data at hand)."""
     from .config.validate import check_stage_needs
@@ -801,3 +801,196 @@ def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: str | None = Non
 
 def plan_json(plan: dict) -> str:
     return json.dumps(plan, indent=2, default=str)
+
+
+# --------------------------------------------------------------------------- the printed plan
+def _num(n: int, basis: str) -> str:
+    mark = {"exact": "", "upper bound": "≤", "estimate": "~"}[basis]
+    return f"{mark}{n:,}"
+
+
+def short_model(spec: str) -> str:
+    return spec.split(":", 1)[1] if spec.startswith("embedded:") else spec.rstrip("/").split("/")[-1]
+
+
+def format_plan(plan: dict, wide: bool = False) -> str:
+    """The plan as text: the per-phase table, per-stage and per-model totals, the engines in
+    load order, the tokenizers, notes and warnings. Within 100 columns (the table's model, backend,
+    basis and prefix-reuse columns left out, prose wrapped) unless `wide`."""
+    lines = [f"plan for run '{plan['run_name']}' ({plan['config']}): no model loaded; calls on an empty call cache", ""]
+    for note in plan["inputs"]:
+        lines.append(f"input: {note}")
+    lines.append("")
+    head = (
+        "stage",
+        "phase",
+        "model",
+        "backend",
+        "calls",
+        "basis",
+        "prompt tokens",
+        "after prefix reuse",
+        "completion tokens (max)",
+    )
+    rows = [head]
+    for r in plan["phases"]:
+        rows.append(
+            (
+                r["stage"],
+                r["phase"],
+                short_model(r["model"]),
+                r["backend"],
+                f"{r['calls']:,}",
+                r["calls_basis"],
+                _num(r["prompt_tokens"], r["tokens_basis"]),
+                _num(r["prompt_tokens_evaluated"], r["tokens_basis"]),
+                f"{r['completion_tokens_max']:,}",
+            )
+        )
+    for s in plan["stages"]:
+        rows.append(
+            (
+                s["stage"],
+                "stage total",
+                "",
+                "",
+                _num(s["calls"], s["calls_basis"]),
+                s["calls_basis"],
+                _num(s["prompt_tokens"], s["tokens_basis"]),
+                _num(s["prompt_tokens_evaluated"], s["tokens_basis"]),
+                f"{s['completion_tokens_max']:,}",
+            )
+        )
+    t = plan["total"]
+    rows.append(
+        (
+            "all",
+            "total",
+            "",
+            "",
+            _num(t["calls"], t["calls_basis"]),
+            t["calls_basis"],
+            _num(t["prompt_tokens"], t["tokens_basis"]),
+            _num(t["prompt_tokens_evaluated"], t["tokens_basis"]),
+            f"{t['completion_tokens_max']:,}",
+        )
+    )
+    if not wide:  # the calls column carries its basis as the token columns do (≤ upper bound, ~ estimate)
+        every = [*plan["phases"], *plan["stages"], t]
+        head = ("stage", "phase", "calls", "prompt tokens", "max completion")
+        rows = [head] + [(r[0], r[1], _num(x["calls"], x["calls_basis"]), r[6], r[8]) for r, x in zip(rows[1:], every)]
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(head))]
+    right = {4, 6, 7, 8} if wide else {2, 3, 4}
+    fmt = lambda r: "  ".join(
+        str(v).rjust(w) if i in right else str(v).ljust(w) for i, (v, w) in enumerate(zip(r, widths))
+    ).rstrip()
+    n_phases = len(plan["phases"])
+    lines.append(fmt(head))
+    lines.append("  ".join("-" * w for w in widths))
+    for i, r in enumerate(rows[1:]):
+        if i in (n_phases, n_phases + len(plan["stages"])):
+            lines.append("  ".join("-" * w for w in widths))
+        lines.append(fmt(r))
+    lines.append(
+        "prompt tokens: plain = counted on the rendered prompts; ≤ = upper bound (earlier model output "
+        "counted at its max_tokens); ~ = estimate. Completion tokens: the requests' max_tokens (a "
+        "constrained answer: its longest option)."
+    )
+    r = plan["total_to_recompute"]
+    todo = [s["stage"] for s in plan["stages"] if s["would_recompute"]]
+    lines.append(
+        f"a run now recomputes {', '.join(todo) if todo else 'no stage'}: "
+        f"{_num(r['calls'], r['calls_basis'])} calls, {_num(r['prompt_tokens'], r['tokens_basis'])} prompt "
+        f"tokens, {r['completion_tokens_max']:,} completion tokens at most"
+    )
+    lines.append("")
+    lines.append("per model:")
+    for m in plan["models"]:
+        lines.append(
+            f"  {m['model']} ({m['backend']}): {_num(m['calls'], m['calls_basis'])} calls, "
+            f"{_num(m['prompt_tokens'], m['tokens_basis'])} prompt tokens, {m['completion_tokens_max']:,} "
+            f"completion tokens at most; longest prompt {m['max_prompt_tokens']:,} tokens"
+        )
+    lines.append("")
+    lines.append("engines in load order (each released before the next loads):")
+    for i, e in enumerate(plan["load_order"], 1):
+        heads = ", ".join(dict.fromkeys(ph.split(":")[0].split(",")[0] for ph in e["phases"]))
+        lines.append(
+            f"  {i:>2}. {e['stage']:<12} {e['role']:<16} {e['model']} ({e['backend']}{e['settings']}): "
+            f"{_num(e['calls'], e['calls_basis'])} calls ({heads}){'; ' + e['note'] if e['note'] else ''}"
+        )
+    if plan.get("other_models"):
+        lines.append("other models (encoders, loaded on the way):")
+        for m in plan["other_models"]:
+            lines.append(f"      {m['stage']:<12} {m['role']:<20} {m['model']}")
+    lines.append("")
+    lines.append("tokenizers:")
+    for role, label in plan["tokenizers"].items():
+        lines.append(f"  {role}: {label}")
+    lines.append("")
+    lines.append("stages: " + "; ".join(f"{s['stage']} {s['state']}" for s in plan["stages"]))
+    for n in plan["notes"]:
+        lines.append(f"note: {n}")
+    for w in plan["warnings"]:
+        lines.append(f"WARNING: {w}")
+    if plan.get("power"):
+        from .lib.report.power import format_power
+
+        lines += ["", format_power(plan["power"], wide)]
+    if wide:
+        return "\n".join(lines)
+    import textwrap
+
+    out = []
+    for line in "\n".join(lines).splitlines():
+        indent = " " * (len(line) - len(line.lstrip()))
+        out += textwrap.wrap(line, 100, subsequent_indent=indent + "  ", break_on_hyphens=False) or [""]
+    return "\n".join(out)
+
+
+def time_estimate(plan: dict, prompt_tps: float, gen_tps: float | None = None) -> list[dict]:
+    """Seconds per model and in total from throughputs the user measured on their own serving
+    setup: prompt tokens / `prompt_tps` plus, when `gen_tps` is given, the completion tokens at
+    their maximum / `gen_tps` (an upper bound on generation time). Prompt tokens are those left
+    after prefix reuse (`prompt_tokens_evaluated`, as llama.cpp evaluates a batch sent in prompt
+    order) where the plan has them. Calls of one model are independent, so replicas or
+    data-parallel ranks divide the time: give their summed rate."""
+    rows = []
+    for m in plan["models"]:
+        prompt_s = m.get("prompt_tokens_evaluated", m["prompt_tokens"]) / prompt_tps
+        gen_s = m["completion_tokens_max"] / gen_tps if gen_tps else None
+        rows.append(
+            {
+                "model": m["model"],
+                "prompt_tokens": m["prompt_tokens"],
+                "prompt_tokens_evaluated": m.get("prompt_tokens_evaluated", m["prompt_tokens"]),
+                "prompt_seconds": prompt_s,
+                "completion_tokens_max": m["completion_tokens_max"],
+                "generation_seconds_max": gen_s,
+                "seconds": prompt_s + (gen_s or 0.0),
+            }
+        )
+    return rows
+
+
+def format_time_estimate(rows: list[dict], prompt_tps: float, gen_tps: float | None = None) -> str:
+    hours = lambda s: f"{s / 3600:,.2f} h"
+    lines = [
+        f"time at {prompt_tps:,.0f} prompt tokens/s"
+        + (f" and {gen_tps:,.0f} generated tokens/s" if gen_tps else " (generation not counted: give --throughput P:G)")
+        + ", models one after another:"
+    ]
+    for r in rows:
+        gen = (
+            f" + {hours(r['generation_seconds_max'])} generation at most"
+            if r["generation_seconds_max"] is not None
+            else ""
+        )
+        lines.append(
+            f"  {r['model']}: {hours(r['prompt_seconds'])} prompt ({r['prompt_tokens_evaluated']:,} of "
+            f"{r['prompt_tokens']:,} prompt tokens left after prefix reuse){gen}"
+        )
+    lines.append(
+        f"  total: {hours(sum(r['seconds'] for r in rows))}" + (" at most" if gen_tps else " (prompt evaluation only)")
+    )
+    return "\n".join(lines)

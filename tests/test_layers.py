@@ -210,6 +210,69 @@ def test_dynamic_imports_are_imports():
     assert _named_higher_modules('f("spacelm.lib.io")\nwarn("see spacelm.config docs")\n', name) == []
 
 
+# spacelm/lib's own floors, bottom up: a unit (a module or a sub-package of lib) imports only
+# units of floors below its own. A new unit of lib takes its place here.
+LIB_FLOORS = (
+    ("deps", "names", "progress", "redact", "sample", "stats", "tables", "team"),  # helpers of one concern
+    ("io", "machine_paths"),  # files, and this machine's paths out of what is written
+    ("llm",),  # language models: backends, cache, prompts, reading a judge's reply
+    ("ingest", "retrieval"),  # documents into chunks; retrievers, rerankers and IR measures
+    ("datasets", "records", "synth"),  # external sets, typed rows, written questions
+    ("answer",),  # answers and the measures on them
+    ("judge",),  # judges, and how far to trust them (answer judges included)
+    ("instruments", "report"),  # what a run found, from the judges' and the labels' readings
+    ("labels",),  # the assessor's label store, read against all of the above
+)
+
+
+def _lib_unit(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["spacelm", "lib"] else None
+
+
+def _lib_arrows(graph: dict[str, set[str]]) -> list[tuple[str, str, str, str]]:
+    """(module, imported module, its unit, the imported unit) for each import between two units of lib."""
+    return [
+        (m, d, _lib_unit(m), _lib_unit(d))
+        for m, deps in graph.items()
+        for d in deps
+        if _lib_unit(m) and _lib_unit(d) and _lib_unit(m) != _lib_unit(d)
+    ]
+
+
+def _against_floors(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    floor = {u: i for i, units in enumerate(LIB_FLOORS) for u in units}
+    return sorted((m, d) for m, d, a, b in _lib_arrows(graph) if floor.get(b, len(LIB_FLOORS)) >= floor.get(a, -1))
+
+
+def test_every_unit_of_the_library_has_a_floor():
+    units = {_lib_unit(m) for m in _imports()} - {None}
+    placed = [u for floor in LIB_FLOORS for u in floor]
+    assert len(placed) == len(set(placed)), "a unit on two floors"
+    assert units == set(placed), f"not placed: {sorted(units - set(placed))}; gone: {sorted(set(placed) - units)}"
+
+
+def test_inside_the_library_no_unit_imports_its_own_floor_or_one_above():
+    """No arrow runs back up inside spacelm/lib, so its units hold no cycle either (judge and
+    answer, judge and report, llm and ingest each imported the other)."""
+    bad = _against_floors(_imports())
+    assert not bad, f"imports against lib's floors (see LIB_FLOORS): {bad}"
+
+
+def test_the_floor_rule_itself():
+    graph = {
+        "spacelm.lib.judge.validity": {"spacelm.lib.answer.claims", "spacelm.lib.judge.scores"},
+        "spacelm.lib.answer.claims": {"spacelm.lib.judge.scores", "spacelm.lib.stats"},
+        "spacelm.lib.ingest.chunking": {"spacelm.lib.retrieval.systems"},
+        "spacelm.lib.newcomer": {"spacelm.lib.io"},
+    }
+    assert _against_floors(graph) == [
+        ("spacelm.lib.answer.claims", "spacelm.lib.judge.scores"),
+        ("spacelm.lib.ingest.chunking", "spacelm.lib.retrieval.systems"),
+        ("spacelm.lib.newcomer", "spacelm.lib.io"),
+    ]
+
+
 def test_the_package_imports():
     import importlib
 

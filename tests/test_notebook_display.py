@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from spacelm.lib.report.tables import MISSING, dash_missing, render
+from spacelm.lib.tables import MISSING, dash_missing, render
 
 
 @pytest.fixture

@@ -246,7 +246,7 @@ def test_cli_plan_prints_json_and_the_table_reads_it(cfg, monkeypatch, capsys, t
     import yaml
 
     from spacelm import cli
-    from spacelm.lib.llm.dry_run import format_plan
+    from spacelm.plan import format_plan
 
     _no_models(monkeypatch)
     path = tmp_path / "plan.yaml"

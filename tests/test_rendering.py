@@ -52,7 +52,7 @@ def test_notebook_markdown_outputs_have_no_python_repr():
 
 
 def test_report_writer_renders_values_as_words():
-    from spacelm.lib.report.tables import as_words
+    from spacelm.lib.tables import as_words
 
     assert as_words(None) == "–" and as_words(float("nan")) == "–"
     assert as_words({"standard": 0.5, "3_wrong": None}) == "standard 0.5, 3_wrong –"

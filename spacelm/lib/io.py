@@ -192,7 +192,7 @@ def write_dataframe(df, path: PathLike, index: bool = False) -> None:
     """Write a pandas DataFrame as CSV or Markdown (by extension), atomically."""
     path = Path(path)
     if path.suffix == ".md":
-        from .report.tables import markdown_table
+        from .tables import markdown_table
 
         write_text(path, markdown_table(df, index=index) + "\n")
     elif path.suffix == ".tex":

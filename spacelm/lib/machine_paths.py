@@ -23,6 +23,7 @@ import os
 import re
 import tempfile
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 OUTSIDE = "<outside the project>"  # stands for a machine folder in what a run writes
@@ -53,6 +54,23 @@ def user_cache_dir() -> str:
     return os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
 
 
+def models_dir() -> Path:
+    """The model store: $SPACELM_MODELS_DIR, else ~/.cache/spacelm/models."""
+    return Path(os.environ.get("SPACELM_MODELS_DIR", Path.home() / ".cache" / "spacelm" / "models"))
+
+
+def path_roots() -> list[tuple[str, Path]]:
+    """The places a model file's path is said relative to in outputs: the models folder
+    (`models:`) and the installed packages (`package:`)."""
+    import site
+    import sysconfig
+
+    roots = [("models", models_dir())]
+    for sp in dict.fromkeys([*getattr(site, "getsitepackages", lambda: [])(), sysconfig.get_paths()["purelib"]]):
+        roots.append(("package", Path(sp)))
+    return roots
+
+
 def _inside(p: str, folder: str) -> bool:
     return p == folder or p.startswith(folder.rstrip(os.sep) + os.sep)
 
@@ -61,8 +79,6 @@ def places(root: Any = None, anchors: Iterable[Any] = (), named: Iterable[Any] =
     """(folder, how the folder itself is written, what a path under it starts with) for each place
     whose paths `public_text` rewrites, from `root` and the remembered projects, in the order of
     precedence the module's docstring gives; a place inside an earlier one is left out."""
-    from .llm.models import path_roots
-
     projects = dict(_PROJECTS)
     if root:
         key = os.path.abspath(os.path.expanduser(str(root)))

@@ -388,3 +388,12 @@ def direction_counts(differences: Sequence) -> dict:
         "n_down": int(np.sum(d < 0)),
         "ties_dominate": bool(len(d) and zero > len(d) / 2),
     }
+
+
+def auc(y: list, s: list) -> float:
+    """ROC AUC of scores `s` for binary labels `y`: 0.5 when every score is equal, NaN with one class."""
+    from sklearn.metrics import roc_auc_score
+
+    if len(set(y)) < 2:
+        return float("nan")
+    return float(roc_auc_score(y, s)) if len(set(s)) > 1 else 0.5

@@ -118,8 +118,8 @@ def judge_prompts(cfg: Config, prompt: str | None, measured: set, run_dir: Path)
         feature_requests,
         load_calibration,
     )
-    from ..lib.judge.scores import score_choices
     from ..lib.llm.prompting import render, template_hash
+    from ..lib.llm.scores import score_choices
 
     out: dict = {"prompt": prompt, "calls": []}
     if not prompt:

@@ -87,9 +87,8 @@ def _context_reason(cfg: Config, counter, chunks: list, question_tokens: int) ->
 
 
 def _encoder_reason(cfg: Config, chunks: list) -> str | None:
-    from ..lib.ingest.chunking import load_tokenizer
     from ..lib.judge.calibrated import load_calibration
-    from ..lib.llm.models import encoder_window
+    from ..lib.llm.models import encoder_window, load_tokenizer
 
     judging = cfg.grading.judging(cfg.root)
     if judging.method != "calibrated":

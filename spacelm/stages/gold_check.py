@@ -413,7 +413,7 @@ def _golden_beside_run(cfg: Config) -> list[str]:
     """The golden set's Table 1 beside the run set's, as shares graded 2-3 with their CIs."""
     import pandas as pd
 
-    from ..lib.report.tables import markdown_table
+    from ..lib.tables import markdown_table
 
     run_p, gold_p = cfg.run_dir / names.RELEVANT_SHARES, cfg.run_dir / names.GOLDEN_RELEVANT_SHARES
     if not (run_p.is_file() and gold_p.is_file()) or "percent_2_3" not in pd.read_csv(gold_p).columns:
@@ -466,7 +466,7 @@ def report_lines(cfg: Config) -> list[str]:
 
     import pandas as pd
 
-    from ..lib.report.tables import markdown_table
+    from ..lib.tables import markdown_table
 
     p = cfg.run_dir / names.JUDGE_VS_GOLD
     if not p.is_file():

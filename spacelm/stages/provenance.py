@@ -48,7 +48,7 @@ def public_path(path, cfg: Config, anchors: list[str] | None = None) -> str:
     under a folder the config names relatively, relative to the root as the config gives it
     (`../shared/space_corpus/x.pdf`); under the home folder as `~/…`; any other machine path
     (say a `--set paths.processed_dir=/tmp/scratch` override) as `<outside the project>/<name>`."""
-    from ..lib.llm.models import path_roots
+    from ..lib.machine_paths import path_roots
 
     raw = os.path.expanduser(str(path))
     p = os.path.normpath(raw if os.path.isabs(raw) or not cfg.root else os.path.join(cfg.root, raw))

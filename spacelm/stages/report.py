@@ -12,7 +12,7 @@ from ..lib.io import write_dataframe, write_text
 from ..lib.names import FINDINGS_MIN_QUESTIONS
 from ..lib.report.intervals import INTERVAL_METHODS, interval_methods  # noqa: F401 (manifest.py reads them here)
 from ..lib.report.render import TEMPLATES, block, est, phrase
-from ..lib.report.tables import MISSING, as_words, markdown_table, md_cell
+from ..lib.tables import MISSING, as_words, markdown_table, md_cell
 from .base import Stage, execute
 from .findings import read_judge_check
 

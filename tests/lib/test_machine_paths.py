@@ -80,7 +80,7 @@ def test_a_prefix_sibling_is_not_taken_for_the_root_even_next_to_it(machine):
 
 def test_the_deeper_place_wins_and_a_place_inside_an_earlier_one_keeps_its_form(machine, monkeypatch):
     # a virtual environment inside the project: the packages' folder, not the project's
-    from spacelm.lib.llm.models import path_roots
+    from spacelm.lib.machine_paths import path_roots
 
     site = next(str(r) for label, r in path_roots() if label == "package")
     assert mp.public_text(f"at {site}/numpy/core.py") == "at package:numpy/core.py"

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..judge.scores import p_yes
+from ..llm.scores import p_yes
 from ..names import FACT_CHECK_LABELS, RUBRICS
 from .citations import format_context
 from .facts import fact_check, quantities  # noqa: F401 (the deterministic correctness check, re-exported)
@@ -156,7 +156,7 @@ def rubric_requests(items: list[dict], text_of: dict) -> list[tuple[dict, str, o
     """(item, rubric, request) for each rubric each item's setting calls for (1-5, constrained).
     Noise robustness reads the item's wrong passages (under their own header); the others read
     the passages the answer was written from."""
-    from ..judge.scores import score_choices
+    from ..llm.scores import score_choices
     from ..llm.types import Request
 
     out = []
@@ -217,7 +217,7 @@ def judge_answers(
     `item["scores"]`, `raw_judge`, `expected_scores` (rubrics) and `item["binary"]` (yes/no).
     A rubric's score is the digit (`scoring` "digit") or the expected score ("expected"; None
     when the backend gave no probabilities, never the digit in its place)."""
-    from ..judge.scores import judgement_from
+    from ..llm.scores import judgement_from
 
     rq = rubric_requests(rubric_items, text_of)
     bq = binary_requests(binary_items, text_of, checks)
@@ -252,14 +252,14 @@ def judge_refusal(judge, items: list[dict]) -> None:
     """The refusal judge: does the answer decline? Asked twice, each a yes/no of one constrained
     token: "does the reply decline?" (prompt `judge_refusal`) and its mirror "does the reply give
     an answer?" (`judge_refusal_mirrored`). P(declines) is the mean of P(yes) to the first and
-    P(no) to the second (:func:`~spacelm.lib.judge.scores.mirrored_p_yes`): the embedded 1.5B
+    P(no) to the second (:func:`~spacelm.lib.llm.scores.mirrored_p_yes`): the embedded 1.5B
     judge answers "yes" to the first question for most answers whatever they say
     (docs/judges.md), and asking both ways cancels that lean. Reads only the question and the
     answer: whether the passages hold the answer is the setting's business, not the judge's.
     Sets `item["binary"]["refusal"]` = {verdict, p_yes (of declining), p_yes_declines,
     p_yes_answers, raw}."""
-    from ..judge.scores import mirrored_p_yes, verdict_of
     from ..llm.prompting import render
+    from ..llm.scores import mirrored_p_yes, verdict_of
     from ..llm.types import Request
 
     names = ("judge_refusal", "judge_refusal_mirrored")
@@ -714,7 +714,7 @@ def table2_wide(long, setting_names: list[str], fmt: str = "md") -> str:
     """The paper's layout: metrics × settings, `mean ± std (n)`; a dash where a metric does not apply."""
     import pandas as pd
 
-    from ..report.tables import render
+    from ..tables import render
 
     rows = []
     for metric in RUBRICS:

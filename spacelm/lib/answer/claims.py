@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..judge.scores import mirrored_p_yes, p_yes
+from ..llm.scores import mirrored_p_yes, p_yes
 from ..stats import cluster_bootstrap_cis
 from .citations import MARKER, cited_markers, format_context, strip_markers
 from .gate import split_sentences

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
+from ..llm.models import load_tokenizer
 from .documents import Document
 
 
@@ -29,26 +29,6 @@ class Chunk:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def load_tokenizer(spec: str):
-    """A `tokenizers.Tokenizer` from `embedded:<name>`, a tokenizer.json file, or a model folder."""
-    from tokenizers import Tokenizer
-
-    from ..llm.models import resolve_model_path
-
-    path = Path(resolve_model_path(spec)) if spec.startswith("embedded:") else Path(spec)
-    if path.is_dir():
-        path = path / "tokenizer.json"
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"chunking.tokenizer {spec!r}: no tokenizer.json at {path}; give an embedded model "
-            "(embedded:minilm), a tokenizer.json path or a local model folder"
-        )
-    tok = Tokenizer.from_file(str(path))
-    tok.no_truncation()
-    tok.no_padding()
-    return tok
 
 
 def token_counter(spec: str) -> Callable[[str], int]:

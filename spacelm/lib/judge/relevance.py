@@ -184,8 +184,8 @@ def grade_pairs(
     if judging is not None:
         template = judging.prompt
     from ..llm.prompting import render
+    from ..llm.scores import judgement_from, score_choices
     from ..llm.types import Request
-    from .scores import judgement_from, score_choices
 
     reqs = [
         Request(
@@ -581,7 +581,7 @@ def table1_wide(long_df, fmt: str = "md") -> str:
     0 and 1, higher for 2 and 3). `fmt` is "md" or "tex"."""
     import pandas as pd
 
-    from ..report.tables import render
+    from ..tables import render
 
     retrievers = list(dict.fromkeys(long_df["retriever"]))
     col = {(r, g): f"{r} {g}{'↓' if g < 2 else '↑'}" for r in retrievers for g in GRADES}
@@ -611,6 +611,8 @@ def table1_wide(long_df, fmt: str = "md") -> str:
 
 
 # --------------------------------------------------------------------------- agreement, validity
+
+
 def graded_metrics(design: TableDesign, questions: list[dict], rankings: dict, grades: dict):
     """Per system: nDCG@k and P@k (grade ≥ 2) from the judge's grades as graded qrels, beside
     nDCG@k from the source chunk; and the per-query rank correlation of the two nDCG@10."""
@@ -660,8 +662,8 @@ def judge_validity(
     """Can the judge tell a question's source chunk from a random chunk of another document?
     (An easy check: the judge checks against human labels are the hard one.) Below
     `min_pairs` pairs no positive verdict is given."""
+    from ..stats import auc
     from .validity import _score as score
-    from .validity import auc
 
     src = [r for r in rows if "validity_source" in r["purpose"] and score(r) is not None]
     rnd = [r for r in rows if "validity_random" in r["purpose"] and score(r) is not None]

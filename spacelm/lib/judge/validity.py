@@ -28,7 +28,7 @@ import pandas as pd
 
 from ..answer.facts import entities
 from ..answer.gate import REFUSAL_TEXT
-from ..stats import bootstrap_cis, wilson_ci
+from ..stats import auc, bootstrap_cis, wilson_ci
 
 VERDICTS = ("valid", "weak", "fails", "too few pairs to tell")
 ANSWER_RUBRICS = ("faithfulness", "relevance", "noise_robustness", "negative_rejection")
@@ -156,15 +156,6 @@ def _score(r: dict) -> float | None:
         if r.get(key) is not None:
             return r[key]
     return r.get("grade")
-
-
-def auc(y: list, s: list) -> float:
-    """ROC AUC of scores `s` for binary labels `y`: 0.5 when every score is equal, NaN with one class."""
-    from sklearn.metrics import roc_auc_score
-
-    if len(set(y)) < 2:
-        return float("nan")
-    return float(roc_auc_score(y, s)) if len(set(s)) > 1 else 0.5
 
 
 def _kappa(a: list, b: list, weights: str | None = None, labels=None) -> float:

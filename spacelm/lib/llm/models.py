@@ -27,6 +27,7 @@ from importlib import metadata
 from pathlib import Path
 
 from ..io import sha256_file, stat_key
+from ..machine_paths import models_dir, path_roots  # noqa: F401  (this module's names for them)
 
 
 @dataclass(frozen=True)
@@ -129,10 +130,6 @@ EMBEDDED: dict[str, EmbeddedModel] = {
 
 class ModelNotFound(RuntimeError):
     """An embedded model's packages are not installed, or its assembled file is damaged."""
-
-
-def models_dir() -> Path:
-    return Path(os.environ.get("SPACELM_MODELS_DIR", Path.home() / ".cache" / "spacelm" / "models"))
 
 
 def _part_files(m: EmbeddedModel) -> list[Path]:
@@ -391,18 +388,6 @@ def file_sha256(path: Path, fresh: bool = False) -> str:
     return index[key]
 
 
-def path_roots() -> list[tuple[str, Path]]:
-    """The places a model file's path is said relative to in outputs: the models folder
-    (`models:`) and the installed packages (`package:`)."""
-    import site
-    import sysconfig
-
-    roots = [("models", models_dir())]
-    for sp in dict.fromkeys([*getattr(site, "getsitepackages", lambda: [])(), sysconfig.get_paths()["purelib"]]):
-        roots.append(("package", Path(sp)))
-    return roots
-
-
 def portable_model_path(path) -> str:
     """A model file's path as recorded in outputs: `models:<file>` under the models folder,
     `package:<dist path>` inside an installed package, `~/…` under home, else as given."""
@@ -631,3 +616,21 @@ def verify_trained(name: str) -> dict:
         return {"name": spec, "ok": False, "expected": meta["sha256"], "got": None, "error": f"{wp} is missing"}
     got = file_sha256(wp, fresh=True)
     return {"name": spec, "ok": got == meta["sha256"], "expected": meta["sha256"], "got": got, "path": str(wp)}
+
+
+def load_tokenizer(spec: str):
+    """A `tokenizers.Tokenizer` from `embedded:<name>`, a tokenizer.json file, or a model folder."""
+    from tokenizers import Tokenizer
+
+    path = Path(resolve_model_path(spec)) if spec.startswith("embedded:") else Path(spec)
+    if path.is_dir():
+        path = path / "tokenizer.json"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"chunking.tokenizer {spec!r}: no tokenizer.json at {path}; give an embedded model "
+            "(embedded:minilm), a tokenizer.json path or a local model folder"
+        )
+    tok = Tokenizer.from_file(str(path))
+    tok.no_truncation()
+    tok.no_padding()
+    return tok

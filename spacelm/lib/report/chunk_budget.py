@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import names
-from .tables import markdown_table
+from ..tables import markdown_table
 
 
 def _cell(row, measure: str, with_tokens: bool) -> str:

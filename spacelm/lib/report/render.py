@@ -73,7 +73,7 @@ def environment():
         keep_trailing_newline=True,
         autoescape=False,
     )
-    from .tables import as_words, md_cell
+    from ..tables import as_words, md_cell
 
     env.filters.update(num=num, ci=ci, pct=pct, pct_ci=pct_ci, est=est, fmt=fmt, slug=slug, words=as_words)
     env.filters.update(cell=lambda v: md_cell(as_words(v)) if not isinstance(v, str) else md_cell(v))

@@ -629,8 +629,8 @@ class LLMReranker:
         self.texts = texts
 
     def rescore(self, queries: Sequence[str], pools: Sequence[Sequence[str]]) -> list[list[float]]:
-        from ..judge.scores import judgement_from, score_choices
         from ..llm.prompting import relevance_messages
+        from ..llm.scores import judgement_from, score_choices
         from ..llm.types import Request
 
         reqs = [

@@ -114,7 +114,7 @@ def judge_checks(llm, requests: list[tuple]) -> None:
     the judge, both ways, more likely says the document ties the names to the passage; a label when
     the support it reads agrees with the label (P ≥ 0.5 for supported, < 0.5 otherwise). No reading
     from the judge fails the check as unverified."""
-    from ..judge.scores import mirrored_p_yes, p_yes
+    from ..llm.scores import mirrored_p_yes, p_yes
 
     if not requests:
         return
@@ -145,8 +145,7 @@ def label_agreement(golden: list[dict]) -> dict:
     people, per label, with a 95% Wilson interval) and how well the judge's P separates supported claims
     from the rest (AUC, threshold-free): {n, agree, share, ci, auc, by_label}. Only the claims the
     judge read count (a claim rejected earlier, e.g. as a copy, is left out)."""
-    from ..judge.validity import auc
-    from ..stats import wilson_ci
+    from ..stats import auc, wilson_ci
 
     read = [g for g in golden if g.get("label") and (g.get("check_scores") or {}).get("label") is not None]
     agree = [g["checks"]["label"] == PASSED for g in read]

@@ -298,7 +298,7 @@ def test_a_task_file_holds_no_system_part():
 
 def test_a_rubric_score_is_the_digit_or_the_expected_score_never_one_for_the_other():
     from spacelm.lib.answer.answers import rubric_score
-    from spacelm.lib.judge.scores import Judgement
+    from spacelm.lib.llm.scores import Judgement
 
     j = Judgement(value=4, raw="4", probs={4: 0.5, 5: 0.5}, expected=4.5)
     assert rubric_score(j, "digit") == 4 and rubric_score(j, "expected") == 4.5
@@ -351,7 +351,7 @@ def test_the_refusal_judge_asks_both_ways_so_a_lean_to_yes_cancels():
 
 
 def test_a_yes_no_question_asked_both_ways_reads_the_mirror_as_its_complement():
-    from spacelm.lib.judge.scores import mirrored_p_yes, verdict_of
+    from spacelm.lib.llm.scores import mirrored_p_yes, verdict_of
 
     assert mirrored_p_yes(0.7, 0.1) == pytest.approx(0.8)
     assert mirrored_p_yes(0.7, None) is None and verdict_of(None) is None

@@ -89,7 +89,7 @@ def test_markdown_table_escapes_corpus_text():
     broke or injected into the Markdown tables the reports render."""
     import pandas as pd
 
-    from spacelm.lib.report.tables import markdown_table, render
+    from spacelm.lib.tables import markdown_table, render
 
     df = pd.DataFrame({"question": ["a | b", "<script>alert(1)</script>", "x\ny `code`"], "n": [1, 2, 3]})
     md = markdown_table(df)

@@ -10,10 +10,10 @@ import httpx
 import pytest
 
 from spacelm.config import LLMConfig
-from spacelm.lib.judge.scores import judgement_from, parse_score
 from spacelm.lib.llm import LLM, Completion, Request
 from spacelm.lib.llm.cache import CallCache
 from spacelm.lib.llm.openai import OpenAIBackend
+from spacelm.lib.llm.scores import judgement_from, parse_score
 from spacelm.lib.llm.types import _choice_probs_from_logprobs
 from spacelm.lib.llm.vllm import VLLMBackend
 

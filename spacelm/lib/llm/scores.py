@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..llm.types import Completion
+from .types import Completion
 
 
 @dataclass
