@@ -12,14 +12,15 @@ _ENTITY = re.compile(r"(?<![\w-])(?:[A-Z][a-z]+(?:[- ][A-Z][a-z]+)*|[A-Z]{2,}[A-
 def entities(text: str) -> list[str]:
     """Named entities as written: capitalised words or runs of them, and acronyms, except a
     capitalised word that only opens a sentence. In order, without repeats."""
-    out = []
+    out: dict[str, None] = {}
     for m in _ENTITY.finditer(text):
-        before = text[: m.start()].rstrip()
-        if (not before or before[-1] in ".!?:") and " " not in m.group(0) and not m.group(0).isupper():
+        i = m.start() - 1
+        while i >= 0 and text[i].isspace():  # the last character before the match, spaces skipped
+            i -= 1
+        if (i < 0 or text[i] in ".!?:") and " " not in m.group(0) and not m.group(0).isupper():
             continue  # "The", "Operators" at the start of a sentence
-        if m.group(0) not in out:
-            out.append(m.group(0))
-    return out
+        out.setdefault(m.group(0))
+    return list(out)
 
 
 _QUANTITY = re.compile(

@@ -12,6 +12,7 @@ prompts that share a question or few-shot prefix still share it (the LLM prefix 
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 from functools import cache, lru_cache
@@ -89,12 +90,15 @@ def neutralise_addressed(text: str) -> str:
     order to ignore the instructions. Corpus text, questions and answers are evidence, never
     instructions; such a sentence is no evidence of anything, and a small judge obeys it. Text
     without one (nearly all) is returned unchanged, so its prompts, and their cached calls, are too."""
-    if not _ADDRESSED_CUE.search(text):
+    cues = [m.start() for m in _ADDRESSED_CUE.finditer(text)]
+    if not cues:
         return text
     out = []
     for m in _SEGMENT.finditer(text):
         seg = m.group()
-        if seg and _ADDRESSED.search(seg):
+        # each pattern holds a cue word: a segment with none is kept without the full search
+        k = bisect.bisect_left(cues, m.start())
+        if seg and k < len(cues) and cues[k] < m.end() and _ADDRESSED.search(seg):
             lead = seg[: len(seg) - len(seg.lstrip())]
             seg = lead + ADDRESSED_MARK + ("\n" if seg.endswith("\n") else "")
         out.append(seg)
