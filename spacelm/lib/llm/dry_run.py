@@ -97,8 +97,14 @@ class TokenCounter:
         `a` evaluated just before (llama.cpp): the rendered prompts' common beginning, counted up
         to its last paragraph break so no token straddles the cut. A placeholder (a model output
         not known yet, the same output in both) inside the shared part counts at its budget."""
-        pa, _ = self._render([dict(m, content=m.get("content") or "") for m in a])
-        pb, _ = self._render([dict(m, content=m.get("content") or "") for m in b])
+        return self.shared_prefix_of(self.raw_prompt(a), self.raw_prompt(b))
+
+    def raw_prompt(self, messages: list) -> str:
+        """The rendered prompt of a request with its placeholders left in."""
+        return self._render([dict(m, content=m.get("content") or "") for m in messages])[0]
+
+    def shared_prefix_of(self, pa: str, pb: str) -> int:
+        """:meth:`shared_prefix` of two prompts already rendered by :meth:`raw_prompt`."""
         common = pa[: common_prefix_length(pa, pb)]
         cut = common.rfind("\n\n")
         if cut <= 0:
@@ -284,7 +290,8 @@ class PlanLLM:
         blob = json.dumps([self.cfg.backend, self.cfg.model, self.cfg.base_url, fields], ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
-    def _answer(self, req: Request) -> Completion:
+    def _answer(self, req: Request) -> tuple[Completion, int]:
+        """The request's stand-in reply, and its prompt tokens as counted here."""
         ph = self.current
         prompt, from_outputs = self.counter.messages(req.messages)
         if req.choices:
@@ -300,14 +307,14 @@ class PlanLLM:
         ph.max_completion_tokens = max(ph.max_completion_tokens, completion)
         known = self.replay(req) if self.replay else None
         if known is not None:
-            return known
+            return known, prompt
         if req.choices:
             text = "" if self.unreadable else req.choices[0]
-            return Completion(text=text, prompt_tokens=prompt, completion_tokens=completion)
+            return Completion(text=text, prompt_tokens=prompt, completion_tokens=completion), prompt
         self._serial[0] += 1
         return Completion(
             text=placeholder(self._serial[0], completion), prompt_tokens=prompt, completion_tokens=completion
-        )
+        ), prompt
 
     def chat_many(self, requests: Sequence[Request], progress: str | None = None) -> list[Completion]:
         if self.current is None:
@@ -317,8 +324,8 @@ class PlanLLM:
             req = r.resolved(self.cfg)
             key = self._key(req)
             if key not in self._answered:
-                self._answered[key] = self._answer(req)
-                new.append(req)
+                self._answered[key], prompt = self._answer(req)
+                new.append((req, prompt))
             elif key not in batch:
                 self.current.repeats += 1
             batch.add(key)
@@ -326,18 +333,18 @@ class PlanLLM:
         self._count_prefix_reuse(new)
         return out
 
-    def _count_prefix_reuse(self, sent: list[Request]) -> None:
-        """The batch's new requests in the order the front end sends them (prompt order): each
-        evaluates its prompt less the beginning it shares with the one before."""
+    def _count_prefix_reuse(self, sent: list[tuple[Request, int]]) -> None:
+        """The batch's new requests (each with its prompt tokens) in the order the front end sends
+        them (prompt order): each evaluates its prompt less the beginning it shares with the one
+        before. Each prompt is rendered once here."""
         from .frontend import prompt_order
 
-        ordered = sorted(sent, key=prompt_order)
         prev = None
-        for req in ordered:
-            full, _ = self.counter.messages(req.messages)
-            shared = self.counter.shared_prefix(prev.messages, req.messages) if prev is not None else 0
+        for req, full in sorted(sent, key=lambda x: prompt_order(x[0])):
+            cur = self.counter.raw_prompt(req.messages)
+            shared = self.counter.shared_prefix_of(prev, cur) if prev is not None else 0
             self.current.prompt_tokens_evaluated += max(1, full - shared)
-            prev = req
+            prev = cur
 
     def chat(self, messages: list, **kw) -> Completion:
         return self.chat_many([Request(messages=messages, **kw)])[0]
