@@ -462,8 +462,28 @@ def cmd_data(args) -> int:
         )
         return EXIT_INPUT
     to = Path(args.to) if args.to else dsets.default_dir(ds)
+    texts = None
+    if ds.kind == "spans" and mirror is None:
+        needed = dsets.get(ds.needs)
+        state = dsets.present(needed, dsets.default_dir(needed))
+        if state != "present":
+            print(
+                f"spacelm: error: {ds.name}'s passages are rebuilt from {ds.needs}'s documents, which are {state}: "
+                f"run `spacelm data fetch {ds.needs}` first (or give a copy with --from DIR)",
+                file=sys.stderr,
+            )
+            return EXIT_INPUT
+
+        def texts() -> dict[str, str]:
+            from .config import load_config
+            from .stages.ingest import ingest_configured
+
+            print(f"reading {ds.needs}'s documents as {ds.ingest_config} ingests them (about a minute)")
+            docs = ingest_configured(load_config(dsets.project_root() / ds.ingest_config)).documents
+            return {d.doc_id: d.text for d in docs}
+
     try:
-        states = dsets.fetch(ds, to, mirror)
+        states = dsets.fetch(ds, to, mirror, texts=texts)
     except dsets.NeedsMirror as e:
         print(f"spacelm: error: {e}", file=sys.stderr)
         return EXIT_INPUT

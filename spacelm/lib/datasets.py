@@ -25,7 +25,9 @@ class DataSet:
     licence: str
     size: str
     dir: str  # where the configs read it, relative to the project root
-    kind: str  # "corpus-list" (its files in a corpus list), "archive" (a public zip), "mirror" (--from only)
+    # "corpus-list" (its files in a corpus list), "archive" (a public zip), "mirror" (--from only),
+    # "spans" (its text rebuilt from another set's documents by spans the project commits)
+    kind: str
     files: dict = field(default_factory=dict)  # {relative path: sha256}
     url: str | None = None
     archive_root: str | None = None
@@ -33,10 +35,105 @@ class DataSet:
     source: str | None = None
     list: str | None = None
     read_by: tuple = ()
+    spans: str | None = None  # kind "spans": the committed folder (project-relative) of its spans and grades
+    needs: str | None = None  # kind "spans": the set whose documents hold the text
+    ingest_config: str | None = None  # kind "spans": the config whose ingest gives those documents' text
 
 
 class NeedsMirror(ValueError):
     """A set with no public archive in its layout was asked for without a mirror (--from DIR)."""
+
+
+# --------------------------------------------------------------------------- spans: text rebuilt
+# A labelled passage of a corpus the project does not ship is committed as where it lies, never as
+# text: its document, its span in the labelled text, its span in the project's own ingest of the
+# document and the few edits that turn that span into the labelled text (an edit may insert only
+# characters that are no letter or digit: the control characters and spaces an older ingest kept),
+# and the sha256 of the labelled text, which the rebuilt text must match.
+SPAN_FIELDS = ("_id", "doc_id", "char_start", "char_end")
+MAX_EDIT_INSERT = 4  # characters one edit may insert
+
+
+def _edits(ours: str, labelled: str) -> list[list] | None:
+    """Edits [offset in `ours`, characters removed, text inserted] turning `ours` into `labelled`,
+    or None when one would insert a letter or digit, or more than MAX_EDIT_INSERT characters."""
+    import difflib
+
+    out = []
+    for op, a0, a1, b0, b1 in difflib.SequenceMatcher(None, ours, labelled, autojunk=False).get_opcodes():
+        if op == "equal":
+            continue
+        ins = labelled[b0:b1]
+        if len(ins) > MAX_EDIT_INSERT or any(c.isalnum() for c in ins):
+            return None
+        out.append([a0, a1 - a0, ins])
+    return out
+
+
+def _apply(ours: str, edits: list) -> str:
+    out, at = [], 0
+    for offset, removed, inserted in edits:
+        out.append(ours[at:offset])
+        out.append(inserted)
+        at = offset + removed
+    return "".join(out) + ours[at:]
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _locate(text: str, labelled: str) -> tuple[int, int] | None:
+    """Where `labelled` lies in `text` (a document of the project's ingest): verbatim, or else from
+    where its first 40 printable characters stand to where its alignment with the text ends."""
+    import difflib
+
+    i = text.find(labelled)
+    if i >= 0:
+        return i, i + len(labelled)
+    head = "".join(c for c in labelled if c.isprintable() or c in "\n\t")[:40].strip()
+    i = text.find(head) if head else -1
+    if i < 0:
+        return None
+    window = text[i : i + len(labelled) + 400]
+    blocks = [
+        b for b in difflib.SequenceMatcher(None, window, labelled, autojunk=False).get_matching_blocks() if b.size
+    ]
+    return (i, i + blocks[-1].a + blocks[-1].size) if blocks else None
+
+
+def pack_spans(passages: list[dict], texts: dict[str, str]) -> tuple[list[dict], list[str]]:
+    """Span records of labelled `passages` (rows with `_id`, `text`, `doc_id`, `char_start`,
+    `char_end`) against `texts` ({doc_id: text of the project's ingest}): one record per passage
+    whose text is rebuilt exactly, and the ids of those that cannot be (no text committed for them)."""
+    out, left = [], []
+    for p in passages:
+        doc = texts.get(p["doc_id"])
+        where = _locate(doc, p["text"]) if doc is not None else None
+        edits = _edits(doc[where[0] : where[1]], p["text"]) if where else None
+        if edits is None or _apply(doc[where[0] : where[1]], edits) != p["text"]:
+            left.append(p["_id"])
+            continue
+        out.append({**{k: p[k] for k in SPAN_FIELDS}, "at": list(where), "edits": edits, "sha256": _sha(p["text"])})
+    return out, left
+
+
+def rebuild_passages(spans: list[dict], texts: dict[str, str]) -> tuple[list[dict], list[str]]:
+    """The labelled passages (`_id`, `text`, `doc_id`, `char_start`, `char_end`, in that order) from
+    their span records and `texts` ({doc_id: text}), and a reason per passage that could not be
+    rebuilt (its document missing, or its text not the labelled one: another ingest)."""
+    rows, problems = [], []
+    for s in spans:
+        doc = texts.get(s["doc_id"])
+        if doc is None:
+            problems.append(f"{s['_id']}: document {s['doc_id']!r} is not in the ingested corpus")
+            continue
+        text = _apply(doc[s["at"][0] : s["at"][1]], s["edits"])
+        if _sha(text) != s["sha256"]:
+            problems.append(f"{s['_id']}: the text at {s['doc_id']} {s['at'][0]}-{s['at'][1]} is not the labelled one")
+            continue
+        rows.append({"_id": s["_id"], "text": text, **{k: s[k] for k in SPAN_FIELDS[1:]}})
+    return rows, problems
 
 
 @dataclass(frozen=True)
@@ -136,6 +233,7 @@ def fetch(
     to: Path,
     mirror: Path | None = None,
     download: Callable[[str], bytes] = _download,
+    texts: Callable[[], dict[str, str]] | None = None,
 ) -> list[FileState]:
     """Put the set into `to`: from `mirror` (a folder holding the same files) when given, else from
     its public source (NeedsMirror for a set that has none). A file is written (atomically) only when
@@ -203,7 +301,38 @@ def fetch(
                     )
                 )
         return out + [FileState(rel, "ok", "already present") for rel in want if rel not in todo]
+    if ds.kind == "spans" and texts is not None:
+        return _fetch_spans(ds, to, todo, texts) + [
+            FileState(rel, "ok", "already present") for rel in want if rel not in todo
+        ]
     raise NeedsMirror(
         f"data set {ds.name!r} has no public archive in this layout: give a copy with `spacelm data fetch {ds.name} "
         f"--from DIR`. Where it comes from: {ds.source or 'its PROVENANCE.md'}"
     )
+
+
+def _fetch_spans(ds: DataSet, to: Path, todo: list[str], texts: Callable[[], dict[str, str]]) -> list[FileState]:
+    """A "spans" set's files: its committed ones copied, its passages' text rebuilt from `texts()`;
+    each written only when its sha256 is the recorded one."""
+    from .io import read_jsonl
+
+    folder = project_root() / ds.spans
+    want = expected_files(ds)
+    out = []
+    for rel in todo:
+        if rel == "corpus.jsonl":
+            rows, problems = rebuild_passages(read_jsonl(folder / "passages.jsonl"), texts())
+            data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
+            how = f"rebuilt from {ds.needs}'s documents ({len(rows)} passages)"
+        else:
+            problems, data, how = [], (folder / rel).read_bytes(), f"copied from {ds.spans}"
+        sha = hashlib.sha256(data).hexdigest()
+        if problems or sha != want[rel]:
+            why = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+            out.append(
+                FileState(rel, "damaged", (why or f"sha256 {sha[:12]}…, recorded {want[rel][:12]}…") + "; not written")
+            )
+            continue
+        _put(data, to / rel)
+        out.append(FileState(rel, "ok", how))
+    return out

@@ -20,7 +20,7 @@ def test_the_registry_names_each_set_a_config_reads_with_its_licence_and_where_i
     assert {"space_corpus", "scifact", "trec-dl-2020", "space-corpus-labels"} <= set(sets)
     for ds in sets.values():
         assert ds.licence and ds.size and ds.dir and ds.what
-        assert ds.kind in ("corpus-list", "archive", "mirror")
+        assert ds.kind in ("corpus-list", "archive", "mirror", "spans")
         assert all(len(sha) == 64 for sha in dsets.expected_files(ds).values())
     with pytest.raises(KeyError, match="spacelm data list"):
         dsets.get("msmarco")
@@ -93,3 +93,67 @@ def test_data_list_and_fetch_from_the_command_line(tmp_path, capsys):
     assert main(["data", "fetch", "trec-dl-2020", "--to", str(tmp_path / "t")]) == 2
     assert "--from DIR" in capsys.readouterr().err
     assert main(["data", "fetch", "scifact", "--from", str(tmp_path / "missing")]) == 2
+
+
+# --------------------------------------------------------------------------- spans: text rebuilt
+DOC = "Header line.\n\nThe CARA team screens each conjunction. It acts at 1e-4.\n\nThe end."
+LABELLED = "The CARA team screens\x07 each conjunction. It acts at 1e-4."  # an older ingest kept a \x07
+
+
+def _passage(text=LABELLED, start=3):
+    return {"_id": "d:1", "text": text, "doc_id": "d", "char_start": start, "char_end": start + len(text)}
+
+
+def test_a_passage_is_packed_as_where_it_lies_and_rebuilt_to_the_labelled_text():
+    spans, left = dsets.pack_spans([_passage()], {"d": DOC})
+    assert left == []
+    (s,) = spans
+    assert "text" not in s and s["at"] == [DOC.index("The CARA"), DOC.index("\n\nThe end")]
+    assert s["edits"] == [[len("The CARA team screens"), 0, "\x07"]]
+    rows, problems = dsets.rebuild_passages(spans, {"d": DOC})
+    assert problems == [] and rows == [_passage()]
+    assert list(rows[0]) == ["_id", "text", "doc_id", "char_start", "char_end"]  # the labelled file's order
+
+
+def test_no_letter_or_digit_is_committed_and_another_ingest_is_named():
+    """An edit that would need corpus text leaves the passage out of the pack; a document whose
+    text moved since the pack fails its sha256 and is named, and so is a missing one."""
+    spans, left = dsets.pack_spans([_passage("The CARA team screens each conjunction. It acts at 2e-4.")], {"d": DOC})
+    assert spans == [] and left == ["d:1"]
+    spans, _ = dsets.pack_spans([_passage()], {"d": DOC})
+    rows, problems = dsets.rebuild_passages(spans, {"d": "Another header.\n\n" + DOC})
+    assert rows == [] and "is not the labelled one" in problems[0] and "d " in problems[0]
+    rows, problems = dsets.rebuild_passages(spans, {})
+    assert rows == [] and "document 'd' is not in the ingested corpus" in problems[0]
+
+
+def test_a_spans_set_is_fetched_byte_for_byte_or_not_written(tmp_path, monkeypatch):
+    import json
+
+    spans, _ = dsets.pack_spans([_passage()], {"d": DOC})
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "lab" / "passages.jsonl").write_text(json.dumps(spans)[1:-1] + "\n")
+    (tmp_path / "lab" / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td:1\t3\n")
+    corpus = (json.dumps(_passage(), ensure_ascii=False) + "\n").encode()
+    files = {"corpus.jsonl": _sha(corpus), "qrels.tsv": _sha((tmp_path / "lab" / "qrels.tsv").read_bytes())}
+    ds = dsets.DataSet("t", "w", "l", "1 kB", "x", "spans", files=files, spans="lab", needs="c")
+    monkeypatch.setattr(dsets, "project_root", lambda: tmp_path)
+    states = {s.file: s for s in dsets.fetch(ds, tmp_path / "to", texts=lambda: {"d": DOC})}
+    assert all(s.status == "ok" for s in states.values()), states
+    assert (tmp_path / "to" / "corpus.jsonl").read_bytes() == corpus
+    states = {s.file: s for s in dsets.fetch(ds, tmp_path / "again", texts=lambda: {"d": DOC.replace("CARA", "CARB")})}
+    assert states["corpus.jsonl"].status == "damaged" and not (tmp_path / "again" / "corpus.jsonl").exists()
+    with pytest.raises(dsets.NeedsMirror):
+        dsets.fetch(ds, tmp_path / "none")  # no documents given: a mirror is the other way
+
+
+def test_the_committed_in_domain_labels_hold_spans_and_grades_and_no_text():
+    import json
+
+    ds = dsets.get("space-corpus-labels")
+    folder = dsets.project_root() / ds.spans
+    rows = [json.loads(line) for line in (folder / "passages.jsonl").read_text().splitlines()]
+    assert len(rows) == 372 and all("text" not in r and len(r["sha256"]) == 64 for r in rows)
+    assert all(not any(c.isalnum() for e in r["edits"] for c in e[2]) for r in rows)
+    for rel in ("queries.jsonl", "qrels.tsv"):
+        assert _sha((folder / rel).read_bytes()) == ds.files[rel]
