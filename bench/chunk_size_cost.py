@@ -3,7 +3,7 @@ chunk, measured on a sample of chunks at every size in one process (ratios betwe
 across machines; absolute seconds are this machine's).
 
     python bench/chunk_size_cost.py --config configs/paper_chunks.yaml [--sample 24] [--pairs 6] \
-        [--out results/chunk_size_cost.json]
+        [--out results/bench/chunk_size_cost.json]
 
 Per size: the documents are chunked with the study's tokenizer; `--sample` chunks are drawn
 (seeded) and encoded by the study's dense model and by the reranker, and `--pairs` (question,
@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     ap.add_argument("--config", default=str(ROOT / "configs" / "paper_chunks.yaml"))
     ap.add_argument("--sample", type=int, default=24, help="chunks encoded per size and model")
     ap.add_argument("--pairs", type=int, default=6, help="pairs graded per size (0: no judge)")
-    ap.add_argument("--out", default=str(ROOT / "results" / "chunk_size_cost.json"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "chunk_size_cost.json"))
     args = ap.parse_args(argv)
 
     cfg = load_config(args.config)

@@ -4,7 +4,7 @@ answers with at least one valid citation, the share where a claim (a sentence) c
 (a bare "[1]" does not count), and the citation accuracy, each with its n and a 95% bootstrap
 CI over answers.
 
-    python bench/citations.py --config configs/quick.yaml --n 60 --with-golden --out results/citations_bench.json
+    python bench/citations.py --config configs/quick.yaml --n 60 --with-golden --out results/bench/citations_bench.json
 
 Questions are the run's kept answerable synthetic questions, with `--with-golden` also the
 answerable golden samples found in the chunks (seeded sample of `--n`); each is
@@ -91,7 +91,7 @@ def main() -> None:
         action="store_true",
         help="add the answerable golden samples located in the chunks (more questions, tighter CIs)",
     )
-    ap.add_argument("--out", default="results/citations_bench.json")
+    ap.add_argument("--out", default="results/bench/citations_bench.json")
     a = ap.parse_args()
     cfg = load_config(a.config)
     chunks = load_chunks(cfg)

@@ -14,7 +14,7 @@ bad answers come closer to the good ones. 95% interval by a bootstrap over contr
 
     python bench/control_gaps.py --config configs/standard.yaml \
         --models embedded:qwen2.5-coder-0.5b,embedded:qwen2.5-coder-1.5b --max 12 --n-controls 24 \
-        --judges faithfulness,relevance,negative_rejection --out results/control_gaps.json
+        --judges faithfulness,relevance,negative_rejection --out results/bench/control_gaps.json
 
 Calls are cached (`cfg.cache_dir`); the edit controls are shared between the generators, so only the flagged
 answers cost judge calls the second time. The output holds aggregates and the controls' kinds, not corpus text.
@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     ap.add_argument("--config", default="configs/standard.yaml")
     ap.add_argument("--models", default="embedded:qwen2.5-coder-0.5b,embedded:qwen2.5-coder-1.5b")
     ap.add_argument("--max", type=int, default=12, help="questions (the answer stage's selection, at most)")
-    ap.add_argument("--out", default=str(ROOT / "results" / "control_gaps.json"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "control_gaps.json"))
     ap.add_argument(
         "--judges",
         default="faithfulness,relevance,negative_rejection",

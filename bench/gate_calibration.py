@@ -1,7 +1,7 @@
 """How well the evidence gate's score separates answerable from unanswerable questions, on
 every question a run has (no generator call: the gate reads only the passages).
 
-    python bench/gate_calibration.py --config configs/quick.yaml --out results/gate_calibration.json
+    python bench/gate_calibration.py --config configs/quick.yaml --out results/bench/gate_calibration.json
 
 Questions: the kept answerable synthetic questions and the answerable golden samples located
 in the chunks; the kept unanswerable questions (synthetic and golden). Each is scored on its
@@ -35,7 +35,7 @@ from spacelm.stages.data import load_chunks, load_questions  # noqa: E402
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", default="configs/quick.yaml")
-    ap.add_argument("--out", default="results/gate_calibration.json")
+    ap.add_argument("--out", default="results/bench/gate_calibration.json")
     a = ap.parse_args()
     cfg = load_config(a.config)
     chunks = load_chunks(cfg)

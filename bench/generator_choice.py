@@ -10,7 +10,8 @@
 - **refusal where the corpus cannot answer**: an unanswerable question declined.
 
     python bench/generator_choice.py --config configs/standard.yaml \
-        --models embedded:qwen2.5-coder-0.5b,embedded:qwen2.5-coder-1.5b --max 30 --out results/generator_choice.json
+        --models embedded:qwen2.5-coder-0.5b,embedded:qwen2.5-coder-1.5b --max 30 \
+        --out results/bench/generator_choice.json
 
 Shares carry 95% Wilson intervals; calls are cached (`cfg.cache_dir`), so a second run reads them back (its
 `seconds` then time the cache, not the model: read `stats.model_seconds`). The output holds aggregates only.
@@ -92,7 +93,7 @@ def main(argv=None) -> int:
     ap.add_argument("--config", default="configs/standard.yaml")
     ap.add_argument("--models", default="embedded:qwen2.5-coder-0.5b,embedded:qwen2.5-coder-1.5b")
     ap.add_argument("--max", type=int, default=30, help="answerable (and unanswerable) golden questions, at most")
-    ap.add_argument("--out", default=str(ROOT / "results" / "generator_choice.json"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "generator_choice.json"))
     args = ap.parse_args(argv)
     cfg = load_config(args.config)
     chunks = load_chunks(cfg)

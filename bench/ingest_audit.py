@@ -1,6 +1,6 @@
 """Audit what ingest keeps and removes on any folder of documents, and how fast it reads.
 
-    python bench/ingest_audit.py DIR [--out results/ingest_audit.md] [--layout columns|stream] [--samples 5]
+    python bench/ingest_audit.py DIR [--out results/bench/ingest_audit.md] [--layout columns|stream] [--samples 5]
 
 Prints pages per second (goal: at least 50 on 2 cores) and writes a Markdown audit a person
 can skim: per document its pages, words, characters dropped per reason, pages without text,
@@ -92,7 +92,7 @@ def audit(folder: Path, rules, samples: int) -> tuple[str, dict]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("folder", type=Path)
-    ap.add_argument("--out", type=Path, default=ROOT / "results" / "ingest_audit.md")
+    ap.add_argument("--out", type=Path, default=ROOT / "results" / "bench" / "ingest_audit.md")
     ap.add_argument("--layout", choices=["columns", "stream"], default="columns")
     ap.add_argument("--samples", type=int, default=5)
     args = ap.parse_args(argv)

@@ -547,7 +547,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--random-negatives", action="store_true", help="also grade the unjudged random negatives")
-    ap.add_argument("--out", default=str(ROOT / "results" / "judge_formulations.json"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "judge_formulations.json"))
     args = ap.parse_args(argv)
     if args.command == "collect":
         args.source = args.source or list(SOURCES)

@@ -428,7 +428,7 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--with-scifact-train", action="store_true", help="export: fit on SciFact train too")
     ap.add_argument("--embedding", help="analyse: add the cosine of this embedding model as a feature")
-    ap.add_argument("--out", default=str(ROOT / "results" / "judge_independent.json"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "judge_independent.json"))
     args = ap.parse_args(argv)
     if args.command == "collect":
         args.source = args.source or list(SOURCES)

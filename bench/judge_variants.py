@@ -7,7 +7,7 @@ people, and at what cost per graded pair.
         --source trec-dl-2020=../shared/judge/trec-dl-2020:test:8 \
         --variant embedded:qwen2.5-coder-1.5b:relevance \
         --variant embedded:qwen2.5-coder-1.5b:relevance_rubric \
-        --out results/judge_variants.json
+        --out results/bench/judge_variants.json
 
 Choose on SciFact's *train* qrels and TREC DL 2020, never on SciFact test; then report the
 chosen variant on SciFact test. Every variant grades the same pairs (seeded sample). Cost is
@@ -82,7 +82,7 @@ def main(argv=None) -> int:
     ap.add_argument("--both-orders", action="store_true", help="also grade passage-first and report the mean")
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--n-boot", type=int, default=1000)
-    ap.add_argument("--out", default=str(ROOT / "results" / "judge_variants.json"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "judge_variants.json"))
     args = ap.parse_args(argv)
 
     cache = CallCache(ROOT / ".cache" / "spacelm" / "bench_judge.sqlite")

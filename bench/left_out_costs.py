@@ -1,7 +1,7 @@
 """What the 2-hour reference run leaves out, and what each part would add on this machine.
 
     python bench/left_out_costs.py [--config configs/standard.yaml] [--run results/standard]
-                                   [--out results/left_out_costs.json]
+                                   [--out results/bench/left_out_costs.json]
 
 `configs/standard.yaml` is sized to finish cold within 2 hours; it leaves out parts of the
 study. For each part, this script plans the standard config with that part switched on, on the
@@ -147,7 +147,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", default="configs/standard.yaml")
     ap.add_argument("--run", default="results/standard")
-    ap.add_argument("--out", default="results/left_out_costs.json")
+    ap.add_argument("--out", default="results/bench/left_out_costs.json")
     a = ap.parse_args(argv)
     manifest = json.loads((ROOT / a.run / names.MANIFEST).read_text())
     per_unit, rate = unit_seconds(manifest), judge_rate(manifest)

@@ -107,7 +107,7 @@ def main(argv=None) -> int:
     ap.add_argument("--questions", type=int, default=4)
     ap.add_argument("--passages", type=int, default=4)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
-    ap.add_argument("--out", default=str(ROOT / "results" / "llm_throughput.json"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "llm_throughput.json"))
     args = ap.parse_args(argv)
 
     cfg = load_config(args.config)

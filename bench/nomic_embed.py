@@ -101,7 +101,7 @@ def measure_cost(specs: list[str], texts: list[str], threads: int, repeats: int)
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--beir-dir", default=str(ROOT.parent / "shared" / "beir" / "scifact"))
-    ap.add_argument("--out", default=str(ROOT / "results" / "nomic_embed.json"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "nomic_embed.json"))
     ap.add_argument("--split", default="test")
     ap.add_argument("--models", default=f"{MINILM},{NOMIC}")
     ap.add_argument("--cache-dir", default=str(ROOT / ".cache" / "spacelm"))

@@ -21,7 +21,7 @@ pairs are the whole population), PPI++ (the judge's weight tuned per draw; unifo
 for reference, the n labels alone (Wilson).
 
     python bench/ppi_coverage.py --data ../shared/judge/trec-dl-2020 --draws 500 \
-        --out results/ppi_coverage.json
+        --out results/bench/ppi_coverage.json
 
 No model is called: cheap CPU (about a minute).
 """
@@ -153,7 +153,7 @@ def main(argv=None) -> int:
     ap.add_argument("--n", nargs="+", type=int, default=[50, 100, 200])
     ap.add_argument("--draws", type=int, default=500)
     ap.add_argument("--seed", type=int, default=13)
-    ap.add_argument("--out", default="results/ppi_coverage.json")
+    ap.add_argument("--out", default="results/bench/ppi_coverage.json")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
     folder = Path(a.data)

@@ -33,7 +33,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", default="configs/standard.yaml")
     ap.add_argument("--questions", help="a questions.jsonl to audit (default: the config's)")
-    ap.add_argument("--out", default=str(ROOT / "results" / "question_audit.json"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "question_audit.json"))
     args = ap.parse_args(argv)
     from spacelm.lib.synth.screening import audit_table
 

@@ -3,7 +3,7 @@ give an answer?", the mean of P(yes) to the first and P(no) to the second): whic
 known-answer controls, and which one agrees with the phrase check on a run's answers.
 
     python bench/refusal_judge.py [--run results/standard] [--extra-seeds 2]
-                                  [--out results/refusal_judge.json]
+                                  [--out results/bench/refusal_judge.json]
 
 Reads a finished run's config, chunks, questions and answers; loads the run's judge.
 
@@ -110,7 +110,7 @@ def main(argv=None) -> int:
     ap.add_argument("--run", default=str(ROOT / "results" / "standard"))
     ap.add_argument("--extra-seeds", type=int, default=2, help="held-out control sets at the next seeds")
     ap.add_argument("--cache-dir", default=str(ROOT / ".cache" / "spacelm"))
-    ap.add_argument("--out", default=str(ROOT / "results" / "refusal_judge.json"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "refusal_judge.json"))
     args = ap.parse_args(argv)
 
     run = Path(args.run)

@@ -101,7 +101,7 @@ def main(argv=None) -> int:
     ap.add_argument("--pool", type=int, default=100)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--paths", default="torch-fp32,torch-int8,onnx-fp32,onnx-int8")
-    ap.add_argument("--out", default=str(ROOT / "results" / "reranker_speed.json"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "reranker_speed.json"))
     args = ap.parse_args(argv)
     rows = read_jsonl(Path(args.chunks))
     ids, texts = [r["chunk_id"] for r in rows], [r["text"] for r in rows]

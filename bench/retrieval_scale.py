@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     ap.add_argument("--base-chunks", type=int, default=1500)
     ap.add_argument("--scales", default="1,4,16")
     ap.add_argument("--k", type=int, default=100)
-    ap.add_argument("--out", default=str(ROOT / "results" / "retrieval_scale.json"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "retrieval_scale.json"))
     args = ap.parse_args(argv)
 
     cfg = load_config(args.config)

@@ -1,7 +1,7 @@
 """Cost per unit of model work against the physical limit of this machine.
 
     python bench/unit_costs.py [--config configs/standard.yaml] [--questions 4] [--passages 8]
-                               [--writes 6] [--out results/unit_costs.json]
+                               [--writes 6] [--out results/bench/unit_costs.json]
 
 For each unit a run pays for (a graded pair, a question written, an answer written, an answer
 judged) the bench calls spacelm's own library function for that unit (the same code the stages
@@ -152,7 +152,7 @@ def main(argv=None) -> int:
     ap.add_argument("--questions", type=int, default=4, help="golden questions (answers written and judged)")
     ap.add_argument("--passages", type=int, default=8, help="graded passages per question")
     ap.add_argument("--writes", type=int, default=6, help="questions written")
-    ap.add_argument("--out", default=str(ROOT / "results" / "unit_costs.json"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "unit_costs.json"))
     args = ap.parse_args(argv)
 
     from spacelm.lib.answer.answers import _item, generate, judge_answers

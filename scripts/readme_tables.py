@@ -321,7 +321,7 @@ def _short_number(v):
 
 
 def question_audit(root: Path) -> str:
-    before_rel, after_rel = "results/question_audit_before.json", f"{QUESTIONS_DIR}/{names.QUESTION_AUDIT}"
+    before_rel, after_rel = "results/bench/question_audit_before.json", f"{QUESTIONS_DIR}/{names.QUESTION_AUDIT}"
     before = [r for r in _json(root, before_rel)["audit"] if r["task"] == "all" and r["set"] == "run"]
     after = [r for r in _csv(root, after_rel) if r["task"] == "all"]
     rows = [{k: _short_number(v) for k, v in r.items()} for r in before + after]
@@ -375,7 +375,7 @@ def judges_controls(run: str):
 
 
 def judge_injection(root: Path) -> str:
-    rel = "results/judge_injection.json"
+    rel = "results/bench/judge_injection.json"
     d = _json(root, rel)
     rows = [
         {"judge": judge, "variant": v, "r": res[v], "noise": res.get(noise)}
@@ -449,7 +449,7 @@ def position_bias(run: str):
 
 
 def ppi_coverage(root: Path) -> str:
-    rel = "results/ppi_coverage.json"
+    rel = "results/bench/ppi_coverage.json"
     rows = _json(root, rel)["rows"]
     strat = {(r["judge"], r["run"], r["n_human"]): r for r in rows if r.get("sampler") == "stratified"}
     pairs = [(r, strat.get((r["judge"], r["run"], r["n_human"]))) for r in rows if r.get("sampler") == "uniform"]
@@ -470,7 +470,7 @@ def judges_bias(run: str):
 
 
 def judge_independent(root: Path) -> str:
-    rel = "results/judge_independent.json"
+    rel = "results/bench/judge_independent.json"
     d = _json(root, rel)
     rows = []
     for name, m in d["shipped"].items():
@@ -487,7 +487,7 @@ def bench(macro: str, rel: str):
 
 def reranker_ingredients(root: Path) -> str:
     rel = "results/bench/reranker_ingredients.json"
-    conf = _json(root, "results/reranker.json").get("checkpoint") or {}
+    conf = _json(root, "results/bench/reranker.json").get("checkpoint") or {}
     used = {x.get("name") for x in conf.get("sources", []) if not x.get("skipped")}
     # the configured checkpoint's ingredients, named as the bench names a variant
     configured = "+".join(n for n in ("synthetic", "scifact", "pseudo") if n in used)
@@ -495,7 +495,7 @@ def reranker_ingredients(root: Path) -> str:
 
 
 def reranker_speed(root: Path) -> str:
-    rel = "results/reranker_speed.json"
+    rel = "results/bench/reranker_speed.json"
     d = _json(root, rel)
     skipped = [(name, r["skipped"]) for name, r in d["paths"].items() if "skipped" in r]
     return words("bench.reranker_speed", rel=rel, d=d, skipped=skipped)
@@ -504,9 +504,9 @@ def reranker_speed(root: Path) -> str:
 GENERATORS = {
     "standard-question-checks": question_checks,
     "standard-question-audit": question_audit,
-    "reranker": bench("bench.reranker", "results/reranker.json"),
+    "reranker": bench("bench.reranker", "results/bench/reranker.json"),
     "reranker-speed": reranker_speed,
-    "judge-independent-audit": bench("judges.independent_audit", "results/judge_independent.json"),
+    "judge-independent-audit": bench("judges.independent_audit", "results/bench/judge_independent.json"),
     "judge-independent": judge_independent,
     "standard-chunk-sizes": chunk_sizes,
     "standard-chunk-size-differences": size_differences,
@@ -533,7 +533,7 @@ GENERATORS = {
     "standard-judges-bias": judges_bias("standard"),
     "standard-controls-vintage": controls_vintage("standard"),
     "standard-control-gaps": control_gaps(ANSWERS_RUN, f"configs/{ANSWERS_RUN}.yaml"),
-    "control-gaps-by-kind": bench("judges.gaps_by_kind", "results/control_gaps.json"),
+    "control-gaps-by-kind": bench("judges.gaps_by_kind", "results/bench/control_gaps.json"),
     "judge-injection": judge_injection,
     "quick-stage-seconds": stage_seconds,
     "quick-findings": lambda root: findings(root, "quick"),
@@ -545,19 +545,19 @@ GENERATORS = {
     "judge-reference-position-bias": position_bias("judge-reference"),
     "judge-controls": judges_controls("judge-controls"),
     "judge-controls-vintage": controls_vintage("judge-controls"),
-    "judge-variants": bench("judges.variants", "results/judge_variants.json"),
+    "judge-variants": bench("judges.variants", "results/bench/judge_variants.json"),
     "ppi-coverage": ppi_coverage,
-    "beir-anchor": bench("bench.beir", "results/beir_anchor.json"),
+    "beir-anchor": bench("bench.beir", "results/bench/beir_anchor.json"),
     "reranker-ablation": bench("bench.reranker_ablation", "results/bench/reranker_ablation.json"),
     "reranker-ingredients": reranker_ingredients,
     "standard-screening": standard_screening,
     "standard-found": standard_found,
-    "retrieval-scale": bench("bench.retrieval_scale", "results/retrieval_scale.json"),
-    "llm-throughput": bench("bench.llm_throughput", "results/llm_throughput.json"),
-    "unit-costs": bench("bench.unit_costs", "results/unit_costs.json"),
-    "left-out-costs": bench("bench.left_out_costs", "results/left_out_costs.json"),
-    "citations": bench("bench.citations", "results/citations_bench.json"),
-    "gate": bench("bench.gate", "results/gate_calibration.json"),
+    "retrieval-scale": bench("bench.retrieval_scale", "results/bench/retrieval_scale.json"),
+    "llm-throughput": bench("bench.llm_throughput", "results/bench/llm_throughput.json"),
+    "unit-costs": bench("bench.unit_costs", "results/bench/unit_costs.json"),
+    "left-out-costs": bench("bench.left_out_costs", "results/bench/left_out_costs.json"),
+    "citations": bench("bench.citations", "results/bench/citations_bench.json"),
+    "gate": bench("bench.gate", "results/bench/gate_calibration.json"),
 }
 
 
