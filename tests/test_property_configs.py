@@ -7,8 +7,8 @@ Each draw: exit 0, a report whose every table cell is a number, a dash or words 
 `None`, a Python repr), no traceback in the report or the run's log. The fast tier draws 25
 configs, the slow tier 200. Stages that do not depend on a drawn key are reused across draws
 (one processed folder per chunk size), so a draw costs its model stages and the report. The
-notebooks are not executed here (`--no-notebooks`: a kernel per notebook costs more than a draw);
-tests/test_notebooks.py executes them on the tiny run."""
+notebooks run in this process against each draw's run (`notebook_errors`: a kernel per notebook costs
+more than a draw); tests/test_notebooks.py executes them in kernels on the tiny run."""
 
 from __future__ import annotations
 
@@ -218,10 +218,75 @@ def assert_report(code: int, run: Path) -> None:
     assert "Traceback" not in log, log[log.index("Traceback") - 300 :][:3000]
 
 
+def _shown(value) -> str:
+    """What a notebook shows of a value: its HTML when it has one (a frame, a styled table), else its repr."""
+    html = getattr(value, "_repr_html_", None)
+    return html() if callable(html) else repr(value)
+
+
+def notebook_errors(run: Path, monkeypatch) -> dict[str, str]:
+    """Each notebook's code cells run in this process against the draw's run folder, reuse-only, as
+    its kernel runs them (a cell's last expression and every `display` shown as HTML); {notebook: the
+    failing cell's error}. In process rather than one kernel per notebook: a kernel costs more than a
+    draw, and a cell's error is the same in both."""
+    from spacelm.config import load_config
+    from spacelm.notebooks import NOTEBOOK_STAGES, notebook_dir, readable_config
+    from spacelm.stages import stages_for
+    from spacelm.stages.base import REUSE_ONLY_ENV
+
+    config = readable_config(run / "config.resolved.yaml").resolve()
+    cfg = load_config(config)
+    present = {st.name for st in stages_for(cfg)}
+    folder = notebook_dir(cfg)
+    errors = {}
+    with monkeypatch.context() as m:  # undone before the next draw (hypothesis reuses the test's monkeypatch)
+        m.setenv("SPACELM_CONFIG", str(config))
+        m.setenv(REUSE_ONLY_ENV, "1")
+        m.chdir(folder)
+        for src in sorted(folder.glob("[0-9][0-9]_*.ipynb")):
+            stage = NOTEBOOK_STAGES.get(src.name[:2])
+            if stage and stage not in present:
+                continue  # the notebook of a stage this run does not have is skipped, as execute_notebooks does
+            error = _run_cells(src)
+            if error:
+                errors[src.name] = error
+    return errors
+
+
+def _run_cells(src: Path) -> str | None:
+    """The notebook's code cells run in one namespace; the first failing cell's error, or None."""
+    import ast
+    import traceback
+
+    import matplotlib.pyplot as plt
+    import nbformat
+
+    ns = {"__name__": "__main__", "display": lambda *values, **kw: [_shown(v) for v in values]}
+    try:
+        for n, cell in enumerate(nbformat.read(src, as_version=4).cells):
+            if cell.cell_type != "code":
+                continue
+            tree = ast.parse(cell.source)
+            last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+            try:
+                exec(compile(tree, f"{src.name} cell {n}", "exec"), ns)
+                if last is not None:
+                    value = eval(compile(ast.Expression(last.value), f"{src.name} cell {n}", "eval"), ns)
+                    if value is not None:
+                        _shown(value)
+            except Exception:
+                return f"cell {n}: " + traceback.format_exc(limit=-4)
+        return None
+    finally:
+        plt.close("all")
+
+
 def _check(project, monkeypatch, drawn):
     tmp, raw = project
     code, run = run_draw(tmp, raw, drawn, monkeypatch)
     assert_report(code, run)
+    errors = notebook_errors(run, monkeypatch)
+    assert not errors, "\n".join(f"{name}: {e}" for name, e in errors.items())
 
 
 # no shrinking: each draw is a whole run (seconds); the failing draw is printed as drawn

@@ -15,7 +15,7 @@ import numpy as np
 from ..config import Config
 from ..lib import names
 from ..lib.answer.answerability import COLUMNS as ANSWERABILITY_COLUMNS
-from ..lib.answer.answerability import agreement, answerability_row, threshold_sweep
+from ..lib.answer.answerability import agreement, answerability_row, refusal_metrics, threshold_sweep
 from ..lib.answer.answers import (
     JUDGE_STYLE,
     asks_verdict,
@@ -305,7 +305,9 @@ def write_tables(
         pd.DataFrame(ans_rows).reindex(columns=list(dict.fromkeys(ANSWERABILITY_COLUMNS + list(ans_rows[0])))),
         out(files.answerability),
     )
-    write_dataframe(pd.DataFrame(sweep), out(files.answerability_sweep))
+    # its columns even when there is no sweep (the gate off): the notebook and a reader still parse it
+    sweep_columns = ["threshold", *refusal_metrics([])]
+    write_dataframe(pd.DataFrame(sweep, columns=sweep_columns), out(files.answerability_sweep))
     points = {
         f"gate {r['gate']}": (
             r["false_refusal_rate"],
