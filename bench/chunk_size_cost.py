@@ -29,7 +29,7 @@ from spacelm.config import load_config  # noqa: E402
 from spacelm.lib.ingest.chunking import chunk_documents  # noqa: E402
 from spacelm.lib.synth.golden import load_golden  # noqa: E402
 from spacelm.pipeline import run_stages  # noqa: E402
-from spacelm.stages.data import golden_path, load_documents  # noqa: E402
+from spacelm.runner.data import golden_path, load_documents  # noqa: E402
 
 
 def time_encoder(spec: str, texts: list[str], passage_prefix: str = "") -> float:

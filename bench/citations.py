@@ -31,7 +31,7 @@ from spacelm.lib.answer.claims import split_claims  # noqa: E402
 from spacelm.lib.llm import open_llm  # noqa: E402
 from spacelm.lib.stats import bootstrap_ci  # noqa: E402
 from spacelm.lib.synth.golden import load_golden, locate_samples  # noqa: E402
-from spacelm.stages.data import golden_path, load_chunks, load_questions  # noqa: E402
+from spacelm.runner.data import golden_path, load_chunks, load_questions  # noqa: E402
 
 
 def contexts(questions: list[dict], chunks: list, n_wrong: int, seed: int) -> list[dict]:

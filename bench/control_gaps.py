@@ -39,8 +39,8 @@ from spacelm.config.load import load_config  # noqa: E402
 from spacelm.lib.io import write_json  # noqa: E402
 from spacelm.lib.judge import validity as J  # noqa: E402
 from spacelm.lib.stats import wilson_ci  # noqa: E402
-from spacelm.stages.base import ModelTurns  # noqa: E402
-from spacelm.stages.data import load_chunks, load_questions  # noqa: E402
+from spacelm.runner.base import ModelTurns  # noqa: E402
+from spacelm.runner.data import load_chunks, load_questions  # noqa: E402
 from spacelm.stages.judge_check import flagged_summary, generator_outputs  # noqa: E402
 
 

@@ -29,7 +29,7 @@ from spacelm.lib.answer.answerability import refusal_metrics  # noqa: E402
 from spacelm.lib.answer.gate import score_items  # noqa: E402
 from spacelm.lib.retrieval.systems import Encoder, build_systems  # noqa: E402
 from spacelm.lib.stats import auc, bootstrap_ci  # noqa: E402
-from spacelm.stages.data import load_chunks, load_questions  # noqa: E402
+from spacelm.runner.data import load_chunks, load_questions  # noqa: E402
 
 
 def main() -> None:

@@ -35,8 +35,8 @@ from spacelm.lib.answer.facts import fact_check  # noqa: E402
 from spacelm.lib.answer.failures import non_answer  # noqa: E402
 from spacelm.lib.io import write_json  # noqa: E402
 from spacelm.lib.stats import wilson_ci  # noqa: E402
-from spacelm.stages.base import ModelTurns  # noqa: E402
-from spacelm.stages.data import golden_questions, load_chunks  # noqa: E402
+from spacelm.runner.base import ModelTurns  # noqa: E402
+from spacelm.runner.data import golden_questions, load_chunks  # noqa: E402
 
 
 def share(values: list[bool]) -> dict:

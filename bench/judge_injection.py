@@ -39,8 +39,8 @@ from spacelm.config.load import load_config  # noqa: E402
 from spacelm.lib.io import write_json  # noqa: E402
 from spacelm.lib.judge import validity as J  # noqa: E402
 from spacelm.lib.stats import cluster_t  # noqa: E402
-from spacelm.stages.base import ModelTurns  # noqa: E402
-from spacelm.stages.data import load_chunks, load_questions  # noqa: E402
+from spacelm.runner.base import ModelTurns  # noqa: E402
+from spacelm.runner.data import load_chunks, load_questions  # noqa: E402
 
 NEUTRAL = " Operators review such figures each quarter with the flight dynamics team."
 NEUTRAL_ANSWER = " (The figures are reviewed each quarter with the flight dynamics team.)"

@@ -31,7 +31,7 @@ from spacelm.lib.llm.scores import score_choices  # noqa: E402
 def judge_prompts(cfg, n_q: int, n_p: int, seed: int = 0) -> list[tuple[int, list]]:
     """(question index, messages) for n_q golden questions × n_p random chunks, question-major."""
     from spacelm.lib.synth.golden import load_golden
-    from spacelm.stages.data import load_chunks
+    from spacelm.runner.data import load_chunks
 
     rng = random.Random(seed)
     chunks = load_chunks(cfg)

@@ -550,7 +550,7 @@ def c14_never(p: Probe):
 
 @case("14 report while another process holds the run folder", "exit 4 (`--wait` queues)")
 def c14_lock(p: Probe):
-    from spacelm.stages.lock import folder_lock
+    from spacelm.runner.lock import folder_lock
 
     run = p.project / "results" / "locked"
     run.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,7 @@ from spacelm.lib.io import read_jsonl, write_json  # noqa: E402
 from spacelm.lib.synth.checks import premise_contexts  # noqa: E402
 from spacelm.lib.synth.questions import boilerplate_chunks  # noqa: E402
 from spacelm.lib.tables import markdown_table  # noqa: E402
-from spacelm.stages.data import golden_questions, load_chunks, questions_path  # noqa: E402
+from spacelm.runner.data import golden_questions, load_chunks, questions_path  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -38,7 +38,7 @@ from spacelm.lib.io import read_jsonl, write_json  # noqa: E402
 from spacelm.lib.judge.validity import REFUSAL_JUDGE, build_controls, controls_table  # noqa: E402
 from spacelm.lib.llm.frontend import open_llm  # noqa: E402
 from spacelm.lib.llm.scores import verdict_of  # noqa: E402
-from spacelm.stages.data import load_chunks, load_questions  # noqa: E402
+from spacelm.runner.data import load_chunks, load_questions  # noqa: E402
 
 READINGS = {
     "asked one way (declines?)": "p_yes_declines",

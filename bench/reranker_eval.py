@@ -230,7 +230,7 @@ def main(argv=None) -> int:
     from spacelm.lib.llm.models import TRAINED_META, is_trained, resolve_model_path, trained_folder, trained_name
     from spacelm.lib.retrieval.systems import BM25Retriever, CrossEncoderReranker, DenseRetriever
     from spacelm.lib.synth.checks import boilerplate_reason
-    from spacelm.stages.data import golden_questions, load_chunks
+    from spacelm.runner.data import golden_questions, load_chunks
     from spacelm.stages.retrieve import gold_qrels
 
     cfg = load_config(args.config, sets=args.overrides)

@@ -67,8 +67,8 @@ def main(argv=None) -> int:
 
     from spacelm.config import load_config
     from spacelm.lib.io import write_json
+    from spacelm.runner.base import execute
     from spacelm.stages import train_reranker
-    from spacelm.stages.base import execute
 
     base = load_config(args.config)
     out_p = Path(args.out)

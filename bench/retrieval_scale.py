@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from spacelm.config import BM25Config, DenseConfig, load_config  # noqa: E402
 from spacelm.lib.retrieval.systems import BM25Retriever, DenseRetriever, Encoder  # noqa: E402
-from spacelm.stages.data import load_chunks  # noqa: E402
+from spacelm.runner.data import load_chunks  # noqa: E402
 
 
 class _Precomputed(Encoder):

@@ -133,7 +133,7 @@ def material(cfg, n_questions: int, n_passages: int):
     from spacelm.lib.retrieval.systems import BM25Retriever
     from spacelm.lib.synth.golden import load_golden
     from spacelm.pipeline import run_stages
-    from spacelm.stages.data import load_chunks
+    from spacelm.runner.data import load_chunks
 
     run_stages(cfg, upto="chunk")
     chunks = load_chunks(cfg)

@@ -19,8 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from spacelm.config import load_config  # noqa: E402
+from spacelm.runner.manifest import record_outputs  # noqa: E402
 from spacelm.stages import stages_for  # noqa: E402
-from spacelm.stages.manifest import record_outputs  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -116,7 +116,7 @@ def refuse_on_problems(cfg: Config, command: str, stages: list[str] | None = Non
 
 # --------------------------------------------------------------------------- the checks
 def _shown(cfg: Config, p: Path) -> str:
-    from .stages.base import display_path
+    from .runner.base import display_path
 
     return display_path(cfg, Path(p))
 
@@ -188,7 +188,7 @@ def _corpus_folder(cfg: Config, rep: CheckReport) -> bool:
 def _golden(cfg: Config, rep: CheckReport) -> list | None:
     """The valid golden samples (every bad line one error), None when the file cannot be read."""
     from .lib.synth.golden import read_golden
-    from .stages.data import golden_path
+    from .runner.data import golden_path
 
     path = golden_path(cfg)
     samples, problems = read_golden(path, min_per_task=cfg.synth.n_fewshot, tasks=tuple(cfg.synth.tasks))
@@ -208,9 +208,9 @@ def _golden(cfg: Config, rep: CheckReport) -> list | None:
 def _chunks(cfg: Config, rep: CheckReport) -> list | None:
     """The chunks a run would search: the chunk stage's when ingest and chunk are up to date,
     else ingested and chunked in memory. None (with an error) when no document is usable."""
+    from .runner.base import freshness
+    from .runner.data import chunks_path, load_chunks
     from .stages import BY_NAME
-    from .stages.base import freshness
-    from .stages.data import chunks_path, load_chunks
 
     if chunks_path(cfg).is_file() and all(freshness(BY_NAME[s], cfg)[0] == "up to date" for s in ("ingest", "chunk")):
         chunks = load_chunks(cfg)
@@ -248,7 +248,7 @@ def _corpus_size(cfg: Config, chunks: list, rep: CheckReport) -> None:
 def _passages(cfg: Config, golden: list, chunks: list | None, rep: CheckReport) -> None:
     """Every answerable sample's passage (or chunk id) found in a chunk: one error line per sample."""
     from .lib.synth.golden import locate_samples, not_found_message
-    from .stages.data import golden_path
+    from .runner.data import golden_path
 
     answerable = [s for s in golden if s.answerable]
     if chunks is None:

@@ -69,7 +69,7 @@ def version_line(version: str) -> str:
     it runs from a git checkout; "+dirty" when tracked files differ from it)."""
     from pathlib import Path
 
-    from .stages.provenance import git_commit
+    from .runner.provenance import git_commit
 
     commit = git_commit(str(Path(__file__).resolve().parent))
     return f"spacelm {version}" + (f" (commit {commit})" if commit else " (not a git checkout: no commit)")
@@ -78,7 +78,7 @@ def version_line(version: str) -> str:
 def _stage_cmd(name: str):
     def cmd(args) -> int:
         from .pipeline import run_stages, write_folders
-        from .stages.lock import folder_locks
+        from .runner.lock import folder_locks
 
         cfg = _cfg(args)
         with folder_locks(write_folders(cfg), wait=args.wait):
@@ -198,7 +198,7 @@ def cmd_report(args) -> int:
     from .lib.io import InputError
     from .lib.names import MANIFEST
     from .pipeline import write_folders
-    from .stages.lock import folder_locks
+    from .runner.lock import folder_locks
 
     cfg = _cfg(args)
     manifest = cfg.run_dir / MANIFEST
@@ -241,7 +241,7 @@ def record_report(cfg):
     """The findings (recomputed when their inputs changed: rules or wording of a later commit) and
     the report, each put into the run's manifest with its outputs' hashes as a one-stage command
     does, so the committed manifest keeps describing the files beside it."""
-    from .stages.manifest import Manifest
+    from .runner.manifest import Manifest
     from .stages.report import build_report
 
     manifest, done = Manifest(cfg, command="report"), []
@@ -274,7 +274,7 @@ def cmd_label(args) -> int:
         run = [f"run_name={folder.name}", f"paths.results_dir={folder.parent.resolve()}"]
     cfg = load_config(args.config, sets=(args.set or []) + run)
     from .pipeline import write_folders
-    from .stages.lock import folder_locks
+    from .runner.lock import folder_locks
 
     if args.action == "export":
         if not args.out:
@@ -291,7 +291,7 @@ def cmd_label(args) -> int:
         return 0
     if not args.source:
         raise InputError("label import: --from DIR, the export folder holding labels/<batch>.labels.jsonl")
-    from .stages.manifest import Manifest
+    from .runner.manifest import Manifest
 
     with folder_locks(write_folders(cfg), wait=args.wait):
         record = stage.import_labels(cfg, args.source, args.assessor)
@@ -946,8 +946,8 @@ def main(argv=None) -> int:
     from .lib.io import InputError, describe_os_error
     from .lib.llm.models import ModelNotFound
     from .lib.llm.types import BackendError, BackendUnavailable
-    from .stages.base import StaleStage
-    from .stages.lock import RunLocked
+    from .runner.base import StaleStage
+    from .runner.lock import RunLocked
 
     args = build_parser().parse_args(argv)
     setup_logging(args.progress)

@@ -49,7 +49,7 @@ def write_resolved_config(cfg: Config) -> Path:
     import yaml
 
     from .lib.io import write_text
-    from .stages.provenance import machine_free
+    from .runner.provenance import machine_free
 
     path = cfg.run_dir / RESOLVED_NAME
     local = path.parent / LOCAL_RESOLVED_NAME
@@ -89,7 +89,7 @@ def execute_notebook(
     from nbclient import NotebookClient
 
     from .lib.io import atomic_open
-    from .stages.base import REUSE_ONLY_ENV
+    from .runner.base import REUSE_ONLY_ENV
 
     nb = nbformat.read(src, as_version=4)
     saved = {k: os.environ.get(k) for k in ("SPACELM_CONFIG", REUSE_ONLY_ENV)}
@@ -238,7 +238,7 @@ def notebook_config(
 
     A resolved config's relative `project_root` resolves from the file's own folder."""
     from .config import load_config
-    from .stages.base import REUSE_ONLY_ENV
+    from .runner.base import REUSE_ONLY_ENV
 
     env = os.environ.get("SPACELM_CONFIG")
     here = Path.cwd().resolve()
@@ -316,7 +316,7 @@ def describe_stage(cfg: Config, name: str, summary: dict | None = None) -> str:
     else:
         model = f"; {calls} model calls, {hits} answered from the cache" if llm else ""
         line = f"{name}: computed in this run ({rec.get('seconds', 0):.0f} s{model})"
-    if stale:  # a committed run read as it is (stages.base.read_as_committed)
+    if stale:  # a committed run read as it is (runner.base.read_as_committed)
         more = f"; and {len(stale) - 3} more" if len(stale) > 3 else ""
         line += (
             f"\n  shown as committed: the code or config changed since this run ({'; '.join(stale[:3])}{more}); "
@@ -328,7 +328,7 @@ def describe_stage(cfg: Config, name: str, summary: dict | None = None) -> str:
 def _explicit_config(given: Path, here: Path, recompute: bool | None) -> Config:
     """The config a parameters cell names (see `notebook_config`)."""
     from .config import load_config
-    from .stages.base import REUSE_ONLY_ENV
+    from .runner.base import REUSE_ONLY_ENV
 
     found = next((d / given for d in [here, *here.parents] if (d / given).exists()), None)
     if given.is_absolute() or found is None:

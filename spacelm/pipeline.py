@@ -14,12 +14,12 @@ from pathlib import Path
 from .config import Config, ConfigError
 from .lib.names import MANIFEST
 from .lib.records import StageSummary
+from .runner.base import execute, freshness, stage_inputs
+from .runner.lock import folder_locks
+from .runner.manifest import Manifest, output_hashes
+from .runner.provenance import git_tracked
+from .runner.runlog import run_log
 from .stages import BY_NAME, LAST, STAGES, stages_for
-from .stages.base import execute, freshness, stage_inputs
-from .stages.lock import folder_locks
-from .stages.manifest import Manifest, output_hashes
-from .stages.provenance import git_tracked
-from .stages.runlog import run_log
 
 log = logging.getLogger("spacelm")
 
@@ -169,8 +169,8 @@ def status(cfg: Config) -> list[dict]:
     hashes and its config is unchanged (`from_manifest` is then true). `spacelm run` still
     recomputes such a stage, having no stamp for it (so the committed run can be re-made cold);
     notebooks reading the run folder reuse it."""
-    from .stages.base import committed_state
-    from .stages.provenance import read_manifest
+    from .runner.base import committed_state
+    from .runner.provenance import read_manifest
 
     data = read_manifest(cfg.run_dir / MANIFEST)
     rows, recompute = [], set()

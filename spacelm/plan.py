@@ -44,7 +44,7 @@ from .lib.llm.dry_run import (
 )
 from .lib.report.power import power_table
 from .pipeline import status
-from .stages.data import (
+from .runner.data import (
     chunks_path,
     documents_path,
     golden_path,
@@ -281,7 +281,7 @@ class Replayed:
 
 
 class PlanTurns:
-    """The stand-in for a stage's :class:`~spacelm.stages.base.ModelTurns`: `spacelm plan` runs
+    """The stand-in for a stage's :class:`~spacelm.runner.base.ModelTurns`: `spacelm plan` runs
     the stage's own `compute` against it. Each `use` is answered by the role's
     :class:`~spacelm.lib.llm.dry_run.PlanLLM` and counted as phase `phase` of the stage (`basis(phase)`
     says what the count rests on); a use that makes a call loads its engine unless the same
@@ -522,8 +522,8 @@ def _rankings(p: Planner, inp: Inputs, cfg_q: Config) -> dict:
 def _golden_set(p: Planner, inp: Inputs, questions: list[dict]):
     """Table 1's golden question set as the grade stage would read it (its rankings, or stand-ins
     before retrieve has ranked them), or None when the config grades the run's questions alone."""
+    from .runner.data import golden_rankings_path, golden_set
     from .stages import gold_check
-    from .stages.data import golden_rankings_path, golden_set
 
     if not gold_check.enabled(p.cfg):
         return None

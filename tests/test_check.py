@@ -158,7 +158,7 @@ def test_status_prints_the_problems_and_exits_2(tmp_path, capsys):
 def test_refused_run_writes_nothing(tmp_path, capsys, monkeypatch):
     """`spacelm run` refuses before its locks, the resolved config and the manifest: a committed
     run folder's config.resolved.yaml is left as it was, and no stage runs."""
-    from spacelm.stages import base
+    from spacelm.runner import base
 
     def no_stage(*a, **k):
         raise AssertionError("a stage ran")

@@ -57,7 +57,7 @@ def test_flag_before_is_not_reset_after():
 def test_run_log_file(tmp_path):
     from types import SimpleNamespace
 
-    from spacelm.stages.runlog import log_path, run_log
+    from spacelm.runner.runlog import log_path, run_log
 
     cfg = SimpleNamespace(run_dir=tmp_path / "results" / "r", run_name="r", source="configs/x.yaml")
     log = logging.getLogger("spacelm.test")

@@ -96,7 +96,7 @@ def test_report_of_a_run_that_never_ran_is_exit_2(tiny_config_file, capsys):
 
 def test_report_takes_the_run_lock(tiny_config_file, capsys):
     """Defect #14: `report` wrote while another process held the folder."""
-    from spacelm.stages.lock import folder_lock
+    from spacelm.runner.lock import folder_lock
 
     cfg, run = tiny_config_file
     run.mkdir(parents=True)

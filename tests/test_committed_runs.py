@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from spacelm.pipeline import CommittedRun, refuse_rewriting_committed
-from spacelm.stages.provenance import git_tracked
+from spacelm.runner.provenance import git_tracked
 
 
 def _repo(tmp_path):

@@ -1,6 +1,7 @@
 """The package's layers, bottom up: lib (functions of data), config (the run's settings, which
-builds lib's parameter objects), stages (the run folder), then pipeline, notebooks and the
-command line; a module imports only its own layer or lower ones, and no import cycle anywhere.
+builds lib's parameter objects), runner (the stage machinery: declaration, staleness, manifest,
+lock), stages (the run folder), then pipeline, notebooks and the command line; a module imports
+only its own layer or lower ones, and no import cycle anywhere.
 
 An import is an `import` or `from ... import` statement anywhere in the source (top level, under
 TYPE_CHECKING, inside a function) or a dynamic one: a call of `importlib.import_module`,
@@ -97,9 +98,11 @@ def _layer(module: str) -> int:
         return 0
     if module.startswith("spacelm.config"):
         return 1
-    if module.startswith("spacelm.stages"):
+    if module.startswith("spacelm.runner"):
         return 2
-    return 3  # spacelm, spacelm.cli, spacelm.pipeline, spacelm.notebooks
+    if module.startswith("spacelm.stages"):
+        return 3
+    return 4  # spacelm, spacelm.cli, spacelm.pipeline, spacelm.notebooks
 
 
 def test_no_import_cycles():
@@ -146,13 +149,13 @@ def test_config_sits_above_lib():
     """The rule itself: config may import lib; lib may import neither config nor stages."""
     assert _against_layers({"spacelm.config.schema": {"spacelm.lib.retrieval.systems"}}) == []
     graph = {
-        "spacelm.lib.retrieval.systems": {"spacelm.config", "spacelm.stages.base"},
+        "spacelm.lib.retrieval.systems": {"spacelm.config", "spacelm.runner.base"},
         "spacelm.config": {"spacelm.cli"},
     }
     assert sorted(_against_layers(graph)) == [
         ("spacelm.config", "spacelm.cli"),
         ("spacelm.lib.retrieval.systems", "spacelm.config"),
-        ("spacelm.lib.retrieval.systems", "spacelm.stages.base"),
+        ("spacelm.lib.retrieval.systems", "spacelm.runner.base"),
     ]
 
 

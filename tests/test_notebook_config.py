@@ -19,8 +19,8 @@ from spacelm.notebooks import (
     notebook_config,
     write_resolved_config,
 )
-from spacelm.stages.base import REUSE_ONLY_ENV
-from spacelm.stages.provenance import OUTSIDE
+from spacelm.runner.base import REUSE_ONLY_ENV
+from spacelm.runner.provenance import OUTSIDE
 
 ROOT = Path(__file__).resolve().parents[1]
 

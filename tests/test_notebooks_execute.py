@@ -32,9 +32,9 @@ def test_notebook_runs_on_the_quick_run_without_a_model(nb, tmp_path, monkeypatc
     from nbclient import NotebookClient
 
     from spacelm.config import load_config
+    from spacelm.runner.base import execute
+    from spacelm.runner.data import chunks_path
     from spacelm.stages import BY_NAME
-    from spacelm.stages.base import execute
-    from spacelm.stages.data import chunks_path
 
     cfg = load_config(QUICK / "config.resolved.yaml")
     if not chunks_path(cfg).is_file() and not cfg.path(cfg.corpus.raw_dir).is_dir():

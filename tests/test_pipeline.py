@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from spacelm.pipeline import run_stages
-from spacelm.stages.manifest import Manifest
+from spacelm.runner.manifest import Manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -195,7 +195,7 @@ def test_after_a_run_the_exact_counts_are_the_calls_the_stages_made(cfg, monkeyp
     from spacelm.lib.io import read_jsonl
     from spacelm.lib.llm.cache import CallCache
     from spacelm.pipeline import run_stages
-    from spacelm.stages.base import models_opened_by
+    from spacelm.runner.base import models_opened_by
 
     monkeypatch.setattr(retrieval, "Encoder", HashEncoder)
     opener = lambda c, d=None: LLM(c, CallCache(Path(d) / "llm_calls.sqlite") if d else None, StandIn())
@@ -337,7 +337,7 @@ def test_the_plan_counts_the_golden_question_set_in_the_same_grading_turn(cfg, m
     one batch of relevance grades (no validity pairs of their own), and nothing else changes."""
     from spacelm.lib.judge.relevance import table_systems
     from spacelm.plan import stand_in_rankings, typical_order
-    from spacelm.stages.data import golden_set
+    from spacelm.runner.data import golden_set
 
     _no_models(monkeypatch)
     cfg.grading.top_k = [3]

@@ -181,7 +181,7 @@ def run_draw(tmp: Path, raw: Path, drawn: dict, monkeypatch) -> tuple[int, Path]
     from spacelm import cli
     from spacelm.lib.llm import LLM
     from spacelm.lib.llm.cache import CallCache
-    from spacelm.stages.base import models_opened_by
+    from spacelm.runner.base import models_opened_by
 
     shutil.rmtree(tmp / "draw", ignore_errors=True)
     (tmp / "draw").mkdir()
@@ -231,8 +231,8 @@ def notebook_errors(run: Path, monkeypatch) -> dict[str, str]:
     draw, and a cell's error is the same in both."""
     from spacelm.config import load_config
     from spacelm.notebooks import NOTEBOOK_STAGES, notebook_dir, readable_config
+    from spacelm.runner.base import REUSE_ONLY_ENV
     from spacelm.stages import stages_for
-    from spacelm.stages.base import REUSE_ONLY_ENV
 
     config = readable_config(run / "config.resolved.yaml").resolve()
     cfg = load_config(config)

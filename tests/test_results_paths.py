@@ -1,6 +1,6 @@
 """No committed file under results/ names a machine path (issue 42): a run's files say paths
 relative to the project, `models:`/`package:`, `~/…` or `<outside the project>/<name>`
-(spacelm/stages/manifest.py:public_path). Fails naming each file and line."""
+(spacelm/runner/manifest.py:public_path). Fails naming each file and line."""
 
 from __future__ import annotations
 

@@ -47,8 +47,8 @@ def test_every_passage_is_verbatim_in_the_cleaned_corpus(tmp_path):
     """The suite's own ingest, then each passage located as a span of its document."""
     from spacelm.config import load_config
     from spacelm.lib.retrieval.span_gold import locate_passage
+    from spacelm.runner.data import load_documents
     from spacelm.stages import ingest
-    from spacelm.stages.data import load_documents
 
     cfg = load_config(
         ROOT / "configs" / "standard.yaml",

@@ -5,8 +5,8 @@ Pipeline order: ingest → chunk → synth → retrieve → judge-check → grad
 the report is built last from the files they wrote (`report.py`): `spacelm run` builds it after
 the notebooks, so `run_stages` leaves it out (see `LAST`)."""
 
+from ..runner.base import Stage
 from . import answer, chunk, chunk_sizes, findings, grade, ingest, judge_check, report, retrieve, synth, train_reranker
-from .base import Stage
 
 STAGES: list[Stage] = [
     ingest.STAGE,

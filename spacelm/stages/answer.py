@@ -47,8 +47,8 @@ from ..lib.io import write_dataframe, write_json, write_jsonl, write_text
 from ..lib.judge.relevance import clustering, select_questions
 from ..lib.names import scale
 from ..lib.sample import sample_size
-from .base import ModelTurns, Stage, execute
-from .data import chunks_path, load_chunks, load_questions, load_rankings, questions_path, rankings_path
+from ..runner.base import ModelTurns, Stage, execute
+from ..runner.data import chunks_path, load_chunks, load_questions, load_rankings, questions_path, rankings_path
 
 
 class AnswerFiles(NamedTuple):

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..config import Config
 from ..lib import names
 from ..lib.io import InputError, read_jsonl
-from .data import chunks_path, load_chunks, questions_path
+from ..runner.data import chunks_path, load_chunks, questions_path
 
 
 def corpus_missing_error(cfg: Config) -> InputError:

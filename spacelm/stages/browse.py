@@ -202,8 +202,8 @@ def _run_chunks(cfg: Config, run_dir: Path) -> tuple[dict, str, dict]:
     made again by ingest and chunk of the corpus folder in memory ("rebuilt": no model, nothing
     written), with how they compare with what the run recorded (`beir_export.check_against_run`);
     ({}, "missing", {}) when neither the chunks nor the corpus folder is on this machine."""
+    from ..runner.data import chunks_path
     from .beir_export import check_against_run, chunks_for_export, corpus_missing_error
-    from .data import chunks_path
 
     if not chunks_path(cfg).is_file() and not cfg.path(cfg.corpus.raw_dir).is_dir():
         return {}, "missing", {"why": str(corpus_missing_error(cfg))}

@@ -6,8 +6,8 @@ from ..config import Config
 from ..lib import names
 from ..lib.ingest.chunking import Chunk, chunk_documents
 from ..lib.io import write_dataframe, write_jsonl
-from .base import Stage, execute
-from .data import chunks_path, documents_path, load_documents
+from ..runner.base import Stage, execute
+from ..runner.data import chunks_path, documents_path, load_documents
 
 
 def outputs(cfg: Config):

@@ -59,7 +59,7 @@ def question_rows(r, k_values, budgets) -> list[dict]:
     its `reading` rankings): hit, coverage, chunks and tokens read, and the question's document."""
     from ..lib.retrieval.budget import read_top_k, read_within_budget, reading
     from ..lib.retrieval.span_gold import ChunkSpan
-    from .data import question_spans
+    from ..runner.data import question_spans
 
     spans = question_spans(r.questions)
     by_id = {c.chunk_id: ChunkSpan(c.chunk_id, c.doc_id, c.char_start, c.char_end) for c in r.chunks}

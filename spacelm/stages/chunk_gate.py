@@ -140,7 +140,7 @@ def gate_before_run(cfg: Config) -> dict:
     """The gate as a run would meet it, with no model: the documents (ingest's file, or ingested
     in memory) chunked at every size; {} when the study grades nothing."""
     from ..lib.ingest.chunking import chunk_documents
-    from .data import documents_path, load_documents
+    from ..runner.data import documents_path, load_documents
 
     cs = cfg.chunk_study
     if not cs.sizes or not cs.grade_questions:

@@ -20,9 +20,8 @@ from typing import NamedTuple
 from ..config import Config
 from ..lib import names
 from ..lib.io import InputError, write_dataframe, write_jsonl
-from . import chunk_budget
-from .base import ModelTurns, Stage, execute
-from .data import (
+from ..runner.base import ModelTurns, Stage, execute
+from ..runner.data import (
     documents_path,
     golden_path,
     golden_questions,
@@ -31,6 +30,7 @@ from .data import (
     load_questions,
     questions_path,
 )
+from . import chunk_budget
 
 
 def study_dir(cfg: Config):
@@ -75,7 +75,7 @@ def question_sets(cfg: Config, docs) -> dict[str, list[dict]]:
 
 def on_chunks(questions: list[dict], chunks: list) -> list[dict]:
     """The questions placed on another chunking: source chunk = the chunk sharing most of the span."""
-    from .data import _place
+    from ..runner.data import _place
 
     moved = [dict(q, source_chunk_id=None) for q in questions]
     _place(moved, {c.chunk_id: c for c in chunks})

@@ -33,7 +33,7 @@ def _kept_questions(cfg: Config) -> int:
     """Questions the retrieval stage will rank (kept synthetic ones, answerable or not)."""
     import json
 
-    from .data import questions_path
+    from ..runner.data import questions_path
 
     p = questions_path(cfg)
     if not p.is_file():
@@ -43,7 +43,7 @@ def _kept_questions(cfg: Config) -> int:
 
 
 def corpus_chunks(cfg: Config) -> int:
-    from .data import chunks_path
+    from ..runner.data import chunks_path
 
     return _lines(chunks_path(cfg))
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..config import Config
 from ..lib import names
-from .base import Stage, execute
+from ..runner.base import Stage, execute
 
 # the files it reads, relative to the run folder
 READS = (

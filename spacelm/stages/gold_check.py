@@ -31,7 +31,7 @@ from ..lib.judge.relevance import (
     table1,
     table_systems,
 )
-from .data import documents_path, golden_path, golden_rankings_path, golden_set, load_rankings
+from ..runner.data import documents_path, golden_path, golden_rankings_path, golden_set, load_rankings
 
 GOLDEN = "golden"
 
@@ -200,7 +200,7 @@ def write_not_graded(cfg: Config, why: str, out) -> None:
 
 def write_all(cfg: Config, run: QuestionSet, golden: QuestionSet | None, out) -> dict:
     """Every file of this module: the golden set's (when asked for) and judge_vs_gold.csv."""
-    from .data import load_chunks
+    from ..runner.data import load_chunks
 
     reference, summary = None, {}
     if golden is not None:
@@ -338,7 +338,7 @@ def recompute(cfg: Config, run: QuestionSet, label: str) -> dict:
     """:func:`write_all` from the stored grades (no model): the golden set's from
     `grading/golden/grades.jsonl` (the rows Table 1 uses, read as the run set's are: `label` is
     the `prompt` field of the first-order rows)."""
-    from .data import load_chunks
+    from ..runner.data import load_chunks
 
     golden = None
     p = cfg.run_dir / names.GOLDEN_GRADES

@@ -30,9 +30,9 @@ from ..lib.judge.relevance import (
 from ..lib.judge.validity import mean_of_orders
 from ..lib.names import scale
 from ..lib.sample import sample_size
+from ..runner.base import ModelTurns, Stage, execute
+from ..runner.data import chunks_path, load_chunks, load_questions, load_rankings, questions_path, rankings_path
 from . import gold_check
-from .base import ModelTurns, Stage, execute
-from .data import chunks_path, load_chunks, load_questions, load_rankings, questions_path, rankings_path
 
 
 class GradeFiles(NamedTuple):

@@ -11,8 +11,8 @@ from ..lib import names
 from ..lib.ingest.documents import DROP_REASONS, documents_table, ingest_corpus, list_sources
 from ..lib.io import InputError, write_dataframe, write_json, write_jsonl
 from ..lib.redact import shown_name
-from .base import Stage, execute
-from .provenance import public_path
+from ..runner.base import Stage, execute
+from ..runner.provenance import public_path
 
 
 def public_source(path: str, cfg: Config) -> str:

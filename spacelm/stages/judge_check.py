@@ -17,8 +17,8 @@ from typing import NamedTuple
 from ..config import Config
 from ..lib import names
 from ..lib.io import write_dataframe, write_json, write_jsonl
-from .base import ModelTurns, Stage, display_path, execute
-from .data import chunks_path, golden_path, load_chunks, load_questions, questions_path
+from ..runner.base import ModelTurns, Stage, display_path, execute
+from ..runner.data import chunks_path, golden_path, load_chunks, load_questions, questions_path
 from .grade import calibration_files
 
 RELEVANCE_KEYS = (

@@ -52,7 +52,7 @@ def brief_text(kind: str) -> str:
 
 # --------------------------------------------------------------------------- the run's items
 def _chunks(cfg: Config) -> dict:
-    from .data import chunks_path, load_chunks
+    from ..runner.data import chunks_path, load_chunks
 
     p = chunks_path(cfg)
     if not p.is_file():
@@ -66,8 +66,8 @@ def _chunks(cfg: Config) -> dict:
 def table1_sets(cfg: Config, chunks: dict | None = None) -> list[tuple[str, list[dict], dict]]:
     """(set name, questions, rankings) of each Table 1 question set the run graded: the run's own
     questions (those in grades.jsonl) and, when the config grades them, the golden samples."""
+    from ..runner.data import load_rankings, questions_path, rankings_path
     from . import gold_check
-    from .data import load_rankings, questions_path, rankings_path
     from .grade import stored_grades
 
     if not (cfg.run_dir / names.GRADES).is_file() or not rankings_path(cfg).is_file():
@@ -120,7 +120,7 @@ def screening_items(cfg: Config, chunks: dict) -> list[dict]:
     """Each answerable written question with the passage it was written from: those synth kept, and
     those its content checks dropped (`SCREENED_DROPS`), so the checks are measured against the
     assessor on the same questions; the key keeps the suite's verdict (`suite`: kept or the check)."""
-    from .data import questions_path
+    from ..runner.data import questions_path
     from .question_screen import SCREENED_DROPS, answerable, suite_verdict
 
     p = questions_path(cfg)
@@ -225,7 +225,7 @@ def golden_screening(cfg: Config, chunks: dict) -> list[dict]:
     where no chunk holds it); an unanswerable one with the run's chunk sharing the most content words
     with it (a plausible passage that does not answer, chosen by word overlap, not graded)."""
     from ..lib.synth.golden import load_golden, locate_samples
-    from .data import golden_path
+    from ..runner.data import golden_path
 
     p = golden_path(cfg)
     if not p.is_file():
@@ -254,7 +254,7 @@ def answer_controls(cfg: Config, chunks: dict) -> list[dict]:
     """Known-answer controls as assessor items: per control a good and a damaged answer to one
     question over the same passages (lib/judge/validity.build_controls), each an item on its own."""
     from ..lib.judge.validity import build_controls
-    from .data import load_questions
+    from ..runner.data import load_questions
 
     questions = [q for q in load_questions(cfg, list(chunks.values())) if q.get("source_chunk_id")]
     text_of = {cid: c.text for cid, c in chunks.items()}
@@ -446,7 +446,7 @@ def import_labels(cfg: Config, src: Path, assessor: str) -> dict:
             f"{src}: the assessor's standing on {kind} is below the floor ({why}); nothing imported "
             f"(figures in {src / 'standing.refused.json'}; the floor is labels.floor in the config)"
         )
-    from .lock import folder_lock
+    from ..runner.lock import folder_lock
 
     with folder_lock(cfg.labels_dir):
         added = st.add(kind, labelled)

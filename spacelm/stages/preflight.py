@@ -8,7 +8,7 @@ import math
 
 from ..config import Config, ConfigError
 from ..config.validate import blame_set, check_stage_needs
-from .data import golden_path
+from ..runner.data import golden_path
 
 
 def check_before_run(cfg: Config, stages: list[str]) -> None:

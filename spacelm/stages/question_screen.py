@@ -39,7 +39,7 @@ def screening_facts(cfg: Config, questions: list[dict], chunks: dict) -> dict | 
     none): per task, the questions screened and rejected (a measure of the writer), the reasons, the
     questions Table 1 keeps (the screened-in and the not yet screened), and how the synth checks'
     verdicts agree with the assessor's on every screened question, kept or dropped by a check."""
-    from .data import questions_path
+    from ..runner.data import questions_path
 
     st = LabelStore(cfg.labels_dir)
     if not st.rows[SCREENING]:
@@ -96,7 +96,7 @@ def screened(cfg: Config, questions: list[dict]) -> tuple[list[dict], dict | Non
     whether it was graded to the largest top-k (`deep`, drawn over all the run's questions), so
     leaving questions out never moves the deep draw onto questions graded only to the smallest."""
     from ..lib.judge.relevance import deep_qids
-    from .data import load_chunks
+    from ..runner.data import load_chunks
 
     if not LabelStore(cfg.labels_dir).rows[SCREENING]:
         return questions, None

@@ -10,10 +10,9 @@ from ..config import Config
 from ..lib import names
 from ..lib.io import write_dataframe, write_text
 from ..lib.names import FINDINGS_MIN_QUESTIONS
-from ..lib.report.intervals import INTERVAL_METHODS, interval_methods  # noqa: F401 (manifest.py reads them here)
 from ..lib.report.render import TEMPLATES, block, est, phrase
 from ..lib.tables import MISSING, as_words, markdown_table, md_cell
-from .base import Stage, execute
+from ..runner.base import Stage, execute
 from .findings import read_judge_check
 
 SECTIONS = TEMPLATES / "report"
@@ -91,7 +90,7 @@ def draw_shared_plots(cfg, out=_same) -> None:
     import pandas as pd
 
     from ..lib.report.plots import chunk_length_histogram, generated_vs_kept
-    from .data import chunks_path, load_chunks
+    from ..runner.data import chunks_path, load_chunks
 
     if chunks_path(cfg).is_file():
         chunk_length_histogram(load_chunks(cfg), cfg.chunking.max_tokens, out(cfg.run_dir / names.PLOT_CHUNK_LENGTHS))
@@ -474,7 +473,7 @@ def corpus_section(cfg, stages: dict, out=_same) -> str:
     ing = stages.get("ingest", {})
     ident = ing.get("corpus_list")
     if ident:
-        from .data import write_attribution
+        from ..runner.data import write_attribution
 
         write_attribution(cfg, out(cfg.run_dir / names.ATTRIBUTION))
     facts = {k: ing.get(k, "?") for k in ("documents", "pages", "words")}
@@ -663,7 +662,7 @@ def _manifest(cfg) -> dict:
 
 
 def _head(cfg) -> str | None:
-    from .provenance import git_commit
+    from ..runner.provenance import git_commit
 
     return git_commit(cfg.root)
 
@@ -760,7 +759,7 @@ RUN_READS = (
 
 def _reads(cfg) -> list[Path]:
     from ..lib.report.browse import TEMPLATE as BROWSE_TEMPLATE
-    from .data import chunks_path
+    from ..runner.data import chunks_path
     from .gold_check import outputs as gold_outputs
 
     synthetic = (names.RETENTION, names.UNANSWERABLE, names.REJECTIONS, names.QUESTION_AUDIT)

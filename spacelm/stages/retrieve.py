@@ -12,8 +12,8 @@ from ..lib.io import write_dataframe, write_jsonl
 from ..lib.retrieval.metrics import compare, evaluate, mean_rows, metric_names, source_diagnostics
 from ..lib.retrieval.systems import build_systems, identical_lists, pool_size
 from ..lib.sample import per_task_means, sample_size
-from .base import Stage, execute
-from .data import (
+from ..runner.base import Stage, execute
+from ..runner.data import (
     chunks_path,
     documents_path,
     golden_path,

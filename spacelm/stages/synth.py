@@ -42,8 +42,8 @@ from ..lib.synth.screening import (
     rejection_table,
     screen,
 )
-from .base import ModelTurns, Stage, execute
-from .data import chunks_path, golden_path, load_chunks, questions_path, write_attribution
+from ..runner.base import ModelTurns, Stage, execute
+from ..runner.data import chunks_path, golden_path, load_chunks, questions_path, write_attribution
 
 
 class SynthFiles(NamedTuple):

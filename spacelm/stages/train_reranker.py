@@ -47,8 +47,8 @@ from ..lib.retrieval.cross_encoder import (
     train_cross_encoder,
     training_pool,
 )
-from .base import CODE_RULE, ModelTurns, Stage, display_path, execute, fingerprint_of, read_stamp, stage_inputs
-from .data import (
+from ..runner.base import CODE_RULE, ModelTurns, Stage, display_path, execute, fingerprint_of, read_stamp, stage_inputs
+from ..runner.data import (
     chunks_path,
     documents_path,
     golden_path,

@@ -54,7 +54,7 @@ def test_grade_without_the_reranked_lists_exits_2_before_any_stage(tmp_path, cap
     """#3 contract: `spacelm grade --set 'retrieval.systems=[bm25]'` ran synth, retrieve and
     judge-check before failing with a traceback; now it exits 2 before the first stage."""
     from spacelm import cli
-    from spacelm.stages import base
+    from spacelm.runner import base
 
     def no_stage(*a, **k):
         raise AssertionError("a stage ran")

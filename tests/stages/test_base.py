@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from spacelm.pipeline import status
-from spacelm.stages import BY_NAME, STAGES, base
-from spacelm.stages.base import Stage, execute, freshness, stage_inputs
+from spacelm.runner import base
+from spacelm.runner.base import Stage, execute, freshness, stage_inputs
+from spacelm.stages import BY_NAME, STAGES
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 
@@ -249,7 +250,7 @@ KILLED = """
 import dataclasses, sys, time
 from spacelm.config import from_dict
 from spacelm.stages import BY_NAME
-from spacelm.stages.base import execute
+from spacelm.runner.base import execute
 import json
 cfg = from_dict(json.loads(sys.argv[1]))
 def slow(cfg, out):
@@ -286,7 +287,7 @@ def test_kill_9_mid_stage_leaves_it_stale_and_the_next_run_completes_it(tiny_con
 def test_a_file_inside_a_staged_output_folder_is_refused(tmp_path):
     """Writing to out(folder / name) after out(folder) would be lost when the folder's commit
     replaces it: the staging refuses it and names the folder."""
-    from spacelm.stages.base import Staging
+    from spacelm.runner.base import Staging
 
     out = Staging("x")
     folder = out(tmp_path / "chunk_sizes" / "512")
@@ -327,10 +328,10 @@ def _changed(before: dict, after: dict) -> list[str]:
 
 
 def test_a_stage_is_stale_when_the_code_it_runs_changes_not_any_module_it_imports(tmp_path):
-    """train-reranker imports (through stages.base and lib.llm) lib.answer and a hundred more modules;
+    """train-reranker imports (through runner.base and lib.llm) lib.answer and a hundred more modules;
     only an edit to code it runs changes its code inputs: its own module, a function it calls (a
     layer down), a config method it calls on the config it is handed."""
-    from spacelm.stages.code_reach import Source, code_hashes
+    from spacelm.runner.code_reach import Source, code_hashes
 
     root = _package_copy(tmp_path)
     stage = ("spacelm.stages.train_reranker",)
@@ -343,7 +344,7 @@ def test_a_stage_is_stale_when_the_code_it_runs_changes_not_any_module_it_import
     # a docstring and a comment of a function it does call
     _add_statement(root, "lib/answer/claims.py", "claim_summary")
     _add_statement(root, "lib/io.py", "sha256_text")
-    _add_statement(root, "stages/base.py", "execute")
+    _add_statement(root, "runner/base.py", "execute")
     p = root / "lib/retrieval/cross_encoder.py"
     text = p.read_text().replace("def held_out(", "# a comment\ndef held_out(", 1)
     doc = text.index('"""', text.index("def held_out(")) + 3
@@ -366,7 +367,7 @@ def test_a_stage_is_stale_when_the_code_it_runs_changes_not_any_module_it_import
 def test_status_over_an_edited_copy_of_the_package(tiny_config, tmp_path, monkeypatch):
     """Through `status`: an edit to a module the chunk stage never runs leaves it up to date; an edit to
     the chunking function makes it (and what reads its chunks) stale."""
-    from spacelm.stages.code_reach import Source, code_hashes
+    from spacelm.runner.code_reach import Source, code_hashes
 
     root = _package_copy(tmp_path)
     monkeypatch.setattr(base, "code_inputs", lambda mods: code_hashes(Source(root), mods))

@@ -1,7 +1,7 @@
 import json
 
+from spacelm.runner.data import load_chunks, load_documents
 from spacelm.stages import chunk, ingest
-from spacelm.stages.data import load_chunks, load_documents
 
 
 def _chunks(cfg):

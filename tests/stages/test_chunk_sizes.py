@@ -162,7 +162,7 @@ def test_table1_at_each_size_asks_the_judge_through_the_stage_seam(tiny_config):
     plan` share), one phase per size, on the same chosen questions at every size."""
     from spacelm.lib.ingest.chunking import Chunk
     from spacelm.lib.llm import LLM
-    from spacelm.stages.base import ModelTurns, models_opened_by
+    from spacelm.runner.base import ModelTurns, models_opened_by
     from spacelm.stages.retrieve import RetrievalEval
     from tests.lib.judge.test_judge_check import ScriptedJudge
 

@@ -4,8 +4,8 @@ its inputs, then `write` into a folder of its own must give the very bytes the s
 
 from pathlib import Path
 
+from spacelm.runner.data import load_chunks, load_documents
 from spacelm.stages import chunk, ingest, retrieve
-from spacelm.stages.data import load_chunks, load_documents
 
 
 def _question(qid: str, c, answerable: bool) -> dict:

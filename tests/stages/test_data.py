@@ -2,8 +2,8 @@
 
 import json
 
+from spacelm.runner.data import load_chunks, load_questions, questions_path
 from spacelm.stages import chunk, ingest
-from spacelm.stages.data import load_chunks, load_questions, questions_path
 
 
 def test_load_questions_splits_answerable_and_unanswerable(tiny_config):

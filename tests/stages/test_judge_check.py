@@ -16,9 +16,9 @@ def test_judge_check_stage_writes_the_contract_and_reports_absent_sources(tiny_c
 
     from spacelm.config import CheckSource
     from spacelm.lib.llm import LLM
+    from spacelm.runner.base import models_opened_by
     from spacelm.stages import chunk, ingest
     from spacelm.stages import judge_check as stage
-    from spacelm.stages.base import models_opened_by
 
     golden = [
         {"id": f"g{i}", "task": "direct_qa", "question": q, "passage": p}

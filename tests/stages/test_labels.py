@@ -39,7 +39,7 @@ def _chunk(cid: str, doc: str, start: int, text: str) -> Chunk:
 def fake_run(cfg, tmp_path: Path, chunks: list[Chunk] | None = None):
     """Six questions, one retriever (bm25) with its reranked list, top-k 2; chunk c<i> is question
     q<i>'s source. Judge grades: 2 everywhere."""
-    from spacelm.stages.data import chunks_path, questions_path, rankings_path
+    from spacelm.runner.data import chunks_path, questions_path, rankings_path
     from spacelm.stages.grade import grade_label
 
     cfg.grading.retrievers = ["bm25"]
@@ -256,7 +256,7 @@ def test_label_export_and_import_wait_for_nobody_holding_the_run(run, tmp_path, 
     exit 4 naming the holder, nothing exported."""
     from spacelm import cli
     from spacelm.pipeline import write_folders
-    from spacelm.stages.lock import folder_locks
+    from spacelm.runner.lock import folder_locks
 
     monkeypatch.setattr(cli, "load_config", lambda *a, **k: run)
     out = tmp_path / "export-held"
@@ -296,8 +296,8 @@ def test_export_of_a_callers_pairs_batches_those_not_yet_labelled_and_only_them(
 
 
 def test_questions_the_assessor_screens_out_leave_table1_and_the_checks_are_measured_against_it(run, tmp_path):
+    from spacelm.runner.data import questions_path
     from spacelm.stages import grade
-    from spacelm.stages.data import questions_path
     from spacelm.stages.labels import export, import_labels, section
 
     # synth kept q0-q4 and dropped q5 with its premise check; golden questions calibrate the screen

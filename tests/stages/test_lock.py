@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from spacelm.stages.lock import RunLocked, folder_lock
+from spacelm.runner.lock import RunLocked, folder_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 
 HOLDER = """
 import sys, time
-from spacelm.stages.lock import folder_lock
+from spacelm.runner.lock import folder_lock
 with folder_lock(sys.argv[1]):
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))

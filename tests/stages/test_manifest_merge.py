@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from spacelm.pipeline import run_stages
-from spacelm.stages.manifest import OUTSIDE, Manifest
+from spacelm.runner.manifest import OUTSIDE, Manifest
 
 
 def _full_run(cfg) -> dict:
@@ -75,7 +75,7 @@ def test_public_path_keeps_relative_config_paths(tiny_config):
     import dataclasses
     import os
 
-    from spacelm.stages.manifest import public_path
+    from spacelm.runner.manifest import public_path
 
     corpus = dataclasses.replace(tiny_config.corpus, raw_dir="../shared/corpus")
     cfg = dataclasses.replace(tiny_config, corpus=corpus)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from spacelm.stages.manifest import Manifest
+from spacelm.runner.manifest import Manifest
 
 
 def test_manifest_hides_credentials_and_machine_paths(tiny_config, tmp_path, monkeypatch):
@@ -27,8 +27,8 @@ def test_manifest_hides_credentials_and_machine_paths(tiny_config, tmp_path, mon
 
 def test_documents_name_a_corpus_outside_the_project_without_its_machine_path(tiny_config, tiny_corpus, tmp_path):
     """issue 43: documents.jsonl carried the absolute path of a corpus outside the project."""
+    from spacelm.runner.provenance import OUTSIDE
     from spacelm.stages import ingest
-    from spacelm.stages.provenance import OUTSIDE
 
     (tiny_corpus / "sub").mkdir()
     (tiny_corpus / "sub" / "empty.txt").write_bytes(b"")

@@ -1,4 +1,4 @@
-from spacelm.stages.manifest import model_time
+from spacelm.runner.manifest import model_time
 
 
 def _llm(made, rec, calls, hits):
@@ -40,7 +40,7 @@ def test_model_time_shares_and_units():
 
 
 def test_run_sizes_from_stage_summaries():
-    from spacelm.stages.manifest import run_sizes
+    from spacelm.runner.manifest import run_sizes
 
     sizes = run_sizes(
         {

@@ -7,7 +7,7 @@ import json
 import re
 
 from spacelm.pipeline import run_stages
-from spacelm.stages.manifest import Manifest
+from spacelm.runner.manifest import Manifest
 from spacelm.stages.report import build_report
 
 
@@ -207,7 +207,8 @@ def test_report_prints_reference_judges_refusal_rates_and_ppi_status(tiny_config
 def test_report_shows_fact_check_verdicts_with_their_n_and_says_when_none_is_labelled(tiny_config):
     from spacelm.lib.answer.answers import fact_check_table, score_verdict
     from spacelm.lib.io import write_dataframe
-    from spacelm.stages.report import fact_check_lines, interval_methods
+    from spacelm.lib.report.intervals import interval_methods
+    from spacelm.stages.report import fact_check_lines
 
     run, name = tiny_config.run_dir, "fact_check_verdicts.csv"
     assert fact_check_lines(tiny_config) == [] and name not in interval_methods(run)  # a run made before it
@@ -279,8 +280,9 @@ def test_report_shows_the_question_checks_per_task_beside_the_golden_samples(tin
 
 # --------------------------------------------------------------------------- the report as a stage
 def test_report_and_findings_are_declared_stages_and_the_template_is_an_input(tiny_config, monkeypatch):
-    from spacelm.stages import BY_NAME, LAST, STAGES, base, report
-    from spacelm.stages.base import fingerprint_of, stage_inputs
+    from spacelm.runner import base
+    from spacelm.runner.base import fingerprint_of, stage_inputs
+    from spacelm.stages import BY_NAME, LAST, STAGES, report
 
     assert report.STAGE in STAGES and LAST is report.STAGE and STAGES[-1] is report.STAGE
     assert BY_NAME["findings"].after and "findings" in report.STAGE.after
@@ -295,8 +297,8 @@ def test_report_and_findings_are_declared_stages_and_the_template_is_an_input(ti
 
 
 def test_build_report_is_atomic_and_stamped(tiny_config):
+    from spacelm.runner.base import freshness
     from spacelm.stages import report
-    from spacelm.stages.base import freshness
 
     path = build_report(tiny_config)
     assert freshness(report.STAGE, tiny_config)[0] == "up to date"
@@ -316,8 +318,8 @@ def test_stage_code_is_its_module_and_the_definitions_it_reaches():
     from pathlib import Path
 
     import spacelm
+    from spacelm.runner.base import code_inputs
     from spacelm.stages import BY_NAME
-    from spacelm.stages.base import code_inputs
 
     pkg = Path(spacelm.__file__).parent
     named = set()
@@ -329,7 +331,7 @@ def test_stage_code_is_its_module_and_the_definitions_it_reaches():
                 named.add(module)
     keys = code_inputs(BY_NAME["grade"].code)
     assert BY_NAME["grade"].code == ("spacelm.stages.grade",) and "code:spacelm.stages.grade" in keys
-    assert {"spacelm.lib.io", "spacelm.stages.data"} <= named
+    assert {"spacelm.lib.io", "spacelm.runner.data"} <= named
     # (a name a package re-exports counts where it is defined: Config in spacelm.config.schema)
     reached = {k.split(":", 1)[1] for k in keys}
     assert all(any(r == m or r.startswith(m + ".") for r in reached) for m in named), named - reached

@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 
 from spacelm.lib.llm import vllm_server as S
-from spacelm.stages.manifest import Manifest
-from spacelm.stages.runlog import run_log
+from spacelm.runner.manifest import Manifest
+from spacelm.runner.runlog import run_log
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -128,8 +128,8 @@ def test_stage_stamps_name_no_machine_path_and_are_read_back(tiny_config, tiny_c
     their inputs in public form (`<outside the project>/raw/…` or `<tmp>/…`), so the same file
     keys the same input on every run: a second run finds each stage up to date, and a changed
     corpus file makes ingest stale, naming that file."""
+    from spacelm.runner.base import freshness
     from spacelm.stages import BY_NAME, chunk, ingest
-    from spacelm.stages.base import freshness
 
     ingest.run(tiny_config)
     chunk.run(tiny_config)

@@ -11,9 +11,9 @@ import json
 import pytest
 
 from spacelm.pipeline import run_stages, status
+from spacelm.runner.base import REUSE_ONLY_ENV, StaleStage, execute
+from spacelm.runner.manifest import Manifest
 from spacelm.stages import stages_for
-from spacelm.stages.base import REUSE_ONLY_ENV, StaleStage, execute
-from spacelm.stages.manifest import Manifest
 
 
 def _committed_run(cfg):
@@ -96,7 +96,7 @@ def test_a_folders_hash_leaves_out_what_git_ignores(tmp_path):
     file git keeps still changes it."""
     import subprocess
 
-    from spacelm.stages.base import file_hash, public_hash
+    from spacelm.runner.base import file_hash, public_hash
 
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     (tmp_path / ".gitignore").write_text("out/beir/corpus.jsonl\n")
@@ -140,7 +140,7 @@ def test_a_manifest_recorded_under_the_old_code_rule_reads_as_before(tiny_config
     data = _committed_run(tiny_config)
     for rec in data["stages"].values():
         inputs = {k: v for k, v in rec["inputs"].items() if not k.startswith(("code:", "defs:"))}
-        rec["inputs"] = inputs | {"code:spacelm.lib.answer.claims": "0" * 16, "code:spacelm.stages.base": "1" * 16}
+        rec["inputs"] = inputs | {"code:spacelm.lib.answer.claims": "0" * 16, "code:spacelm.runner.base": "1" * 16}
     write_json(tiny_config.run_dir / "manifest.json", data)
     rows = _rows(tiny_config)
     for name in ("ingest", "chunk"):

@@ -2,7 +2,7 @@
 
 from spacelm.config import Config, LLMConfig
 from spacelm.lib.llm.types import Completion
-from spacelm.stages.base import ModelTurns
+from spacelm.runner.base import ModelTurns
 
 
 def test_roles_with_the_same_engine_settings_share_one_engine():

@@ -14,8 +14,8 @@ from spacelm.config import ConfigError, LLMConfig
 from spacelm.lib.llm.types import Completion
 from spacelm.lib.retrieval.cross_encoder import LeakError
 from spacelm.lib.synth.golden import GoldenSample
+from spacelm.runner.base import ModelTurns
 from spacelm.stages import stages_for, train_reranker
-from spacelm.stages.base import ModelTurns
 from tests.conftest import make_beir
 
 TRAINED = {"kind": "cross-encoder", "model": "trained:ce-test"}
@@ -96,8 +96,8 @@ def _turns(cfg):
 
 @pytest.fixture
 def chunked(tiny_config):
+    from spacelm.runner.data import load_chunks
     from spacelm.stages import chunk, ingest
-    from spacelm.stages.data import load_chunks
 
     ingest.run(tiny_config)
     chunk.run(tiny_config)
@@ -180,7 +180,7 @@ def test_the_trained_model_is_registered_with_its_record_and_reused_until_an_inp
 
     from spacelm.lib.llm import LLM, models
     from spacelm.lib.retrieval.cross_encoder import TrainResult
-    from spacelm.stages.base import execute, models_opened_by
+    from spacelm.runner.base import execute, models_opened_by
 
     cfg, chunks = chunked
     monkeypatch.setenv("SPACELM_MODELS_DIR", str(tmp_path / "models"))
@@ -228,7 +228,7 @@ def test_synths_copies_train_the_reranker_without_a_model_call(chunked):
     """questions_from synth_copies: the questions synth rejected as copies, on training chunks only,
     at most `questions` of them; the writer is never opened; no questions file is a clear error."""
     from spacelm.lib.io import write_jsonl
-    from spacelm.stages.data import questions_path
+    from spacelm.runner.data import questions_path
 
     cfg, chunks = chunked
     _with_reranker(cfg, questions=2, filter_top_n=0, negatives=1, negative_depth=5, neighbours=0)
@@ -278,7 +278,7 @@ def test_one_verdict_per_inputs_whichever_clone_trained_last(chunked, tmp_path, 
 
     from spacelm.lib.llm import LLM, models
     from spacelm.lib.retrieval.cross_encoder import TrainResult
-    from spacelm.stages.base import execute, freshness, models_opened_by
+    from spacelm.runner.base import execute, freshness, models_opened_by
 
     cfg, _ = chunked
     monkeypatch.setenv("SPACELM_MODELS_DIR", str(tmp_path / "models"))

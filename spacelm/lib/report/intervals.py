@@ -1,5 +1,5 @@
 """How each run table's intervals (and tests) are computed, in words, for the manifest
-(`interval_methods`, recorded by spacelm/stages/manifest.py beside the files)."""
+(`interval_methods`, recorded by spacelm/runner/manifest.py beside the files)."""
 
 from __future__ import annotations
 

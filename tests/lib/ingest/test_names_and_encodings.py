@@ -55,8 +55,8 @@ def test_a_newline_in_a_name_stays_on_one_line_of_the_warnings_and_the_skip_list
 
 def test_the_run_log_has_one_line_per_event_whatever_a_file_is_called(tiny_config, tiny_corpus, monkeypatch):
     from spacelm.cli import _short_warning
+    from spacelm.runner.runlog import run_log
     from spacelm.stages import ingest
-    from spacelm.stages.runlog import run_log
 
     (tiny_corpus / FORGED).write_bytes(b"")
     (tiny_corpus / "ops\r\x1b[2Jnote.md").write_bytes("caf\xe9 orbit ".encode("latin-1") + TEXT.encode())

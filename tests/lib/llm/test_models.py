@@ -154,7 +154,7 @@ def test_model_paths_are_recorded_relative_to_the_models_folder(tiny_model):
 def test_status_sees_a_damaged_model_as_a_changed_input(tiny_model):
     """Issue 26 defect #1: `status` stayed "up to date" with a corrupted model because
     freshness used the recorded hash, not the file's."""
-    from spacelm.stages.base import model_hash
+    from spacelm.runner.base import model_hash
 
     path = models.model_path("tiny")
     assert model_hash(None, "embedded:tiny", "judge") == tiny_model.sha256[:16]

@@ -373,7 +373,7 @@ def test_a_server_that_never_gets_ready_is_stopped(tmp_path):
 def test_manifest_records_vllm_whichever_name_it_is_distributed_under(monkeypatch, tmp_path):
     from importlib import metadata
 
-    from spacelm.stages import manifest
+    from spacelm.runner import manifest
 
     real = metadata.version
 

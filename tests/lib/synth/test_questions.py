@@ -31,8 +31,8 @@ def _golden(n=4):
 
 
 def test_plan_fixed_fewshot_shares_prefix_and_is_seeded(tiny_config):
+    from spacelm.runner.data import load_chunks
     from spacelm.stages import chunk, ingest
-    from spacelm.stages.data import load_chunks
 
     ingest.run(tiny_config)
     chunk.run(tiny_config)

@@ -1,6 +1,6 @@
 """Which code a stage runs, read from the source without importing it.
 
-The rule (stated for maintainers in :class:`spacelm.stages.base.Stage` and docs/stages.md): a
+The rule (stated for maintainers in :class:`spacelm.runner.base.Stage` and docs/stages.md): a
 stage's code is its own module, all of it, and every function, class and constant of another
 spacelm module that the stage reaches by name, followed through what those use in turn:
 
@@ -35,9 +35,9 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 ATTRIBUTE_CALLS = ("getattr", "hasattr", "setattr")  # getattr(x, "name") uses `name` as an attribute
 PREAMBLE = "<module>"  # the unit of a module's statements that define nothing
 
-# the machinery every stage runs through (spacelm.stages.base): whether to build, not what is built
+# the machinery every stage runs through (spacelm.runner.base): whether to build, not what is built
 MACHINERY = frozenset(
-    ("spacelm.stages.base", n)
+    ("spacelm.runner.base", n)
     for n in (
         "Stage",
         "execute",

@@ -62,7 +62,7 @@ class Stage:
     an attribute (`x.setup()`) and its class lives in a module reached (the config's always). The
     config classes' fields are the config sections, hashed on their own; the stage machinery
     (`execute`, the stamp) is left out; comments, docstrings and layout never count
-    (`spacelm.stages.code_reach`)."""
+    (`spacelm.runner.code_reach`)."""
 
     name: str
     home: Callable[[Config], Path]  # folder holding the stamp (and the stage's outputs, mostly)

@@ -252,7 +252,7 @@ class Manifest:
         self.data["total_seconds"] = round(time.perf_counter() - self._t0, 3) if timed else self.data["stage_seconds"]
         self.data["model_time"] = model_time(self.data["stages"], self.data["total_seconds"])
         self.data["sizes"] = run_sizes(self.data["stages"])
-        from .report import interval_methods  # how each table's intervals are computed
+        from ..lib.report.intervals import interval_methods  # how each table's intervals are computed
 
         self.data["intervals"] = interval_methods(self.cfg.run_dir)
         self.save()
