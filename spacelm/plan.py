@@ -813,6 +813,21 @@ def short_model(spec: str) -> str:
     return spec.split(":", 1)[1] if spec.startswith("embedded:") else spec.rstrip("/").split("/")[-1]
 
 
+def _total_row(stage: str, label: str, d: dict) -> tuple:
+    """A totals row of the plan's table (a stage's or the run's), in the per-phase rows' columns."""
+    return (
+        stage,
+        label,
+        "",
+        "",
+        _num(d["calls"], d["calls_basis"]),
+        d["calls_basis"],
+        _num(d["prompt_tokens"], d["tokens_basis"]),
+        _num(d["prompt_tokens_evaluated"], d["tokens_basis"]),
+        f"{d['completion_tokens_max']:,}",
+    )
+
+
 def format_plan(plan: dict, wide: bool = False) -> str:
     """The plan as text: the per-phase table, per-stage and per-model totals, the engines in
     load order, the tokenizers, notes and warnings. Within 100 columns (the table's model, backend,
@@ -847,34 +862,9 @@ def format_plan(plan: dict, wide: bool = False) -> str:
                 f"{r['completion_tokens_max']:,}",
             )
         )
-    for s in plan["stages"]:
-        rows.append(
-            (
-                s["stage"],
-                "stage total",
-                "",
-                "",
-                _num(s["calls"], s["calls_basis"]),
-                s["calls_basis"],
-                _num(s["prompt_tokens"], s["tokens_basis"]),
-                _num(s["prompt_tokens_evaluated"], s["tokens_basis"]),
-                f"{s['completion_tokens_max']:,}",
-            )
-        )
     t = plan["total"]
-    rows.append(
-        (
-            "all",
-            "total",
-            "",
-            "",
-            _num(t["calls"], t["calls_basis"]),
-            t["calls_basis"],
-            _num(t["prompt_tokens"], t["tokens_basis"]),
-            _num(t["prompt_tokens_evaluated"], t["tokens_basis"]),
-            f"{t['completion_tokens_max']:,}",
-        )
-    )
+    rows += [_total_row(s["stage"], "stage total", s) for s in plan["stages"]]
+    rows.append(_total_row("all", "total", t))
     if not wide:  # the calls column carries its basis as the token columns do (≤ upper bound, ~ estimate)
         every = [*plan["phases"], *plan["stages"], t]
         head = ("stage", "phase", "calls", "prompt tokens", "max completion")

@@ -302,7 +302,7 @@ def fetch(
                 )
         return out + [FileState(rel, "ok", "already present") for rel in want if rel not in todo]
     if ds.kind == "spans" and texts is not None:
-        return _fetch_spans(ds, to, todo, texts) + [
+        return _fetch_spans(ds, to, todo, want, texts) + [
             FileState(rel, "ok", "already present") for rel in want if rel not in todo
         ]
     raise NeedsMirror(
@@ -311,13 +311,14 @@ def fetch(
     )
 
 
-def _fetch_spans(ds: DataSet, to: Path, todo: list[str], texts: Callable[[], dict[str, str]]) -> list[FileState]:
+def _fetch_spans(
+    ds: DataSet, to: Path, todo: list[str], want: dict[str, str], texts: Callable[[], dict[str, str]]
+) -> list[FileState]:
     """A "spans" set's files: its committed ones copied, its passages' text rebuilt from `texts()`;
     each written only when its sha256 is the recorded one."""
     from .io import read_jsonl
 
     folder = project_root() / ds.spans
-    want = expected_files(ds)
     out = []
     for rel in todo:
         if rel == "corpus.jsonl":

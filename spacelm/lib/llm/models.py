@@ -27,7 +27,7 @@ from importlib import metadata
 from pathlib import Path
 
 from ..io import sha256_file, stat_key
-from ..machine_paths import models_dir, path_roots  # noqa: F401  (this module's names for them)
+from ..machine_paths import models_dir, path_roots
 
 
 @dataclass(frozen=True)
