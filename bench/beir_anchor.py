@@ -2,7 +2,7 @@
 
     python bench/beir_anchor.py --beir-dir ../shared/beir/scifact --out results/bench/beir_anchor.json
     python bench/beir_anchor.py --beir-dir ../shared/beir/scifact --systems bm25,bm25+rerank \\
-        --rerank-kind cross-encoder --rerank-model trained:NAME          # -> results/bench/reranker.json
+        --rerank-kind cross-encoder --rerank-model trained:NAME   # -> results/bench/beir_anchor_cross.json
 
 Runs bm25, dense (embedded all-MiniLM-L6-v2), bm25+rerank and dense+rerank and hybrid (RRF) on the
 queries of --split (and X+rescore: X's pool rescored by --rescore-model, bi-encoder rescoring, beside
@@ -185,7 +185,7 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--out",
         default=None,
-        help="default results/bench/beir_anchor.json; results/bench/reranker.json for a cross-encoder",
+        help="default results/bench/beir_anchor.json; results/bench/beir_anchor_cross.json for a cross-encoder",
     )
     ap.add_argument("--split", default="test")
     ap.add_argument("--systems", default="bm25,dense,bm25+rerank,dense+rerank,hybrid")
@@ -214,7 +214,7 @@ def main(argv=None) -> int:
     if cross and not args.rerank_model and any("+rerank" in n for n in names):
         ap.error("--rerank-kind cross-encoder needs --rerank-model NAME (see `spacelm models list`)")
     rerank_model = model_spec(args.rerank_model or "embedded:mpnet")
-    out_path = Path(args.out or ROOT / "results" / "bench" / ("reranker.json" if cross else "beir_anchor.json"))
+    out_path = Path(args.out or ROOT / "results" / "bench" / ("beir_anchor_cross.json" if cross else "beir_anchor.json"))
 
     data = load_beir(Path(args.beir_dir), args.split)
     qids = sorted(data.queries)[: args.max_queries] if args.max_queries else sorted(data.queries)

@@ -1,6 +1,6 @@
 """The reranker a config uses, measured where it matters: per set and first stage, before and after.
 
-    python bench/reranker_eval.py --config configs/standard.yaml --out results/bench/reranker.json \
+    python bench/reranker_eval.py --config configs/standard.yaml --out results/reranker.json \
         [--labels ../shared/judge/space-corpus] [--scifact ../shared/beir/scifact --scifact-queries 100] \
         [--trec ../shared/judge/trec-dl-2020]
 
@@ -199,7 +199,7 @@ def hole_grades(cfg_holes, qids, queries, chunks):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", required=True)
-    ap.add_argument("--out", default="results/bench/reranker.json")
+    ap.add_argument("--out", default="results/reranker.json")
     ap.add_argument("--labels", help="in-domain graded labels (BEIR layout), e.g. ../shared/judge/space-corpus")
     ap.add_argument("--scifact", help="BEIR SciFact folder (its test split is measured)")
     ap.add_argument("--scifact-queries", type=int, default=100)

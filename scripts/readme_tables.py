@@ -487,7 +487,7 @@ def bench(macro: str, rel: str):
 
 def reranker_ingredients(root: Path) -> str:
     rel = "results/bench/reranker_ingredients.json"
-    conf = _json(root, "results/bench/reranker.json").get("checkpoint") or {}
+    conf = _json(root, "results/reranker.json").get("checkpoint") or {}
     used = {x.get("name") for x in conf.get("sources", []) if not x.get("skipped")}
     # the configured checkpoint's ingredients, named as the bench names a variant
     configured = "+".join(n for n in ("synthetic", "scifact", "pseudo") if n in used)
@@ -504,7 +504,7 @@ def reranker_speed(root: Path) -> str:
 GENERATORS = {
     "standard-question-checks": question_checks,
     "standard-question-audit": question_audit,
-    "reranker": bench("bench.reranker", "results/bench/reranker.json"),
+    "reranker": bench("bench.reranker", "results/reranker.json"),
     "reranker-speed": reranker_speed,
     "judge-independent-audit": bench("judges.independent_audit", "results/bench/judge_independent.json"),
     "judge-independent": judge_independent,
