@@ -214,7 +214,8 @@ def main(argv=None) -> int:
     if cross and not args.rerank_model and any("+rerank" in n for n in names):
         ap.error("--rerank-kind cross-encoder needs --rerank-model NAME (see `spacelm models list`)")
     rerank_model = model_spec(args.rerank_model or "embedded:mpnet")
-    out_path = Path(args.out or ROOT / "results" / "bench" / ("beir_anchor_cross.json" if cross else "beir_anchor.json"))
+    default_out = ROOT / "results" / "bench" / ("beir_anchor_cross.json" if cross else "beir_anchor.json")
+    out_path = Path(args.out or default_out)
 
     data = load_beir(Path(args.beir_dir), args.split)
     qids = sorted(data.queries)[: args.max_queries] if args.max_queries else sorted(data.queries)
