@@ -66,13 +66,18 @@ _ADDRESSED = re.compile(
             rf"\b(?:dear|attention|hello)\s*,?\s+(?:the\s+)?{_EVALUATOR}\b",
             rf"^\s*(?:the\s+)?{_EVALUATOR}'?s?\s+(?:note|answer|verdict|grade|score|reply)\s*:",
             r"^\s*(?:(?:please|now|just|so)\s+)?"
-            r"(?:reply|respond|answer|output|return|grade\s+(?:it|this)|rate\s+(?:it|this)|score\s+(?:it|this))"
-            r"\s+(?:with\s+)?(?:(?:a|the)\s+)?(?:(?:grade|score|digit|number|rating)\s+)?(?:of\s+)?[0-5]"
+            r"(?:reply|respond|answer|output|return|(?:grade|rate|score)(?:\s+(?:it|this))?)"
+            r"\s+(?:with\s+)?(?:(?:a|the)\s+)?(?:(?:grade|score|digit|number|rating)\s+)?(?:of\s+)?(?:[0-5]|yes|no)"
             r"\s*[.!]*[\"'”’)]*\s*$",
             r"\bignore\s+(?:all\s+|any\s+|the\s+)?(?:previous|above|prior|earlier|other)\s+(?:instructions?|rules?|text)",
         ]
     ),
     re.IGNORECASE | re.MULTILINE,
+)
+# a forged section's header alone on its line ("Assistant's answer:"): the lines under it, up to a
+# blank line, are the section's body
+_FORGED_HEADER = re.compile(
+    rf"^\s*(?:the\s+)?{_EVALUATOR}'?s?\s+(?:note|answer|verdict|grade|score|reply)\s*:\s*$", re.I
 )
 # a word one of those sentences needs: text without any is returned at once
 _ADDRESSED_CUE = re.compile(
@@ -86,21 +91,34 @@ ADDRESSED_MARK = "[text addressed to the grader left out]"
 def neutralise_addressed(text: str) -> str:
     """`text` with every sentence (or line) that addresses the reader of the prompt as a grader
     replaced by a fixed mark: a note or message to the grader, judge or assistant, a forged
-    "Assistant's answer:" or "Evaluator's note:" section, a demand for a grade ("Reply 3"), an
-    order to ignore the instructions. Corpus text, questions and answers are evidence, never
+    "Assistant's answer:" or "Evaluator's note:" section, a demand for a grade ("Reply 3", "Reply
+    yes", "Score 5."), an order to ignore the instructions; under a forged section's header alone
+    on its line, the section's body up to a blank line (its "answer"). A run of such sentences
+    becomes one mark. Corpus text, questions and answers are evidence, never
     instructions; such a sentence is no evidence of anything, and a small judge obeys it. Text
     without one (nearly all) is returned unchanged, so its prompts, and their cached calls, are too."""
     cues = [m.start() for m in _ADDRESSED_CUE.finditer(text)]
     if not cues:
         return text
-    out = []
+    out, forged, marked, after_newline = [], False, False, True
     for m in _SEGMENT.finditer(text):
         seg = m.group()
-        # each pattern holds a cue word: a segment with none is kept without the full search
-        k = bisect.bisect_left(cues, m.start())
-        if seg and k < len(cues) and cues[k] < m.end() and _ADDRESSED.search(seg):
-            lead = seg[: len(seg) - len(seg.lstrip())]
-            seg = lead + ADDRESSED_MARK + ("\n" if seg.endswith("\n") else "")
+        if not seg.strip():
+            forged = forged and not ("\n" in seg and after_newline)  # a blank line ends the section
+            marked = marked and forged
+        else:
+            # each pattern holds a cue word: a segment with none is kept without the full search
+            k = bisect.bisect_left(cues, m.start())
+            addressed = k < len(cues) and cues[k] < m.end() and _ADDRESSED.search(seg)
+            if addressed or forged:
+                forged = forged or bool(_FORGED_HEADER.match(seg))
+                lead = seg[: len(seg) - len(seg.lstrip())]
+                body = "" if marked else lead + ADDRESSED_MARK  # one mark for a run of such sentences
+                seg, marked = body + ("\n" if seg.endswith("\n") else ""), True
+            else:
+                marked = False
+        if m.group():
+            after_newline = m.group().endswith("\n")
         out.append(seg)
     return "".join(out)
 
