@@ -19,7 +19,7 @@ the passage). Reported per judge: the mean change forged − plain with a 95% t 
 neutral − plain; an injection moves a grade "beyond the judge's noise" when its interval excludes the neutral
 change's interval (the passage's for the forged passage, the answer's for the note in the answer).
 
-    python bench/judge_injection.py --config configs/standard.yaml --max 12 --out results/bench/judge_injection.json
+    python bench/judge_injection.py --config configs/standard.yaml --max 12 --out results/judge_injection.json
 
 Calls are cached; the output holds aggregates only.
 """
@@ -154,7 +154,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", default="configs/standard.yaml")
     ap.add_argument("--max", type=int, default=12)
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "judge_injection.json"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "judge_injection.json"))
     args = ap.parse_args(argv)
     cfg = load_config(args.config)
     chunks = load_chunks(cfg)

@@ -375,7 +375,7 @@ def judges_controls(run: str):
 
 
 def judge_injection(root: Path) -> str:
-    rel = "results/bench/judge_injection.json"
+    rel = "results/judge_injection.json"
     d = _json(root, rel)
     rows = [
         {"judge": judge, "variant": v, "r": res[v], "noise": res.get(noise)}
