@@ -270,6 +270,10 @@ class GradingConfig:
     # the label store, docs/labels.md) or "both" (verdicts through labels; the judge is measured
     # against them on the same pairs, a finding about the judge)
     instrument: Literal["judge", "labels", "both"] = "judge"
+    # with instrument "both": the embedded judge grades this many of each question set's Table 1
+    # questions (seeded), the assessor's labels read them all; the judge's tables and its agreement
+    # with the labels rest on that sample (null: the judge grades every question)
+    judge_questions: int | None = None
 
     def judging(self, base: Path | None = None) -> RelevanceJudging:
         """The library's description of how pairs are graded (a calibration path is resolved

@@ -88,6 +88,7 @@ def validate(cfg: Config, source: str) -> None:
         "grading.max_questions",
         "grading.max_golden_questions",
         "grading.deep_questions",
+        "grading.judge_questions",
         "answer.max_questions",
         "retrieval.dense.max_seq_length",
     ):
@@ -142,6 +143,13 @@ def validate(cfg: Config, source: str) -> None:
         "grading.question_sets",
         f"is {qs!r}; it must hold 'run' (the files every reader takes Table 1 from) once, and may add "
         "'golden': write [run] or [run, golden]",
+    )
+    need(
+        cfg.grading.judge_questions is None or cfg.grading.instrument == "both",
+        "grading.judge_questions",
+        f"is {cfg.grading.judge_questions}, but grading.instrument is {cfg.grading.instrument!r}: a sample of the "
+        "questions graded by the judge needs the assessor's labels to read them all (instrument: both), or "
+        "write judge_questions: null",
     )
     for s in cfg.grading.retrievers:
         need(

@@ -105,11 +105,15 @@ GOLDEN_TABLE1 = "grading/golden/table1_relevance.csv"
 GOLDEN_PAIRED_TESTS = "grading/golden/paired_tests.csv"
 GOLDEN_RELEVANT_SHARES = "grading/golden/relevant_shares.csv"
 GOLDEN_REFERENCE_AGREEMENT = "grading/golden/reference_agreement.csv"
+GOLDEN_LABEL_TABLE1 = "grading/golden/labels/table1_relevance.csv"
+GOLDEN_LABEL_PAIRED_TESTS = "grading/golden/labels/paired_tests.csv"
+GOLDEN_LABEL_RELEVANT_SHARES = "grading/golden/labels/relevant_shares.csv"
 # per question set, system and k: the judge's nDCG@k beside the known gold's and the reference labels'
 JUDGE_VS_GOLD = "grading/judge_vs_gold.csv"
 # each paired test with each document left out and without the questions the checks flag
 GRADING_SENSITIVITY = "grading/sensitivity.csv"
 QUESTION_SCREENING = "grading/question_screening.json"
+TABLE1_QUESTIONS = "grading/table1_questions.json"
 # human labels for prediction-powered inference, in a folder of their own (grading.labels_dir)
 # Table 1 through the assessor's labels (grading.instrument labels or both): its paired tests and
 # relevant shares, and the embedded judge measured against the labels on the same pairs

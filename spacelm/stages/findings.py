@@ -33,7 +33,12 @@ READS = (
     names.JUDGE_CONTROLS_ROWS,
     names.GRADING_SENSITIVITY,
 )
-GOLDEN_READS = (names.GOLDEN_PAIRED_TESTS, names.GOLDEN_RELEVANT_SHARES)
+GOLDEN_READS = (
+    names.GOLDEN_PAIRED_TESTS,
+    names.GOLDEN_RELEVANT_SHARES,
+    names.GOLDEN_LABEL_PAIRED_TESTS,
+    names.GOLDEN_LABEL_RELEVANT_SHARES,
+)
 
 
 def _read_csv(p: Path) -> list[dict]:
@@ -187,16 +192,24 @@ def golden_rows(cfg: Config) -> list[dict]:
     from ..lib.report.findings import table1_findings
 
     run = cfg.run_dir
-    tests = _read_csv(run / names.GOLDEN_PAIRED_TESTS)
+    tests_p, shares_p, instrument = run / names.GOLDEN_PAIRED_TESTS, run / names.GOLDEN_RELEVANT_SHARES, "judge"
+    if cfg.grading.instrument != "judge" and (run / names.GOLDEN_LABEL_PAIRED_TESTS).is_file():
+        tests_p, shares_p, instrument = (
+            run / names.GOLDEN_LABEL_PAIRED_TESTS,
+            run / names.GOLDEN_LABEL_RELEVANT_SHARES,
+            "labels",
+        )
+    tests = _read_csv(tests_p)
     if tests and "comparison" not in tests[0]:  # a note: the golden set was not graded on its own (gold_check)
         return []
     rows = table1_findings(
         tests,
-        _read_csv(run / names.GOLDEN_RELEVANT_SHARES),
+        _read_csv(shares_p),
         cfg.chunking.max_tokens,
         None,
         cfg.analysis_plan.entries(),
         question_set="golden",
+        instrument=instrument,
     )
     return [r for r in rows if not r["id"].startswith("chunks_")]
 

@@ -6,7 +6,7 @@ system and k the judge's nDCG@k beside the source chunk's and the reference labe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..config import Config
@@ -171,11 +171,16 @@ def write_golden(cfg: Config, gs: QuestionSet, reference: tuple, out) -> dict:
     :func:`reference_labels`)."""
     import pandas as pd
 
+    from .grade import judged, label_grades, reads_labels
+
     design = cfg.table_design()
-    cluster_of = clustering(gs.questions, cfg.grading.cluster)
+    questions = judged(gs.questions, gs.used)  # the judge's sample (grading.judge_questions), or all
+    cluster_of = clustering(questions, cfg.grading.cluster)
     grades = {(r["qid"], r["chunk_id"]): r["grade"] for r in gs.used}
-    cells = grade_lists(design, gs.questions, gs.rankings, grades)
+    cells = grade_lists(design, questions, gs.rankings, grades)
     d = cfg.run_dir
+    if reads_labels(cfg):  # the golden set's Table 1 through the assessor's labels, on every question
+        write_label_tables(cfg, gs, label_grades(cfg, gs.questions, gs.rankings), out)
     write_jsonl(out(d / names.GOLDEN_GRADES), gs.rows)
     write_dataframe(table1(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), out(d / names.GOLDEN_TABLE1))
     write_dataframe(paired_tests(cells, design, cluster_of), out(d / names.GOLDEN_PAIRED_TESTS))
@@ -185,6 +190,25 @@ def write_golden(cfg: Config, gs: QuestionSet, reference: tuple, out) -> dict:
     agreement = reference_agreement(cfg, gs.used, *reference)
     write_dataframe(pd.DataFrame([agreement]), out(d / names.GOLDEN_REFERENCE_AGREEMENT))
     return {"golden_questions": len(gs.questions), "golden_reference_pairs": agreement["n_pairs"]}
+
+
+def write_label_tables(cfg: Config, gs: QuestionSet, labels: dict, out) -> None:
+    """`grading/golden/labels/`: the golden set's Table 1, paired tests (with their holes) and relevant
+    shares through the assessor's labels (`labels`: {(qid, chunk_id): grade or None})."""
+    from .grade import with_holes, with_instrument
+
+    design, d = cfg.table_design(), cfg.run_dir
+    cluster_of = clustering(gs.questions, cfg.grading.cluster)
+    cells = grade_lists(design, gs.questions, gs.rankings, labels)
+    long = with_instrument(table1(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), "labels")
+    write_dataframe(long, out(d / names.GOLDEN_LABEL_TABLE1))
+    write_dataframe(
+        with_holes(paired_tests(cells, design, cluster_of), cells), out(d / names.GOLDEN_LABEL_PAIRED_TESTS)
+    )
+    write_dataframe(
+        relevant_shares(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of),
+        out(d / names.GOLDEN_LABEL_RELEVANT_SHARES),
+    )
 
 
 def write_not_graded(cfg: Config, why: str, out) -> None:
@@ -208,7 +232,11 @@ def write_all(cfg: Config, run: QuestionSet, golden: QuestionSet | None, out) ->
         summary = write_golden(cfg, golden, reference, out)
     elif enabled(cfg):
         write_not_graded(cfg, "the run's own questions are the golden samples: the run set's tables are theirs", out)
-    sets = {"run": run, **({GOLDEN: golden} if golden is not None else {})}
+    from .grade import judged
+
+    # the judge against the span gold and the reference labels on the questions it graded
+    pairs = (("run", run), (GOLDEN, golden))
+    sets = {name: replace(gs, questions=judged(gs.questions, gs.used)) for name, gs in pairs if gs is not None}
     table = judge_vs_gold(cfg, sets, reference[0] if reference else None)
     write_dataframe(table, out(cfg.run_dir / names.JUDGE_VS_GOLD))
     return summary

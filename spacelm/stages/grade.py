@@ -162,8 +162,10 @@ def compute(
         )
     all_q = [q for q in questions if q["qid"] in rankings[next(iter(need))]]
     chosen = select_questions(all_q, cfg.grading.max_questions, cfg.seed)
-    pairs = plan_pairs(cfg.table_design(), chosen, rankings, chunks_by_id)
-    pairs = gold_check.merge_pairs(pairs, gold_check.planned_pairs(cfg, golden, chunks_by_id))
+    pairs = plan_pairs(cfg.table_design(), judge_sample(cfg, chosen), rankings, chunks_by_id)
+    if golden is not None:
+        sample = gold_check.QuestionSet(judge_sample(cfg, golden.questions), golden.n_available, golden.rankings)
+        pairs = gold_check.merge_pairs(pairs, gold_check.planned_pairs(cfg, sample, chunks_by_id))
     text_of = {cid: c.text for cid, c in chunks_by_id.items()}
     swapped_prompt = cfg.grading.prompt + "_swapped"
     judging = cfg.grading.judging(cfg.root)
@@ -182,9 +184,55 @@ def compute(
     return gold_check.split(Grades(chosen, len(all_q), rows, swapped_all, swapped, used), golden)
 
 
+def judge_sample(cfg: Config, questions: list[dict]) -> list[dict]:
+    """The questions of a Table 1 set the embedded judge grades: `grading.judge_questions` of them
+    (seeded, apart from the draws of Table 1's questions and of the deep ones), or all."""
+    return select_questions(questions, cfg.grading.judge_questions, cfg.seed + 3)
+
+
+def judged(questions: list[dict], rows: list[dict] | None) -> list[dict]:
+    """The questions among `questions` the judge graded (a row for at least one of their pairs)."""
+    qids = {r["qid"] for r in rows or []}
+    return [q for q in questions if q["qid"] in qids]
+
+
+def write_design(cfg: Config, result: Grades, out) -> None:
+    """`grading/table1_questions.json`: each Table 1 question set's questions (with the source chunk
+    each was written from) and those the judge graded, so that a reader of the grades (the labels'
+    export, `report --recompute`) finds the questions the judge left to the labels."""
+    sets = {"run": result.questions, **({"golden": result.golden.questions} if result.golden else {})}
+    rows = {"run": result.rows, "golden": result.golden.rows if result.golden else []}
+    write_json(
+        out(cfg.run_dir / names.TABLE1_QUESTIONS),
+        {
+            name: {
+                "questions": [{"qid": q["qid"], "source_chunk_id": q.get("source_chunk_id")} for q in qs],
+                "judged": [q["qid"] for q in judged(qs, rows[name])],
+            }
+            for name, qs in sets.items()
+        },
+    )
+
+
+def table1_questions(cfg: Config, first: list[dict], known: dict) -> list[dict]:
+    """The run set's Table 1 questions: those `grading/table1_questions.json` lists, else (a run
+    written before it) each question with a validity-source row in the grades; a question's record
+    from `known` ({qid: question}) when there, else its id and source chunk."""
+    from ..lib.judge.relevance import clusters_from_grades
+
+    p = cfg.run_dir / names.TABLE1_QUESTIONS
+    if p.is_file():
+        listed = json.loads(p.read_text())["run"]["questions"]
+        source = {q["qid"]: q.get("source_chunk_id") for q in listed}
+    else:
+        source = clusters_from_grades(first)
+    return [known.get(q) or {"qid": q, "source_chunk_id": c} for q, c in sorted(source.items())]
+
+
 def write(cfg: Config, result: Grades, rankings: dict, judge_name: str, out) -> dict:
-    """grades.jsonl and every table of the stage (see `write_tables`)."""
+    """grades.jsonl, the Table 1 question sets and every table of the stage (see `write_tables`)."""
     write_jsonl(out(outputs(cfg).grades), result.rows + (result.swapped_all or result.swapped or []))
+    write_design(cfg, result, out)
     summary = write_tables(
         cfg, result.questions, result.n_available, rankings, result.used, result.swapped, judge_name, out
     )
@@ -240,16 +288,17 @@ def write_tables(
     cluster_of = clustering(questions, cfg.grading.cluster)
     design = cfg.table_design()
     grades = {(r["qid"], r["chunk_id"]): r["grade"] for r in used}
+    labelled_questions, questions = questions, judged(questions, used)  # the judge's tables: its sample
     cells = grade_lists(design, questions, rankings, grades)
     long = with_instrument(table1(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), "judge")
     labels: dict = {}
     if reads_labels(cfg):
-        labels = label_grades(cfg, questions, rankings)
+        labels = label_grades(cfg, labelled_questions, rankings)
     ppi_rows, diffs = prediction_powered(cfg, questions, rankings, grades, labels)
     long = long.merge(pd.DataFrame(ppi_rows, columns=PPI_KEYS + PPI_COLUMNS), on=PPI_KEYS, how="left")
     shown = long
     if reads_labels(cfg):
-        shown = write_label_tables(cfg, questions, rankings, labels, used, cluster_of, out)
+        shown = write_label_tables(cfg, labelled_questions, rankings, labels, used, cluster_of, out)
         long = pd.concat([long, shown], ignore_index=True)
     write_dataframe(long, out(files.table_csv))
     write_dataframe(pd.DataFrame(diffs, columns=DIFF_COLUMNS), out(files.ppi_differences))
@@ -409,7 +458,6 @@ def paired_tests_at(cfg: Config, unit: str) -> list[dict] | None:
     from the questions file take the source chunk their validity pair names and the document that
     chunk's id names."""
     from ..lib.io import read_jsonl
-    from ..lib.judge.relevance import clusters_from_grades
 
     if not (cfg.run_dir / names.GRADES).is_file() or not rankings_path(cfg).is_file():
         return None
@@ -419,8 +467,7 @@ def paired_tests_at(cfg: Config, unit: str) -> list[dict] | None:
         labels = {r.get("prompt") for r in rows if not str(r.get("prompt")).endswith("_swapped")}
         first = used = [r for r in rows if r.get("prompt") in labels] if len(labels) == 1 else []
     known = {q["qid"]: q for q in read_jsonl(questions_path(cfg))} if questions_path(cfg).is_file() else {}
-    source = clusters_from_grades(first)
-    questions = [known.get(q) or {"qid": q, "source_chunk_id": c} for q, c in sorted(source.items())]
+    questions = judged(table1_questions(cfg, first, known), used)
     grades = {(r["qid"], r["chunk_id"]): r["grade"] for r in used}
     cells = grade_lists(cfg.table_design(), questions, load_rankings(cfg), grades)
     return paired_tests(cells, cfg.table_design(), clustering(questions, unit)).to_dict("records")
@@ -452,15 +499,13 @@ def recompute(cfg: Config) -> dict:
     from questions.jsonl when it is there, else each graded question with the source chunk its
     validity pair names (no task breakdown then)."""
     from ..lib.io import read_jsonl
-    from ..lib.judge.relevance import clusters_from_grades
 
     d = cfg.run_dir
     first, used, swapped = stored_grades(cfg)
-    source = clusters_from_grades(first)
     known = {}
     if questions_path(cfg).is_file():
         known = {q["qid"]: q for q in read_jsonl(questions_path(cfg))}
-    questions = [known.get(q) or {"qid": q, "source_chunk_id": c} for q, c in sorted(source.items())]
+    questions = table1_questions(cfg, first, known)
     manifest = json.loads((d / names.MANIFEST).read_text()) if (d / names.MANIFEST).is_file() else {}
     n_available = (
         manifest.get("stages", {}).get("grade", {}).get("questions_available")

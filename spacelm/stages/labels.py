@@ -65,22 +65,20 @@ def _chunks(cfg: Config) -> dict:
 
 def table1_sets(cfg: Config, chunks: dict | None = None) -> list[tuple[str, list[dict], dict]]:
     """(set name, questions, rankings) of each Table 1 question set the run graded: the run's own
-    questions (those in grades.jsonl) and, when the config grades them, the golden samples."""
+    questions (grading/table1_questions.json; for an older run, those in grades.jsonl) and, when the
+    config grades them, the golden samples."""
     from ..runner.data import load_rankings, questions_path, rankings_path
     from . import gold_check
-    from .grade import stored_grades
+    from .grade import stored_grades, table1_questions
 
     if not (cfg.run_dir / names.GRADES).is_file() or not rankings_path(cfg).is_file():
         raise InputError(
             f"{cfg.run_dir / names.GRADES} or {rankings_path(cfg)} not found: Table 1's pairs are those the grade "
             f"stage graded; run `spacelm grade --config {cfg.source or '...'}` first"
         )
-    from ..lib.judge.relevance import clusters_from_grades
-
     first, _, _ = stored_grades(cfg)
     known = {q["qid"]: q for q in read_jsonl(questions_path(cfg))} if questions_path(cfg).is_file() else {}
-    source = clusters_from_grades(first)
-    questions = [known.get(q) or {"qid": q, "source_chunk_id": c} for q, c in sorted(source.items())]
+    questions = table1_questions(cfg, first, known)
     from .question_screen import screened
 
     out = [("run", screened(cfg, questions)[0], load_rankings(cfg))]

@@ -377,3 +377,66 @@ def test_leaving_screened_out_questions_never_moves_the_deep_draw():
     # unmarked, the same list draws 3 again, one of them a question graded only to top-3
     redrawn = deep_qids(design, [q for q in qs if q["qid"] != gone])
     assert len(redrawn) == 3 and redrawn != deep - {gone}
+
+
+def test_the_judge_grades_a_sample_and_the_labels_read_every_question(run, tmp_path, monkeypatch):
+    """grading.judge_questions: the embedded judge grades 3 of the 6 questions (seeded), the grade
+    stage lists all 6 in grading/table1_questions.json, the labels' export asks for every question's
+    pairs, Table 1 through labels reads all 6 and the judge's own table and its agreement with the
+    labels rest on its 3."""
+    import pandas as pd
+
+    from spacelm.lib.io import read_jsonl
+    from spacelm.runner.data import load_chunks, load_questions, load_rankings
+    from spacelm.stages import grade
+    from spacelm.stages.labels import export, import_labels
+
+    run.grading.judge_questions = 3
+    asked: list = []
+
+    def fake_grade_pairs(llm, todo, text_of, **kw):
+        asked.extend(todo)
+        return [dict(p, prompt=grade.grade_label(run), grade=2, score=2.0) for p in todo]
+
+    class Models:
+        identity: dict = {}
+        stats: dict = {}
+
+        def use(self, role, fn, phase):
+            return fn(None)
+
+        def release(self):
+            pass
+
+    monkeypatch.setattr(grade, "grade_pairs", fake_grade_pairs)
+    chunks = load_chunks(run)
+    result = grade.compute(run, chunks, load_questions(run, chunks), load_rankings(run), Models())
+    grade.write(run, result, load_rankings(run), "stand-in", lambda p: p)
+    sample = {p["qid"] for p in asked}
+    assert len(sample) == 3 and len(result.questions) == 6
+    design = json.loads((run.run_dir / "grading/table1_questions.json").read_text())["run"]
+    assert len(design["questions"]) == 6 and set(design["judged"]) == sample
+    assert {r["qid"] for r in read_jsonl(run.run_dir / "grades.jsonl")} == sample
+
+    out = tmp_path / "export"
+    export(run, "pairs", 2, out)
+    keyed = [r for r in read_jsonl(out / "key.jsonl") if "truth" not in r]
+    assert {r["qid"] for r in keyed} == set(QUESTIONS)  # the labels are asked for every question
+    answer_all(out, truthful)
+    import_labels(run, out, "tester")
+    grade.recompute(run)
+    t = pd.read_csv(run.run_dir / "table1_relevance.csv")
+    assert set(t[t.instrument == "labels"]["n_questions"]) == {6} and set(t[t.instrument == "labels"]["holes"]) == {0}
+    assert set(t[t.instrument == "judge"]["n_questions"]) == {3}
+    agree = json.loads((run.run_dir / "grading/labels/judge_vs_labels.json").read_text())
+    assert agree["n_pairs"] == 9  # the judge's 3 questions x (own chunk, c6, c7)
+
+
+def test_judge_questions_needs_the_labels_to_read_every_question(tiny_config):
+    from spacelm.config import ConfigError
+    from spacelm.config.validate import validate
+
+    tiny_config.grading.judge_questions = 3
+    tiny_config.grading.instrument = "judge"
+    with pytest.raises(ConfigError, match="grading.judge_questions"):
+        validate(tiny_config, "test.yaml")
