@@ -29,15 +29,12 @@ sys.path.insert(0, str(ROOT))
 
 from spacelm.config import BM25Config, DenseConfig, HybridConfig, RerankerConfig, RetrievalConfig  # noqa: E402
 from spacelm.lib.retrieval.beir import load_beir  # noqa: E402
+from spacelm.lib.retrieval.bm25 import BM25Retriever  # noqa: E402
+from spacelm.lib.retrieval.dense import DenseRetriever  # noqa: E402
 from spacelm.lib.retrieval.metrics import evaluate  # noqa: E402
-from spacelm.lib.retrieval.systems import (  # noqa: E402
-    BM25Retriever,
-    DenseRetriever,
-    HybridRetriever,
-    RerankedRetriever,
-    make_reranker,
-    second_stage_name,
-)
+from spacelm.lib.retrieval.rerankers import make_reranker  # noqa: E402
+from spacelm.lib.retrieval.rerankers.settings import second_stage_name  # noqa: E402
+from spacelm.lib.retrieval.systems import HybridRetriever, RerankedRetriever  # noqa: E402
 
 METRICS = ("ndcg@10", "recall@100")
 

@@ -33,7 +33,7 @@ from spacelm.runner.data import golden_path, load_documents  # noqa: E402
 
 
 def time_encoder(spec: str, texts: list[str], passage_prefix: str = "") -> float:
-    from spacelm.lib.retrieval.systems import make_encoder
+    from spacelm.lib.retrieval.dense import make_encoder
 
     enc = make_encoder(spec, 8, "", passage_prefix, None, None)
     enc.encode_passages(texts[:1])  # warm-up: model load and first allocation outside the timing

@@ -27,7 +27,8 @@ import numpy as np  # noqa: E402
 from spacelm.config import load_config  # noqa: E402
 from spacelm.lib.answer.answerability import refusal_metrics  # noqa: E402
 from spacelm.lib.answer.gate import score_items  # noqa: E402
-from spacelm.lib.retrieval.systems import Encoder, build_systems  # noqa: E402
+from spacelm.lib.retrieval.dense import Encoder  # noqa: E402
+from spacelm.lib.retrieval.systems import build_systems  # noqa: E402
 from spacelm.lib.stats import auc, bootstrap_ci  # noqa: E402
 from spacelm.runner.data import load_chunks, load_questions  # noqa: E402
 

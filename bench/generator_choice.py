@@ -46,7 +46,7 @@ def share(values: list[bool]) -> dict:
 
 
 def items_for(cfg, chunks, n_max: int, seed: int) -> list[dict]:
-    from spacelm.lib.retrieval.systems import BM25Config, BM25Retriever
+    from spacelm.lib.retrieval.bm25 import BM25Config, BM25Retriever
 
     rows = golden_questions(cfg, chunks)
     rng = random.Random(seed)

@@ -59,7 +59,7 @@ def rerank(model: str, device: str, pairs: list[tuple[str, str]]):
 
 def train(model: str, device: str, steps: int, out: Path):
     from spacelm.lib.retrieval.cross_encoder import TrainingPair, train_cross_encoder
-    from spacelm.lib.retrieval.systems import RerankerTraining
+    from spacelm.lib.retrieval.rerankers.settings import RerankerTraining
 
     qs = texts(steps, 8, 1)
     ps = texts(steps * 4, 60, 2)

@@ -177,7 +177,7 @@ def logit(p: float, eps: float = 1e-4) -> float:
 
 
 def cosines(pairs: list, passages: dict) -> dict:
-    from spacelm.lib.retrieval.systems import make_encoder
+    from spacelm.lib.retrieval.dense import make_encoder
 
     enc = make_encoder("embedded:minilm")
     qs = sorted({p["question"] for p in pairs})

@@ -131,7 +131,7 @@ def feature_table(llm, embedding: str | None = None) -> list[dict]:
     rows = []
     enc = None
     if embedding:
-        from spacelm.lib.retrieval.systems import make_encoder
+        from spacelm.lib.retrieval.dense import make_encoder
 
         enc = make_encoder(embedding, cache_dir=ROOT / ".cache" / "spacelm")
     for name in SOURCES:

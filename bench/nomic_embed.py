@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from spacelm.lib.retrieval.beir import load_beir  # noqa: E402
+from spacelm.lib.retrieval.dense import DenseRetriever, Encoder  # noqa: E402
 from spacelm.lib.retrieval.gguf_embedding import GGUFEncoder, is_gguf_embedding  # noqa: E402
 from spacelm.lib.retrieval.metrics import evaluate  # noqa: E402
-from spacelm.lib.retrieval.systems import DenseRetriever, Encoder  # noqa: E402
 from spacelm.lib.stats import cluster_t, paired_difference  # noqa: E402
 
 NOMIC = "embedded:nomic-embed-text-v1.5"

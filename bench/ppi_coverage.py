@@ -48,7 +48,7 @@ from spacelm.lib.judge.ppi import (  # noqa: E402
     stratified_sample,  # noqa: E402
 )
 from spacelm.lib.judge.validity import read_reference_judges  # noqa: E402
-from spacelm.lib.retrieval.systems import BM25Retriever  # noqa: E402
+from spacelm.lib.retrieval.bm25 import BM25Retriever  # noqa: E402
 from spacelm.lib.stats import wilson_ci  # noqa: E402
 
 

@@ -139,7 +139,7 @@ def fit_w_on_set(score, folder, n_queries):
     """The BM25 weight maximising nDCG@10 on a labelled set's train split (BM25 top-20 reranked)."""
     import numpy as np
 
-    from spacelm.lib.retrieval.systems import BM25Config, BM25Retriever
+    from spacelm.lib.retrieval.bm25 import BM25Config, BM25Retriever
 
     corpus = read_jsonl(Path(folder) / "corpus.jsonl")
     qs = {str(r["_id"]): r["text"] for r in read_jsonl(Path(folder) / "queries.jsonl")}
@@ -287,7 +287,7 @@ def main(argv=None) -> int:
     import numpy as np
 
     from spacelm.lib.llm.models import resolve_model_path
-    from spacelm.lib.retrieval.systems import BM25Config, BM25Retriever
+    from spacelm.lib.retrieval.bm25 import BM25Config, BM25Retriever
 
     chunks, by_id, queries, qrels, same = load(args.chunks, args.labels)
     bm25 = BM25Retriever(BM25Config()).index([c["chunk_id"] for c in chunks], [c["text"] for c in chunks])

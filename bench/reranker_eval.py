@@ -228,7 +228,9 @@ def main(argv=None) -> int:
     from spacelm.config import load_config
     from spacelm.lib.io import write_json
     from spacelm.lib.llm.models import TRAINED_META, is_trained, resolve_model_path, trained_folder, trained_name
-    from spacelm.lib.retrieval.systems import BM25Retriever, CrossEncoderReranker, DenseRetriever
+    from spacelm.lib.retrieval.bm25 import BM25Retriever
+    from spacelm.lib.retrieval.dense import DenseRetriever
+    from spacelm.lib.retrieval.rerankers import CrossEncoderReranker
     from spacelm.lib.synth.checks import boilerplate_reason
     from spacelm.runner.data import golden_questions, load_chunks
     from spacelm.stages.retrieve import gold_qrels

@@ -28,8 +28,9 @@ sys.path.insert(0, str(ROOT))
 
 from spacelm.lib.io import read_jsonl, write_json  # noqa: E402
 from spacelm.lib.llm.models import resolve_model_path  # noqa: E402
+from spacelm.lib.retrieval.bm25 import BM25Config, BM25Retriever  # noqa: E402
+from spacelm.lib.retrieval.rerankers import quantise_int8  # noqa: E402
 from spacelm.lib.retrieval.segment_cosine import SegmentCosineCrossEncoder  # noqa: E402
-from spacelm.lib.retrieval.systems import BM25Config, BM25Retriever, quantise_int8  # noqa: E402
 
 
 class OnnxScorer(SegmentCosineCrossEncoder):

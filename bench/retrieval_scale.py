@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from spacelm.config import BM25Config, DenseConfig, load_config  # noqa: E402
-from spacelm.lib.retrieval.systems import BM25Retriever, DenseRetriever, Encoder  # noqa: E402
+from spacelm.lib.retrieval.bm25 import BM25Retriever  # noqa: E402
+from spacelm.lib.retrieval.dense import DenseRetriever, Encoder  # noqa: E402
 from spacelm.runner.data import load_chunks  # noqa: E402
 
 

@@ -130,7 +130,7 @@ def replay_raw(llm_cfg, prompts: list[list[int]], sent: list) -> float:
 
 def material(cfg, n_questions: int, n_passages: int):
     """Golden questions of the config with their BM25 top passages from its chunks."""
-    from spacelm.lib.retrieval.systems import BM25Retriever
+    from spacelm.lib.retrieval.bm25 import BM25Retriever
     from spacelm.lib.synth.golden import load_golden
     from spacelm.pipeline import run_stages
     from spacelm.runner.data import load_chunks

@@ -2,9 +2,9 @@
 object every stage receives. Defaults live here; loading is in `load.py`, value checks in
 `validate.py`. The config imports the library, never the reverse: a section the library reads
 whole is defined beside the code that reads it (:class:`LLMConfig` in `lib/llm/settings.py`, the
-retrievers' sections in `lib/retrieval/systems.py`) and used here as a field type; every other section
-gains a method building the small parameter object a library function takes (`ingest.rules()`,
-`grading.judging()`, :meth:`Config.question_writing`, ...)."""
+retrievers' sections in `lib/retrieval/systems.py`, `bm25.py` and `dense.py`) and used here as a
+field type; every other section gains a method building the small parameter object a library
+function takes (`ingest.rules()`, `grading.judging()`, :meth:`Config.question_writing`, ...)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,10 @@ from ..lib.answer.gate import CONFIRMATION_PATTERNS, STRONG_CLAIM_PATTERNS
 from ..lib.ingest.bibliography import BibliographyRules
 from ..lib.llm.settings import LLMConfig
 from ..lib.names import TASKS
-from ..lib.retrieval.systems import BM25Config, DenseConfig, HybridConfig, RerankerConfig, RetrievalSetup
+from ..lib.retrieval.bm25 import BM25Config
+from ..lib.retrieval.dense import DenseConfig
+from ..lib.retrieval.rerankers.settings import RerankerConfig
+from ..lib.retrieval.systems import HybridConfig, RetrievalSetup
 
 
 class ConfigError(ValueError):

@@ -564,7 +564,7 @@ class ModelTurns:
     def gate(self, items: list[dict], text_of: dict) -> None:
         """Set each item's answerability gate from the dense encoder's similarities."""
         from ..lib.answer.gate import score_items
-        from ..lib.retrieval.systems import Encoder
+        from ..lib.retrieval.dense import Encoder
 
         dc = self.cfg.retrieval.dense
         encoder = Encoder(

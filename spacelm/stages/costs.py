@@ -5,7 +5,7 @@ times larger should learn before the work starts which stages grow with the corp
 much. Counts come from the config and the files earlier stages wrote (no model is loaded): the
 passages each encoder must read (the embedding cache makes a second run free), the passages the
 reranker rescores, and the model calls the caps allow. Seconds come from the encoders' own
-first batch at run time (`lib/retrieval/systems.py` logs the projection); `spacelm plan` counts the
+first batch at run time (`lib/retrieval/dense.py` logs the projection); `spacelm plan` counts the
 model calls and tokens exactly.
 """
 

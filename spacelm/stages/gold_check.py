@@ -158,6 +158,12 @@ def merge_pairs(*sets: list[dict]) -> list[dict]:
     return list(out.values())
 
 
+def judged(questions: list[dict], rows: list[dict] | None) -> list[dict]:
+    """The questions among `questions` the judge graded (a row for at least one of their pairs)."""
+    qids = {r["qid"] for r in rows or []}
+    return [q for q in questions if q["qid"] in qids]
+
+
 def of_questions(rows: list[dict] | None, questions: list[dict]) -> list[dict]:
     """The rows of `questions`' pairs."""
     qids = {q["qid"] for q in questions}
@@ -165,13 +171,11 @@ def of_questions(rows: list[dict] | None, questions: list[dict]) -> list[dict]:
 
 
 # --------------------------------------------------------------------------- the golden set's files
-def write_golden(cfg: Config, gs: QuestionSet, reference: tuple, out) -> dict:
+def write_golden(cfg: Config, gs: QuestionSet, reference: tuple, out, label_tables=None) -> dict:
     """`grading/golden/`: its grades, Table 1, paired tests and relevant shares (the functions of
     the run set's tables) and the judge's agreement with the reference labels (`reference`:
     :func:`reference_labels`)."""
     import pandas as pd
-
-    from .grade import judged, label_grades, reads_labels
 
     design = cfg.table_design()
     questions = judged(gs.questions, gs.used)  # the judge's sample (grading.judge_questions), or all
@@ -179,8 +183,8 @@ def write_golden(cfg: Config, gs: QuestionSet, reference: tuple, out) -> dict:
     grades = {(r["qid"], r["chunk_id"]): r["grade"] for r in gs.used}
     cells = grade_lists(design, questions, gs.rankings, grades)
     d = cfg.run_dir
-    if reads_labels(cfg):  # the golden set's Table 1 through the assessor's labels, on every question
-        write_label_tables(cfg, gs, label_grades(cfg, gs.questions, gs.rankings), out)
+    if label_tables is not None:  # the golden set's Table 1 through the assessor's labels, on every question
+        label_tables(gs, out)
     write_jsonl(out(d / names.GOLDEN_GRADES), gs.rows)
     write_dataframe(table1(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), out(d / names.GOLDEN_TABLE1))
     write_dataframe(paired_tests(cells, design, cluster_of), out(d / names.GOLDEN_PAIRED_TESTS))
@@ -190,25 +194,6 @@ def write_golden(cfg: Config, gs: QuestionSet, reference: tuple, out) -> dict:
     agreement = reference_agreement(cfg, gs.used, *reference)
     write_dataframe(pd.DataFrame([agreement]), out(d / names.GOLDEN_REFERENCE_AGREEMENT))
     return {"golden_questions": len(gs.questions), "golden_reference_pairs": agreement["n_pairs"]}
-
-
-def write_label_tables(cfg: Config, gs: QuestionSet, labels: dict, out) -> None:
-    """`grading/golden/labels/`: the golden set's Table 1, paired tests (with their holes) and relevant
-    shares through the assessor's labels (`labels`: {(qid, chunk_id): grade or None})."""
-    from .grade import with_holes, with_instrument
-
-    design, d = cfg.table_design(), cfg.run_dir
-    cluster_of = clustering(gs.questions, cfg.grading.cluster)
-    cells = grade_lists(design, gs.questions, gs.rankings, labels)
-    long = with_instrument(table1(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), "labels")
-    write_dataframe(long, out(d / names.GOLDEN_LABEL_TABLE1))
-    write_dataframe(
-        with_holes(paired_tests(cells, design, cluster_of), cells), out(d / names.GOLDEN_LABEL_PAIRED_TESTS)
-    )
-    write_dataframe(
-        relevant_shares(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of),
-        out(d / names.GOLDEN_LABEL_RELEVANT_SHARES),
-    )
 
 
 def write_not_graded(cfg: Config, why: str, out) -> None:
@@ -222,18 +207,16 @@ def write_not_graded(cfg: Config, why: str, out) -> None:
             write_dataframe(pd.DataFrame([{"note": why}]), out(f))
 
 
-def write_all(cfg: Config, run: QuestionSet, golden: QuestionSet | None, out) -> dict:
+def write_all(cfg: Config, run: QuestionSet, golden: QuestionSet | None, out, label_tables=None) -> dict:
     """Every file of this module: the golden set's (when asked for) and judge_vs_gold.csv."""
     from ..runner.data import load_chunks
 
     reference, summary = None, {}
     if golden is not None:
         reference = reference_labels(cfg, load_chunks(cfg))
-        summary = write_golden(cfg, golden, reference, out)
+        summary = write_golden(cfg, golden, reference, out, label_tables)
     elif enabled(cfg):
         write_not_graded(cfg, "the run's own questions are the golden samples: the run set's tables are theirs", out)
-    from .grade import judged
-
     # the judge against the span gold and the reference labels on the questions it graded
     pairs = (("run", run), (GOLDEN, golden))
     sets = {name: replace(gs, questions=judged(gs.questions, gs.used)) for name, gs in pairs if gs is not None}
@@ -362,7 +345,7 @@ def judge_vs_gold(cfg: Config, sets: dict, reference: dict | None):
     return pd.DataFrame(rows).round(4)
 
 
-def recompute(cfg: Config, run: QuestionSet, label: str) -> dict:
+def recompute(cfg: Config, run: QuestionSet, label: str, label_tables=None) -> dict:
     """:func:`write_all` from the stored grades (no model): the golden set's from
     `grading/golden/grades.jsonl` (the rows Table 1 uses, read as the run set's are: `label` is
     the `prompt` field of the first-order rows)."""
@@ -380,7 +363,7 @@ def recompute(cfg: Config, run: QuestionSet, label: str) -> dict:
         if golden is not None:
             golden.rows = rows
             golden.used = mean_of_orders(first, second) if cfg.grading.debias == "both_orders" and second else first
-    return write_all(cfg, run, golden, lambda q: q)
+    return write_all(cfg, run, golden, lambda q: q, label_tables)
 
 
 # --------------------------------------------------------------------------- the report's section

@@ -33,6 +33,7 @@ from ..lib.sample import sample_size
 from ..runner.base import ModelTurns, Stage, execute
 from ..runner.data import chunks_path, load_chunks, load_questions, load_rankings, questions_path, rankings_path
 from . import gold_check
+from .gold_check import judged
 
 
 class GradeFiles(NamedTuple):
@@ -190,12 +191,6 @@ def judge_sample(cfg: Config, questions: list[dict]) -> list[dict]:
     return select_questions(questions, cfg.grading.judge_questions, cfg.seed + 3)
 
 
-def judged(questions: list[dict], rows: list[dict] | None) -> list[dict]:
-    """The questions among `questions` the judge graded (a row for at least one of their pairs)."""
-    qids = {r["qid"] for r in rows or []}
-    return [q for q in questions if q["qid"] in qids]
-
-
 def write_design(cfg: Config, result: Grades, out) -> None:
     """`grading/table1_questions.json`: each Table 1 question set's questions (with the source chunk
     each was written from) and those the judge graded, so that a reader of the grades (the labels'
@@ -237,7 +232,7 @@ def write(cfg: Config, result: Grades, rankings: dict, judge_name: str, out) -> 
         cfg, result.questions, result.n_available, rankings, result.used, result.swapped, judge_name, out
     )
     run_set = gold_check.QuestionSet(result.questions, result.n_available, rankings, result.rows, result.used)
-    return {**summary, **gold_check.write_all(cfg, run_set, result.golden, out)}
+    return {**summary, **gold_check.write_all(cfg, run_set, result.golden, out, golden_label_tables(cfg))}
 
 
 def build(cfg: Config, out) -> dict:
@@ -381,6 +376,27 @@ def with_holes(tests, cells: dict):
     return tests
 
 
+def golden_label_tables(cfg: Config):
+    """The writer of the golden set's tables through the assessor's labels (`grading/golden/labels/`:
+    Table 1, paired tests with their holes, relevant shares), or None when Table 1 reads no labels."""
+    if not reads_labels(cfg):
+        return None
+
+    def write_tables(gs: gold_check.QuestionSet, out) -> None:
+        design, d = cfg.table_design(), cfg.run_dir
+        cluster_of = clustering(gs.questions, cfg.grading.cluster)
+        cells = grade_lists(design, gs.questions, gs.rankings, label_grades(cfg, gs.questions, gs.rankings))
+        long = with_instrument(table1(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), "labels")
+        write_dataframe(long, out(d / names.GOLDEN_LABEL_TABLE1))
+        write_dataframe(
+            with_holes(paired_tests(cells, design, cluster_of), cells), out(d / names.GOLDEN_LABEL_PAIRED_TESTS)
+        )
+        shares = relevant_shares(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of)
+        write_dataframe(shares, out(d / names.GOLDEN_LABEL_RELEVANT_SHARES))
+
+    return write_tables
+
+
 def write_label_tables(cfg: Config, questions, rankings, labels: dict, used: list[dict], cluster_of, out):
     """Table 1 through the assessor's labels: its long rows (returned, instrument "labels"), its
     paired tests and relevant shares (grading/labels/), and the judge measured against the labels
@@ -518,7 +534,7 @@ def recompute(cfg: Config) -> dict:
         cfg, questions, n_available, rankings, used, swapped, judge or cfg.models.judge.model, lambda p: p
     )
     run_set = gold_check.QuestionSet(questions, n_available, rankings, first, used)
-    return {**summary, **gold_check.recompute(cfg, run_set, grade_label(cfg))}
+    return {**summary, **gold_check.recompute(cfg, run_set, grade_label(cfg), golden_label_tables(cfg))}
 
 
 def grades_per_task(cells: dict, questions: list[dict], n_boot: int = 1000, seed: int = 0, cluster_of=None):

@@ -132,7 +132,8 @@ def audit_pairs(
     Returns (pairs, {system: {(qid, chunk_id)}}, coverage). The systems come from `models`
     (the stage's :class:`ModelTurns`, or the plan's stand-ins), built here without one."""
     from ..config.validate import graded_systems
-    from ..lib.retrieval.systems import BM25Retriever, build_systems
+    from ..lib.retrieval.bm25 import BM25Retriever
+    from ..lib.retrieval.systems import build_systems
 
     jc = cfg.judge_check
     systems = graded_systems(cfg)

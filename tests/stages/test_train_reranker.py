@@ -126,7 +126,7 @@ def test_no_evaluation_chunk_enters_training_and_labelled_sets_add_their_pairs(c
     cfg, chunks = chunked
     labels = make_beir(tmp_path / "labels", graded=True)
     _with_reranker(cfg, questions=6, filter_top_n=0, negatives=2, negative_depth=5, neighbours=1)
-    from spacelm.lib.retrieval.systems import LabelledSet
+    from spacelm.lib.retrieval.rerankers.settings import LabelledSet
 
     cfg.retrieval.reranker.train.labelled = [LabelledSet("tiny", str(labels), "test", min_grade=2)]
     evaluation = _evaluation(chunks)
@@ -155,7 +155,7 @@ def test_a_labelled_set_holding_an_evaluation_question_is_refused(chunked, tmp_p
     rows[0]["text"] = evaluation[0]["question"].upper()  # the golden question, as a labelled query
     (labels / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     _with_reranker(cfg, questions=0)
-    from spacelm.lib.retrieval.systems import LabelledSet
+    from spacelm.lib.retrieval.rerankers.settings import LabelledSet
 
     cfg.retrieval.reranker.train.labelled = [LabelledSet("leaky", str(labels), "test", min_grade=2)]
     with pytest.raises(LeakError, match="1 evaluation question"):

@@ -362,7 +362,7 @@ def _item(q: dict, setting: str, pipeline: str, passage_ids: list, wrong_ids: li
 
 def build_items(design: AnswerDesign, questions: list[dict], chunks: list, rankings: dict | None) -> list[dict]:
     """Every (question, setting) for Table 2 and every (question, pipeline) for A/B/C."""
-    from ..retrieval.systems import BM25Config, BM25Retriever
+    from ..retrieval.bm25 import BM25Config, BM25Retriever
 
     bm25 = (
         BM25Retriever(BM25Config()).index([c.chunk_id for c in chunks], [c.text for c in chunks])

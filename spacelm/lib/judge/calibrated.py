@@ -216,7 +216,7 @@ def grade_pairs_calibrated(
     raw, tokens, cached = measure_features(llm, pairs, passages, wanted, f"grading (calibrated: {cal.name})")
     if cal.uses_embedding():
         if encoder is None:
-            from ..retrieval.systems import make_encoder
+            from ..retrieval.dense import make_encoder
 
             encoder = make_encoder(cal.embedding_model)
         cos = cosine_features(encoder, pairs, passages)

@@ -56,7 +56,7 @@ def sample_check_pairs(
     """Pairs to grade from a :class:`~.beir.BeirData`, question-major. Each pair: qid, question,
     chunk_id (the passage id), label (the human grade), kind, source. `exclude_queries` (those a
     calibrated judge was fitted on) are never drawn, so the check stays held out."""
-    from ..retrieval.systems import BM25Config, BM25Retriever
+    from ..retrieval.bm25 import BM25Config, BM25Retriever
 
     graded = is_graded(data.qrels)
     rel_from = relevant_from(graded)
@@ -112,7 +112,7 @@ def sample_check_pairs(
 def golden_check_pairs(samples: Sequence, found: dict, chunks: Sequence, n: int, seed: int) -> list[dict]:
     """In-domain pairs from golden samples located in the chunks: the sample's chunk (label 1),
     another chunk of its document and the top BM25 chunk of another document (label 0)."""
-    from ..retrieval.systems import BM25Config, BM25Retriever
+    from ..retrieval.bm25 import BM25Config, BM25Retriever
 
     rng = random.Random(f"{seed}|golden")
     usable = sorted((s for s in samples if s.id in found), key=lambda s: s.id)

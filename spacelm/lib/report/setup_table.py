@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..retrieval.systems import second_stage_name
+from ..retrieval.rerankers.settings import second_stage_name
 
 COLUMNS = ["component", "paper", "this_run", "match"]
 # component -> the paper's value, in words

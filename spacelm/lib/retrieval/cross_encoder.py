@@ -32,8 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .bm25 import BM25Config
+from .rerankers.settings import RerankerTraining
 from .segment_cosine import SegmentCosineCrossEncoder
-from .systems import BM25Config, RerankerTraining
 
 
 class LeakError(ValueError):
@@ -163,7 +164,7 @@ def check_no_leak(pairs: Sequence[TrainingPair], held: HeldOut) -> None:
 # --------------------------------------------------------------------------- synthetic questions
 def bm25_rankings(cfg: BM25Config, ids: Sequence[str], texts: Sequence[str], queries: Sequence[str], depth: int):
     """Each query's BM25 top-`depth` chunk ids over (ids, texts)."""
-    from .systems import BM25Retriever
+    from .bm25 import BM25Retriever
 
     if not queries:
         return []
@@ -341,10 +342,10 @@ def _ndcg10(labels: Sequence[float], scores: Sequence[float]) -> float:
 
 
 def fit_bm25_weight(groups: Sequence[tuple], grid: Sequence[float] = tuple(i / 10 for i in range(11))):
-    """(weight, curve): the weight of `grid` whose mix (`systems.mix_scores`) of each group's
+    """(weight, curve): the weight of `grid` whose mix (`rerankers.mix_scores`) of each group's
     cross-encoder and BM25 scores gives the best mean nDCG@10 of its labels, the smallest on a tie;
     `groups` are (labels, cross scores, bm25 scores), one per query; `curve` is ((w, nDCG@10), ...)."""
-    from .systems import mix_scores
+    from .rerankers import mix_scores
 
     curve = []
     for w in grid:
@@ -370,7 +371,7 @@ def pool_groups(ce, dev: Sequence[TrainingPair], corpora: dict, bm25: BM25Config
     """(labels, cross scores, bm25 scores) of each dev query over a pool as the reranker meets one:
     its BM25 top `depth` over its source's corpus (`corpora[source]`, a :class:`DevCorpus`) and its
     positives, less its excluded passages; a passage no pair marks positive counts as not relevant."""
-    from .systems import BM25Retriever
+    from .bm25 import BM25Retriever
 
     by_query: dict[tuple, list[TrainingPair]] = {}
     for p in dev:

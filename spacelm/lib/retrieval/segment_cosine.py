@@ -31,7 +31,7 @@ class SegmentCosineCrossEncoder:
     def __init__(self, model, tokenizer, max_length: int, scale: float = 20.0, bm25_weight: float = 0.0):
         self.model, self.tokenizer, self.max_length, self.scale = model, tokenizer, max_length, scale
         # the first-stage BM25 score's weight when reranking (fitted on training data, 0: none); see
-        # `systems.mix_scores`
+        # `rerankers.mix_scores`
         self.bm25_weight = bm25_weight
 
     @classmethod

@@ -113,7 +113,7 @@ def test_misleading_distractors_never_hold_the_source_or_its_neighbours():
 
     from spacelm.lib.answer.answers import could_answer, wrong_passages
     from spacelm.lib.ingest.chunking import Chunk
-    from spacelm.lib.retrieval.systems import BM25Config, BM25Retriever
+    from spacelm.lib.retrieval.bm25 import BM25Config, BM25Retriever
 
     texts = {
         "ca:0": "Conjunction assessment screens each satellite against the catalogue every day.",

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from spacelm.lib.ingest.chunking import Chunk
+from spacelm.lib.retrieval.bm25 import BM25Config
 from spacelm.lib.retrieval.cross_encoder import (
     LeakError,
     TrainingPair,
@@ -22,7 +23,7 @@ from spacelm.lib.retrieval.cross_encoder import (
     synthetic_pairs,
     training_pool,
 )
-from spacelm.lib.retrieval.systems import BM25Config, RerankerTraining
+from spacelm.lib.retrieval.rerankers.settings import RerankerTraining
 from tests.conftest import make_beir
 
 
@@ -143,7 +144,7 @@ def test_training_settings_name_each_bad_value():
     keys = [k for k, _ in bad.problems()]
     assert keys == ["negatives", "learning_rate", "bm25_weight", "dev_share", "questions"]
     assert RerankerTraining(bm25_weight=0.3).problems() == []
-    from spacelm.lib.retrieval.systems import LabelledSet
+    from spacelm.lib.retrieval.rerankers.settings import LabelledSet
 
     test_split = RerankerTraining(labelled=[LabelledSet("scifact", "../shared/beir/scifact", "test")])
     assert ("labelled[0].split", "is 'test', the split studies evaluate on; train on 'train'") in test_split.problems()
@@ -282,7 +283,7 @@ def test_a_tiny_cross_encoder_trained_on_hand_built_pairs_ranks_a_held_out_posit
 
     from spacelm.lib.llm.models import resolve_model_path
     from spacelm.lib.retrieval.cross_encoder import train_cross_encoder
-    from spacelm.lib.retrieval.systems import CrossEncoderReranker
+    from spacelm.lib.retrieval.rerankers import CrossEncoderReranker
 
     monkeypatch.setenv("SPACELM_MODELS_DIR", str(tmp_path / "models"))
     pairs = []
@@ -312,7 +313,7 @@ def test_the_cross_encoder_scores_a_pair_once_however_many_pools_hold_it(monkeyp
     import sys
     import types
 
-    from spacelm.lib.retrieval.systems import CrossEncoderReranker
+    from spacelm.lib.retrieval.rerankers import CrossEncoderReranker
 
     asked = []
 
@@ -365,7 +366,7 @@ def test_the_listwise_loss_is_low_when_each_positive_outscores_its_own_negatives
 
 # --------------------------------------------------------------------------- BM25's weight
 def test_mixing_z_normalises_each_score_over_the_pool_and_weight_zero_keeps_the_cross_encoder():
-    from spacelm.lib.retrieval.systems import mix_scores
+    from spacelm.lib.retrieval.rerankers import mix_scores
 
     cross, bm25 = [3.0, 1.0, 2.0], [10.0, 30.0, 20.0]
     assert mix_scores(cross, bm25, 0.0) == cross
@@ -406,7 +407,7 @@ def test_a_model_carrying_a_bm25_weight_ranks_each_pool_by_the_mix(monkeypatch):
     import sys
     import types
 
-    from spacelm.lib.retrieval.systems import CrossEncoderReranker
+    from spacelm.lib.retrieval.rerankers import CrossEncoderReranker
 
     class Scripted:  # a cross-encoder that prefers short passages, fitted with BM25 weight 0.8
         bm25_weight = 0.8

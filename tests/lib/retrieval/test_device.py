@@ -50,7 +50,7 @@ def test_a_sentence_transformers_cross_encoder_loads_on_the_device_asked(tmp_pat
     from sentence_transformers import CrossEncoder
 
     from spacelm.lib.llm.models import resolve_model_path
-    from spacelm.lib.retrieval.systems import CrossEncoderReranker
+    from spacelm.lib.retrieval.rerankers import CrossEncoderReranker
 
     folder = tmp_path / "tiny-ce"
     CrossEncoder(resolve_model_path("embedded:minilm"), num_labels=1, device="cpu").save(str(folder))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from spacelm.lib.llm.cache import EmbeddingCache
-from spacelm.lib.retrieval import systems
+from spacelm.lib.retrieval import dense
 
 
 class StandIn:
@@ -24,8 +24,8 @@ class StandIn:
         return np.array([[len(t), 1.0] for t in texts], dtype=np.float32)
 
 
-def _encoder(tmp_path, model) -> systems.Encoder:
-    enc = object.__new__(systems.Encoder)
+def _encoder(tmp_path, model) -> dense.Encoder:
+    enc = object.__new__(dense.Encoder)
     enc.spec, enc.model, enc.batch_size = "stand-in", model, 4
     enc.query_prefix, enc.passage_prefix, enc.key, enc.encoded = "", "p: ", "k", 0
     enc.cache = EmbeddingCache(tmp_path / "embeddings.sqlite")
@@ -33,7 +33,7 @@ def _encoder(tmp_path, model) -> systems.Encoder:
 
 
 def test_an_interrupted_encoding_keeps_the_blocks_it_finished(tmp_path, monkeypatch):
-    monkeypatch.setattr(systems, "CACHE_EVERY", 8)
+    monkeypatch.setattr(dense, "CACHE_EVERY", 8)
     texts = [f"passage {i}" + "x" * i for i in range(40)]
     with pytest.raises(KeyboardInterrupt):
         _encoder(tmp_path, StandIn(fail_after=20)).encode_passages(texts)

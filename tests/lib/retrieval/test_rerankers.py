@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from spacelm.lib.llm.types import Completion
-from spacelm.lib.retrieval import systems as retrieval
-from spacelm.lib.retrieval.systems import CrossEncoderReranker, LLMReranker, RerankedRetriever, rrf_fuse
+from spacelm.lib.retrieval import rerankers as retrieval
+from spacelm.lib.retrieval.rerankers import CrossEncoderReranker, LLMReranker
+from spacelm.lib.retrieval.systems import RerankedRetriever, rrf_fuse
 
 TEXTS = {"a": "alpha passage", "b": "beta passage", "c": "gamma passage", "d": "delta passage"}
 

@@ -4,15 +4,10 @@ import numpy as np
 import pytest
 
 from spacelm.config import BM25Config, DenseConfig
-from spacelm.lib.retrieval.systems import (
-    BM25Retriever,
-    DenseRetriever,
-    HybridRetriever,
-    identical_lists,
-    pool_size,
-    rrf_fuse,
-    top_k,
-)
+from spacelm.lib.retrieval.base import top_k
+from spacelm.lib.retrieval.bm25 import BM25Retriever
+from spacelm.lib.retrieval.dense import DenseRetriever
+from spacelm.lib.retrieval.systems import HybridRetriever, identical_lists, pool_size, rrf_fuse
 
 IDS = ["a:0", "a:1", "b:0", "b:1", "c:0"]
 TEXTS = [
