@@ -562,6 +562,13 @@ class PlanFindingConfig:
     basis: str = ""  # where n_needed comes from
     # the Table 1 question set it reads: the run's own questions, or the golden samples (grading.question_sets)
     question_set: Literal["run", "golden"] = "run"
+    # the pilot's per-question SD of the finding's measure (its paired difference), which sized n_needed
+    sd: float | None = None
+    # the questions the run will read for it (after the exclusion rule), as the plan expects them
+    n_planned: int | None = None
+    # the budget cannot give it n_needed: stated here, before the run, so the report reads its
+    # verdict as underpowered rather than discovering it afterwards
+    underpowered: bool = False
 
 
 @dataclass
@@ -570,13 +577,29 @@ class AnalysisPlanConfig:
     into the manifest before the first stage; findings it does not name are exploratory."""
 
     fixed: str = ""  # when it was fixed, and from which run's variances
+    # the labelled pilot whose spread sized the findings: run, commit, questions, instrument
+    pilot: str = ""
+    # which questions leave the study, and by whose verdict (stated before any screening is read)
+    exclusion: str = ""
     findings: list[PlanFindingConfig] = field(default_factory=list)
 
     def entries(self) -> list:
         from ..lib.report.plan import PlanEntry
 
         return [
-            PlanEntry(f.id, f.role, f.test, f.alpha, f.cluster, f.n_needed, f.basis, f.question_set)
+            PlanEntry(
+                f.id,
+                f.role,
+                f.test,
+                f.alpha,
+                f.cluster,
+                f.n_needed,
+                f.basis,
+                f.question_set,
+                f.sd,
+                f.n_planned,
+                f.underpowered,
+            )
             for f in self.findings
         ]
 

@@ -165,6 +165,9 @@ class PlanEntry(NamedTuple):
     n_needed: int | None = None
     basis: str = ""  # where n_needed comes from (a run and its measured SD)
     question_set: str = "run"  # Table 1's question set it reads: the run's own ("run") or "golden"
+    sd: float | None = None  # the pilot's per-question SD of the measure's paired difference
+    n_planned: int | None = None  # the questions the run will read for it, after the exclusion rule
+    underpowered: bool = False  # stated before the run: the budget cannot give it n_needed
 
 
 def plan_problems(entries: list[PlanEntry]) -> list[str]:
@@ -191,6 +194,14 @@ def plan_problems(entries: list[PlanEntry]) -> list[str]:
             out.append(f"{where}.alpha: {e.alpha} is not a level between 0 and 0.5")
         if e.n_needed is not None and e.n_needed < 2:
             out.append(f"{where}.n_needed: {e.n_needed} questions cannot give a test; give the power table's need")
+        short = e.n_needed is not None and e.n_planned is not None and e.n_planned < e.n_needed
+        if short and not e.underpowered:
+            out.append(
+                f"{where}: plans {e.n_planned} questions where {e.n_needed} are needed; mark it underpowered: true "
+                "(the budget cannot power it) or plan the questions it needs"
+            )
+        if e.underpowered and e.n_needed is None:
+            out.append(f"{where}.underpowered: name the n it would need (n_needed), from the pilot's spread")
     primaries = [e.id for e in entries if e.role == "primary"]
     if entries and len(primaries) != 1:
         out.append(f"analysis_plan.findings: {len(primaries)} entries are primary; exactly one finding sizes the run")
@@ -223,7 +234,8 @@ def apply_plan(rows: list[dict], entries: list[PlanEntry]) -> list[dict]:
         r["n_needed"] = e.n_needed if e else None
         have = _questions(r.get("n"))
         if e and e.n_needed and have is not None and have < e.n_needed:
-            note = f"underpowered: the plan needs {e.n_needed} questions, the run has {have}"
+            stated = ", as the plan stated before the run" if e.underpowered else ""
+            note = f"underpowered{stated}: the plan needs {e.n_needed} questions, the run has {have}"
             r["verdict_reason"] = "; ".join(x for x in (r.get("verdict_reason"), note) if x)
             # a verdict read through labels needs the plan's n (the judge's keep their own rules)
             if r.get("instrument") == "labels" and r.get("verdict") not in (NO_EVIDENCE, NOT_TESTED):

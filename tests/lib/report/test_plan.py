@@ -31,3 +31,25 @@ def test_the_plan_hash_is_that_of_its_canonical_json():
 
 def test_every_finding_states_its_source():
     assert all(f.source.startswith(("paper:", "follow-up:")) for f in FINDINGS.values())
+
+
+def test_a_finding_the_budget_cannot_power_is_marked_so_in_the_plan_before_the_run():
+    """Issue 54: a plan that gives a finding fewer questions than it needs must say so before the
+    run (underpowered: true, with the n it would need); the verdict then says the plan stated it."""
+    from spacelm.lib.report.plan import apply_plan
+
+    short = PlanEntry("rerank_raises_grade_3_bm25_top3", role="primary", n_needed=120, n_planned=95)
+    assert plan_problems([short]) == [
+        "analysis_plan.findings[0]: plans 95 questions where 120 are needed; mark it underpowered: true "
+        "(the budget cannot power it) or plan the questions it needs"
+    ]
+    marked = short._replace(underpowered=True)
+    assert plan_problems([marked]) == []
+    assert plan_problems([PlanEntry("dense_preferred", underpowered=True), marked])[0].endswith(
+        "name the n it would need (n_needed), from the pilot's spread"
+    )
+    row = {"id": "rerank_raises_grade_3_bm25_top3", "n": "95 / 24", "verdict": "supported", "instrument": "labels"}
+    out = apply_plan([row], [marked])[0]
+    assert out["verdict"] == "no evidence"
+    reason = out["verdict_reason"]
+    assert reason.startswith("underpowered") and "before the run" in reason and "120" in reason and "95" in reason
