@@ -440,3 +440,88 @@ def test_judge_questions_needs_the_labels_to_read_every_question(tiny_config):
     tiny_config.grading.instrument = "judge"
     with pytest.raises(ConfigError, match="grading.judge_questions"):
         validate(tiny_config, "test.yaml")
+
+
+def test_the_golden_set_has_its_own_table1_through_labels_beside_the_judges_sample(tiny_config, tmp_path, monkeypatch):
+    """Issue 54: with grading.question_sets [run, golden] and instrument both, the golden samples are a
+    second Table 1 set: the judge grades a sample of them, the export asks the assessor for every
+    golden question's pairs, and grading/golden/labels/ holds their Table 1 and paired tests (no
+    holes), which the golden set's findings read."""
+    import pandas as pd
+
+    from spacelm.lib import names
+    from spacelm.lib.ingest.documents import Document
+    from spacelm.runner.data import documents_path, load_chunks, load_questions, load_rankings
+    from spacelm.stages import findings, gold_check, grade
+    from spacelm.stages.labels import export, import_labels
+
+    texts = {f"c{i}": f"text of chunk {i}" for i in range(8)} | {f"c{8 + j}": f"golden passage {j}" for j in range(4)}
+    docs, chunks, at = {}, [], {"doc0": "", "doc1": "", "doc2": ""}
+    for i, (cid, text) in enumerate(texts.items()):
+        doc = f"doc{i % 3}"
+        chunks.append(_chunk(cid, doc, len(at[doc]), text))
+        at[doc] += text + "\n\n"
+    for doc, text in at.items():
+        docs[doc] = Document(doc, f"{doc}.txt", "txt", text, [0], 1)
+    run = fake_run(tiny_config, tmp_path, chunks)
+    dp = documents_path(run)
+    dp.write_text("".join(json.dumps(vars(d)) + "\n" for d in docs.values()))
+    golden = tmp_path / "golden.jsonl"
+    rows = [
+        {"id": f"a{j}", "task": "direct_qa", "question": f"golden {j}?", "passage": f"golden passage {j}"}
+        for j in range(4)
+    ]
+    golden.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run.corpus.golden_samples = str(golden)
+    run.grading.question_sets = ["run", "golden"]
+    run.grading.judge_questions = 2
+    gp = run.run_dir / names.GOLDEN_RANKINGS
+    gp.parent.mkdir(parents=True, exist_ok=True)
+    ranked = []
+    for j in range(4):
+        ranked.append({"system": "bm25", "qid": f"a{j}", "ranking": [[f"c{8 + j}", 2.0], ["c6", 1.0]]})
+        ranked.append({"system": "bm25+rerank", "qid": f"a{j}", "ranking": [["c7", 2.0], [f"c{8 + j}", 1.0]]})
+    gp.write_text("".join(json.dumps(r) + "\n" for r in ranked))
+
+    def fake_grade_pairs(llm, todo, text_of, **kw):
+        return [dict(p, prompt=grade.grade_label(run), grade=2, score=2.0) for p in todo]
+
+    class Models:
+        identity: dict = {}
+        stats: dict = {}
+
+        def use(self, role, fn, phase):
+            return fn(None)
+
+        def release(self):
+            pass
+
+    monkeypatch.setattr(grade, "grade_pairs", fake_grade_pairs)
+    chunks = load_chunks(run)
+    questions = load_questions(run, chunks)
+    gs = gold_check.golden_inputs(run, chunks, questions)
+    result = grade.compute(run, chunks, questions, load_rankings(run), Models(), gs)
+    grade.write(run, result, load_rankings(run), "stand-in", lambda p: p)
+    assert len(result.golden.questions) == 4 and len({r["qid"] for r in result.golden.rows}) == 2
+
+    own = {f"a{j}": f"c{8 + j}" for j in range(4)} | {q: f"c{q[1:]}" for q in QUESTIONS}
+
+    def reader(row):
+        return int(row["truth"]) if "truth" in row else (3 if own.get(row["qid"]) == row["chunk_id"] else 0)
+
+    out = tmp_path / "export"
+    export(run, "pairs", 2, out)
+    asked = {r["qid"] for r in read_jsonl(out / "key.jsonl") if "truth" not in r}
+    assert {f"a{j}" for j in range(4)} <= asked
+    answer_all(out, reader)
+    import_labels(run, out, "tester")
+    grade.recompute(run)
+    tests = pd.read_csv(run.run_dir / names.GOLDEN_LABEL_PAIRED_TESTS)
+    assert set(tests["n_questions"]) == {4} and set(tests["holes"]) == {0}
+    t1 = pd.read_csv(run.run_dir / names.GOLDEN_LABEL_TABLE1)
+    own_share = t1[(t1.stage == "retrieved") & (t1.grade == 3)].iloc[0]
+    assert own_share["percent"] == 50.0  # the golden passage first, c6 (grade 0) second
+    judge_t1 = pd.read_csv(run.run_dir / names.GOLDEN_TABLE1)
+    assert set(judge_t1["n_questions"]) == {2}
+    golden_rows = [r for r in findings.golden_rows(run)]
+    assert golden_rows and all(r["instrument"] == "labels" and r["question_set"] == "golden" for r in golden_rows)
