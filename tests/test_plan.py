@@ -65,7 +65,7 @@ def _no_models(monkeypatch):
     """Every way a model could load fails the test (a GGUF's vocabulary alone may be read)."""
     import spacelm.lib.llm as llm_pkg
     import spacelm.lib.llm.frontend as frontend
-    import spacelm.lib.retrieval.systems as retrieval
+    import spacelm.lib.retrieval.dense as retrieval
 
     def refuse(*a, **kw):
         raise AssertionError("the plan loaded a model")
@@ -191,7 +191,7 @@ def test_after_a_run_the_exact_counts_are_the_calls_the_stages_made(cfg, monkeyp
     stand-in encoder; the plan of the finished run then reads its files: each stage's exact
     count is the number of requests that reached the model, the upper bounds hold, and the
     claim estimate (from this run's claims) is close."""
-    import spacelm.lib.retrieval.systems as retrieval
+    import spacelm.lib.retrieval.dense as retrieval
     from spacelm.lib.io import read_jsonl
     from spacelm.lib.llm.cache import CallCache
     from spacelm.pipeline import run_stages

@@ -177,7 +177,7 @@ def run_draw(tmp: Path, raw: Path, drawn: dict, monkeypatch) -> tuple[int, Path]
     (exit code, run folder). The draw's own folders are emptied first."""
     import shutil
 
-    import spacelm.lib.retrieval.systems as retrieval
+    import spacelm.lib.retrieval.dense as retrieval
     from spacelm import cli
     from spacelm.lib.llm import LLM
     from spacelm.lib.llm.cache import CallCache
