@@ -209,11 +209,21 @@ def write_design(cfg: Config, result: Grades, out) -> None:
     )
 
 
-def table1_questions(cfg: Config, first: list[dict], known: dict) -> list[dict]:
+def question_records(cfg: Config) -> dict:
+    """{qid: question record} from the run's questions file ({} when there is none)."""
+    from ..lib.io import read_jsonl
+
+    return {q["qid"]: q for q in read_jsonl(questions_path(cfg))} if questions_path(cfg).is_file() else {}
+
+
+def table1_questions(cfg: Config, first: list[dict], known: dict | None = None) -> list[dict]:
     """The run set's Table 1 questions: those `grading/table1_questions.json` lists, else (a run
     written before it) each question with a validity-source row in the grades; a question's record
-    from `known` ({qid: question}) when there, else its id and source chunk."""
+    from `known` ({qid: question}; default: :func:`question_records`) when there, else its id and
+    source chunk."""
     from ..lib.judge.relevance import clusters_from_grades
+
+    known = question_records(cfg) if known is None else known
 
     p = cfg.run_dir / names.TABLE1_QUESTIONS
     if p.is_file():
@@ -383,18 +393,23 @@ def golden_label_tables(cfg: Config):
         return None
 
     def write_tables(gs: gold_check.QuestionSet, out) -> None:
-        design, d = cfg.table_design(), cfg.run_dir
+        labels = label_grades(cfg, gs.questions, gs.rankings)
         cluster_of = clustering(gs.questions, cfg.grading.cluster)
-        cells = grade_lists(design, gs.questions, gs.rankings, label_grades(cfg, gs.questions, gs.rankings))
-        long = with_instrument(table1(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), "labels")
-        write_dataframe(long, out(d / names.GOLDEN_LABEL_TABLE1))
-        write_dataframe(
-            with_holes(paired_tests(cells, design, cluster_of), cells), out(d / names.GOLDEN_LABEL_PAIRED_TESTS)
-        )
-        shares = relevant_shares(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of)
-        write_dataframe(shares, out(d / names.GOLDEN_LABEL_RELEVANT_SHARES))
+        tests, shares = names.GOLDEN_LABEL_PAIRED_TESTS, names.GOLDEN_LABEL_RELEVANT_SHARES
+        long = labelled_table1(cfg, gs.questions, gs.rankings, labels, cluster_of, out, tests, shares)
+        write_dataframe(long, out(cfg.run_dir / names.GOLDEN_LABEL_TABLE1))
 
     return write_tables
+
+
+def labelled_table1(cfg: Config, questions, rankings, labels: dict, cluster_of, out, tests: str, shares: str):
+    """Table 1's long rows through the assessor's labels (returned), with its paired tests (and their
+    holes) and relevant shares written to `tests` and `shares` (paths in the run folder)."""
+    design, d = cfg.table_design(), cfg.run_dir
+    cells = grade_lists(design, questions, rankings, labels)
+    write_dataframe(with_holes(paired_tests(cells, design, cluster_of), cells), out(d / tests))
+    write_dataframe(relevant_shares(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), out(d / shares))
+    return with_instrument(table1(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), "labels")
 
 
 def write_label_tables(cfg: Config, questions, rankings, labels: dict, used: list[dict], cluster_of, out):
@@ -405,11 +420,8 @@ def write_label_tables(cfg: Config, questions, rankings, labels: dict, used: lis
     from ..lib.judge.validity import boundary_agreement, system_bias
 
     d, design = cfg.run_dir, cfg.table_design()
-    cells = grade_lists(design, questions, rankings, labels)
-    long = with_instrument(table1(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), "labels")
-    write_dataframe(with_holes(paired_tests(cells, design, cluster_of), cells), out(d / names.LABEL_PAIRED_TESTS))
-    write_dataframe(
-        relevant_shares(cells, cfg.grading.n_bootstrap, cfg.seed, cluster_of), out(d / names.LABEL_RELEVANT_SHARES)
+    long = labelled_table1(
+        cfg, questions, rankings, labels, cluster_of, out, names.LABEL_PAIRED_TESTS, names.LABEL_RELEVANT_SHARES
     )
     judge = {(r["qid"], r["chunk_id"]): r for r in used if r.get("grade") is not None}
     both = [
@@ -482,8 +494,7 @@ def paired_tests_at(cfg: Config, unit: str) -> list[dict] | None:
         rows = read_jsonl(cfg.run_dir / names.GRADES)
         labels = {r.get("prompt") for r in rows if not str(r.get("prompt")).endswith("_swapped")}
         first = used = [r for r in rows if r.get("prompt") in labels] if len(labels) == 1 else []
-    known = {q["qid"]: q for q in read_jsonl(questions_path(cfg))} if questions_path(cfg).is_file() else {}
-    questions = judged(table1_questions(cfg, first, known), used)
+    questions = judged(table1_questions(cfg, first), used)
     grades = {(r["qid"], r["chunk_id"]): r["grade"] for r in used}
     cells = grade_lists(cfg.table_design(), questions, load_rankings(cfg), grades)
     return paired_tests(cells, cfg.table_design(), clustering(questions, unit)).to_dict("records")
@@ -514,13 +525,10 @@ def recompute(cfg: Config) -> dict:
     """`write_tables` from the run's stored grades.jsonl and rankings (no model): the questions
     from questions.jsonl when it is there, else each graded question with the source chunk its
     validity pair names (no task breakdown then)."""
-    from ..lib.io import read_jsonl
 
     d = cfg.run_dir
     first, used, swapped = stored_grades(cfg)
-    known = {}
-    if questions_path(cfg).is_file():
-        known = {q["qid"]: q for q in read_jsonl(questions_path(cfg))}
+    known = question_records(cfg)
     questions = table1_questions(cfg, first, known)
     manifest = json.loads((d / names.MANIFEST).read_text()) if (d / names.MANIFEST).is_file() else {}
     n_available = (

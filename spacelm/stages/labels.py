@@ -67,7 +67,7 @@ def table1_sets(cfg: Config, chunks: dict | None = None) -> list[tuple[str, list
     """(set name, questions, rankings) of each Table 1 question set the run graded: the run's own
     questions (grading/table1_questions.json; for an older run, those in grades.jsonl) and, when the
     config grades them, the golden samples."""
-    from ..runner.data import load_rankings, questions_path, rankings_path
+    from ..runner.data import load_rankings, rankings_path
     from . import gold_check
     from .grade import stored_grades, table1_questions
 
@@ -77,8 +77,7 @@ def table1_sets(cfg: Config, chunks: dict | None = None) -> list[tuple[str, list
             f"stage graded; run `spacelm grade --config {cfg.source or '...'}` first"
         )
     first, _, _ = stored_grades(cfg)
-    known = {q["qid"]: q for q in read_jsonl(questions_path(cfg))} if questions_path(cfg).is_file() else {}
-    questions = table1_questions(cfg, first, known)
+    questions = table1_questions(cfg, first)
     from .question_screen import screened
 
     out = [("run", screened(cfg, questions)[0], load_rankings(cfg))]

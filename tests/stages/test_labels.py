@@ -101,6 +101,34 @@ def truthful(row: dict) -> int:
     return 3 if row["chunk_id"] == "c" + row["qid"][1:] else 0
 
 
+class StandInModels:
+    """The grade stage's model turns with no model: each turn runs its function on None."""
+
+    identity: dict = {}
+    stats: dict = {}
+
+    def use(self, role, fn, phase):
+        return fn(None)
+
+    def release(self):
+        pass
+
+
+def stand_in_judge(cfg, monkeypatch) -> list:
+    """The grade stage's judge replaced by one that grades every pair 2; returns the list of the
+    pairs it was asked to grade."""
+    from spacelm.stages import grade
+
+    asked: list = []
+
+    def fake_grade_pairs(llm, todo, text_of, **kw):
+        asked.extend(todo)
+        return [dict(p, prompt=grade.grade_label(cfg), grade=2, score=2.0) for p in todo]
+
+    monkeypatch.setattr(grade, "grade_pairs", fake_grade_pairs)
+    return asked
+
+
 @pytest.fixture
 def run(tiny_config, tmp_path):
     return fake_run(tiny_config, tmp_path)
@@ -392,25 +420,9 @@ def test_the_judge_grades_a_sample_and_the_labels_read_every_question(run, tmp_p
     from spacelm.stages.labels import export, import_labels
 
     run.grading.judge_questions = 3
-    asked: list = []
-
-    def fake_grade_pairs(llm, todo, text_of, **kw):
-        asked.extend(todo)
-        return [dict(p, prompt=grade.grade_label(run), grade=2, score=2.0) for p in todo]
-
-    class Models:
-        identity: dict = {}
-        stats: dict = {}
-
-        def use(self, role, fn, phase):
-            return fn(None)
-
-        def release(self):
-            pass
-
-    monkeypatch.setattr(grade, "grade_pairs", fake_grade_pairs)
+    asked = stand_in_judge(run, monkeypatch)
     chunks = load_chunks(run)
-    result = grade.compute(run, chunks, load_questions(run, chunks), load_rankings(run), Models())
+    result = grade.compute(run, chunks, load_questions(run, chunks), load_rankings(run), StandInModels())
     grade.write(run, result, load_rankings(run), "stand-in", lambda p: p)
     sample = {p["qid"] for p in asked}
     assert len(sample) == 3 and len(result.questions) == 6
@@ -483,24 +495,11 @@ def test_the_golden_set_has_its_own_table1_through_labels_beside_the_judges_samp
         ranked.append({"system": "bm25+rerank", "qid": f"a{j}", "ranking": [["c7", 2.0], [f"c{8 + j}", 1.0]]})
     gp.write_text("".join(json.dumps(r) + "\n" for r in ranked))
 
-    def fake_grade_pairs(llm, todo, text_of, **kw):
-        return [dict(p, prompt=grade.grade_label(run), grade=2, score=2.0) for p in todo]
-
-    class Models:
-        identity: dict = {}
-        stats: dict = {}
-
-        def use(self, role, fn, phase):
-            return fn(None)
-
-        def release(self):
-            pass
-
-    monkeypatch.setattr(grade, "grade_pairs", fake_grade_pairs)
+    stand_in_judge(run, monkeypatch)
     chunks = load_chunks(run)
     questions = load_questions(run, chunks)
     gs = gold_check.golden_inputs(run, chunks, questions)
-    result = grade.compute(run, chunks, questions, load_rankings(run), Models(), gs)
+    result = grade.compute(run, chunks, questions, load_rankings(run), StandInModels(), gs)
     grade.write(run, result, load_rankings(run), "stand-in", lambda p: p)
     assert len(result.golden.questions) == 4 and len({r["qid"] for r in result.golden.rows}) == 2
 
