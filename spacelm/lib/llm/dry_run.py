@@ -26,9 +26,6 @@ from pathlib import Path
 from .types import Completion, Request
 
 BASES = ("exact", "upper bound", "estimate")
-# a batch of more new requests than COUNT_ALL has the prompts of a fixed COUNT_SAMPLE of them counted
-# (and its COUNT_LONGEST longest): counting the 55,000 prompts of the paper config took most of a minute
-COUNT_ALL, COUNT_SAMPLE, COUNT_LONGEST = 1000, 500, 20
 PLACEHOLDER = re.compile(r"Out\d+ ⟦(\d+)⟧(?: x)*")
 _FILLER = " x" * 12  # enough words that a placeholder passes as a well-formed question
 
@@ -255,13 +252,10 @@ class PhaseCount:
     completion_tokens_max: int = 0
     max_prompt_tokens: int = 0
     max_completion_tokens: int = 0
-    # calls whose prompt tokens were counted when a batch was too large to count every prompt (the
-    # rest are estimated from their mean: see PlanLLM); 0 when every prompt was counted
-    tokens_counted: int = 0
 
     @property
     def tokens_basis(self) -> str:
-        if self.pseudo_passages or self.calls_basis == "estimate" or self.tokens_counted:
+        if self.pseudo_passages or self.calls_basis == "estimate":
             return "estimate"
         return "upper bound" if self.placeholder_tokens else "exact"
 
@@ -296,99 +290,61 @@ class PlanLLM:
         blob = json.dumps([self.cfg.backend, self.cfg.model, self.cfg.base_url, fields], ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
-    def _completion_budget(self, req: Request) -> int:
+    def _answer(self, req: Request) -> tuple[Completion, int]:
+        """The request's stand-in reply, and its prompt tokens as counted here."""
+        ph = self.current
+        prompt, from_outputs = self.counter.messages(req.messages)
         if req.choices:
             longest = max(self.counter.text(c) for c in req.choices)
-            return min(req.max_tokens, longest) if req.max_tokens else longest
-        return req.max_tokens or 0
-
-    def _reply(self, req: Request, prompt: int, completion: int) -> Completion:
-        """The request's stand-in reply (`prompt`: its prompt tokens as counted, or estimated)."""
+            completion = min(req.max_tokens, longest) if req.max_tokens else longest
+        else:
+            completion = req.max_tokens or 0
+        ph.calls += 1
+        ph.prompt_tokens += prompt
+        ph.placeholder_tokens += from_outputs
+        ph.completion_tokens_max += completion
+        ph.max_prompt_tokens = max(ph.max_prompt_tokens, prompt)
+        ph.max_completion_tokens = max(ph.max_completion_tokens, completion)
         known = self.replay(req) if self.replay else None
         if known is not None:
-            return known
+            return known, prompt
         if req.choices:
             text = "" if self.unreadable else req.choices[0]
-            return Completion(text=text, prompt_tokens=prompt, completion_tokens=completion)
+            return Completion(text=text, prompt_tokens=prompt, completion_tokens=completion), prompt
         self._serial[0] += 1
         return Completion(
             text=placeholder(self._serial[0], completion), prompt_tokens=prompt, completion_tokens=completion
-        )
+        ), prompt
 
     def chat_many(self, requests: Sequence[Request], progress: str | None = None) -> list[Completion]:
         if self.current is None:
             raise RuntimeError("PlanLLM: a request outside a phase (the planner must open one first)")
-        out, batch, new = [], set(), {}
+        out, batch, new = [], set(), []
         for r in requests:
             req = r.resolved(self.cfg)
             key = self._key(req)
-            if key not in self._answered and key not in new:
-                new[key] = req
-            elif key not in new and key not in batch:
+            if key not in self._answered:
+                self._answered[key], prompt = self._answer(req)
+                new.append((req, prompt))
+            elif key not in batch:
                 self.current.repeats += 1
             batch.add(key)
-            out.append(key)
-        if new:
-            self._count(new)
-        return [self._answered[k] for k in out]
+            out.append(self._answered[key])
+        self._count_prefix_reuse(new)
+        return out
 
-    def _count(self, new: dict) -> None:
-        """Count the batch's new requests ({key: request}) into the open phase and answer each.
-        Up to COUNT_ALL new requests, every prompt is counted. Above it, the COUNT_LONGEST longest
-        prompts (by characters) are counted, so the longest prompt (the context check) is measured,
-        and a fixed sample of COUNT_SAMPLE of the others stands for the rest by its mean. Calls and
-        completion budgets are always exact."""
+    def _count_prefix_reuse(self, sent: list[tuple[Request, int]]) -> None:
+        """The batch's new requests (each with its prompt tokens) in the order the front end sends
+        them (prompt order): each evaluates its prompt less the beginning it shares with the one
+        before. Each prompt is rendered once here."""
         from .frontend import prompt_order
 
-        ph = self.current
-        keys = list(new)
-        sampled = len(keys) > COUNT_ALL
-        if sampled:
-            # the longest prompts by characters, counted in full (the context check reads the longest;
-            # a long tail would sway a sample's mean), and a fixed sample of the rest: a key is a
-            # sha256, so its order is a seeded draw
-            size = {k: sum(len(m.get("content") or "") for m in new[k].messages) for k in keys}
-            longest = set(sorted(keys, key=lambda k: (-size[k], k))[:COUNT_LONGEST])
-            chosen = set(sorted(k for k in keys if k not in longest)[:COUNT_SAMPLE])
-        else:
-            chosen, longest = set(keys), set()
-        counted = {k: self.counter.messages(new[k].messages) for k in chosen | longest}  # (tokens, budget)
-        rest = len(keys) - len(longest)
-
-        def total(i: int, among: set) -> int:  # field i of `counted`, over the batch
-            tail = sum(counted[k][i] for k in longest)
-            part = sum(counted[k][i] for k in among)
-            return tail + (round(part / len(among) * rest) if sampled else part)
-
-        mean_prompt = sum(counted[k][0] for k in chosen) / len(chosen)
-        for k in keys:
-            req = new[k]
-            completion = self._completion_budget(req)
-            prompt = counted[k][0] if k in counted else round(mean_prompt)
-            ph.calls += 1
-            ph.completion_tokens_max += completion
-            ph.max_completion_tokens = max(ph.max_completion_tokens, completion)
-            if k in counted:
-                ph.max_prompt_tokens = max(ph.max_prompt_tokens, prompt)
-            self._answered[k] = self._reply(req, prompt, completion)
-        ph.prompt_tokens += total(0, chosen)
-        ph.placeholder_tokens += total(1, chosen)
-        if sampled:
-            ph.tokens_counted += len(chosen) + len(longest)
-        # prefix reuse: each request, sent in prompt order, evaluates its prompt less the beginning it
-        # shares with the one before (llama.cpp keeps the previous prompt's KV cache); each prompt is
-        # rendered once here, and with a sample only the sampled requests and their predecessors
-        order = sorted(keys, key=lambda k: prompt_order(new[k]))
-        raw: dict = {}
-        rendered = lambda k: raw[k] if k in raw else raw.setdefault(k, self.counter.raw_prompt(new[k].messages))
-        evaluated = {}
-        for i, k in enumerate(order):
-            if k in counted:
-                shared = self.counter.shared_prefix_of(rendered(order[i - 1]), rendered(k)) if i else 0
-                evaluated[k] = max(1, counted[k][0] - shared)
-        tail = sum(evaluated[k] for k in longest)
-        part = sum(evaluated[k] for k in chosen)
-        ph.prompt_tokens_evaluated += tail + (round(part / len(chosen) * rest) if sampled else part)
+        prev = None
+        for req, full in sorted(sent, key=lambda x: prompt_order(x[0])):
+            cur = self.counter.raw_prompt(req.messages)
+            shared = self.counter.shared_prefix_of(prev, cur) if prev is not None else 0
+            self.current.prompt_tokens_evaluated += max(1, full - shared)
+            prev = cur
 
     def chat(self, messages: list, **kw) -> Completion:
         return self.chat_many([Request(messages=messages, **kw)])[0]

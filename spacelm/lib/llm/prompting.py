@@ -123,7 +123,6 @@ def neutralise_addressed(text: str) -> str:
     return "".join(out)
 
 
-@lru_cache(maxsize=1 << 16)
 def as_data(text: str) -> str:
     """`text` as it may sit inside a prompt's triple-quote block: every run of three or more double
     quotes becomes as many single quotes, and every sentence addressed to the grader is left out
