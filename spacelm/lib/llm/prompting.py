@@ -84,43 +84,46 @@ _ADDRESSED_CUE = re.compile(
     rf"\b(?:{_EVALUATOR}|reply|respond|answer|output|return|grade|rate|score|ignore)\b", re.IGNORECASE
 )
 _SEGMENT = re.compile(r"[^\n.!?]*(?:[.!?]+|\n|$)")
-ADDRESSED_MARK = "[text addressed to the grader left out]"
+_BLANK_RUN = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 
 
 @lru_cache(maxsize=1 << 16)
 def neutralise_addressed(text: str) -> str:
     """`text` with every sentence (or line) that addresses the reader of the prompt as a grader
-    replaced by a fixed mark: a note or message to the grader, judge or assistant, a forged
-    "Assistant's answer:" or "Evaluator's note:" section, a demand for a grade ("Reply 3", "Reply
-    yes", "Score 5."), an order to ignore the instructions; under a forged section's header alone
-    on its line, the section's body up to a blank line (its "answer"). A run of such sentences
-    becomes one mark. Corpus text, questions and answers are evidence, never
+    left out: a note or message to the grader, judge or assistant, a forged "Assistant's answer:"
+    or "Evaluator's note:" section, a demand for a grade ("Reply 3", "Reply yes", "Score 5."), an
+    order to ignore the instructions; under a forged section's header alone on its line, the
+    section's body up to a blank line (its "answer"). Nothing marks the place: a mark saying that
+    text was left out moved the faithfulness judge as the text itself had (bench/judge_injection.py),
+    so the judge reads the passage as if the text had never been there (blank lines left by a
+    removed section close up). Corpus text, questions and answers are evidence, never
     instructions; such a sentence is no evidence of anything, and a small judge obeys it. Text
     without one (nearly all) is returned unchanged, so its prompts, and their cached calls, are too."""
     cues = [m.start() for m in _ADDRESSED_CUE.finditer(text)]
     if not cues:
         return text
-    out, forged, marked, after_newline = [], False, False, True
+    out, forged, removed, after_newline = [], False, False, True
     for m in _SEGMENT.finditer(text):
         seg = m.group()
         if not seg.strip():
             forged = forged and not ("\n" in seg and after_newline)  # a blank line ends the section
-            marked = marked and forged
         else:
             # each pattern holds a cue word: a segment with none is kept without the full search
             k = bisect.bisect_left(cues, m.start())
             addressed = k < len(cues) and cues[k] < m.end() and _ADDRESSED.search(seg)
             if addressed or forged:
                 forged = forged or bool(_FORGED_HEADER.match(seg))
-                lead = seg[: len(seg) - len(seg.lstrip())]
-                body = "" if marked else lead + ADDRESSED_MARK  # one mark for a run of such sentences
-                seg, marked = body + ("\n" if seg.endswith("\n") else ""), True
-            else:
-                marked = False
+                seg, removed = ("\n" if seg.endswith("\n") else ""), True
         if m.group():
             after_newline = m.group().endswith("\n")
         out.append(seg)
-    return "".join(out)
+    if not removed:
+        return text
+    kept = _BLANK_RUN.sub("\n\n", "".join(out))
+    # the ends as the text had them: no blank line or space left where a section was cut off
+    head = text[: len(text) - len(text.lstrip())]
+    tail = text[len(text.rstrip()) :]
+    return head + kept.strip() + tail
 
 
 def as_data(text: str) -> str:

@@ -45,7 +45,7 @@ class QuestionWriting:
     sampling: str  # "stratified" or "every_task" (see plan_generation)
     max_chunks: int | None
     n_fewshot: int
-    fewshot_sampling: str  # "per_task_fixed" or "per_chunk"
+    fewshot_sampling: str  # "per_chunk", "per_document" or "per_task_fixed"
     min_question_words: int
     max_tokens: int | None  # the question writer's reply length
     reference_max_tokens: int | None  # a reference answer's length (the generator's)
@@ -150,13 +150,15 @@ def choose_examples(writing: QuestionWriting, pool: list, chunk, key: tuple) -> 
     """The few-shot examples of one prompt. "per_task_fixed": the same seeded draw for every chunk
     of the task; "per_chunk": a seeded draw per chunk from the examples of other documents (the
     chunk's own document's examples would hand the writer its passage's wording), from all when
-    too few are left."""
+    too few are left; "per_document": the same, drawn once per document, so that a document's
+    prompts of a task begin alike (a prefix the engine evaluates once)."""
     n = min(writing.n_fewshot, len(pool))
     if writing.fewshot_sampling == "per_task_fixed":
         return _rng(writing.seed, "fewshot", *key).sample(pool, n)
     others = [g for g in pool if g.doc_id != chunk.doc_id]
     source = others if len(others) >= n else pool
-    return _rng(writing.seed, "fewshot", *key, chunk.chunk_id).sample(source, n)
+    unit = chunk.doc_id if writing.fewshot_sampling == "per_document" else chunk.chunk_id
+    return _rng(writing.seed, "fewshot", *key, unit).sample(source, n)
 
 
 def skipped_sources(writing: QuestionWriting, chunks: list) -> dict[str, str]:

@@ -85,6 +85,20 @@ def test_per_chunk_examples_come_from_other_documents_and_vary():
     assert synth.fewshot_share(fixed)["direct_qa"] == 1.0
 
 
+def test_per_document_examples_are_one_draw_per_document_from_other_documents():
+    chunks = _chunks(HANDBOOK) + _chunks(HANDBOOK, doc="law")
+    plan = synth.plan_generation(_writing(fewshot_sampling="per_document"), chunks, _golden())
+    direct = [p for p in plan if p["task"] == "direct_qa"]
+    by_doc: dict = {}
+    for p in direct:
+        by_doc.setdefault(p["chunk"].doc_id, set()).add(tuple(p["fewshot_ids"]))
+    assert all(len(draws) == 1 for draws in by_doc.values())  # one draw per document: a shared prefix
+    assert {i for d in by_doc["handbook"] for i in d}.isdisjoint({"dq-0", "dq-1"})  # not its own document's
+    assert {i for d in by_doc["law"] for i in d}.isdisjoint({"dq-2", "dq-3"})
+    same = [p for p in direct if p["chunk"].doc_id == "handbook"]
+    assert all(p["messages"][:-1] == same[0]["messages"][:-1] for p in same)
+
+
 def test_fact_checks_are_planned_with_balanced_labels_and_examples_of_that_verdict():
     plan = [p for p in synth.plan_generation(_writing(), _chunks(HANDBOOK), _golden()) if p["task"] == "fact_checking"]
     labels = [p["label"] for p in plan]
