@@ -172,101 +172,6 @@ def _settings(llm: LLMConfig) -> str:
     return (", " + ", ".join(parts)) if parts else ""
 
 
-# A batch of more than COUNT_ALL requests has the prompts of its COUNT_LONGEST longest (by characters) and
-# of a fixed COUNT_SAMPLE of the others counted; the others stand in at the sample's mean. Counting every
-# one of the paper config's 55,000 prompts took most of the plan's time.
-COUNT_ALL, COUNT_SAMPLE, COUNT_LONGEST = 1000, 500, 20
-
-
-@dataclasses.dataclass
-class SampledPhase(PhaseCount):
-    """A phase whose prompt tokens may be estimated from a sample (`tokens_counted`: the prompts
-    counted in the batches that were sampled; 0 when every prompt was counted)."""
-
-    tokens_counted: int = 0
-
-    @property
-    def tokens_basis(self) -> str:
-        return "estimate" if self.tokens_counted else PhaseCount.tokens_basis.fget(self)
-
-
-def _content_key(messages: list) -> str:
-    import hashlib
-
-    h = hashlib.sha1()
-    for m in messages:
-        h.update(f"{m.get('role', '')}\0{m.get('content') or ''}\1".encode())
-    return h.hexdigest()
-
-
-class _SampleCounter:
-    """Stands in for a batch's token counter: a sampled request's prompt is counted, any other
-    stands in at the sample's mean (tokens and placeholder budget)."""
-
-    def __init__(self, real: TokenCounter, counted: dict, mean: tuple[int, int]):
-        self.real, self.counted, self.mean = real, counted, mean
-
-    def messages(self, messages: list) -> tuple[int, int]:
-        return self.counted.get(_content_key(messages), self.mean)
-
-    def __getattr__(self, name):  # text, raw_prompt, shared_prefix_of: the real counter's
-        return getattr(self.real, name)
-
-
-class SamplingPlanLLM(PlanLLM):
-    """:class:`PlanLLM` counting a large batch's prompt tokens on a sample (see COUNT_ALL)."""
-
-    sample: dict | None = None  # {content key: (tokens, budget)} of the batch being sampled
-
-    def chat_many(self, requests, progress: str | None = None):
-        if len(requests) <= COUNT_ALL:
-            return super().chat_many(requests, progress)
-        by_key = {_content_key(r.messages): r.messages for r in requests}
-        size = {k: sum(len(m.get("content") or "") for m in ms) for k, ms in by_key.items()}
-        longest = sorted(by_key, key=lambda k: (-size[k], k))[:COUNT_LONGEST]
-        others = sorted(set(by_key) - set(longest))[:COUNT_SAMPLE]  # a sha1 order: a fixed draw
-        if not others:
-            return super().chat_many(requests, progress)
-        real = self.counter
-        counted = {k: real.messages(by_key[k]) for k in longest + others}
-        mean = tuple(round(sum(counted[k][i] for k in others) / len(others)) for i in (0, 1))
-        self.counter, self.sample = _SampleCounter(real, counted, mean), counted
-        self._tail = set(longest)
-        try:
-            out = super().chat_many(requests, progress)
-        finally:
-            self.counter, self.sample = real, None
-        return out
-
-    def _answer(self, req):
-        got = super()._answer(req)
-        if self.sample is not None and _content_key(req.messages) in self.sample:
-            self.current.tokens_counted += 1
-        return got
-
-    def _count_prefix_reuse(self, sent: list) -> None:
-        if self.sample is None:
-            return super()._count_prefix_reuse(sent)
-        from .lib.llm.frontend import prompt_order
-
-        order = sorted(sent, key=lambda x: prompt_order(x[0]))
-        tail, part, n_part, rest = 0, 0, 0, 0
-        prev = None
-        for i, (req, full) in enumerate(order):
-            k = _content_key(req.messages)
-            rest += k not in self._tail
-            if k not in self.sample:
-                continue
-            prev = self.counter.raw_prompt(order[i - 1][0].messages) if i else None
-            cur = self.counter.raw_prompt(req.messages)
-            got = max(1, full - (self.counter.shared_prefix_of(prev, cur) if prev is not None else 0))
-            if k in self._tail:
-                tail += got
-            else:
-                part, n_part = part + got, n_part + 1
-        self.current.prompt_tokens_evaluated += tail + (round(part / n_part * rest) if n_part else 0)
-
-
 class Planner:
     """Collects the phases, engine loads, notes and warnings of a plan."""
 
@@ -285,7 +190,7 @@ class Planner:
     def llm(self, role: str) -> PlanLLM:
         if role not in self._llms:
             llm_cfg = getattr(self.cfg.models, role)
-            self._llms[role] = SamplingPlanLLM(
+            self._llms[role] = PlanLLM(
                 llm_cfg, role, self.tokenizers.counter(role, llm_cfg), self._answered, self.serial
             )
         return self._llms[role]
@@ -404,7 +309,7 @@ class PlanTurns:
             if (x.stage, x.phase, x.role) == (self.stage, phase, role):
                 return x
         b = self.basis(phase)
-        return SampledPhase(self.stage, phase, role, llm.cfg.model, llm.cfg.backend, b.calls, b.pseudo_passages, b.note)
+        return PhaseCount(self.stage, phase, role, llm.cfg.model, llm.cfg.backend, b.calls, b.pseudo_passages, b.note)
 
     def use(self, role: str, fn, phase: str = ""):
         llm = self.p.llm(role)

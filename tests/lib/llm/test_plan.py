@@ -164,46 +164,6 @@ def test_the_stand_in_answers_constrained_requests_with_an_option_and_others_wit
         llm.chat_many([Request([{"role": "user", "content": "x"}])])
 
 
-def test_a_batch_too_large_to_count_is_estimated_from_a_fixed_sample_with_its_longest_prompt_counted(monkeypatch):
-    """Above COUNT_ALL new requests, prompts are counted on a sample: calls and completion budgets
-    stay exact, prompt tokens come within a few percent of the full count, the longest prompt is
-    the true one, the basis says estimate, and the same batch gives the same figures twice."""
-    import random
-
-    from spacelm import plan
-    from spacelm.lib.llm.dry_run import PlanLLM
-
-    rng = random.Random(5)
-    words = [" ".join(f"w{rng.randint(0, 999)}" for _ in range(rng.randint(5, 60))) for _ in range(400)]
-    words[123] = "long " * 500  # the longest prompt, which a sample of 40 would likely miss
-    batch = [Request([{"role": "user", "content": f"Passage: {w}\n\nGrade it."}], max_tokens=3) for w in words]
-    cfg = LLMConfig(model="m", max_tokens=30)
-
-    def recorder(cls):
-        llm = cls(cfg, "judge", _words_counter(), {}, [0])
-        llm.current = plan.SampledPhase("s", "p", "judge", cfg.model, cfg.backend)
-        return llm
-
-    exact = recorder(PlanLLM)
-    exact.chat_many(batch)
-    monkeypatch.setattr(plan, "COUNT_ALL", 100)
-    monkeypatch.setattr(plan, "COUNT_SAMPLE", 40)
-    runs = []
-    for _ in range(2):
-        est = recorder(plan.SamplingPlanLLM)
-        replies = est.chat_many(batch)
-        runs.append(est.current)
-    a, b = runs
-    assert len(replies) == 400 and exact.current.tokens_basis == "exact" and exact.current.tokens_counted == 0
-    assert a.calls == exact.current.calls == 400 and a.completion_tokens_max == 1200
-    assert a.tokens_basis == "estimate" and a.tokens_counted == 40 + plan.COUNT_LONGEST
-    assert a.max_prompt_tokens == exact.current.max_prompt_tokens
-    assert abs(a.prompt_tokens - exact.current.prompt_tokens) / exact.current.prompt_tokens < 0.15
-    assert a.prompt_tokens != exact.current.prompt_tokens  # estimated, not counted in full
-    assert (a.prompt_tokens, a.prompt_tokens_evaluated) == (b.prompt_tokens, b.prompt_tokens_evaluated)
-    assert 0 < a.prompt_tokens_evaluated <= a.prompt_tokens
-
-
 class _C:
     def __init__(self, cid, n):
         self.chunk_id, self.n_tokens = cid, n
