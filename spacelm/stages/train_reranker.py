@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..config import Config, ConfigError
+from ..lib.datasets import fetch_hint
 from ..lib.io import read_jsonl, sha256_file, write_json, write_jsonl
 from ..lib.llm.models import TRAINED_META, TRAINED_WEIGHTS, is_trained, trained_folder, trained_name
 from ..lib.retrieval.cross_encoder import (
@@ -275,7 +276,7 @@ def compute(cfg: Config, chunks: list, questions: list[dict], golden: list, turn
                     "name": spec.name,
                     "dir": display_path(cfg, cfg.path(spec.path)),
                     "split": spec.split,
-                    "skipped": "folder not found (an optional set)",
+                    "skipped": f"folder not found (an optional set; {fetch_hint(cfg.path(spec.path))})",
                 }
             )
             continue

@@ -128,9 +128,13 @@ def test_no_evaluation_chunk_enters_training_and_labelled_sets_add_their_pairs(c
     _with_reranker(cfg, questions=6, filter_top_n=0, negatives=2, negative_depth=5, neighbours=1)
     from spacelm.lib.retrieval.rerankers.settings import LabelledSet
 
-    cfg.retrieval.reranker.train.labelled = [LabelledSet("tiny", str(labels), "test", min_grade=2)]
+    missing = LabelledSet("elsewhere", str(tmp_path / "not-here"), "train", optional=True)
+    cfg.retrieval.reranker.train.labelled = [LabelledSet("tiny", str(labels), "test", min_grade=2), missing]
     evaluation = _evaluation(chunks)
     ts = train_reranker.compute(cfg, chunks, evaluation, _golden(), _turns(cfg))
+    # an optional set that is missing trains nothing and says where such a set comes from
+    skipped = next(s for s in ts.sources if s["name"] == "elsewhere")["skipped"]
+    assert "an optional set" in skipped and "docs/team-corpus.md#judge-check-sources" in skipped
     sources = {p.source for p in ts.pairs}
     assert sources == {"synthetic", "tiny"}
     assert {q["source_chunk_id"] for q in evaluation} <= ts.held.chunk_ids
