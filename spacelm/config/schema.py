@@ -209,7 +209,7 @@ class SynthConfig:
     # (no example's wording dominates a task); per_task_fixed: one draw per task (prompts share a
     # prefix, but two examples opening "Summarise what the Council..." put the Council everywhere)
     # per_document: one draw per task and document, from other documents' samples (a document's
-    # prompts of a task share their examples, so the engine reuses that prefix: about half the time)
+    # prompts of a task share their examples, a prefix the engine evaluates once per group)
     fewshot_sampling: Literal["per_chunk", "per_document", "per_task_fixed"] = "per_chunk"
     # stratified: one question per source chunk, `max_chunks` chunks spread round-robin over the
     # documents with the tasks rotating (questions = source chunks); every_task: the paper's
