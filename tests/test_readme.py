@@ -66,8 +66,8 @@ def test_a_changed_quoted_figure_is_caught():
     texts = {str(p.relative_to(ROOT)): " ".join(p.read_text().split()) for p in DOCS}
     assert rt.quoted_mismatches(texts) == []
     for rel, what in (
-        ("docs/judges.md", "standard trec grader"),
-        ("docs/measured.md", "standard Table 1 questions and chunks"),
+        ("docs/measured.md", "standard cold seconds"),
+        ("docs/stages.md", "standard cold minutes"),
     ):
         right, wrong_text = _quoted(rt, rel, what)
         assert right in texts[rel], (rel, right)
