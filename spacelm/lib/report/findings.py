@@ -548,9 +548,13 @@ def _single_cell(out: list[dict], tests: list[dict], rule_of) -> None:
             "mde": mde,
             "finding": FINDINGS[fid].title,
             "paper": "39.66% → 44.76%",
-            "this_run": f"{t['value_a']:.2f}% → {t['value_b']:.2f}% ({_pp(t['diff'])}; p {_fmt_p(t['p_value'])}"
-            + ("" if perm is None else f", permutation p {_fmt_p(perm)}")
-            + ")",
+            "this_run": (
+                "no value: no question of the cell has every pair labelled"
+                if _num(t.get("value_a")) is None or _num(t.get("value_b")) is None
+                else f"{t['value_a']:.2f}% → {t['value_b']:.2f}% ({_pp(t['diff'])}; p {_fmt_p(t['p_value'])}"
+                + ("" if perm is None else f", permutation p {_fmt_p(perm)}")
+                + ")"
+            ),
             "ci": _ci(t["ci_low"], t["ci_high"], " pp"),
             "verdict": single_test_verdict(t, 1, alpha, keys),
             "n": _n([t]),
