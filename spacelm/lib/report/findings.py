@@ -331,7 +331,8 @@ def _span(rows: list[dict], fmt: str, unit: str = "") -> str:
 
 
 def _range(vals: list[float], fmt: str = "{:+.1f}") -> str:
-    vals = [x for x in map(_num, vals) if x is not None]  # a cell with no value (None, NaN: no labelled pair) is left out
+    # a cell with no value (None, NaN: no labelled pair) is left out
+    vals = [x for x in map(_num, vals) if x is not None]
     return "–" if not vals else fmt.format(min(vals)) + (" to " + fmt.format(max(vals)) if len(vals) > 1 else "")
 
 
