@@ -98,7 +98,7 @@ def render(df, fmt: str = "md", marks: Mapping[tuple[int, str], str] | None = No
         if fmt == "md":
             cells.iloc[i, cells.columns.get_loc(col)] = f"**{v}**" if style == "bold" else f"<u>{v}</u>"
     if fmt == "md":
-        return cells.to_markdown(index=False) + "\n"
+        return cells.to_markdown(index=False, disable_numparse=True) + "\n"
     if fmt != "tex":
         raise ValueError(f"unknown table format {fmt!r} (md or tex)")
     tex = cells.map(_escape_tex)

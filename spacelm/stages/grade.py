@@ -307,8 +307,9 @@ def write_tables(
         long = pd.concat([long, shown], ignore_index=True)
     write_dataframe(long, out(files.table_csv))
     write_dataframe(pd.DataFrame(diffs, columns=DIFF_COLUMNS), out(files.ppi_differences))
-    run_scale = scale(len(questions))
-    n = sample_size(questions)
+    read = labelled_questions if reads_labels(cfg) else questions  # the questions the shown table reads
+    run_scale = scale(len(read))
+    n = sample_size(read)
     if any(q.get("task") for q in questions):
         tasks = grades_per_task(cells, questions, cfg.grading.n_bootstrap, cfg.seed, cluster_of)
         write_dataframe(tasks, out(files.per_task))
@@ -322,7 +323,7 @@ def write_tables(
         f"the judge {judge_name} is measured against them in {names.JUDGE_VS_LABELS})"
     )
     note = (
-        f"\n{n.text()}; {len(questions)} of {n_available} questions ({run_scale}); {graded_by}; "
+        f"\n{n.text()}; {len(read)} of {n_available} questions ({run_scale}); {graded_by}; "
         f"grades as % of graded passages; 95% CIs (two-stage cluster bootstrap: {UNIT_NAMES[cluster_of.unit]}, "
         "then questions within them) "
         "in table1_relevance.csv.\n"
@@ -343,7 +344,8 @@ def write_tables(
     grade_distribution(shown, out(files.distribution_plot))
     write_judge_qrels(cfg, questions, used, out)
     return {
-        "questions": len(questions),
+        "questions": len(read),
+        "judged_questions": len(questions),
         "sample": n.to_dict(),
         "validity_auc": validity["auc"],
         "grading_method": cfg.grading.judging(cfg.root).describe(),

@@ -189,11 +189,17 @@ def ppi_lines(cfg) -> list[str]:
 
 # ----------------------------------------------------------------------------- the first page
 def table_sizes(run: Path) -> dict:
-    """{"grade" | "answer": (questions, source chunks)} of the paired tests' largest cell."""
+    """{"grade" | "answer": (questions, source chunks)} of the paired tests' largest cell: the
+    labels' tests where the run has them (the tables it shows), else the judge's."""
     import pandas as pd
 
     out = {}
-    for stage, p in (("grade", run / names.PAIRED_TESTS), ("answer", run / names.TABLE2_TESTS)):
+    pick = lambda *ps: next((run / p for p in ps if (run / p).is_file()), run / ps[-1])
+    grade, answer = (
+        pick(names.LABEL_PAIRED_TESTS, names.PAIRED_TESTS),
+        pick(names.LABEL_TABLE2_TESTS, names.TABLE2_TESTS),
+    )
+    for stage, p in (("grade", grade), ("answer", answer)):
         if p.is_file():
             t = pd.read_csv(p)
             if len(t) and "n_source_chunks" in t:
@@ -657,8 +663,23 @@ def answerability_section(cfg) -> list[str]:
 
 # ----------------------------------------------------------------------------- the two pages
 def _manifest(cfg) -> dict:
+    """The run's manifest as the report reads it: where Table 1 reads the assessor's labels, its
+    question count is the questions the labels' tables read (those the screening kept:
+    grading/question_screening.json), not the embedded judge's sample the grade stage recorded
+    (kept as `judged_questions`)."""
+    from .grade import reads_labels
+
     p = cfg.run_dir / names.MANIFEST
-    return json.loads(p.read_text()) if p.is_file() else {}
+    manifest = json.loads(p.read_text()) if p.is_file() else {}
+    grade, screen = manifest.get("stages", {}).get("grade"), cfg.run_dir / names.QUESTION_SCREENING
+    if grade and reads_labels(cfg) and screen.is_file():
+        s = json.loads(screen.read_text())
+        n = s.get("kept_for_table1", s.get("questions"))
+        if isinstance(n, int):
+            grade = {**grade, "questions": n, "judged_questions": grade.get("questions"), "scale": names.scale(n)}
+            manifest["stages"] = {**manifest["stages"], "grade": grade}
+            manifest["sizes"] = {**manifest.get("sizes", {}), "table1_questions": n}
+    return manifest
 
 
 def _head(cfg) -> str | None:

@@ -463,3 +463,19 @@ def test_a_table1_study_reports_that_it_holds_no_answer_stage(tmp_path):
     text = "\n".join(_pages(build_report(cfg)))
     assert "This run holds no answer stage (`answer.enabled: false`)" in text
     assert "## Pipelines A / B / C" not in text and "plots/answer_scores.png" not in text
+
+
+def test_where_table1_reads_labels_the_report_counts_the_questions_the_screening_kept(tiny_config):
+    from spacelm.lib import names
+    from spacelm.lib.io import write_json
+    from spacelm.stages.report import _manifest
+
+    run = tiny_config.run_dir
+    grade = {"questions": 11, "scale": names.scale(11)}
+    write_json(run / names.MANIFEST, {"stages": {"grade": grade}, "sizes": {"table1_questions": 11}})
+    write_json(run / names.QUESTION_SCREENING, {"questions": 121, "screened": 121, "kept_for_table1": 77})
+    assert _manifest(tiny_config)["stages"]["grade"]["questions"] == 11  # the judge's tables: its sample
+    tiny_config.grading.instrument = "both"
+    m = _manifest(tiny_config)
+    assert m["stages"]["grade"]["questions"] == 77 and m["stages"]["grade"]["judged_questions"] == 11
+    assert m["sizes"]["table1_questions"] == 77 and m["stages"]["grade"]["scale"] == names.scale(77)

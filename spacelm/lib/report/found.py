@@ -42,6 +42,7 @@ class Found:
     reranker: dict | None = None  # what reranked the lists: model, checkpoint sha256, BM25's weight
     table1: list[Difference] = field(default_factory=list)  # reranked − retrieved through labels, top-k
     table1_top_k: int | None = None
+    golden_table1: list[Difference] = field(default_factory=list)  # the same on the golden samples' questions
     screening: dict | None = None  # grading/question_screening.json
     judge: dict | None = None  # the embedded judge against the labels at grade >= 2
     verdicts: dict = field(default_factory=dict)  # {verdict: findings} of the paper's findings
@@ -91,12 +92,15 @@ def retrieval_differences(run: Path, pairs=(("bm25", "dense"), ("bm25", "bm25+re
     return out
 
 
-def table1_differences(run: Path, measures=("mean_grade", "share_0_1", "share_3")) -> tuple[list, int | None]:
+def table1_differences(
+    run: Path, measures=("mean_grade", "share_0_1", "share_3"), tests: str = names.LABEL_PAIRED_TESTS
+) -> tuple[list, int | None]:
     """Reranked − retrieved at the smallest top-k through the assessor's labels, per retriever and
-    measure (grading/labels/paired_tests.csv), only where no passage of the cells lacks a label."""
+    measure (`tests`: the run set's grading/labels/paired_tests.csv, or the golden set's), only
+    where no passage of the cells lacks a label."""
     import pandas as pd
 
-    p = run / names.LABEL_PAIRED_TESTS
+    p = run / tests
     if not p.is_file():
         return [], None
     t = pd.read_csv(p)
@@ -192,6 +196,7 @@ def found(run: Path, run_name: str, reranker_model: str | None = None) -> Found:
         reranker=reranker_of(manifest, reranker_model) if reranker_model else None,
         table1=t1,
         table1_top_k=k,
+        golden_table1=table1_differences(run, tests=names.GOLDEN_LABEL_PAIRED_TESTS)[0],
         screening=screening if screening and screening.get("screened") else None,
         judge=judge_against_labels(run),
         verdicts=counts,
