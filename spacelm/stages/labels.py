@@ -423,7 +423,12 @@ def import_labels(cfg: Config, src: Path, assessor: str) -> dict:
     ]
     floors = ls.Floors(**vars(cfg.labels.floor))
     result = ls.measure(
-        common["assessor"], kind, _calibration_inputs(kind, earlier + calib_rows), repeats, floors, seed=cfg.seed
+        common["assessor"],
+        kind,
+        _calibration_inputs(kind, once_per_item(kind, earlier + calib_rows)),
+        repeats,
+        floors,
+        seed=cfg.seed,
     )
     summary = {
         "export": meta["export"],
@@ -494,6 +499,17 @@ def _calibration_record(kind: str, row: dict, value) -> dict:
     else:
         rec["value"] = value
     return rec
+
+
+def once_per_item(kind: str, rows: list[dict]) -> list[dict]:
+    """Stored calibration answers with an item a later pass showed again counted once, at its latest
+    answer: every screening pass mixes in the same golden questions, and answer controls repeat too.
+    Relevance passes draw disjoint NIST pairs (`--draw`), and a stored row names only the NIST query,
+    so relevance rows are kept as they are."""
+    if kind == RELEVANCE:
+        return rows
+    latest = {(r.get("qid"), r.get("control"), r.get("side"), r.get("rubric")): r for r in rows}
+    return list(latest.values())
 
 
 def _calibration_inputs(kind: str, rows: list[dict]) -> list[dict]:

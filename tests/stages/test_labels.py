@@ -524,3 +524,16 @@ def test_the_golden_set_has_its_own_table1_through_labels_beside_the_judges_samp
     assert set(judge_t1["n_questions"]) == {2}
     golden_rows = [r for r in findings.golden_rows(run)]
     assert golden_rows and all(r["instrument"] == "labels" and r["question_set"] == "golden" for r in golden_rows)
+
+
+def test_a_calibration_item_shown_again_in_a_later_pass_counts_once_at_its_latest_answer():
+    from spacelm.stages.labels import once_per_item
+
+    first = [{"qid": f"g{i}", "truth": True, "value": i != 0, "export": "a"} for i in range(3)]
+    again = [{"qid": "g0", "truth": True, "value": True, "export": "b"}, {"qid": "g9", "truth": False, "value": False}]
+    got = once_per_item("screening", first + again)
+    assert sorted(r["qid"] for r in got) == ["g0", "g1", "g2", "g9"]
+    assert next(r for r in got if r["qid"] == "g0")["export"] == "b"
+    # relevance rows name only the NIST query, and each pass draws other pairs: all are kept
+    rel = [{"qid": "nist:1", "truth": 2, "value": 2}, {"qid": "nist:1", "truth": 0, "value": 1}]
+    assert once_per_item("relevance", rel) == rel
