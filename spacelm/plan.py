@@ -217,7 +217,8 @@ def read_inputs(cfg: Config, current: dict, use_outputs: bool) -> Inputs:
     from .lib.synth.golden import load_golden
     from .stages.ingest import ingest_configured
 
-    have = lambda stage, path: (current[stage] or use_outputs) and Path(path).is_file()
+    # a stage the run leaves out (synth.enabled false) has its outputs read as inputs
+    have = lambda stage, path: (current.get(stage, True) or use_outputs) and Path(path).is_file()
     notes = []
     if have("chunk", chunks_path(cfg)):
         chunks = load_chunks(cfg)
@@ -714,14 +715,15 @@ def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: str | None = Non
     from .stages import synth
 
     known = inp.records is not None
-    replay = _call_replay(cfg) if known else None
-    if known and replay is None:
+    replay = _call_replay(cfg) if known and cfg.synth.enabled else None
+    if known and replay is None and cfg.synth.enabled:
         p.notes.append(
             f"synth: {questions_path(cfg)} is current but the call cache is not in {cfg.cache_dir}: its calls are "
             "counted as a new run would make them (upper bound)"
         )
-    turns = PlanTurns(p, "synth", _synth_basis(replay is not None), inp.chunks, inp.records, replay)
-    planned = synth.compute(cfg, inp.chunks, inp.golden, turns).records
+    if cfg.synth.enabled:
+        turns = PlanTurns(p, "synth", _synth_basis(replay is not None), inp.chunks, inp.records, replay)
+        planned = synth.compute(cfg, inp.chunks, inp.golden, turns).records
     records = inp.records if known else _planned_questions(planned)
     with tempfile.TemporaryDirectory(prefix="spacelm-plan-") as tmp:
         cfg_q = cfg

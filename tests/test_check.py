@@ -177,3 +177,22 @@ def test_refused_run_writes_nothing(tmp_path, capsys, monkeypatch):
     assert resolved.read_text() == "# the committed run's resolved config\nrun_name: quick\n"
     assert sorted(p.name for p in run_dir.iterdir()) == before  # no manifest, no lock, no log
     assert not (tmp_path / "processed_dir").exists() and not (tmp_path / "synthetic_dir").exists()
+
+
+def test_a_run_that_writes_no_questions_is_refused_until_they_exist(tiny_config):
+    import pytest
+
+    from spacelm.config import ConfigError
+    from spacelm.config.validate import check_stage_needs
+    from spacelm.runner.data import questions_path
+    from spacelm.stages import stages_for
+
+    tiny_config.synth.enabled = False
+    stages = [s.name for s in stages_for(tiny_config)]
+    assert "synth" not in stages and "retrieve" in stages
+    with pytest.raises(ConfigError, match="synth.enabled"):
+        check_stage_needs(tiny_config, stages)
+    p = questions_path(tiny_config)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text('{"qid": "q0", "question": "what?", "kept": true, "answerable": true}\n')
+    check_stage_needs(tiny_config, stages)  # the questions another config wrote are read

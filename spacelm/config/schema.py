@@ -203,6 +203,10 @@ class QuestionChecksConfig:
 
 @dataclass
 class SynthConfig:
+    # false: the run writes no questions and reads those in paths.synthetic_dir, written by the
+    # (committed) run of another config over the same chunks, e.g. a Table 2 study over the
+    # questions of the Table 1 study; `spacelm check` refuses it when that file is missing
+    enabled: bool = True
     tasks: list[str] = field(default_factory=lambda: list(TASKS))
     n_fewshot: int = 5
     # per_chunk: each prompt's examples drawn for its chunk from other documents' golden samples
@@ -340,6 +344,11 @@ class AnswerConfig:
     # rubric scores in the label store) or "both" (verdicts through labels; each answer judge is
     # measured against the assessor on the same answers)
     instrument: Literal["judge", "labels", "both"] = "judge"
+    # with instrument "both": the embedded judges score the answers of this many of the answered
+    # questions (seeded; the unanswerable ones in the same proportion), the assessor scores every
+    # answer; the judges' tables and their agreement with the labels rest on that sample (null: the
+    # judges score every answer)
+    judge_questions: int | None = None
     # settings with the relevant passage plus N wrong ones ("standard" is N = 0) ...
     n_wrong_values: list[int] = field(default_factory=lambda: [0, 3])
     # ... and the negative setting: N wrong passages and no relevant one (0 to skip it)

@@ -90,6 +90,7 @@ def validate(cfg: Config, source: str) -> None:
         "grading.deep_questions",
         "grading.judge_questions",
         "answer.max_questions",
+        "answer.judge_questions",
         "retrieval.dense.max_seq_length",
     ):
         at_least(key, 1, optional=True)
@@ -150,6 +151,13 @@ def validate(cfg: Config, source: str) -> None:
         f"is {cfg.grading.judge_questions}, but grading.instrument is {cfg.grading.instrument!r}: a sample of the "
         "questions graded by the judge needs the assessor's labels to read them all (instrument: both), or "
         "write judge_questions: null",
+    )
+    need(
+        cfg.answer.judge_questions is None or cfg.answer.instrument == "both",
+        "answer.judge_questions",
+        f"is {cfg.answer.judge_questions}, but answer.instrument is {cfg.answer.instrument!r}: a sample of the "
+        "answers scored by the judges needs the assessor's scores of them all (instrument: both), or write "
+        "judge_questions: null",
     )
     for s in cfg.grading.retrievers:
         need(
@@ -308,6 +316,15 @@ def check_stage_needs(cfg: Config, stages: list[str], source: str | None = None)
 
 def _stage_needs(cfg: Config, stages: list[str], source: str) -> None:
     have = set(cfg.retrieval.systems)
+    if not cfg.synth.enabled and any(s in stages for s in ("retrieve", "train-reranker", "grade", "answer")):
+        from ..runner.data import questions_path
+
+        if not questions_path(cfg).is_file():
+            raise ConfigError(
+                f"{source}: key 'synth.enabled' is false, so the run reads the questions in paths.synthetic_dir, "
+                f"but {questions_path(cfg)} does not exist; run the config that writes them first, point "
+                "paths.synthetic_dir at them, or set synth.enabled: true"
+            )
     if "grade" in stages:
         from ..lib.names import reranked
 

@@ -29,8 +29,13 @@ BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES + OPTIONAL}
 
 def stages_for(cfg) -> list[Stage]:
     """The stages a run of `cfg` runs, in order (without answer when `answer.enabled` is false, without
-    grade when `grading.enabled` is false)."""
-    off = {answer.STAGE.name: not cfg.answer.enabled, grade.STAGE.name: not cfg.grading.enabled}
+    grade when `grading.enabled` is false, without synth when `synth.enabled` is false: the run reads
+    the questions already in paths.synthetic_dir)."""
+    off = {
+        answer.STAGE.name: not cfg.answer.enabled,
+        grade.STAGE.name: not cfg.grading.enabled,
+        synth.STAGE.name: not cfg.synth.enabled,
+    }
     out = [s for s in STAGES if not off.get(s.name)]
     if cfg.chunk_study.sizes:
         out.insert(out.index(retrieve.STAGE) + 1, chunk_sizes.STAGE)

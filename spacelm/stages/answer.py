@@ -136,8 +136,12 @@ def compute(cfg: Config, chunks: list, questions: list[dict], unanswerable: list
     """Answer the selected questions under every setting and pipeline with the generator, then
     have the judge score them (`models`: one model in memory at a time)."""
     from ..config import ConfigError
+    from .question_screen import screened
 
     text_of = {c.chunk_id: c.text for c in chunks}
+    # a question the assessor screened out (unanswerable from its passage, a false premise) is not
+    # answered: the store's screening labels are read before the draw
+    questions, _ = screened(cfg, questions)
     chosen = select_questions(questions, cfg.answer.max_questions, cfg.seed)
     una = (
         []
@@ -172,7 +176,12 @@ def compute(cfg: Config, chunks: list, questions: list[dict], unanswerable: list
         if "gate" in it and it["pipeline"] in ("B", "C"):  # what the gated pipeline would have returned
             it["gated_answer"] = gated_answer(it["answer"], it["gate"])
             it["gated_refusal"] = is_refusal(it["gated_answer"])
-    # phase 2: the judge (sharing the writer's engine when their settings are equal)
+    # phase 2: the judge (sharing the writer's engine when their settings are equal), on the
+    # answers of its sample of questions (answer.judge_questions; the assessor scores them all)
+    judged = judged_qids(cfg, chosen, una)
+    for it in items:
+        it["judged"] = judged is None or it["qid"] in judged
+    every, items = items, [it for it in items if it["judged"]]
     judge = lambda phase, fn: models.use("judge", fn, phase)
     gated = [it for it in items if it["setting"] == "unanswerable" and not it.get("gate", {}).get("passed", True)]
     gated_refusals = [dict(it, answer=REFUSAL_TEXT, scores={}, expected_scores={}, raw_judge={}) for it in gated]
@@ -183,7 +192,7 @@ def compute(cfg: Config, chunks: list, questions: list[dict], unanswerable: list
     judge("rubric scores, gated refusals", lambda llm: judge_answers(llm, gated_refusals, [], text_of, scoring=scoring))
     for g, it in zip(gated_refusals, gated):
         it["gated_scores"] = g["scores"]
-    for it in items:  # deterministic, before any judge: the reference's numbers and named entities
+    for it in every:  # deterministic: the reference's numbers and named entities
         if it.get("reference_answer"):
             it["fact_check"] = fact_check(it["answer"], it["reference_answer"])
     if cfg.answer.refusal_judge:
@@ -193,9 +202,21 @@ def compute(cfg: Config, chunks: list, questions: list[dict], unanswerable: list
         written = models.as_written(claim_items(cfg, items))
         claim_rows = judge("claim support", lambda llm: judge_claims(llm, written, text_of, JUDGE_STYLE))
     models.release()
-    for it in items:
+    for it in every:
         it["claim_support"] = claim_support(it)
-    return Answers(items, claim_rows, chosen, len(questions), una, n_refs)
+    return Answers(every, claim_rows, chosen, len(questions), una, n_refs)
+
+
+def judged_qids(cfg: Config, chosen: list[dict], una: list[dict]) -> set | None:
+    """The questions whose answers the embedded judges score: `answer.judge_questions` of the
+    answered ones and the unanswerable ones in the same proportion, each drawn seeded apart from the
+    questions' own draw (None: every question)."""
+    k = cfg.answer.judge_questions
+    if k is None or k >= len(chosen):
+        return None
+    k_una = round(k * len(una) / len(chosen)) if chosen else 0
+    drawn = select_questions(chosen, k, cfg.seed + 3) + select_questions(una, k_una, cfg.seed + 3)
+    return {q["qid"] for q in drawn}
 
 
 def build(cfg: Config, out) -> dict:
@@ -252,6 +273,7 @@ def write_tables(
     from ..lib.report.plots import noise_curve, per_task_panels, refusal_sweep, score_distributions
 
     setting_names = [s["name"] for s in settings(cfg.answer_design())]
+    every, items = items, [it for it in items if it.get("judged", True)]  # the judges' tables: their sample
     long = with_instrument(table2(items, setting_names, cfg.answer.n_bootstrap, cfg.seed), "judge")
     shown = long  # the rows the page's table and plot show: the instrument the verdicts read
     files = outputs(cfg)
@@ -260,12 +282,12 @@ def write_tables(
     if cfg.answer.instrument != "judge":
         from .labels import answer_label_items, judges_vs_labels
 
-        labelled = answer_label_items(cfg, items)
+        labelled = answer_label_items(cfg, every)
         shown = with_instrument(table2(labelled, setting_names, cfg.answer.n_bootstrap, cfg.seed), "labels")
         long = pd.concat([long, shown], ignore_index=True)
         ltests = table2_tests(labelled, setting_names, cfg.answer.n_bootstrap, cfg.seed, by_unit, cl.unit)
         write_dataframe(with_answer_holes(ltests, labelled), out(cfg.run_dir / names.LABEL_TABLE2_TESTS))
-        write_json(out(cfg.run_dir / names.ANSWER_JUDGES_VS_LABELS), judges_vs_labels(items, labelled))
+        write_json(out(cfg.run_dir / names.ANSWER_JUDGES_VS_LABELS), judges_vs_labels(every, labelled))
     write_dataframe(long, out(files.table_csv))
     n = sample_size(questions)
     per_task = table2_per_task(items)
@@ -280,7 +302,8 @@ def write_tables(
         )
     tests = table2_tests(items, setting_names, cfg.answer.n_bootstrap, cfg.seed, by_unit, cl.unit)
     write_dataframe(tests, out(files.tests))
-    write_dataframe(pd.DataFrame(measure_table(items), columns=MEASURE_COLUMNS), out(files.measures))
+    # the deterministic measures and refusals read every answer, judged or not
+    write_dataframe(pd.DataFrame(measure_table(every), columns=MEASURE_COLUMNS), out(files.measures))
     run_scale = scale(len(questions))
     write_text(
         out(files.table_md),
@@ -296,10 +319,10 @@ def write_tables(
         "table2_answer_quality.csv.\n",
     )
     write_text(out(files.table_tex), table2_wide(shown, setting_names, "tex"))
-    write_jsonl(out(files.answers), items)
+    write_jsonl(out(files.answers), every)
     write_dataframe(pipelines_table(items, cfg.answer.n_bootstrap, cfg.seed), out(files.pipelines))
     # refusals on answerable and unanswerable questions, gate off and on
-    b_items = [it for it in items if it["pipeline"] == "B" and it["setting"] in ("retrieved", "unanswerable")]
+    b_items = [it for it in every if it["pipeline"] == "B" and it["setting"] in ("retrieved", "unanswerable")]
     ans_rows, sweep = answerability(cfg, b_items)
     write_dataframe(
         pd.DataFrame(ans_rows).reindex(columns=list(dict.fromkeys(ANSWERABILITY_COLUMNS + list(ans_rows[0])))),
@@ -343,7 +366,7 @@ def write_tables(
     write_dataframe(
         pd.DataFrame(claim_tab) if claim_tab else pd.DataFrame(columns=CLAIM_COLUMNS), out(files.claims_csv)
     )
-    verdicts = fact_check_table(items)
+    verdicts = fact_check_table(every)
     write_dataframe(verdicts, out(files.fact_checks))
     refusals = refusal_rates(items)
     neg = [

@@ -323,12 +323,13 @@ def test_export_of_a_callers_pairs_batches_those_not_yet_labelled_and_only_them(
         export(run, "questions", 1, tmp_path / "c", pairs=pairs)
 
 
-def test_questions_the_assessor_screens_out_leave_table1_and_the_checks_are_measured_against_it(run, tmp_path):
+def screen_questions(run, tmp_path, verdict: dict) -> dict:
+    """Synth kept q0-q4 and dropped q5 with its premise check; an assessor screens every question
+    (`verdict` {qid: screen}, else answerable), golden questions calibrating it; the labels imported.
+    Returns the export's summary."""
     from spacelm.runner.data import questions_path
-    from spacelm.stages import grade
-    from spacelm.stages.labels import export, import_labels, section
+    from spacelm.stages.labels import export, import_labels
 
-    # synth kept q0-q4 and dropped q5 with its premise check; golden questions calibrate the screen
     qp = questions_path(run)
     qs = read_jsonl(qp)
     for q in qs:
@@ -355,9 +356,7 @@ def test_questions_the_assessor_screens_out_leave_table1_and_the_checks_are_meas
     out = tmp_path / "screen"
     meta = export(run, "questions", 1, out)
     key = {r["key"]: r for r in read_jsonl(out / "key.jsonl")}
-    items = [r for r in key.values() if r["role"] == "item"]
-    assert meta["items"] == 6 and {r["suite"] for r in items} == {"kept", "premise"}
-    verdict = {"q0": "false_premise", "q5": "not_answerable"}
+    meta["suite"] = {r["suite"] for r in key.values() if r["role"] == "item"}
 
     def screen(r):
         if "truth" in r:
@@ -368,6 +367,15 @@ def test_questions_the_assessor_screens_out_leave_table1_and_the_checks_are_meas
         lines = [json.dumps({"key": r["key"], "screen": screen(key[r["key"]])}) for r in read_jsonl(b)]
         (out / "labels" / f"{b.stem}.labels.jsonl").write_text("\n".join(lines) + "\n")
     import_labels(run, out, "tester")
+    return meta
+
+
+def test_questions_the_assessor_screens_out_leave_table1_and_the_checks_are_measured_against_it(run, tmp_path):
+    from spacelm.stages import grade
+    from spacelm.stages.labels import section
+
+    meta = screen_questions(run, tmp_path, {"q0": "false_premise", "q5": "not_answerable"})
+    assert meta["items"] == 6 and meta["suite"] == {"kept", "premise"}
     grade.recompute(run)
     facts = json.loads((run.run_dir / "grading" / "question_screening.json").read_text())
     assert (facts["screened"], facts["rejected"], facts["rejected_qids"], facts["kept_for_table1"]) == (
@@ -537,3 +545,38 @@ def test_a_calibration_item_shown_again_in_a_later_pass_counts_once_at_its_lates
     # relevance rows name only the NIST query, and each pass draws other pairs: all are kept
     rel = [{"qid": "nist:1", "truth": 2, "value": 2}, {"qid": "nist:1", "truth": 0, "value": 1}]
     assert once_per_item("relevance", rel) == rel
+
+
+def test_answers_leave_out_screened_questions_and_the_judges_score_only_their_sample(run, tmp_path, monkeypatch):
+    from spacelm.runner.data import load_chunks, load_questions, load_rankings
+    from spacelm.stages import answer
+
+    screen_questions(run, tmp_path, {"q0": "false_premise", "q5": "not_answerable"})
+    cfg = run
+    cfg.answer.instrument, cfg.answer.judge_questions, cfg.answer.max_questions = "both", 2, None
+    cfg.answer.n_wrong_values, cfg.answer.negative_n_wrong, cfg.answer.wrong_sampling = [0, 1], 0, "random"
+    cfg.answer.pipelines, cfg.answer.retriever, cfg.answer.max_unanswerable = ["B"], "bm25", 0
+    cfg.answer.gate.enabled = cfg.answer.reference_answers = cfg.answer.claims = cfg.answer.refusal_judge = False
+    cfg.answer.binary_judges = False
+    judged: list = []
+
+    def fake_generate(llm, items, text_of, design):
+        for it in items:
+            it["answer"] = f"An answer to {it['question']}"
+
+    def fake_judge(llm, items, binary, text_of, checks=None, scoring="digit"):
+        for it in items:
+            judged.append(it["qid"])
+            it["scores"].update({r: 4 for r in it["rubrics"]})
+
+    monkeypatch.setattr(answer, "generate", fake_generate)
+    monkeypatch.setattr(answer, "judge_answers", fake_judge)
+    chunks = load_chunks(cfg)
+    res = answer.compute(cfg, chunks, load_questions(cfg, chunks), [], load_rankings(cfg), StandInModels())
+    answered = {it["qid"] for it in res.items}
+    assert answered == {"q1", "q2", "q3", "q4"}  # q0 screened out; q5 dropped by synth
+    assert len(set(judged)) == 2 and set(judged) <= answered
+    assert {it["qid"] for it in res.items if it["judged"]} == set(judged)
+    assert all(it["scores"] == {} for it in res.items if not it["judged"])
+    # the assessor scores every answer; the judges' tables read their sample
+    assert len(res.items) == 4 * 3  # two settings and pipeline B per question
