@@ -187,7 +187,9 @@ def test_a_run_that_writes_no_questions_is_refused_until_they_exist(tiny_config)
     from spacelm.runner.data import questions_path
     from spacelm.stages import stages_for
 
+    before = tiny_config.section_hash("synth")
     tiny_config.synth.enabled = False
+    assert tiny_config.section_hash("synth") == before  # a switch, no input of what a stage writes
     stages = [s.name for s in stages_for(tiny_config)]
     assert "synth" not in stages and "retrieve" in stages
     with pytest.raises(ConfigError, match="synth.enabled"):

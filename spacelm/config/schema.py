@@ -801,6 +801,10 @@ class Config:
         """A short, stable hash of the named config sections (used to decide if a stage is stale).
         Each section is converted on its own: `status` hashes sections for every stage."""
         payload = {n: _plain(_dig(self, n)) for n in names}
+        if isinstance(payload.get("synth"), dict):
+            # synth.enabled decides whether the stage runs, not what it writes (a run without it
+            # reads the questions file, an input by its content): it is no input of any stage
+            payload["synth"].pop("enabled", None)
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 

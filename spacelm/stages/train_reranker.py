@@ -443,8 +443,9 @@ def train(cfg: Config, out) -> dict:
 
 def _sections(cfg: Config) -> list[str]:
     t = cfg.retrieval.reranker.train
-    writer = [f"models.{t.writer}" if t.questions_from == "writer" else "models.question_writer", "synth"]
-    writer = writer if t.questions else []
+    # questions the stage writes depend on the writer and synth's settings; synth's rejected copies
+    # are read from the questions file, an input by its content
+    writer = [f"models.{t.writer}", "synth"] if t.questions and t.questions_from == "writer" else []
     return ["retrieval.reranker.model", "retrieval.reranker.train", "retrieval.bm25", "seed", *writer]
 
 
