@@ -229,9 +229,15 @@ def _shown(v) -> str | None:
 
 
 def finding_rows(rows: list[dict]) -> list[dict]:
+    from ..lib.report.findings import _num
+
     out = []
     for r in rows:
         cells = {k: _cell(r.get(k)) for k in ("finding", "paper", "this_run", "ci", "verdict", "n", "instrument")}
+        planned, realized = (_num(r.get(k)) for k in ("power_planned", "power"))
+        cells["power"] = (
+            "–" if realized is None else (f"{planned:.2f} → " if planned is not None else "") + f"{realized:.2f}"
+        )
         note = {k: _shown(r.get(k)) for k in ("boundary", "judge_bias", "sensitivity")}
         note.update(reason=_shown(r.get("verdict_reason")), plan_entry=r.get("plan_entry"))
         note.update(

@@ -68,6 +68,8 @@ COLUMNS = [
     "plan_entry",
     "role",
     "n_needed",
+    "power_planned",
+    "power",
     "instrument",
     "holes",
 ]
@@ -475,11 +477,31 @@ def table1_findings(
         else:
             r["sensitivity"] = sensitivity_text(cells, sensitivity, rule_of(r["id"])[0])
         r["holes"] = sum(int(_num_or(c.get("holes"), 0)) for c in cells) if cells else r.get("holes")
+        r["power"] = realized_power(cells, rule_of(r["id"])[0]) if cells and r.get("id") in FINDINGS else None
         r["instrument"] = instrument
         r["question_set"] = question_set
         if question_set != "run":
             r["finding"] = f"{r['finding']} [{question_set} questions]"
     return out
+
+
+def realized_power(cells: list[dict], alpha: float) -> float | None:
+    """The power this run had to find the paper's effect in every one of `cells` under the rule's
+    level `alpha` (each cell its own test; a finding over several cells needs them all): per cell
+    Φ((z_{1−α/2} + z_0.8) · |paper's effect| / detectable difference − z_{1−α/2}), a normal
+    approximation from the cell's standard error; None where a cell has no paper figure or no
+    standard error."""
+    from scipy.stats import norm
+
+    za, zp = norm.ppf(1 - alpha / 2), norm.ppf(POWER)
+    power = 1.0
+    for c, mde in zip(cells, mde_at(cells, alpha)):
+        r = str(c.get("retriever"))
+        eff = paper_effect(str(c.get("comparison")), "bm25" if r == "dense vs bm25" else r, c["top_k"], c["measure"])
+        if eff is None or mde != mde or mde <= 0:
+            return None
+        power *= float(norm.cdf((za + zp) * abs(eff) / mde - za))
+    return round(power, 2)
 
 
 def sensitivity_text(cells: list[dict], sens: list[dict], alpha: float = ALPHA) -> str:

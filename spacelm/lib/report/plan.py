@@ -232,6 +232,7 @@ def apply_plan(rows: list[dict], entries: list[PlanEntry]) -> list[dict]:
         e = by_id.get((fid, r["question_set"]))
         r.update(plan_entry=e.id if e else "exploratory", role=e.role if e else "exploratory")
         r["n_needed"] = e.n_needed if e else None
+        r["power_planned"] = planned_power(e)
         have = _questions(r.get("n"))
         if e and e.n_needed and have is not None and have < e.n_needed:
             stated = ", as the plan stated before the run" if e.underpowered else ""
@@ -242,6 +243,19 @@ def apply_plan(rows: list[dict], entries: list[PlanEntry]) -> list[dict]:
                 r["verdict"] = NO_EVIDENCE
         out.append(r)
     return out
+
+
+def planned_power(e: PlanEntry | None) -> float | None:
+    """The power the plan expected at its planned n: 0.8 where it plans the n it needs, else the
+    normal approximation Φ((z_{1−α/2} + z_0.8) · √(n_planned / n_needed) − z_{1−α/2})."""
+    from scipy.stats import norm
+
+    if e is None or not e.n_needed or e.n_planned is None:
+        return None
+    if e.n_planned >= e.n_needed:
+        return 0.8
+    za = norm.ppf(1 - e.alpha / 2)
+    return round(float(norm.cdf((za + norm.ppf(0.8)) * (e.n_planned / e.n_needed) ** 0.5 - za)), 2)
 
 
 def _questions(n) -> int | None:

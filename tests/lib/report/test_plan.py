@@ -53,3 +53,23 @@ def test_a_finding_the_budget_cannot_power_is_marked_so_in_the_plan_before_the_r
     assert out["verdict"] == "no evidence"
     reason = out["verdict_reason"]
     assert reason.startswith("underpowered") and "before the run" in reason and "120" in reason and "95" in reason
+
+
+def test_power_planned_and_realized_read_the_papers_effect_against_the_spread():
+    from spacelm.lib.report.findings import realized_power
+    from spacelm.lib.report.plan import PlanEntry, planned_power
+
+    e = PlanEntry("rerank_raises_grade_3_bm25_top3", n_needed=120)
+    assert planned_power(e._replace(n_planned=120)) == 0.8
+    assert planned_power(e._replace(n_planned=30)) < planned_power(e._replace(n_planned=71)) < 0.8
+    assert planned_power(e) is None  # no planned n: nothing to say
+    # the paper's BM25 top-3 grade-3 gain is +5.1 pp: a cell whose SE detects 5.1 pp has ~80% power
+    cell = {"comparison": "reranked - retrieved", "retriever": "bm25", "top_k": 3, "measure": "share_3", "df": 1000}
+    from scipy.stats import t
+
+    se_at_80 = 5.1 / (t.ppf(0.975, 1000) + t.ppf(0.8, 1000))
+    assert abs(realized_power([dict(cell, se=se_at_80)], 0.05) - 0.8) < 0.02
+    assert realized_power([dict(cell, se=se_at_80 / 3)], 0.05) > 0.99
+    two = realized_power([dict(cell, se=se_at_80), dict(cell, se=se_at_80)], 0.05)
+    assert abs(two - 0.64) < 0.03  # every cell must find it: the product
+    assert realized_power([dict(cell, top_k=4, se=1.0)], 0.05) is None  # no such cell in the paper
