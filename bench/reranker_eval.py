@@ -196,6 +196,21 @@ def hole_grades(cfg_holes, qids, queries, chunks):
     return {k: v for k, v in got.items() if v is not None}
 
 
+def updated(out: Path, record: dict) -> dict:
+    """`record` (a run over some of the sets) merged into the earlier output `out` of the same
+    checkpoint and config: its sets replace theirs, the others stay; `remade` lists each partial run."""
+    if not out.is_file():
+        raise SystemExit(f"--update: {out} does not exist; measure every set first (no --update)")
+    old = json.loads(out.read_text())
+    same = lambda r: ((r.get("checkpoint") or {}).get("sha256"), r.get("config"), r.get("overrides"), r.get("pool"))
+    if same(old) != same(record):
+        raise SystemExit(f"--update: {out} describes another checkpoint or config {same(old)}; measure every set again")
+    sets = {**old["sets"], **record["sets"]}
+    remade = [*old.get("remade", []), {"sets": sorted(record["sets"]), "seconds": record["seconds"]}]
+    keep = {k: v for k, v in old.items() if k not in ("sets", "remade")}
+    return {**keep, **{k: v for k, v in record.items() if k != "seconds"}, "sets": sets, "remade": remade}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", required=True)
@@ -223,6 +238,12 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--batches", type=int, default=0, help="--export-holes: batches (default: 130 items each)")
     ap.add_argument("--draw", type=int, default=1, help="--export-holes: the NIST calibration draw")
+    ap.add_argument(
+        "--update",
+        action="store_true",
+        help="keep the sets of --out this run does not measure (--sets names those it remakes, e.g. labels after "
+        "its holes were labelled); refused unless --out describes the same checkpoint and config",
+    )
     args = ap.parse_args(argv)
 
     from spacelm.config import load_config
@@ -334,6 +355,8 @@ def main(argv=None) -> int:
             lists = rank_lists(first, rr, [queries[q] for q in qids], pool)
             measure(f"{name}/{fs}", sets, lists, qids, qrels, dict(zip(ids, texts)), min_grade, False, None)
     record["seconds"] = round(time.perf_counter() - t0, 1)
+    if args.update:
+        record = updated(Path(args.out), record)
     write_json(Path(args.out), record)
     print(f"wrote {args.out} ({record['seconds']} s)")
     return 0

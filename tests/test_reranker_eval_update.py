@@ -1,0 +1,36 @@
+"""`bench/reranker_eval.py --update`: a partial rerun (e.g. the in-domain set after its holes were
+labelled) replaces only its own sets in the earlier output of the same checkpoint."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("reranker_eval", ROOT / "bench" / "reranker_eval.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _record(sha: str, sets: dict, seconds: float) -> dict:
+    return {"config": "c.yaml", "pool": 100, "checkpoint": {"sha256": sha}, "sets": sets, "seconds": seconds}
+
+
+def test_a_partial_rerun_replaces_its_sets_and_keeps_the_others(tmp_path):
+    bench = _bench()
+    out = tmp_path / "reranker.json"
+    out.write_text(json.dumps(_record("abc", {"golden/bm25": 1, "labels/bm25": 2, "trec/bm25": 3}, 900.0)))
+    got = bench.updated(out, _record("abc", {"labels/bm25": 20, "labels-full/bm25": 21}, 60.0))
+    assert got["sets"] == {"golden/bm25": 1, "labels/bm25": 20, "trec/bm25": 3, "labels-full/bm25": 21}
+    assert got["seconds"] == 900.0 and got["remade"] == [{"sets": ["labels-full/bm25", "labels/bm25"], "seconds": 60.0}]
+    with pytest.raises(SystemExit, match="another checkpoint"):
+        bench.updated(out, _record("def", {"labels/bm25": 0}, 1.0))
+    with pytest.raises(SystemExit, match="does not exist"):
+        bench.updated(tmp_path / "none.json", _record("abc", {}, 1.0))
