@@ -145,6 +145,8 @@ def power_table(plan: PowerPlan, last_run: Path | None = None, recluster=None) -
         t1 = recluster(plan.cluster) or t1
     if labelled and (recluster is None or table_unit(labelled) == plan.cluster):
         t1 = labelled  # a labelled pilot: the spread of the instrument the verdicts read
+    labelled2 = [r for r in read(run / names.LABEL_TABLE2_TESTS) if not r.get("holes")]
+    t2 = labelled2 or t2  # answers the assessor scored: the same for Table 2
     rejected = screened_out_share(run)
     unit = table_unit(t1) if t1 else plan.cluster
     ks, retrievers = plan.top_k, list(plan.retrievers)
@@ -234,7 +236,9 @@ def power_table(plan: PowerPlan, last_run: Path | None = None, recluster=None) -
                 "source_chunks_needed": None if need is None else ceil(need / per),
                 "questions_planned": planned2,
                 "source_chunks_planned": None if planned2 is None else ceil(planned2 / per),
-                "spread_from": basis + (f" ({shown})" if "last" in basis else ""),
+                "spread_from": basis
+                + (" (labels)" if labelled2 and last is not None else "")
+                + (f" ({shown})" if "last" in basis else ""),
                 **_clusters(table_unit([last]) if last else plan.cluster, need, planned2, per_cluster(last)),
             }
         )

@@ -114,3 +114,19 @@ def test_the_narrow_plan_names_why_a_level_finding_is_not_comparable():
     text = format_power([row], wide=False)
     assert "not comparable (no: chunks of 256 vs 2,000 tokens); questions planned: 40" in text
     assert "SD from" not in text
+
+
+def test_answers_the_assessor_scored_set_table2s_spread(tmp_path):
+    cfg = _cfg(tmp_path)
+    run = tmp_path / "r"
+    (run / "answer_labels").mkdir(parents=True)
+    row = {"metric": "faithfulness", "setting_a": "standard", "setting_b": "3_wrong", "n_questions": 30}
+    row.update(n_source_chunks=30, sd=0.5, deff=1.0, holes=0)
+    pd.DataFrame([{**row, "sd": 1.5}]).to_csv(run / "table2_tests.csv", index=False)  # the judges' spread
+    pd.DataFrame([row]).to_csv(run / "answer_labels" / "table2_tests.csv", index=False)
+    faith = _row(P.power_table(cfg.power_plan()), "Faithfulness changes little from standard to 3 wrong")
+    assert "labels" in faith["spread_from"]
+    judges = _row(
+        P.power_table(cfg.power_plan(), tmp_path / "nowhere"), "Faithfulness changes little from standard to 3 wrong"
+    )
+    assert faith["questions_needed"] < 100 and judges["spread_from"] == "default"
