@@ -126,7 +126,6 @@ def test_answers_the_assessor_scored_set_table2s_spread(tmp_path):
     pd.DataFrame([row]).to_csv(run / "answer_labels" / "table2_tests.csv", index=False)
     faith = _row(P.power_table(cfg.power_plan()), "Faithfulness changes little from standard to 3 wrong")
     assert "labels" in faith["spread_from"]
-    judges = _row(
-        P.power_table(cfg.power_plan(), tmp_path / "nowhere"), "Faithfulness changes little from standard to 3 wrong"
-    )
-    assert faith["questions_needed"] < 100 and judges["spread_from"] == "default"
+    (run / "answer_labels" / "table2_tests.csv").unlink()
+    judges = _row(P.power_table(cfg.power_plan()), "Faithfulness changes little from standard to 3 wrong")
+    assert "labels" not in judges["spread_from"] and faith["questions_needed"] < judges["questions_needed"]
