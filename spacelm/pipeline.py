@@ -29,8 +29,9 @@ def stage_names() -> list[str]:
 
 
 def write_folders(cfg: Config) -> list:
-    """Every folder a run writes to (each is locked while the run holds it)."""
-    return [cfg.processed_dir, cfg.synthetic_dir, cfg.run_dir]
+    """Every folder a run writes to (each is locked while the run holds it): the synthetic questions'
+    only when the run writes them (synth.enabled), else it only reads them."""
+    return [cfg.processed_dir, *([cfg.synthetic_dir] if cfg.synth.enabled else []), cfg.run_dir]
 
 
 def run_stages(cfg: Config, upto: str | None = None, force: bool = False, manifest: Manifest | None = None) -> dict:

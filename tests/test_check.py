@@ -198,3 +198,6 @@ def test_a_run_that_writes_no_questions_is_refused_until_they_exist(tiny_config)
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text('{"qid": "q0", "question": "what?", "kept": true, "answerable": true}\n')
     check_stage_needs(tiny_config, stages)  # the questions another config wrote are read
+    from spacelm.pipeline import write_folders
+
+    assert tiny_config.synthetic_dir not in write_folders(tiny_config)  # read, never locked
