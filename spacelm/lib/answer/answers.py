@@ -849,4 +849,5 @@ def pipelines_table(items: list[dict], n_boot: int = 1000, seed: int = 0):
             }
         )
         rows.append(row)
-    return pd.DataFrame(rows)
+    # no pipeline run (answer.pipelines []): the header alone, so every reader parses the file
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=["pipeline", "n"])

@@ -384,3 +384,14 @@ def test_table2_per_task_means_with_cluster_t_cis():
     assert 1 <= a.faithfulness_ci_low < a.faithfulness < a.faithfulness_ci_high <= 5
     d = df[df.task == "direct_qa"].iloc[0]
     assert d.faithfulness == 1 and d.faithfulness_ci_low != d.faithfulness_ci_low  # one source chunk: no interval
+
+
+def test_a_run_without_pipelines_writes_a_pipelines_table_every_reader_parses(tmp_path):
+    import pandas as pd
+
+    from spacelm.lib.answer.answers import pipelines_table
+    from spacelm.lib.io import write_dataframe
+
+    write_dataframe(pipelines_table([{"pipeline": "table2", "answerable": True}]), tmp_path / "p.csv")
+    got = pd.read_csv(tmp_path / "p.csv")
+    assert list(got.columns) == ["pipeline", "n"] and got.empty
