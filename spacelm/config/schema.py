@@ -203,10 +203,6 @@ class QuestionChecksConfig:
 
 @dataclass
 class SynthConfig:
-    # false: the run writes no questions and reads those in paths.synthetic_dir, written by the
-    # (committed) run of another config over the same chunks, e.g. a Table 2 study over the
-    # questions of the Table 1 study; `spacelm check` refuses it when that file is missing
-    enabled: bool = True
     tasks: list[str] = field(default_factory=lambda: list(TASKS))
     n_fewshot: int = 5
     # per_chunk: each prompt's examples drawn for its chunk from other documents' golden samples
@@ -227,6 +223,10 @@ class SynthConfig:
     filter_retriever: Literal["bm25", "dense", "union"] = "union"
     checks: QuestionChecksConfig = field(default_factory=QuestionChecksConfig)
     unanswerable: UnanswerableConfig = field(default_factory=UnanswerableConfig)
+    # false: the run writes no questions and reads those in paths.synthetic_dir, written by the
+    # (committed) run of another config over the same chunks, e.g. a Table 2 study over the
+    # questions of the Table 1 study; `spacelm check` refuses it when that file is missing
+    enabled: bool = True
 
 
 @dataclass
