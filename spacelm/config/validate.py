@@ -317,12 +317,13 @@ def check_stage_needs(cfg: Config, stages: list[str], source: str | None = None)
 def _stage_needs(cfg: Config, stages: list[str], source: str) -> None:
     have = set(cfg.retrieval.systems)
     if not cfg.synth.enabled and any(s in stages for s in ("retrieve", "train-reranker", "grade", "answer")):
-        from ..runner.data import questions_path
+        from ..lib.names import QUESTIONS
 
-        if not questions_path(cfg).is_file():
+        questions = cfg.synthetic_dir / QUESTIONS  # where runner.data.questions_path finds them
+        if not questions.is_file():
             raise ConfigError(
                 f"{source}: key 'synth.enabled' is false, so the run reads the questions in paths.synthetic_dir, "
-                f"but {questions_path(cfg)} does not exist; run the config that writes them first, point "
+                f"but {questions} does not exist; run the config that writes them first, point "
                 "paths.synthetic_dir at them, or set synth.enabled: true"
             )
     if "grade" in stages:
