@@ -250,14 +250,12 @@ def planned_power(e: PlanEntry | None) -> float | None:
     normal approximation Φ((z_{1−α/2} + z_0.8) · √(n_planned / n_needed) − z_{1−α/2})."""
     from scipy.stats import norm
 
-    from .findings import POWER
-
     if e is None or not e.n_needed or e.n_planned is None:
         return None
     if e.n_planned >= e.n_needed:
-        return POWER
+        return 0.8
     za = norm.ppf(1 - e.alpha / 2)
-    return round(float(norm.cdf((za + norm.ppf(POWER)) * (e.n_planned / e.n_needed) ** 0.5 - za)), 2)
+    return round(float(norm.cdf((za + norm.ppf(0.8)) * (e.n_planned / e.n_needed) ** 0.5 - za)), 2)
 
 
 def _questions(n) -> int | None:
