@@ -360,7 +360,8 @@ def _validate_plan(cfg: Config, source: str) -> None:
     if problems:
         raise ConfigError(f"{source}: {problems[0]}")
     main = primary(entries)
-    if main is None or not main.n_needed:
+    # a primary the plan itself marks underpowered is tested below its n by design, and says so
+    if main is None or not main.n_needed or main.underpowered:
         return
     for key in ("grading.max_questions", "synth.max_chunks"):
         v = _get(cfg, key)

@@ -200,3 +200,17 @@ def test_the_library_parameters_come_from_the_right_sections():
     assert (plan.planned_table1, plan.planned_table2, plan.run_dir) == (12, 12, cfg.run_dir)
     cfg.grading.max_questions, cfg.answer.max_questions = 30, 8
     assert (cfg.power_plan().planned_table1, cfg.power_plan().planned_table2) == (30, 8)
+
+
+def test_primary_beyond_the_budget_is_refused_unless_the_plan_says_underpowered():
+    """A primary finding needing more questions than synth can write stops `check`; the same entry
+    marked underpowered (with the n it needs) is the plan saying so before the run, and passes."""
+    entry = {"id": "faithfulness_changes_little", "role": "primary", "n_needed": 754}
+    plan = {"synth": {"max_chunks": 300}, "analysis_plan": {"fixed": "today", "findings": [entry]}}
+    with pytest.raises(ConfigError, match="'synth.max_chunks' is 300, but .* needs 754 questions"):
+        from_dict(plan)
+    plan["analysis_plan"]["findings"] = [dict(entry, n_planned=26)]
+    with pytest.raises(ConfigError, match="plans 26 questions where 754 are needed; mark it underpowered"):
+        from_dict(plan)
+    plan["analysis_plan"]["findings"] = [dict(entry, n_planned=26, underpowered=True)]
+    assert from_dict(plan).analysis_plan.entries()[0].underpowered

@@ -9,6 +9,13 @@ import re
 _ENTITY = re.compile(r"(?<![\w-])(?:[A-Z][a-z]+(?:[- ][A-Z][a-z]+)*|[A-Z]{2,}[A-Za-z0-9-]*)(?![\w-])")
 
 
+# capitalised function words: a sentence's first word where the PDF text lost the full stop before it
+_NOT_NAMES = frozenset(
+    "The A An This That These Those It Its In On Of For And Or But If When While As At By To From With Each "
+    "All Any Such Where Which What Who How Why There Their They We Our Under Over After Before".split()
+)
+
+
 def entities(text: str) -> list[str]:
     """Named entities as written: capitalised words or runs of them, and acronyms, except a
     capitalised word that only opens a sentence. In order, without repeats."""
@@ -19,6 +26,8 @@ def entities(text: str) -> list[str]:
             i -= 1
         if (i < 0 or text[i] in ".!?:") and " " not in m.group(0) and not m.group(0).isupper():
             continue  # "The", "Operators" at the start of a sentence
+        if m.group(0) in _NOT_NAMES:
+            continue  # a sentence opening after a heading with no full stop ("... campaign The calibration")
         out.setdefault(m.group(0))
     return list(out)
 

@@ -882,6 +882,22 @@ def _bad_answers(q: dict, sup: str, other_answer: str, wrong_sentence: str, wron
     return {k: v for k, v in kinds.items() if v[0] and v[0] != sup}
 
 
+def _noise_answers(q: dict, sup: str, noise_texts: list[str]) -> dict:
+    """{kind: (bad answer, what makes it bad)} for the noise-robustness judge: answers misled by the
+    injected passages (`noise_texts`), which sit in the context beside the source, so that what
+    makes each bad is visible to the reader and is the noise, not an error of the answer's own."""
+    noise = supporting_sentence(q["question"], noise_texts[0], min_shared=0)
+    kinds = {
+        "unrelated_claim": (noise, "a claim taken from an injected passage"),
+        "partial": (f"{sup} {noise}" if noise else None, "the right claim plus one taken from an injected passage"),
+        "noise_entity": (
+            swap_entity(sup, " ".join(noise_texts)),
+            "a named entity swapped for one from an injected passage",
+        ),
+    }
+    return {k: v for k, v in kinds.items() if v[0] and v[0] != sup and noise != sup}
+
+
 # which kinds of bad answer test which judge, in the order a judge's set takes them: the
 # generator's own flagged answers (lib/answer/failures.py) between the edits we make
 # the failures a content judge must see (what an answer says against its passage)
@@ -901,14 +917,10 @@ CONTROL_KINDS = {
     "faithfulness": _CONTENT_KINDS,
     "grounded": _CONTENT_KINDS,
     CLAIM_JUDGE: tuple(k for k in _CONTENT_KINDS if k != "partial"),
-    "noise_robustness": (
-        "injected_content",
-        "unrelated_claim",
-        "wrong_completion",
-        "number_nudged",
-        "entity_swapped",
-        "negated",
-    ),
+    # only failures that come from the injected passages: a content error of the answer's own making
+    # (a negation, a nudged number) is a faithfulness failure, and a reader scoring noise robustness
+    # rightly passes it
+    "noise_robustness": ("injected_content", "unrelated_claim", "noise_entity", "partial"),
     "relevance": _RELEVANCE_KINDS,
     "answer_relevant": _RELEVANCE_KINDS,
     "correct": (
@@ -979,6 +991,7 @@ def build_controls(
         # the wrong passage's sentence closest to the question: plausible, and not supported
         wrong_sentence = supporting_sentence(q["question"], text_of[wrong[0]], min_shared=0) or other_answer
         bad = _bad_answers(q, sup, other_answer, wrong_sentence, same_doc or text_of[wrong[0]], text_of[src])
+        noise_bad = _noise_answers(q, sup, [text_of[c] for c in wrong])
         nudged = bad.get("number_nudged", (None,))[0] or bad.get("entity_swapped", (None,))[0]
         refusal_bad = {
             "confident": (sup, "a confident answer the passages do not hold"),
@@ -991,7 +1004,7 @@ def build_controls(
         refusal_bad = {k: v for k, v in refusal_bad.items() if v[0]}
         base = {"qid": q["qid"], "question": q["question"], "origin": "edit"}
         for j, rubric in enumerate(wanted):
-            pool = refusal_bad if rubric in _REFUSAL_JUDGES else bad
+            pool = refusal_bad if rubric in _REFUSAL_JUDGES else noise_bad if rubric == "noise_robustness" else bad
             for kind in CONTROL_KINDS[rubric]:
                 if kind not in pool:
                     continue

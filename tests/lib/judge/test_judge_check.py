@@ -306,6 +306,11 @@ def test_controls_cover_every_judge_with_several_kinds_of_bad_answer():
                 assert "about" in c["bad"]
         if c["rubric"] == "noise_robustness":
             assert c["noise_ids"] == c["context_ids"][1:]
+            # what makes the answer bad comes from the injected passages, not an error of its own
+            assert c["kind"] in ("unrelated_claim", "partial", "noise_entity", "injected_content")
+            noise = " ".join(texts[i] for i in c["noise_ids"])
+            extra = c["bad"].replace(c["good"], "") if c["kind"] != "noise_entity" else ""
+            assert not extra or extra.strip() in noise
     assert len({c["good"] for c in by[J.REFUSAL_JUDGE]}) >= 2  # hedged refusals, not one fixed string
 
 
