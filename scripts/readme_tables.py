@@ -105,6 +105,11 @@ def _answers_made(root: Path) -> bool:
     return (root / "results" / ANSWERS_RUN / names.MANIFEST).is_file()
 
 
+def _if_answers(root: Path, gen) -> str:
+    """`gen()` when the Table 2 study's run is committed, else what says it is not."""
+    return gen() if _answers_made(root) else words("run.table2_elsewhere", run="standard", made=False)
+
+
 def compact(md: str) -> list[str]:
     """A padded Markdown table (as pandas writes it) with its padding removed."""
     out = []
@@ -552,6 +557,9 @@ GENERATORS = {
     "reranker-ingredients": reranker_ingredients,
     "standard-screening": standard_screening,
     "standard-found": standard_found,
+    "answers-found": lambda root: _if_answers(root, lambda: standard_found(root, ANSWERS_RUN)),
+    "answers-primary": lambda root: _if_answers(root, lambda: primary(root, ANSWERS_RUN)),
+    "answers-summary": lambda root: _if_answers(root, lambda: run_summary(root, ANSWERS_RUN)),
     "retrieval-scale": bench("bench.retrieval_scale", "results/bench/retrieval_scale.json"),
     "llm-throughput": bench("bench.llm_throughput", "results/bench/llm_throughput.json"),
     "unit-costs": bench("bench.unit_costs", "results/bench/unit_costs.json"),

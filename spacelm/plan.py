@@ -175,8 +175,8 @@ def _settings(llm: LLMConfig) -> str:
 class Planner:
     """Collects the phases, engine loads, notes and warnings of a plan."""
 
-    def __init__(self, cfg: Config, tokenizer: str | None = None):
-        self.cfg = cfg
+    def __init__(self, cfg: Config, tokenizer: str | None = None, exact: bool = False):
+        self.cfg, self.exact = cfg, exact
         self.tokenizers = Tokenizers(cfg, tokenizer)
         self._llms: dict[str, PlanLLM] = {}
         self._answered: dict = {}
@@ -191,7 +191,7 @@ class Planner:
         if role not in self._llms:
             llm_cfg = getattr(self.cfg.models, role)
             self._llms[role] = PlanLLM(
-                llm_cfg, role, self.tokenizers.counter(role, llm_cfg), self._answered, self.serial
+                llm_cfg, role, self.tokenizers.counter(role, llm_cfg), self._answered, self.serial, self.exact
             )
         return self._llms[role]
 
@@ -224,8 +224,12 @@ def read_inputs(cfg: Config, current: dict, use_outputs: bool) -> Inputs:
         chunks = load_chunks(cfg)
         notes.append(f"chunks: {len(chunks)} from {chunks_path(cfg)}")
     else:
+        twin = None if have("ingest", documents_path(cfg)) else _same_ingest(cfg)
         if have("ingest", documents_path(cfg)):
             docs, where = load_documents(cfg), f"documents from {documents_path(cfg)}"
+        elif twin is not None:
+            docs = load_documents(twin)
+            where = f"documents from {documents_path(twin)}, ingested from the same corpus with the same settings"
         else:
             docs = ingest_configured(cfg).documents
             where = f"corpus.raw_dir {cfg.corpus.raw_dir} ingested in memory"
@@ -257,6 +261,26 @@ def read_inputs(cfg: Config, current: dict, use_outputs: bool) -> Inputs:
             "(token estimate)"
         )
     return Inputs(chunks, golden, records, rankings, notes)
+
+
+def _same_ingest(cfg: Config) -> Config | None:
+    """This config pointed at another folder beside its processed_dir whose ingest output is up to
+    date for this config's own ingest inputs (corpus, ingest settings, code): the same documents,
+    so the plan need not read every PDF again (another chunk size of the same corpus). None if none."""
+    from .runner.base import freshness, stage_inputs
+    from .stages import stages_for
+
+    ingest = next((s for s in stages_for(cfg) if s.name == "ingest"), None)
+    parent = cfg.processed_dir.parent
+    if ingest is None or not parent.is_dir():
+        return None
+    inputs = stage_inputs(ingest, cfg)
+    for d in sorted(p for p in parent.iterdir() if p.is_dir() and p != cfg.processed_dir):
+        other = dataclasses.replace(cfg, paths=dataclasses.replace(cfg.paths, processed_dir=str(d)))
+        if (d / names.DOCUMENTS).is_file() and freshness(ingest, other, stage_inputs(ingest, other))[0] == "up to date":
+            if stage_inputs(ingest, other) == inputs:
+                return other
+    return None
 
 
 # --------------------------------------------------------------------------- the stand-in models
@@ -698,17 +722,18 @@ def _context_warnings(p: Planner) -> None:
                 )
 
 
-def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: str | None = None) -> dict:
+def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: str | None = None, exact: bool = False) -> dict:
     """The plan of `spacelm run` under `cfg`, as a dict (see :func:`format_plan`).
     Loads no model: only tokenizers. `use_outputs`: read earlier stages' outputs even when a run
-    would recompute them (to price one stage with the data at hand)."""
+    would recompute them (to price one stage with the data at hand). `exact`: tokenize every prompt
+    rather than a sample of each large phase (:class:`~spacelm.lib.llm.dry_run.PlanLLM`)."""
     from .config.validate import check_stage_needs
     from .lib.io import write_jsonl
     from .stages import stages_for
 
     check_stage_needs(cfg, [s.name for s in stages_for(cfg)])  # the run would refuse it too
     t0 = time.perf_counter()
-    p = Planner(cfg, tokenizer)
+    p = Planner(cfg, tokenizer, exact)
     rows = status(cfg)
     current = {r["stage"]: not r["would_recompute"] for r in rows}
     inp = read_inputs(cfg, current, use_outputs)

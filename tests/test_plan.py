@@ -381,3 +381,23 @@ def test_plan_warns_of_each_judge_check_drawn_below_its_own_minimum(cfg):
     assert "9 known-answer controls for the faithfulness judge" in warned[1]
     assert "relevance judge's controls hold 2 kinds" in warned[2]
     assert not any("scifact" in w or "grounded" in w for w in warned)
+
+
+def test_the_plan_reads_documents_another_chunk_size_of_the_same_corpus_ingested(cfg, monkeypatch):
+    """A config whose own processed folder is empty, beside one whose ingest is up to date for the
+    same corpus and ingest settings, takes its documents from there (no PDF read again); another
+    ingest setting does not."""
+    import dataclasses
+
+    from spacelm import plan as plan_mod
+    from spacelm.pipeline import run_stages
+
+    run_stages(cfg, upto="ingest")
+    other = dataclasses.replace(
+        cfg, paths=dataclasses.replace(cfg.paths, processed_dir=str(cfg.processed_dir.parent / "other-size"))
+    )
+    assert plan_mod._same_ingest(other).processed_dir == cfg.processed_dir
+    inputs = plan_mod.read_inputs(other, {"ingest": False, "chunk": False}, False)
+    assert any(f"documents from {cfg.processed_dir}" in n for n in inputs.notes)
+    changed = dataclasses.replace(other, ingest=dataclasses.replace(other.ingest, garbled_threshold=0.3))
+    assert plan_mod._same_ingest(changed) is None

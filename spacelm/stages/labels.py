@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import random
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -247,6 +248,22 @@ def golden_screening(cfg: Config, chunks: dict) -> list[dict]:
     return out
 
 
+def _calibration_mix(controls: list[dict], rubrics: Sequence[str], n: int, finding_kinds: dict) -> list[dict]:
+    """`n` of `controls` (build_controls' order), shared out evenly among `rubrics`; of a rubric whose
+    "changes little" verdict reads the assessor's gap on certain kinds (findings.control_kinds), half
+    of its share are of those kinds, so that the gap the margin needs rests on more than a couple of
+    controls, and the other half keep the standing measured over every kind."""
+    picked = []
+    for j, rubric in enumerate(rubrics):
+        share = n // len(rubrics) + (j < n % len(rubrics))
+        mine = [c for c in controls if c["rubric"] == rubric]
+        kinds = set(finding_kinds.get(rubric) or ())
+        first = [c for c in mine if c["kind"] in kinds][: share // 2] if kinds else []
+        rest = [c for c in mine if c not in first][: share - len(first)]
+        picked += first + rest
+    return picked
+
+
 def answer_controls(cfg: Config, chunks: dict) -> list[dict]:
     """Known-answer controls as assessor items: per control a good and a damaged answer to one
     question over the same passages (lib/judge/validity.build_controls), each an item on its own."""
@@ -257,9 +274,10 @@ def answer_controls(cfg: Config, chunks: dict) -> list[dict]:
     text_of = {cid: c.text for cid, c in chunks.items()}
     doc_of = {cid: c.doc_id for cid, c in chunks.items()}
     rubrics = ("faithfulness", "relevance", "noise_robustness", "negative_rejection")
-    controls = build_controls(questions, text_of, doc_of, cfg.labels.calibration_controls // 4 + 1, cfg.seed, rubrics)
+    n = cfg.labels.calibration_controls
+    controls = build_controls(questions, text_of, doc_of, n, cfg.seed, rubrics)
     out = []
-    for i, c in enumerate(controls[: cfg.labels.calibration_controls]):
+    for i, c in enumerate(_calibration_mix(controls, rubrics, n, asdict(cfg.findings.control_kinds))):
         passages = [text_of[x] for x in c["context_ids"] if x in text_of]
         for side in ("good", "bad"):
             out.append(

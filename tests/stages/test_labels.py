@@ -580,3 +580,18 @@ def test_answers_leave_out_screened_questions_and_the_judges_score_only_their_sa
     assert all(it["scores"] == {} for it in res.items if not it["judged"])
     # the assessor scores every answer; the judges' tables read their sample
     assert len(res.items) == 4 * 3  # two settings and pipeline B per question
+
+
+def test_answer_calibration_gives_the_findings_kinds_half_of_their_rubrics_share():
+    """The margin of a "changes little" verdict reads the assessor's gap on findings.control_kinds:
+    half of that rubric's calibration controls are of those kinds, the rest keep the other kinds in."""
+    from spacelm.stages.labels import _calibration_mix
+
+    kinds = {"faithfulness": ["a", "b", "c", "d", "x", "y"], "relevance": ["r", "s"], "noise_robustness": ["n"]}
+    controls = [{"rubric": r, "kind": k, "i": i} for i in range(10) for r, ks in kinds.items() for k in ks]
+    rubrics = ("faithfulness", "relevance", "noise_robustness")
+    mix = _calibration_mix(controls, rubrics, 20, {"faithfulness": ["x", "y"]})
+    by = lambda r: [c["kind"] for c in mix if c["rubric"] == r]
+    assert len(mix) == 20 and [len(by(r)) for r in ("faithfulness", "relevance", "noise_robustness")] == [7, 7, 6]
+    assert sum(k in ("x", "y") for k in by("faithfulness")) >= 3 and {"a", "b"} <= set(by("faithfulness"))
+    assert len({id(c) for c in mix}) == 20  # no control twice

@@ -16,7 +16,6 @@ each piece's count is remembered.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -243,6 +242,11 @@ class PhaseCount:
     pseudo_passages: bool = False  # passages not known yet: average-length chunks stand in
     estimate_note: str = ""
     calls: int = 0
+    # calls whose prompt was tokenized (the rest: their characters at the counted calls' tokens per
+    # character, see PlanLLM); equal to calls when every prompt was counted
+    counted: int = 0
+    counted_chars: int = 0
+    counted_tokens: int = 0
     repeats: int = 0  # requests an earlier phase already made (served by the call cache)
     prompt_tokens: int = 0
     # prompt tokens left to evaluate when each batch is sent in prompt order and the engine keeps
@@ -255,7 +259,7 @@ class PhaseCount:
 
     @property
     def tokens_basis(self) -> str:
-        if self.pseudo_passages or self.calls_basis == "estimate":
+        if self.pseudo_passages or self.calls_basis == "estimate" or self.counted < self.calls:
             return "estimate"
         return "upper bound" if self.placeholder_tokens else "exact"
 
@@ -275,8 +279,12 @@ class PlanLLM:
     its `max_tokens`. While `replay` is set (`replay(request) -> Completion | None`, a finished
     run's call cache), a request the run made is answered as the model answered it."""
 
-    def __init__(self, cfg, role: str, counter: TokenCounter, answered: dict, serial: list):
-        self.cfg, self.role, self.counter = cfg, role, counter
+    # past the first COUNT_FIRST new calls of a phase, one in COUNT_EVERY is tokenized and the others
+    # are counted by their characters at the phase's tokens per character so far (exact: all)
+    COUNT_FIRST, COUNT_EVERY = 400, 20
+
+    def __init__(self, cfg, role: str, counter: TokenCounter, answered: dict, serial: list, exact: bool = False):
+        self.cfg, self.role, self.counter, self.exact = cfg, role, counter, exact
         self.identity = {"name": cfg.model, "backend": cfg.backend, "sha256": None}
         self.stage: str | None = None
         self.current: PhaseCount | None = None
@@ -285,15 +293,24 @@ class PlanLLM:
         self._answered = answered  # shared by every stand-in: {request key: Completion}
         self._serial = serial  # shared counter for unique placeholders
 
-    def _key(self, req: Request) -> str:
-        fields = [getattr(req, f.name) for f in dataclasses.fields(req)]
-        blob = json.dumps([self.cfg.backend, self.cfg.model, self.cfg.base_url, fields], ensure_ascii=False)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    def _key(self, req: Request) -> tuple:
+        return (self.cfg.backend, self.cfg.model, self.cfg.base_url, *(_frozen(getattr(req, f)) for f in _FIELDS(req)))
+
+    def _counts_exactly(self) -> bool:
+        ph = self.current
+        return self.exact or ph.counted < self.COUNT_FIRST or ph.calls % self.COUNT_EVERY == 0
 
     def _answer(self, req: Request) -> tuple[Completion, int]:
         """The request's stand-in reply, and its prompt tokens as counted here."""
         ph = self.current
-        prompt, from_outputs = self.counter.messages(req.messages)
+        if self._counts_exactly():
+            prompt, from_outputs = self.counter.messages(req.messages)
+            ph.counted += 1
+            ph.counted_chars += _chars(req.messages)[0]
+            ph.counted_tokens += prompt - from_outputs
+        else:
+            chars, from_outputs = _chars(req.messages)
+            prompt = round(chars * ph.counted_tokens / max(1, ph.counted_chars)) + from_outputs
         if req.choices:
             longest = max(self.counter.text(c) for c in req.choices)
             completion = min(req.max_tokens, longest) if req.max_tokens else longest
@@ -324,8 +341,9 @@ class PlanLLM:
             req = r.resolved(self.cfg)
             key = self._key(req)
             if key not in self._answered:
+                counted_before = self.current.counted
                 self._answered[key], prompt = self._answer(req)
-                new.append((req, prompt))
+                new.append((req, prompt, self.current.counted > counted_before))
             elif key not in batch:
                 self.current.repeats += 1
             batch.add(key)
@@ -333,24 +351,62 @@ class PlanLLM:
         self._count_prefix_reuse(new)
         return out
 
-    def _count_prefix_reuse(self, sent: list[tuple[Request, int]]) -> None:
-        """The batch's new requests (each with its prompt tokens) in the order the front end sends
-        them (prompt order): each evaluates its prompt less the beginning it shares with the one
-        before. Each prompt is rendered once here."""
+    def _count_prefix_reuse(self, sent: list[tuple[Request, int, bool]]) -> None:
+        """The batch's new requests (each with its prompt tokens and whether they were tokenized)
+        in the order the front end sends them (prompt order): each evaluates its prompt less the
+        beginning it shares with the one before. A request counted by its characters has its shared
+        beginning counted so too (its messages' text, up to the last paragraph break)."""
         from .frontend import prompt_order
 
-        prev = None
-        for req, full in sorted(sent, key=lambda x: prompt_order(x[0])):
-            cur = self.counter.raw_prompt(req.messages)
-            shared = self.counter.shared_prefix_of(prev, cur) if prev is not None else 0
-            self.current.prompt_tokens_evaluated += max(1, full - shared)
-            prev = cur
+        ph = self.current
+        per_char = ph.counted_tokens / max(1, ph.counted_chars)
+        prev = None  # (its messages' text joined, its messages, its rendered prompt when rendered)
+        for req, full, tokenized in sorted(sent, key=lambda x: prompt_order(x[0])):
+            cur, cur_raw = "\x00".join(m.get("content") or "" for m in req.messages), None
+            if prev is None:
+                shared = 0
+            elif tokenized:
+                prev_raw = prev[2] if prev[2] is not None else self.counter.raw_prompt(prev[1])
+                cur_raw = self.counter.raw_prompt(req.messages)
+                shared = self.counter.shared_prefix_of(prev_raw, cur_raw)
+            else:
+                common = cur[: common_prefix_length(prev[0], cur)]
+                cut = common.rfind("\n\n")
+                clean, budget = strip_placeholders(common[: cut + 2]) if cut > 0 else ("", 0)
+                shared = round(len(clean) * per_char) + budget
+            ph.prompt_tokens_evaluated += max(1, full - shared)
+            prev = (cur, req.messages, cur_raw)
 
     def chat(self, messages: list, **kw) -> Completion:
         return self.chat_many([Request(messages=messages, **kw)])[0]
 
     def release(self) -> None:
         """Nothing to give back: no model was loaded."""
+
+
+def _chars(messages: list) -> tuple[int, int]:
+    """(characters of the messages' text without placeholders, the placeholders' token budgets)."""
+    n = budget = 0
+    for m in messages:
+        clean, b = strip_placeholders(m.get("content") or "")
+        n, budget = n + len(clean), budget + b
+    return n, budget
+
+
+def _frozen(v):
+    """A request field as a hashable value (lists and dicts as tuples), for the call key."""
+    if isinstance(v, dict):
+        return tuple(sorted((k, _frozen(x)) for k, x in v.items()))
+    if isinstance(v, (list, tuple)):
+        return tuple(_frozen(x) for x in v)
+    return v
+
+
+def _FIELDS(req) -> tuple:
+    return _FIELD_NAMES.setdefault(type(req), tuple(f.name for f in dataclasses.fields(req)))
+
+
+_FIELD_NAMES: dict = {}
 
 
 # --------------------------------------------------------------------------- stand-in retrieval

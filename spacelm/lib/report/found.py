@@ -34,6 +34,18 @@ class Difference:
 
 
 @dataclass(frozen=True)
+class Level:
+    """One measure's mean in one setting, with its 95% interval (Table 2's cells)."""
+
+    measure: str
+    setting: str
+    value: float
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+
+
+@dataclass(frozen=True)
 class Found:
     """The opening section's facts (templates/found.md)."""
 
@@ -45,6 +57,10 @@ class Found:
     golden_table1: list[Difference] = field(default_factory=list)  # the same on the golden samples' questions
     screening: dict | None = None  # grading/question_screening.json
     judge: dict | None = None  # the embedded judge against the labels at grade >= 2
+    table2: list[Level] = field(default_factory=list)  # the assessor's rubric scores per setting
+    table2_changes: list[Difference] = field(default_factory=list)  # setting b − standard, per rubric
+    answer_measures: list[Level] = field(default_factory=list)  # no judge: refusals, leakage, citations
+    answer_judge: dict = field(default_factory=dict)  # {rubric: the embedded judge against the labels}
     verdicts: dict = field(default_factory=dict)  # {verdict: findings} of the paper's findings
     underpowered: int = 0  # findings whose verdict waits on n the run lacks
 
@@ -131,6 +147,91 @@ def table1_differences(
     return sorted(out, key=lambda d: (d.a, order[d.measure])), k
 
 
+RUBRICS = ("faithfulness", "relevance", "noise_robustness", "negative_rejection")
+SETTINGS = ("standard", "3_wrong", "5_wrong", "5_wrong_only")
+
+
+def _rows(path: Path) -> list[dict]:
+    import pandas as pd
+
+    return pd.read_csv(path).to_dict("records") if path.is_file() else []
+
+
+def _f(v) -> float | None:
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if v != v else v
+
+
+def table2_levels(run: Path) -> list[Level]:
+    """The assessor's mean score per rubric and setting (table2_answer_quality.csv, rows whose
+    instrument is the labels and that no answer lacks), in rubric then setting order."""
+    out = []
+    for r in _rows(run / names.TABLE2):
+        if r.get("instrument") != "labels" or r.get("holes", 0) or _f(r.get("mean")) is None:
+            continue
+        out.append(Level(r["metric"], r["setting"], _f(r["mean"]), _f(r["ci_low"]), _f(r["ci_high"]), int(r["n"])))
+    order = lambda x: (
+        RUBRICS.index(x.measure) if x.measure in RUBRICS else 9,
+        SETTINGS.index(x.setting) if x.setting in SETTINGS else 9,
+    )
+    return sorted(out, key=order)
+
+
+def table2_changes(run: Path) -> list[Difference]:
+    """Each setting against the standard one through the labels (answer_labels/table2_tests.csv),
+    where no answer of the pair lacks a label."""
+    out = []
+    for r in _rows(run / names.LABEL_TABLE2_TESTS):
+        if r.get("holes", 0) or _f(r.get("ci_low")) is None:
+            continue
+        out.append(
+            Difference(
+                r["setting_a"],
+                r["setting_b"],
+                r["metric"],
+                _f(r["mean_a"]),
+                _f(r["mean_b"]),
+                _f(r["diff"]),
+                _f(r["ci_low"]),
+                _f(r["ci_high"]),
+                int(r["n_questions"]),
+                int(r["n_clusters"]),
+                str(r.get("cluster", "document")) + "s",
+            )
+        )
+    return out
+
+
+def answer_measures(run: Path) -> list[Level]:
+    """Measures that need no judge, per setting of Table 2 (answer_measures.csv): the share of
+    answers that refuse (by phrase), of answers that took words from an injected passage, and of
+    cited sentences their cited passage supports."""
+    out = []
+    for r in _rows(run / names.ANSWER_MEASURES):
+        if r.get("pipeline", "table2") != "table2":
+            continue
+        # (measure, its interval's column prefix, its denominator)
+        for m, ci, n in (("refused_phrase", "refused_phrase", "n"), ("leakage_answers", "leakage", "n_with_noise")):
+            if _f(r.get(m)) is not None and _f(r.get(n)):
+                low, high = _f(r.get(f"{ci}_ci_low")), _f(r.get(f"{ci}_ci_high"))
+                out.append(Level(m, r["setting"], _f(r[m]), low, high, int(r[n])))
+    order = lambda x: (x.measure, SETTINGS.index(x.setting) if x.setting in SETTINGS else 9)
+    return sorted(out, key=order)
+
+
+def answer_judge_against_labels(run: Path) -> dict:
+    """{rubric: n, bias (judge − labels) with its interval, Spearman} of the embedded answer judge
+    on the answers both scored (answer_labels/judges_vs_labels.json)."""
+    p = run / names.ANSWER_JUDGES_VS_LABELS
+    if not p.is_file():
+        return {}
+    d = json.loads(p.read_text(encoding="utf-8"))
+    return {r: d[r] for r in RUBRICS if isinstance(d.get(r), dict) and d[r].get("n")}
+
+
 def judge_against_labels(run: Path) -> dict | None:
     p = run / names.JUDGE_VS_LABELS
     if not p.is_file():
@@ -199,6 +300,10 @@ def found(run: Path, run_name: str, reranker_model: str | None = None) -> Found:
         golden_table1=table1_differences(run, tests=names.GOLDEN_LABEL_PAIRED_TESTS)[0],
         screening=screening if screening and screening.get("screened") else None,
         judge=judge_against_labels(run),
+        table2=table2_levels(run),
+        table2_changes=table2_changes(run),
+        answer_measures=answer_measures(run),
+        answer_judge=answer_judge_against_labels(run),
         verdicts=counts,
         underpowered=under,
     )

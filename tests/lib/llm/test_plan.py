@@ -252,3 +252,21 @@ def test_a_shared_placeholder_counts_as_shared_at_its_budget():
     a = [{"role": "user", "content": head + "Task: one"}]
     b = [{"role": "user", "content": head + "Task: two"}]
     assert llm.counter.shared_prefix(a, b) == 1 + 40 + 1 + 3 + 1
+
+
+def test_past_its_first_calls_a_phase_counts_a_sample_and_says_estimate():
+    """Beyond COUNT_FIRST new calls a phase tokenizes one in COUNT_EVERY and counts the others by
+    their characters at the counted calls' tokens per character: the total stays close, the basis
+    becomes an estimate, and `exact` counts every call."""
+    totals = {}
+    for exact in (True, False):
+        llm = _recorder(LLMConfig(backend="openai", model="m", base_url="http://x"), {})
+        llm.exact, llm.COUNT_FIRST, llm.COUNT_EVERY = exact, 5, 4
+        reqs = [Request(messages=[{"role": "user", "content": f"q{i} " + "word " * (10 + i % 7)}]) for i in range(40)]
+        llm.chat_many(reqs)
+        ph = llm.current
+        totals[exact] = (ph.prompt_tokens, ph.counted, ph.tokens_basis, ph.prompt_tokens_evaluated)
+    assert totals[True][1] == 40 and totals[True][2] == "exact"
+    assert 5 < totals[False][1] < 40 and totals[False][2] == "estimate"
+    assert abs(totals[False][0] - totals[True][0]) <= 0.05 * totals[True][0]
+    assert abs(totals[False][3] - totals[True][3]) <= 0.1 * totals[True][3]
