@@ -1013,6 +1013,20 @@ def labels_gate(row: dict, standing: dict | None) -> tuple[str | None, str, str]
         return "the assessor's standing was not measured (import labels with `spacelm label import`)", text, "–"
     if not standing.get("passes"):
         return f"the assessor's standing is below the floor ({standing.get('reason')})", text, "–"
+    by_rubric = (standing.get("measures") or {}).get("by_rubric")
+    if standing.get("kind") == "answers" and by_rubric is not None:
+        # a rubric's scores carry a verdict only when its own controls are scored in the known
+        # direction as often as the floor asks of all of them
+        mine, floor = by_rubric.get(row.get("judge")) or {}, _num_or(standing.get("floor"), 0.0)
+        rate = _num(mine.get("pass_rate"))
+        if rate is None or rate < floor:
+            got = f"{rate:.2f} of {mine.get('n')}" if rate is not None else "none"
+            return (
+                f"the assessor's {row.get('judge')} controls scored in the known direction: {got}, "
+                f"below the floor {floor:.2f}",
+                text,
+                "–",
+            )
     holes = int(_num_or(row.get("holes"), 0))
     if holes:
         return (

@@ -688,3 +688,26 @@ def test_a_finding_read_through_labels_says_why_its_sensitivity_is_not_computed(
     read = [r for r in rows if r["sensitivity"] not in ("–",)]
     why = "not computed: the sensitivity analysis reads the judge's grades; this finding reads the labels"
     assert read and all(r["sensitivity"] == why for r in read)
+
+
+def test_a_table2_verdict_needs_its_own_rubric_s_controls_to_pass():
+    """Standing that passes overall still withholds a rubric whose own controls fall below the floor
+    (the noise-robustness controls once passed 2 of 8 while the set passed 73%)."""
+    standing = {
+        "kind": "answers",
+        "passes": True,
+        "floor": 0.8,
+        "figure": "pass_rate",
+        "value": 0.85,
+        "n_calibration": 28,
+        "assessor": "a",
+        "measures": {
+            "by_rubric": {"faithfulness": {"n": 8, "pass_rate": 1.0}, "noise_robustness": {"n": 8, "pass_rate": 0.25}}
+        },
+    }
+    assert F.labels_gate({"judge": "faithfulness", "holes": 0}, standing)[0] is None
+    why = F.labels_gate({"judge": "noise_robustness", "holes": 0}, standing)[0]
+    assert "noise_robustness controls" in why and "0.25 of 8" in why
+    assert "none" in F.labels_gate({"judge": "relevance", "holes": 0}, standing)[0]
+    relevance = dict(standing, kind="relevance")  # pairs: no rubric, the set's standing alone
+    assert F.labels_gate({"judge": "grader", "holes": 0}, relevance)[0] is None
