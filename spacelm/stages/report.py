@@ -314,13 +314,15 @@ def commit_line(run_commit: str | None, report_commit: str | None) -> str:
     return phrase(MACROS, "commit_line", run_commit=run_commit, report_commit=report_commit)
 
 
-def scale_banner(stages: dict) -> list[str]:
-    """The banner naming the tables that rest on too few questions, if any."""
+def scale_banner(stages: dict, pilot: str = "") -> list[str]:
+    """The banner naming the tables that rest on too few questions, if any: a run all of whose tables
+    do is a smoke run, unless a labelled pilot sized it (`pilot`, the plan's): then a study whose
+    plan says what its n can carry."""
     scaled = {name: s for name, s in stages.items() if s.get("scale")}
     small = [(name, s.get("questions")) for name, s in scaled.items() if s["scale"] == "smoke-scale run"]
     if not small:
         return []
-    kind = "smoke" if len(small) == len(scaled) else "below"
+    kind = "smoke" if len(small) == len(scaled) and not pilot else "below"
     return [phrase(MACROS, "scale_banner", kind=kind, min_questions=FINDINGS_MIN_QUESTIONS, small=small), ""]
 
 
@@ -733,7 +735,8 @@ def pages(cfg, out=_same) -> tuple[str, str]:
         details += [table2_details(cfg), pipelines_section(cfg), "\n".join(answerability_section(cfg))]
     details_page = block("report/details.md", dict(run_name=cfg.run_name, sections=[s for s in details if s]))
     page = dict(run_name=cfg.run_name, config_file=manifest.get("config_file"), started=manifest.get("started"))
-    page.update(finished=manifest.get("finished", "(running)"), scale_banner="\n".join(scale_banner(stages)))
+    banner = "\n".join(scale_banner(stages, cfg.analysis_plan.pilot))
+    page.update(finished=manifest.get("finished", "(running)"), scale_banner=banner)
     page.update(commit_line=commit_line(manifest.get("git_commit"), _head(cfg)), found=found_section(cfg))
     page.update(setup=setup_section(cfg, stages, out), paper=paper_section(cfg, findings, manifest))
     page.update(table1=table1_section(cfg), table2=table2_section(cfg), details=headings(details_page))

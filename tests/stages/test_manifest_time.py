@@ -65,3 +65,12 @@ def test_scale_banner_names_the_small_tables():
     one = scale_banner({"grade": {"scale": full, "questions": 30}, "answer": {"scale": smoke, "questions": 8}})
     assert "Below the findings scale" in one[0] and "Table 2, the pipelines" in one[0] and "(8 questions)" in one[0]
     assert "Table 1" not in one[0]
+
+
+def test_a_study_sized_by_a_labelled_pilot_is_not_called_a_smoke_run():
+    from spacelm.stages.report import scale_banner
+
+    alone = {"answer": {"scale": "smoke-scale run", "questions": 26}}
+    assert "Smoke-scale run" in scale_banner(alone)[0]
+    planned = scale_banner(alone, pilot="20 questions labelled blind")[0]
+    assert "Below the findings scale" in planned and "(26 questions)" in planned
