@@ -560,6 +560,7 @@ GENERATORS = {
     "answers-found": lambda root: _if_answers(root, lambda: standard_found(root, ANSWERS_RUN)),
     "answers-primary": lambda root: _if_answers(root, lambda: primary(root, ANSWERS_RUN)),
     "answers-summary": lambda root: _if_answers(root, lambda: run_summary(root, ANSWERS_RUN)),
+    "answers-stage-seconds": lambda root: _if_answers(root, lambda: stage_seconds(root, ANSWERS_RUN)),
     "retrieval-scale": bench("bench.retrieval_scale", "results/bench/retrieval_scale.json"),
     "llm-throughput": bench("bench.llm_throughput", "results/bench/llm_throughput.json"),
     "unit-costs": bench("bench.unit_costs", "results/bench/unit_costs.json"),
