@@ -137,8 +137,11 @@ def run_summary(root: Path, run: str = "standard") -> str:
         "store_sha256": str(store.get("store_sha256"))[:12],
     }
     screening = _json_or_empty(root, f"results/{run}/{names.QUESTION_SCREENING}")
+    answer_labels = [a for a in standing.get("assessors", []) if a.get("kind") == "answers" and a.get("passes")]
     return words(
         "run.summary",
+        table1=bool(((m.get("config") or {}).get("grading") or {}).get("enabled", True)),
+        answer_labels=answer_labels[-1] if answer_labels else None,
         rel=_manifest_rel(run),
         run=run,
         m=m,
