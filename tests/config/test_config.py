@@ -214,3 +214,22 @@ def test_primary_beyond_the_budget_is_refused_unless_the_plan_says_underpowered(
         from_dict(plan)
     plan["analysis_plan"]["findings"] = [dict(entry, n_planned=26, underpowered=True)]
     assert from_dict(plan).analysis_plan.entries()[0].underpowered
+
+
+def test_shipped_configs_that_share_a_folder_would_write_the_same_thing_there():
+    """Two shipped configs write one processed folder only with the same corpus, ingest and
+    chunking, and one synthetic folder only when at most one of them writes questions (the other
+    reads them): a run of one never rewrites what another's committed run read (the paper config
+    once wrote into the quick run's folders)."""
+    from dataclasses import asdict
+
+    cfgs = {p.name: load_config(p) for p in sorted((ROOT / "configs").glob("*.yaml"))}
+    made = lambda c: (c.corpus.raw_dir, c.corpus.file_list, asdict(c.ingest), asdict(c.chunking))
+    by_processed, writers = {}, {}
+    for name, c in cfgs.items():
+        by_processed.setdefault(c.paths.processed_dir, []).append(name)
+        if c.synth.enabled:
+            writers.setdefault(c.paths.synthetic_dir, []).append(name)
+    for folder, names in by_processed.items():
+        assert len({repr(made(cfgs[n])) for n in names}) == 1, f"{folder}: {names} would chunk differently"
+    assert all(len(ns) == 1 for ns in writers.values()), writers
