@@ -336,15 +336,21 @@ def question_audit(root: Path) -> str:
     return words("run.question_audit", sources=[before_rel, after_rel], rows=rows)
 
 
-def standard_found(root: Path, run: str = "standard") -> str:
-    """The report's opening section (templates/found.md) wrapped, without its heading."""
+def standard_found(root: Path, run: str = "standard", answers_only: bool = False) -> str:
+    """The report's opening section (templates/found.md) wrapped, without its heading; `answers_only`:
+    its Table 2 facts alone (the README gives the retrieval figures once, from the Table 1 run)."""
+    import dataclasses
+
     from spacelm.lib.report.found import found
     from spacelm.lib.report.render import render
 
     m = _manifest(root, run)
     model = ((m.get("config") or {}).get("retrieval") or {}).get("reranker", {}).get("model")
+    facts = found(root / "results" / run, run, model)
+    if answers_only:
+        facts = dataclasses.replace(facts, retrieval=[], answer_judge={})
     out = []
-    for line in render("found.md", found(root / "results" / run, run, model)).splitlines()[1:]:
+    for line in render("found.md", facts).splitlines()[1:]:
         if line.startswith("- "):
             out += textwrap.wrap(line, 120, subsequent_indent="  ", break_on_hyphens=False)
         elif line.strip():
@@ -560,8 +566,9 @@ GENERATORS = {
     "reranker-ingredients": reranker_ingredients,
     "standard-screening": standard_screening,
     "standard-found": standard_found,
-    "answers-found": lambda root: _if_answers(root, lambda: standard_found(root, ANSWERS_RUN)),
+    "answers-found": lambda root: _if_answers(root, lambda: standard_found(root, ANSWERS_RUN, answers_only=True)),
     "answers-primary": lambda root: _if_answers(root, lambda: primary(root, ANSWERS_RUN)),
+    "answers-findings": lambda root: _if_answers(root, lambda: findings(root, ANSWERS_RUN)),
     "answers-summary": lambda root: _if_answers(root, lambda: run_summary(root, ANSWERS_RUN)),
     "answers-stage-seconds": lambda root: _if_answers(root, lambda: stage_seconds(root, ANSWERS_RUN)),
     "retrieval-scale": bench("bench.retrieval_scale", "results/bench/retrieval_scale.json"),

@@ -749,7 +749,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--exact",
         action="store_true",
-        help="tokenize every prompt (slower); by default a phase past its first 400 calls tokenizes one in 20 "
+        help="tokenize every prompt (slower); by default a phase past its first 100 calls tokenizes one in 50 "
         "and counts the rest by their characters (marked ~)",
     )
     p.add_argument(

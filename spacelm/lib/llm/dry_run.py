@@ -281,7 +281,7 @@ class PlanLLM:
 
     # past the first COUNT_FIRST new calls of a phase, one in COUNT_EVERY is tokenized and the others
     # are counted by their characters at the phase's tokens per character so far (exact: all)
-    COUNT_FIRST, COUNT_EVERY = 400, 20
+    COUNT_FIRST, COUNT_EVERY = 100, 50
 
     def __init__(self, cfg, role: str, counter: TokenCounter, answered: dict, serial: list, exact: bool = False):
         self.cfg, self.role, self.counter, self.exact = cfg, role, counter, exact

@@ -103,6 +103,7 @@ PAPER_TABLE2 = {
 }
 # the "changes little" findings: the paper's change from standard to 3 wrong, per rubric
 PAPER_CHANGE = {"faithfulness": "4.42 → 4.41", "relevance": "4.44 → 4.39"}
+PAPER_CHANGE_VALUE = {"faithfulness": -0.01, "relevance": -0.05}  # the same changes, 3 wrong − standard
 # the negative setting with five wrong passages, as lib/answer/answers.py::settings names it ("5_wrong",
 # or "5_wrong_only" when answer.n_wrong_values also holds 5): where the paper's negative rejection is read
 FIVE = 5
@@ -767,7 +768,21 @@ def equivalence_finding(t: dict, margin: float, gap: dict | None) -> dict:
         "mde_rule": "–"
         if narrowest != narrowest
         else f"narrowest margin shown at this n: ±{narrowest:.2f} points (the rule's: ±{margin:g})",
+        "power": equivalence_power(_num(t.get("se")), margin, PAPER_CHANGE_VALUE.get(metric)),
     }
+
+
+def equivalence_power(se: float | None, margin: float, change: float | None, alpha: float = ALPHA) -> float | None:
+    """The chance the two one-sided tests show "changes little" at `margin` when the true change is
+    the paper's (`change`), at this run's standard error `se`: Φ((Δ − δ)/se − z) + Φ((Δ + δ)/se − z) − 1
+    with z = z_{1−α}, at least 0 (a normal approximation; None without a standard error or the
+    paper's change)."""
+    from scipy.stats import norm
+
+    if se is None or se != se or se <= 0 or change is None:
+        return None
+    z, d = norm.ppf(1 - alpha), abs(change)
+    return round(max(0.0, float(norm.cdf((margin - d) / se - z) + norm.cdf((margin + d) / se - z) - 1)), 2)
 
 
 def _change_test(tests: list[dict], metric: str) -> dict | None:

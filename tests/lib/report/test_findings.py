@@ -711,3 +711,12 @@ def test_a_table2_verdict_needs_its_own_rubric_s_controls_to_pass():
     assert "none" in F.labels_gate({"judge": "relevance", "holes": 0}, standing)[0]
     relevance = dict(standing, kind="relevance")  # pairs: no rubric, the set's standing alone
     assert F.labels_gate({"judge": "grader", "holes": 0}, relevance)[0] is None
+
+
+def test_equivalence_power_by_hand():
+    """TOST power at margin 0.25 and true change -0.01: se 0.05 gives Φ(4.8 − 1.645) + Φ(5.2 − 1.645) − 1
+    ≈ 1.00; se 0.18 gives less than zero before the floor, so 0; no se or no paper change: None."""
+    assert F.equivalence_power(0.05, 0.25, -0.01) == 1.0
+    assert F.equivalence_power(0.18, 0.25, -0.01) == 0.0
+    assert 0.2 < F.equivalence_power(0.11, 0.25, -0.05) < 0.6
+    assert F.equivalence_power(None, 0.25, -0.01) is None and F.equivalence_power(0.1, 0.25, None) is None
