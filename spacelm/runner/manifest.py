@@ -277,6 +277,13 @@ class Manifest:
             "git_commit": public["git_commit"],
             "config_changes": changes,
         }
+        labels = public["stages"].get("labels") or {}
+        if labels.get("store_sha256"):  # a label import: the store it left and the standing it measured
+            standing = labels.get("standing") or {}
+            update["label_store_sha256"] = labels["store_sha256"]
+            update["standing"] = {
+                k: standing.get(k) for k in ("assessor", "kind", "figure", "value", "floor", "passes")
+            }
         out["updates"] = (base.get("updates") or [])[-(UPDATES_KEPT - 1) :] + [update]
         return out
 

@@ -198,6 +198,17 @@ def test_a_good_assessor_is_imported_and_table1_reads_its_labels(run, tmp_path):
     answer_all(out, truthful)
     rec = import_labels(run, out, "tester")
     assert rec["standing"]["passes"] and rec["standing"]["value"] == 1.0 and rec["labels_added"] >= 18
+    # the manifest's update (as `spacelm label import` records it) names the store the import left
+    # and the standing it measured
+    from spacelm.runner.manifest import Manifest
+
+    (run.run_dir / "manifest.json").write_text(json.dumps({"stages": {"grade": {}}, "config": {}, "run_name": "r"}))
+    manifest = Manifest(run, command="label import")
+    manifest.record_stage("labels", rec)
+    manifest.finish()
+    update = json.loads((run.run_dir / "manifest.json").read_text())["updates"][-1]
+    assert update["command"].startswith("label") and update["label_store_sha256"] == rec["store_sha256"]
+    assert update["standing"]["passes"] and update["standing"]["value"] == 1.0
     st = read_standing(run)["assessors"][0]
     assert st["kind"] == "relevance" and st["n_calibration"] == 32 and st["self_agreement"]["exact"] == 1.0
     assert (run.labels_dir / "qrels.trec").is_file()
