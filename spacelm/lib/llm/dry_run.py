@@ -16,6 +16,7 @@ each piece's count is remembered.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -294,16 +295,19 @@ class PlanLLM:
         self._serial = serial  # shared counter for unique placeholders
 
     def _key(self, req: Request) -> tuple:
-        return (self.cfg.backend, self.cfg.model, self.cfg.base_url, *(_frozen(getattr(req, f)) for f in _FIELDS(req)))
+        fields = (_frozen(getattr(req, f)) for f in _field_names(type(req)))
+        return (self.cfg.backend, self.cfg.model, self.cfg.base_url, *fields)
 
     def _counts_exactly(self) -> bool:
         ph = self.current
         return self.exact or ph.counted < self.COUNT_FIRST or ph.calls % self.COUNT_EVERY == 0
 
-    def _answer(self, req: Request) -> tuple[Completion, int]:
-        """The request's stand-in reply, and its prompt tokens as counted here."""
+    def _answer(self, req: Request) -> tuple[Completion, int, bool]:
+        """The request's stand-in reply, its prompt tokens as counted here, and whether they were
+        tokenized (else counted by characters)."""
         ph = self.current
-        if self._counts_exactly():
+        tokenized = self._counts_exactly()
+        if tokenized:
             prompt, from_outputs = self.counter.messages(req.messages)
             ph.counted += 1
             ph.counted_chars += _chars(req.messages)[0]
@@ -324,14 +328,13 @@ class PlanLLM:
         ph.max_completion_tokens = max(ph.max_completion_tokens, completion)
         known = self.replay(req) if self.replay else None
         if known is not None:
-            return known, prompt
+            return known, prompt, tokenized
         if req.choices:
             text = "" if self.unreadable else req.choices[0]
-            return Completion(text=text, prompt_tokens=prompt, completion_tokens=completion), prompt
+            return Completion(text=text, prompt_tokens=prompt, completion_tokens=completion), prompt, tokenized
         self._serial[0] += 1
-        return Completion(
-            text=placeholder(self._serial[0], completion), prompt_tokens=prompt, completion_tokens=completion
-        ), prompt
+        text = placeholder(self._serial[0], completion)
+        return Completion(text=text, prompt_tokens=prompt, completion_tokens=completion), prompt, tokenized
 
     def chat_many(self, requests: Sequence[Request], progress: str | None = None) -> list[Completion]:
         if self.current is None:
@@ -341,9 +344,8 @@ class PlanLLM:
             req = r.resolved(self.cfg)
             key = self._key(req)
             if key not in self._answered:
-                counted_before = self.current.counted
-                self._answered[key], prompt = self._answer(req)
-                new.append((req, prompt, self.current.counted > counted_before))
+                self._answered[key], prompt, tokenized = self._answer(req)
+                new.append((req, prompt, tokenized))
             elif key not in batch:
                 self.current.repeats += 1
             batch.add(key)
@@ -402,11 +404,10 @@ def _frozen(v):
     return v
 
 
-def _FIELDS(req) -> tuple:
-    return _FIELD_NAMES.setdefault(type(req), tuple(f.name for f in dataclasses.fields(req)))
-
-
-_FIELD_NAMES: dict = {}
+@functools.cache
+def _field_names(cls) -> tuple:
+    """The field names of a request's dataclass (looked up once per class)."""
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 # --------------------------------------------------------------------------- stand-in retrieval

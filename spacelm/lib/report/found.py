@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import names
+from ..answer.answers import RUBRIC_NEGATIVE, RUBRIC_NOISE, RUBRICS_WITH_RELEVANT
+from .findings import _num as _f
 
 
 @dataclass(frozen=True)
@@ -147,7 +149,7 @@ def table1_differences(
     return sorted(out, key=lambda d: (d.a, order[d.measure])), k
 
 
-RUBRICS = ("faithfulness", "relevance", "noise_robustness", "negative_rejection")
+RUBRICS = (*RUBRICS_WITH_RELEVANT, RUBRIC_NOISE, RUBRIC_NEGATIVE)  # the paper's Table 2 order
 SETTINGS = ("standard", "3_wrong", "5_wrong", "5_wrong_only")
 
 
@@ -155,14 +157,6 @@ def _rows(path: Path) -> list[dict]:
     import pandas as pd
 
     return pd.read_csv(path).to_dict("records") if path.is_file() else []
-
-
-def _f(v) -> float | None:
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if v != v else v
 
 
 def table2_levels(run: Path) -> list[Level]:
@@ -207,8 +201,8 @@ def table2_changes(run: Path) -> list[Difference]:
 
 def answer_measures(run: Path) -> list[Level]:
     """Measures that need no judge, per setting of Table 2 (answer_measures.csv): the share of
-    answers that refuse (by phrase), of answers that took words from an injected passage, and of
-    cited sentences their cited passage supports."""
+    answers that refuse (by phrase) and of answers holding a word trigram of an injected passage
+    that the source lacks (leakage)."""
     out = []
     for r in _rows(run / names.ANSWER_MEASURES):
         if r.get("pipeline", "table2") != "table2":
