@@ -61,7 +61,7 @@ class Stage:
     methods and its special methods; any other method counts where reached code uses its name as
     an attribute (`x.setup()`) and its class lives in a module reached (the config's always). The
     config classes' fields are the config sections, hashed on their own; the stage machinery
-    (`execute`, the stamp) is left out; comments, docstrings and layout never count
+    (`execute`, the stamp) and the planner's stand-ins are left out; comments, docstrings and layout never count
     (`spacelm.runner.code_reach`)."""
 
     name: str

@@ -16,7 +16,8 @@ spacelm module that the stage reaches by name, followed through what those use i
 - a module's top-level statements that define nothing (a call that registers something) count with
   any definition of that module;
 - the stage machinery (:data:`MACHINERY`) is left out: it decides whether a stage builds, not what
-  it builds.
+  it builds; so are the planner's stand-ins (:data:`STAND_INS`): `spacelm plan` runs a stage's code
+  with them in place of models and retrievers, and a real run never calls them.
 
 Comments, docstrings and layout do not count: each definition is hashed by its syntax tree."""
 
@@ -35,6 +36,10 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 ATTRIBUTE_CALLS = ("getattr", "hasattr", "setattr")  # getattr(x, "name") uses `name` as an attribute
 PREAMBLE = "<module>"  # the unit of a module's statements that define nothing
 
+# what `spacelm plan` puts in place of a model or a retriever (spacelm.lib.llm.dry_run): a stage
+# reaches their methods by name (`llm.chat_many`), but a run never calls them
+STAND_INS = frozenset(("spacelm.lib.llm.dry_run", n) for n in ("PlanLLM", "StandInRetriever"))
+
 # the machinery every stage runs through (spacelm.runner.base): whether to build, not what is built
 MACHINERY = frozenset(
     ("spacelm.runner.base", n)
@@ -50,7 +55,7 @@ MACHINERY = frozenset(
         "StaleStage",
         "REUSE_ONLY_ENV",
     )
-)
+) | STAND_INS
 
 
 @dataclass

@@ -364,6 +364,21 @@ def test_a_stage_is_stale_when_the_code_it_runs_changes_not_any_module_it_import
         assert _changed(now, inputs()) == [key], (rel, _changed(now, inputs()))
 
 
+def test_the_planners_stand_ins_are_not_code_a_stage_runs(tmp_path):
+    """synth calls `llm.chat_many`: the LLM front end's method is code it runs, `spacelm plan`'s
+    stand-in (PlanLLM.chat_many) is not, so planning work never makes a committed run stale."""
+    from spacelm.runner.code_reach import Source, code_hashes
+
+    root = _package_copy(tmp_path)
+    inputs = lambda: code_hashes(Source(root), ("spacelm.stages.synth",))  # noqa: E731
+    before = inputs()
+    _add_statement(root, "lib/llm/dry_run.py", "chat_many")
+    _add_statement(root, "lib/llm/dry_run.py", "search")
+    assert inputs() == before
+    _add_statement(root, "lib/llm/frontend.py", "chat_many")
+    assert _changed(before, inputs()) == ["defs:spacelm.lib.llm.frontend"]
+
+
 def test_status_over_an_edited_copy_of_the_package(tiny_config, tmp_path, monkeypatch):
     """Through `status`: an edit to a module the chunk stage never runs leaves it up to date; an edit to
     the chunking function makes it (and what reads its chunks) stale."""
