@@ -28,6 +28,7 @@ READS = (
     names.TABLE2,
     names.TABLE2_TESTS,
     names.LABEL_TABLE2_TESTS,
+    names.ANSWERS,
     names.JUDGE_RELEVANCE,
     names.JUDGE_CONTROLS,
     names.JUDGE_CONTROLS_ROWS,
@@ -118,6 +119,7 @@ def compute(cfg: Config) -> list[dict]:
             control_gaps(cfg) if t2_instrument == "judge" else assessor_gaps(cfg),
             asdict(cfg.findings.margins),
             five_wrong_missing(cfg.answer.n_wrong_values, cfg.answer.negative_n_wrong),
+            negative_premise(cfg) if t2_instrument == "labels" else None,
         )
         holes: dict = {}
         for r in long:
@@ -153,6 +155,20 @@ def table2_tests(cfg: Config) -> tuple:
     if (run / names.TABLE2_TESTS).is_file():
         return run / names.TABLE2_TESTS, "judge"
     return None, None
+
+
+def negative_premise(cfg: Config) -> dict | None:
+    """Whether the negative setting's passages held no answer, by the assessor's verdict on each
+    answer there (answers.jsonl with the label store's `correct`); None without such labels."""
+    from ..lib.answer.answers import RUBRIC_NEGATIVE
+    from ..lib.io import read_jsonl
+    from ..lib.report.findings import negative_premise as premise
+    from .labels import answer_label_items
+
+    p = cfg.run_dir / names.ANSWERS
+    # the negative setting's answers: the only Table 2 items scored on negative rejection
+    negative = [it for it in (read_jsonl(p) if p.is_file() else []) if RUBRIC_NEGATIVE in (it.get("rubrics") or [])]
+    return premise([it.get("label_correct") for it in answer_label_items(cfg, negative)])
 
 
 def assessor_gaps(cfg: Config) -> dict:

@@ -862,11 +862,48 @@ def five_wrong_missing(n_wrong_values: Sequence[int] | None = None, negative_n_w
     return f"{head}; {neg}; {tail}"
 
 
-def negative_rejection_finding(long: list[dict], missing: str | None = None) -> dict:
+# the negative setting is read as a test of declining only while its passages hold no answer: the
+# 95% upper bound of the share of its answers the assessor judged right (correct or partly
+# correct against the reference answer) at most this
+PREMISE_LIMIT = 0.2
+
+
+def negative_premise(correct: Sequence[str | None]) -> dict | None:
+    """Whether the negative setting's passages held no answer, read from the assessor's verdict on
+    each of its answers (`correct`: "yes", "partly", "no"; None for an answer without a label):
+    {n, right, share, ci, holds}; None when no answer there has a label."""
+    from ..stats import wilson_ci
+
+    judged = [c for c in correct if c in ("yes", "partly", "no")]
+    if not judged:
+        return None
+    right = sum(c != "no" for c in judged)
+    low, high = wilson_ci(right, len(judged))
+    return {
+        "n": len(judged),
+        "right": right,
+        "share": round(right / len(judged), 4),
+        "ci": [round(low, 4), round(high, 4)],
+        "holds": high <= PREMISE_LIMIT,
+    }
+
+
+def premise_failed(premise: dict) -> str:
+    """The reason a negative-rejection level is not read when its setting held answers."""
+    lo, hi = premise["ci"]
+    return (
+        f"the negative setting held answers: the assessor judged {premise['right']} of its {premise['n']} answers "
+        f"correct or partly correct ({premise['share']:.0%} [{lo:.0%}, {hi:.0%}]; read only at most "
+        f"{PREMISE_LIMIT:.0%} at the upper bound), so its score does not measure declining"
+    )
+
+
+def negative_rejection_finding(long: list[dict], missing: str | None = None, premise: dict | None = None) -> dict:
     """The paper's negative-rejection finding with 5 wrong passages (3.14, SD 1.55; "more likely
     to abstain"), read at the negative setting with 5 wrong passages only (`FIVE_WRONG`: as
     lib/answer/answers.py::settings names it). Every run has the row: *not tested*, with
-    `missing` (:func:`five_wrong_missing`) as the reason, when that setting has no score."""
+    `missing` (:func:`five_wrong_missing`) as the reason, when that setting has no score, and
+    when the assessor found that setting's passages answering (`premise`, :func:`negative_premise`)."""
     rule = (
         f"an absolute level at the negative setting with {FIVE} wrong passages: compared only when judge and chunk "
         f"size are the paper's; then 95% CI within 3.14 ± {LEVEL_MARGIN} holds, wholly outside reverses"
@@ -883,13 +920,18 @@ def negative_rejection_finding(long: list[dict], missing: str | None = None) -> 
         this_run = f"not run: no negative-rejection score with {FIVE} wrong passages (verdict_reason says why)"
         return dict(row, this_run=this_run, ci="–", verdict=NOT_TESTED, verdict_reason=why, n="0")
     lo, hi, sd = _num(neg["ci_low"]), _num(neg["ci_high"]), _num(neg.get("std"))
-    return dict(
+    row = dict(
         row,
         this_run=f"{neg['mean']:.2f}" + ("" if sd is None else f" (SD {sd:.2f})") + f" at {neg['setting']}",
         ci=_ci(lo, hi),
         verdict=level_verdict(lo, hi, 3.14),
         n=_n_of(neg),
     )
+    if premise is not None:
+        row["premise"] = premise
+        if not premise["holds"]:
+            row.update(verdict=NOT_TESTED, verdict_reason=premise_failed(premise))
+    return row
 
 
 def table2_findings(
@@ -898,13 +940,15 @@ def table2_findings(
     control_gaps: dict | None = None,
     margins: dict | None = None,
     five_wrong: str | None = None,
+    premise: dict | None = None,
 ) -> list[dict]:
     """The paper's Table 2 findings from table2_answer_quality.csv and table2_tests.csv rows:
     each "changes little" finding at its margin (`margins`, {rubric: points}: the config's
     findings.margins; `LITTLE` where none is given) gated by the judge's control gap
     (`control_gaps`, {rubric: :func:`control_gap`}); the noise-robustness level; and the
     negative-rejection finding with 5 wrong passages, always (`five_wrong`: why the run has no
-    such figure, from :func:`five_wrong_missing`)."""
+    such figure, from :func:`five_wrong_missing`; `premise`: whether that setting held no answer,
+    :func:`negative_premise`)."""
     out = []
     for metric in PAPER_CHANGE:
         t = _change_test(tests, metric)
@@ -912,7 +956,7 @@ def table2_findings(
             margin = float((margins or {}).get(metric, LITTLE))
             out.append(equivalence_finding(t, margin, (control_gaps or {}).get(metric)))
     nr = noise_finding(long)
-    return out + ([nr] if nr else []) + [negative_rejection_finding(long, five_wrong)]
+    return out + ([nr] if nr else []) + [negative_rejection_finding(long, five_wrong, premise)]
 
 
 def judge_verdicts(relevance: list | None, controls: list | None) -> dict:

@@ -61,6 +61,7 @@ class Found:
     judge: dict | None = None  # the embedded judge against the labels at grade >= 2
     table2: list[Level] = field(default_factory=list)  # the assessor's rubric scores per setting
     table2_changes: list[Difference] = field(default_factory=list)  # setting b − standard, per rubric
+    negative_premise: dict | None = None  # the assessor's verdicts on the negative setting's answers
     answer_measures: list[Level] = field(default_factory=list)  # no judge: refusals, leakage, citations
     answer_judge: dict = field(default_factory=dict)  # {rubric: the embedded judge against the labels}
     verdicts: dict = field(default_factory=dict)  # {verdict: findings} of the paper's findings
@@ -284,7 +285,9 @@ def found(run: Path, run_name: str, reranker_model: str | None = None) -> Found:
     screening = json.loads(screen_p.read_text(encoding="utf-8")) if screen_p.is_file() else None
     rows_p = run / names.FINDINGS
     rows = json.loads(rows_p.read_text(encoding="utf-8")) if rows_p.is_file() else []
-    counts, under = verdict_counts(rows if isinstance(rows, list) else [])
+    rows = rows if isinstance(rows, list) else []
+    counts, under = verdict_counts(rows)
+    premise = next((r["premise"] for r in rows if isinstance(r.get("premise"), dict)), None)
     return Found(
         run=run_name,
         retrieval=retrieval_differences(run),
@@ -296,6 +299,7 @@ def found(run: Path, run_name: str, reranker_model: str | None = None) -> Found:
         judge=judge_against_labels(run),
         table2=table2_levels(run),
         table2_changes=table2_changes(run),
+        negative_premise=premise,
         answer_measures=answer_measures(run),
         answer_judge=answer_judge_against_labels(run),
         verdicts=counts,

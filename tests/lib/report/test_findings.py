@@ -720,3 +720,26 @@ def test_equivalence_power_by_hand():
     assert F.equivalence_power(0.18, 0.25, -0.01) == 0.0
     assert 0.2 < F.equivalence_power(0.11, 0.25, -0.05) < 0.6
     assert F.equivalence_power(None, 0.25, -0.01) is None and F.equivalence_power(0.1, 0.25, None) is None
+
+
+def test_the_negative_setting_is_read_only_while_its_passages_held_no_answer():
+    """The assessor's verdict on each negative-setting answer: right answers there mean its passages
+    held the answer, and its negative-rejection level is then *not tested*, whatever the level."""
+    assert F.negative_premise([None, None]) is None
+    fine = F.negative_premise(["no"] * 25 + [None])
+    assert fine["n"] == 25 and fine["right"] == 0 and fine["holds"] and fine["ci"][1] <= F.PREMISE_LIMIT
+    held = F.negative_premise(["yes"] * 6 + ["partly"] * 8 + ["no"] * 12)
+    assert (held["n"], held["right"], held["holds"]) == (26, 14, False)
+    assert held["ci"][0] < held["share"] < held["ci"][1]
+    # the bound, not the point: 4 of 26 (15%) is under the limit, its upper bound is not
+    edge = F.negative_premise(["yes"] * 4 + ["no"] * 22)
+    assert edge["share"] < F.PREMISE_LIMIT < edge["ci"][1] and not edge["holds"]
+    five = {"metric": "negative_rejection", "setting": "5_wrong_only", "mean": 3.1, "n": 26}
+    five |= {"ci_low": 2.9, "ci_high": 3.3}
+    assert F.negative_rejection_finding([five], None, fine)["verdict"] == F.HOLDS
+    row = F.negative_rejection_finding([five], None, held)
+    assert row["verdict"] == F.NOT_TESTED and row["premise"] == held and "14 of its 26" in row["verdict_reason"]
+    out = F.paper_vs_run([row], {"negative_rejection": "valid"}, "yes")[0]
+    assert out["verdict"] == F.NOT_TESTED and out["verdict_reason"] == row["verdict_reason"]
+    (neg,) = [r for r in F.table2_findings([five], [], None, None, None, held) if r["judge"] == "negative_rejection"]
+    assert neg["verdict"] == F.NOT_TESTED

@@ -65,3 +65,16 @@ def test_table2_facts_render_each_once(tmp_path):
     assert page.count("3.10 [2.60, 3.60]") == 1 and "[3.30, 4.30]" not in page
     assert "+0.20 [-0.90, +1.30]" in page and "85% [64%, 95%]" in page
     assert "; ." not in page and ";." not in page
+
+
+def test_a_negative_setting_that_held_answers_is_said_once(tmp_path):
+    run = _run(tmp_path)
+    held = {"n": 26, "right": 14, "share": 0.5385, "ci": [0.3546, 0.7124], "holds": False}
+    rows = [{"id": "negative_rejection_level", "verdict": "not tested", "premise": held}]
+    (run / names.FINDINGS).write_text(json.dumps(rows))
+    f = found(run, "r")
+    assert f.negative_premise == held
+    page = render("found.md", f)
+    assert page.count("14 of its 26 answers") == 1 and "54% [35%, 71%]" in page
+    (run / names.FINDINGS).write_text(json.dumps([dict(rows[0], premise=dict(held, holds=True))]))
+    assert "14 of its 26" not in render("found.md", found(run, "r"))
