@@ -41,21 +41,24 @@ PREAMBLE = "<module>"  # the unit of a module's statements that define nothing
 STAND_INS = frozenset(("spacelm.lib.llm.dry_run", n) for n in ("PlanLLM", "StandInRetriever"))
 
 # the machinery every stage runs through (spacelm.runner.base): whether to build, not what is built
-MACHINERY = frozenset(
-    ("spacelm.runner.base", n)
-    for n in (
-        "Stage",
-        "execute",
-        "freshness",
-        "read_stamp",
-        "stage_inputs",
-        "fingerprint_of",
-        "committed_state",
-        "Staging",
-        "StaleStage",
-        "REUSE_ONLY_ENV",
+MACHINERY = (
+    frozenset(
+        ("spacelm.runner.base", n)
+        for n in (
+            "Stage",
+            "execute",
+            "freshness",
+            "read_stamp",
+            "stage_inputs",
+            "fingerprint_of",
+            "committed_state",
+            "Staging",
+            "StaleStage",
+            "REUSE_ONLY_ENV",
+        )
     )
-) | STAND_INS
+    | STAND_INS
+)
 
 
 @dataclass

@@ -871,7 +871,9 @@ PREMISE_LIMIT = 0.2
 def negative_premise(correct: Sequence[str | None]) -> dict | None:
     """Whether the negative setting's passages held no answer, read from the assessor's verdict on
     each of its answers (`correct`: "yes", "partly", "no"; None for an answer without a label):
-    {n, right, share, ci, holds}; None when no answer there has a label."""
+    {n, right, share, ci, holds, state}, `state` "holds" (the upper bound at most the limit), "held
+    answers" (the share itself above it) or "too few" (neither shown); None when no answer there has
+    a label."""
     from ..stats import wilson_ci
 
     judged = [c for c in correct if c in ("yes", "partly", "no")]
@@ -885,17 +887,24 @@ def negative_premise(correct: Sequence[str | None]) -> dict | None:
         "share": round(right / len(judged), 4),
         "ci": [round(low, 4), round(high, 4)],
         "holds": high <= PREMISE_LIMIT,
+        "state": "holds"
+        if high <= PREMISE_LIMIT
+        else "held answers"
+        if right / len(judged) > PREMISE_LIMIT
+        else "too few",
     }
 
 
 def premise_failed(premise: dict) -> str:
-    """The reason a negative-rejection level is not read when its setting held answers."""
+    """The reason a negative-rejection level is not read when its setting is not shown to hold no answer."""
     lo, hi = premise["ci"]
-    return (
-        f"the negative setting held answers: the assessor judged {premise['right']} of its {premise['n']} answers "
-        f"correct or partly correct ({premise['share']:.0%} [{lo:.0%}, {hi:.0%}]; read only at most "
-        f"{PREMISE_LIMIT:.0%} at the upper bound), so its score does not measure declining"
+    counted = (
+        f"the assessor judged {premise['right']} of its {premise['n']} answers correct or partly correct "
+        f"({premise['share']:.0%} [{lo:.0%}, {hi:.0%}]; read only at most {PREMISE_LIMIT:.0%} at the upper bound)"
     )
+    if premise.get("state") == "held answers":
+        return f"the negative setting held answers: {counted}, so its score does not measure declining"
+    return f"too few labelled answers to show the negative setting held no answer: {counted}"
 
 
 def negative_rejection_finding(long: list[dict], missing: str | None = None, premise: dict | None = None) -> dict:

@@ -65,7 +65,9 @@ def test_the_negative_premise_reads_the_negative_settings_answers_only(tiny_conf
         ):
             items.append({"qid": f"q{i}", "question": f"Q{i}?", "setting": setting, "answer": f"A{i}{setting}"})
             items[-1] |= {"pipeline": "table2", "rubrics": rubrics}
-            rows.append({"question_sha": text_sha(f"Q{i}?"), "setting": setting, "answer_sha": text_sha(f"A{i}{setting}")})
+            rows.append(
+                {"question_sha": text_sha(f"Q{i}?"), "setting": setting, "answer_sha": text_sha(f"A{i}{setting}")}
+            )
             rows[-1] |= {"scores": {rubrics[0]: 5}, "correct": correct, "batch": "b", "key": f"a{i}{setting}"}
     cfg.run_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl(cfg.run_dir / names.ANSWERS, items)

@@ -729,16 +729,19 @@ def test_the_negative_setting_is_read_only_while_its_passages_held_no_answer():
     fine = F.negative_premise(["no"] * 25 + [None])
     assert fine["n"] == 25 and fine["right"] == 0 and fine["holds"] and fine["ci"][1] <= F.PREMISE_LIMIT
     held = F.negative_premise(["yes"] * 6 + ["partly"] * 8 + ["no"] * 12)
-    assert (held["n"], held["right"], held["holds"]) == (26, 14, False)
+    assert (held["n"], held["right"], held["holds"], held["state"]) == (26, 14, False, "held answers")
     assert held["ci"][0] < held["share"] < held["ci"][1]
     # the bound, not the point: 4 of 26 (15%) is under the limit, its upper bound is not
     edge = F.negative_premise(["yes"] * 4 + ["no"] * 22)
-    assert edge["share"] < F.PREMISE_LIMIT < edge["ci"][1] and not edge["holds"]
+    assert edge["share"] < F.PREMISE_LIMIT < edge["ci"][1] and not edge["holds"] and edge["state"] == "too few"
+    one = F.negative_premise(["no"])
+    assert one["state"] == "too few" and F.premise_failed(one).startswith("too few labelled answers")
     five = {"metric": "negative_rejection", "setting": "5_wrong_only", "mean": 3.1, "n": 26}
     five |= {"ci_low": 2.9, "ci_high": 3.3}
     assert F.negative_rejection_finding([five], None, fine)["verdict"] == F.HOLDS
     row = F.negative_rejection_finding([five], None, held)
     assert row["verdict"] == F.NOT_TESTED and row["premise"] == held and "14 of its 26" in row["verdict_reason"]
+    assert row["verdict_reason"].startswith("the negative setting held answers")
     out = F.paper_vs_run([row], {"negative_rejection": "valid"}, "yes")[0]
     assert out["verdict"] == F.NOT_TESTED and out["verdict_reason"] == row["verdict_reason"]
     (neg,) = [r for r in F.table2_findings([five], [], None, None, None, held) if r["judge"] == "negative_rejection"]
