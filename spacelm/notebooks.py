@@ -58,8 +58,11 @@ def write_resolved_config(cfg: Config) -> Path:
     if cfg.root:
         data = {"project_root": os.path.relpath(cfg.root, path.parent), **data}
         public = {"project_root": data["project_root"], **public}
+    from .runner.provenance import public_path
+
+    source = public_path(cfg.source, cfg) if cfg.source else cfg.source
     header = (
-        f"# The resolved config of run '{cfg.run_name}' (from {cfg.source}, overrides applied).\n"
+        f"# The resolved config of run '{cfg.run_name}' (from {source}, overrides applied).\n"
         "# `spacelm run --config` this file reproduces the run; its notebooks were executed against it.\n"
     )
     if public != data:

@@ -655,6 +655,32 @@ def below_minimum(cfg: Config, checked) -> list[str]:
     return out
 
 
+def checks_not_run(cfg: Config) -> list[str]:
+    """A warning for each check or finding the config turns off or cannot reach, which the report
+    will then give as not run, with the reason: the judge check off while a verdict reads the judge,
+    the position-bias check off, and Table 1 findings whose top-k the grade stage does not grade."""
+    out = []
+    g, jc = cfg.grading, cfg.judge_check
+    if g.enabled and g.instrument == "judge" and not jc.enabled:
+        out.append(
+            "judge-check: judge_check.enabled is false, so no judge is shown valid in domain: every Table 1 "
+            "verdict will read 'no evidence' (turn it on, or read labels: grading.instrument)"
+        )
+    if jc.enabled and g.enabled and g.method == "prompt" and not jc.position_bias and g.debias != "both_orders":
+        out.append(
+            "judge-check: judge_check.position_bias is false: the grader's position bias will read 'not measured'"
+        )
+    if g.enabled:
+        ks = set(g.top_k)
+        missing = [k for k in (3, 10) if k not in ks]
+        if missing:
+            out.append(
+                f"grade: grading.top_k {sorted(ks)} lacks top-{', '.join(map(str, missing))}: the findings that "
+                "compare reranking at top-3 with top-10 will read 'not tested'"
+            )
+    return out
+
+
 # --------------------------------------------------------------------------- the whole plan
 def _sum(phases: list[PhaseCount]) -> dict:
     return {
@@ -734,6 +760,7 @@ def plan_run(cfg: Config, use_outputs: bool = False, tokenizer: str | None = Non
     check_stage_needs(cfg, [s.name for s in stages_for(cfg)])  # the run would refuse it too
     t0 = time.perf_counter()
     p = Planner(cfg, tokenizer, exact)
+    p.warnings.extend(checks_not_run(cfg))
     rows = status(cfg)
     current = {r["stage"]: not r["would_recompute"] for r in rows}
     inp = read_inputs(cfg, current, use_outputs)

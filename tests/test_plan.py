@@ -401,3 +401,25 @@ def test_the_plan_reads_documents_another_chunk_size_of_the_same_corpus_ingested
     assert any(f"documents from {cfg.processed_dir}" in n for n in inputs.notes)
     changed = dataclasses.replace(other, ingest=dataclasses.replace(other.ingest, garbled_threshold=0.3))
     assert plan_mod._same_ingest(changed) is None
+
+
+def test_plan_warns_of_each_check_the_config_turns_off(cfg):
+    """Issue 57 #6: what the report will give as not run is named before the run: the judge check
+    off while Table 1 reads the judge, the position-bias check off, a grading.top_k without 3 or 10."""
+    import dataclasses
+
+    from spacelm.plan import checks_not_run
+
+    g = dataclasses.replace(cfg.grading, enabled=True, instrument="judge", top_k=[3, 5, 10], method="prompt")
+    jc = dataclasses.replace(cfg.judge_check, enabled=True, position_bias=True)
+    full = dataclasses.replace(cfg, grading=g, judge_check=jc)
+    assert checks_not_run(full) == []
+    off = dataclasses.replace(full, judge_check=dataclasses.replace(jc, enabled=False))
+    (w,) = checks_not_run(off)
+    assert "judge_check.enabled is false" in w and "'no evidence'" in w
+    no_pb = dataclasses.replace(full, judge_check=dataclasses.replace(jc, position_bias=False))
+    assert ["position_bias is false" in w for w in checks_not_run(no_pb)] == [True]
+    three = dataclasses.replace(full, grading=dataclasses.replace(g, top_k=[3]))
+    (w,) = checks_not_run(three)
+    assert "lacks top-10" in w and "'not tested'" in w
+    assert checks_not_run(dataclasses.replace(three, grading=dataclasses.replace(g, top_k=[3], enabled=False))) == []

@@ -281,12 +281,32 @@ def _run_cells(src: Path) -> str | None:
         plt.close("all")
 
 
+# the one file of a run folder meant to hold this machine's paths (the config as this machine reads it)
+LOCAL_FILES = (".config.resolved.local.yaml",)
+
+
+def machine_paths_in(run: Path, places: list[str]) -> dict[str, str]:
+    """{file: the first of `places` it names} over every file of a finished run folder."""
+    found = {}
+    for f in sorted(run.rglob("*")):
+        if f.is_file() and f.name not in LOCAL_FILES:
+            text = f.read_bytes().decode("utf-8", "replace")
+            hit = next((p for p in places if p in text), None)
+            if hit:
+                found[str(f.relative_to(run))] = hit
+    return found
+
+
 def _check(project, monkeypatch, drawn):
     tmp, raw = project
     code, run = run_draw(tmp, raw, drawn, monkeypatch)
     assert_report(code, run)
     errors = notebook_errors(run, monkeypatch)
     assert not errors, "\n".join(f"{name}: {e}" for name, e in errors.items())
+    # the draw's config names its folders by absolute paths under the temporary folder
+    root = str(Path(__file__).resolve().parents[1])
+    leaks = machine_paths_in(run, [str(tmp), os.path.realpath(tmp), root, os.path.expanduser("~") + "/"])
+    assert not leaks, f"machine paths in the run folder: {leaks}"
 
 
 # no shrinking: each draw is a whole run (seconds); the failing draw is printed as drawn

@@ -455,7 +455,9 @@ def write(cfg: Config, result: JudgeCheck, identity: dict, out) -> tuple:
             "backend": identity.get("backend"),
         }
     table = controls_table(result.control_rows, cfg.judge_check)
-    write_json(out(files.relevance), results)
+    from ..runner.provenance import machine_free
+
+    write_json(out(files.relevance), machine_free(results, cfg))  # a source's folder by its public path
     write_jsonl(out(files.pairs), graded_rows)
     write_dataframe(table, out(files.controls_csv))
     write_jsonl(out(files.controls), result.control_rows)
@@ -572,8 +574,9 @@ def recompute(cfg: Config) -> list[dict]:
             m["verdict"], m["verdict_reason"] = verdict(ours, jc, m["reference_judges"])
         m["recomputed"] = "boundaries and reference judges re-measured from pairs.jsonl (no model call)"
     from ..lib.io import write_json
+    from ..runner.provenance import machine_free
 
-    write_json(files.relevance, results)
+    write_json(files.relevance, machine_free(results, cfg))
     return results
 
 

@@ -208,11 +208,16 @@ def table_sizes(run: Path) -> dict:
 
 
 def setup_section(cfg, stages: dict, out=_same) -> str:
+    from dataclasses import replace
+
     import pandas as pd
 
     from ..lib.report.setup_table import COLUMNS, comparability, setup_rows
+    from ..runner.provenance import public_path
 
-    rows = setup_rows(cfg.run_setup(), stages, table_sizes(cfg.run_dir))
+    # the corpus folder as the run's files name it (a path given absolute is not this machine's to show)
+    setup = replace(cfg.run_setup(), corpus_dir=public_path(cfg.corpus.raw_dir, cfg))
+    rows = setup_rows(setup, stages, table_sizes(cfg.run_dir))
     table = pd.DataFrame(rows, columns=COLUMNS)
     write_dataframe(table, out(cfg.run_dir / names.SETUP_VS_PAPER))
     return block("report/setup.md", dict(comparability=comparability(rows), table=table.to_markdown(index=False)))

@@ -363,6 +363,17 @@ def _fmt_p(p) -> str:
 
 
 # --------------------------------------------------------------------------- the findings
+def no_cells(spec, tests: list[dict]) -> str:
+    """Why a Table 1 finding has no cell to read: the comparison it needs is not in the run's tests,
+    with the top-k the run graded."""
+    ks = sorted({int(float(t["top_k"])) for t in tests if str(t.get("top_k", "")).replace(".", "", 1).isdigit()})
+    graded = (
+        f"; the run's Table 1 is graded at top-{', '.join(map(str, ks))}" if ks else "; the run has no Table 1 tests"
+    )
+    needs = " (it needs top-3 and top-10 both graded: grading.top_k)" if "top-10" in spec.comparison else ""
+    return f"no cell of {spec.comparison} on {spec.measure}{needs}{graded}"
+
+
 def table1_findings(
     tests: list[dict],
     shares: list[dict],
@@ -423,6 +434,7 @@ def table1_findings(
                 "mde_rule": iut_mde_text(rows, fmt.replace("+", ""), unit) if rows else "–",
                 "level": False,
                 "cells": rows,
+                "verdict_reason": "" if rows else no_cells(spec, tests),
             }
         )
 
@@ -626,6 +638,7 @@ def _share_level(shares: list[dict]) -> dict:
         "rule": "an absolute level: compared only when judge and chunk size are the paper's; then more than "
         "half of the cells with the 95% CI at or above 90% holds, below reverses",
         "mde_rule": "–",
+        "verdict_reason": "" if shares else "the run's Table 1 has no relevant shares to read (no grade stage)",
     }
 
 
@@ -665,6 +678,8 @@ def _chunk_size_rows(out: list[dict], tests, chunk_tokens: int, size_tests, add)
                     "rule": f"needs Table 1 at {size}-token chunks (chunking.max_tokens, or chunk_study.sizes with "
                     "grade_questions)",
                     "mde_rule": "–",
+                    "verdict_reason": f"no Table 1 at {size}-token chunks: chunking.max_tokens is {chunk_tokens} and "
+                    f"chunk_study.sizes with grade_questions does not hold {size}",
                 }
             )
             continue
@@ -1169,7 +1184,8 @@ def paper_vs_run(
             why, r["boundary"], r["judge_bias"] = table1_gate(dict(r, compares=compares, mde=mde), grader)
             if r.get("instrument") == "labels":
                 r["judge_verdict"] = labels_text((grader or {}).get("labels"))
-            r["verdict_reason"] = ""
+            # a finding not tested keeps its rule's reason (the cells the run does not have)
+            r["verdict_reason"] = (r.get("verdict_reason") or "") if r["verdict"] == NOT_TESTED else ""
             if r["verdict"] != NOT_TESTED and why:
                 r["verdict"], r["verdict_reason"] = NO_EVIDENCE, why
             elif r["verdict"] != NOT_TESTED:

@@ -746,3 +746,14 @@ def test_the_negative_setting_is_read_only_while_its_passages_held_no_answer():
     assert out["verdict"] == F.NOT_TESTED and out["verdict_reason"] == row["verdict_reason"]
     (neg,) = [r for r in F.table2_findings([five], [], None, None, None, held) if r["judge"] == "negative_rejection"]
     assert neg["verdict"] == F.NOT_TESTED
+
+
+def test_a_table1_finding_without_cells_says_why_through_the_gates():
+    """A run graded at top-3 alone cannot read "reranking matters most at low k" (top-3 against
+    top-10): *not tested*, and paper_vs_run keeps the reason instead of an empty one."""
+    from spacelm.lib.report.plan import FINDINGS
+
+    why = F.no_cells(FINDINGS["rerank_matters_most_at_low_k"], [{"top_k": 3}, {"top_k": "3"}])
+    assert "top-3 and top-10 both graded" in why and why.endswith("graded at top-3")
+    rows = F.paper_vs_run(F.table1_findings([], [], 256, {}, []), {}, "no")
+    assert rows and all(r["verdict"] == F.NOT_TESTED and r["verdict_reason"] for r in rows)
