@@ -85,6 +85,9 @@ def remember_machine(cfg) -> None:
 
 
 def _looks_like_path(s: str) -> bool:
+    """A whole string that is a path, not a sentence that opens with one ("/x/y not found: …")."""
+    if " " in s and not os.path.exists(s):
+        return False
     return s.startswith(("/", "~/", "../")) or s == "~" or bool(re.match(r"^[A-Za-z]:\\", s))
 
 

@@ -178,3 +178,14 @@ def test_the_run_log_escapes_terminal_controls_and_bytes_no_utf8_file_holds(tiny
     assert "a\\x1b[31mb then \\x1b[2J cleared, \\u202egnp.exe" in text
     assert "name caf\\udce9.txt" in text
     assert "Logging error" not in capsys.readouterr().err
+
+
+def test_a_sentence_that_opens_with_a_path_is_cleaned_not_taken_for_a_path(tiny_config, tmp_path):
+    """machine_free: "/x/absent not found: see /x/docs" keeps its words, each path made public;
+    a bare path outside the project is still written by its public form."""
+    from spacelm.runner.provenance import machine_free
+
+    home = os.path.expanduser("~")
+    out = machine_free({"why": f"{home}/absent not found: see {home}/docs", "path": str(tmp_path)}, tiny_config)
+    assert out["why"] == "~/absent not found: see ~/docs"
+    assert not out["path"].startswith(str(tmp_path))
