@@ -36,3 +36,18 @@ def test_committed_question_datasets_hold_no_passage_of_the_real_corpus():
         if hits > 1:  # one window can be a question's own wording
             found[f] = hits
     assert not found, f"passage text of the real corpus in committed datasets: {found}"
+
+
+@pytest.mark.skipif(not SAMPLE.is_file(), reason="needs ../shared/judge/space-corpus (passages of the real corpus)")
+def test_committed_drill_down_pages_hold_no_passage_of_the_real_corpus():
+    """A run over the real corpus commits its browse.html without passage text, and without the
+    answers and reference answers that copy it (only their word counts)."""
+    passages = [json.loads(x)["text"] for x in SAMPLE.read_text(encoding="utf-8").splitlines() if x.strip()]
+    shingles = set().union(*(_windows(p, step=4) for p in passages))
+    files = subprocess.run(
+        ["git", "ls-files", "results/*/browse.html"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    pages = [f for f in files if not f.startswith("results/quick/")]  # the sample corpus is the project's
+    assert pages
+    found = {f: n for f in pages if (n := len(_windows((ROOT / f).read_text(encoding="utf-8")) & shingles)) > 1}
+    assert not found, f"passage text of the real corpus in committed pages: {found}"

@@ -379,8 +379,10 @@ def collect(cfg: Config, run_dir: Path | None = None, k: int | None = None, text
         scr = screen_of(screens, q, chunks) if question else None
         if scr is not None:
             row["screening"] = {"screen": scr["screen"], "assessor": assessor(scr.get("assessor"), SCREENING)}
+        if not allowed:  # the reference answer is written from the passage: it quotes the corpus as the passage does
+            row["reference_answer"] = None
         for a in by_qid.get(qid, []):
-            out = _answer(a)
+            out = _answer(a, allowed)
             lab = answer_labels.get(answer_key(question, a.get("setting"), a.get("answer") or "")) if question else None
             if lab is not None:
                 out["label"] = {
@@ -448,8 +450,13 @@ ANSWER_FIELDS = (
 )
 
 
-def _answer(a: dict) -> dict:
-    return {f: a.get(f) for f in ANSWER_FIELDS}
+def _answer(a: dict, with_text: bool = True) -> dict:
+    """An answer's fields for the page; without text (the corpus's licence), its word count in place
+    of the answer: a generator copies its passages, so an answer quotes the corpus."""
+    out = {f: a.get(f) for f in ANSWER_FIELDS}
+    if not with_text:
+        out["answer"], out["answer_words"] = None, len((a.get("answer") or "").split())
+    return out
 
 
 def write_browse(cfg: Config, path: Path, run_dir: Path | None = None, **kw) -> dict:

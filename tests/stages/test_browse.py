@@ -338,6 +338,13 @@ def test_text_policy_leaves_listed_corpora_with_unclear_licences_out(fake_run):
     assert not ok and "space_corpus" in why
     data = collect(listed, fake_run)
     assert data["passages"] == {} and "--text yes" in data["text_note"]
+    # an answer copies its passages, a reference answer is written from one: neither goes in either
+    answers = [a for q in data["questions"] for a in q["answers"]]
+    assert answers and all(a["answer"] is None and a["answer_words"] >= 0 for a in answers)
+    assert all(q["reference_answer"] is None for q in data["questions"])
+    assert any(a["scores"] for a in answers)  # the scores and flags stay
+    shown = collect(cfg, fake_run)
+    assert any(a["answer"] for q in shown["questions"] for a in q["answers"])
 
 
 def test_embedded_json_cannot_close_its_script_block():
