@@ -10,6 +10,8 @@ its score are recorded. Each first stage (BM25, dense, as the config sets them) 
 its top `retrieval.pool` is reranked twice: by the model as the config runs it (cross-encoder + BM25
 score at the fitted weight) and by the cross-encoder alone (weight 0, the ablation's row). Sets:
 
+- `run`: the run's own answerable questions over its chunks (synth's kept questions), gold and hit@3
+  as for `golden` (not in the default sets: the questions are the ones the run's Table 1 grades);
 - `golden`: the config's golden samples over its chunks, gold = the chunks holding the golden passage's
   span (the overlap rule of `lib/retrieval/span_gold.py`); hit@3 = a gold chunk in the top 3;
 - `labels`: graded in-domain labels (BEIR layout, queries with a passage graded 2 or 3); their pool is
@@ -297,7 +299,7 @@ def main(argv=None) -> int:
         return {"bm25": bm, "dense": dense}, rr
 
     cache = cfg.cache_dir
-    if "golden" in wanted or "labels" in wanted:
+    if "golden" in wanted or "labels" in wanted or "run" in wanted:
         chunks = load_chunks(cfg)
         ids, texts = [c.chunk_id for c in chunks], [c.text for c in chunks]
         text_of = dict(zip(ids, texts))
@@ -312,6 +314,16 @@ def main(argv=None) -> int:
             for fs, first in firsts.items():
                 lists = rank_lists(first, rr, [queries[q] for q in qids], pool)
                 measure(f"golden/{fs}", sets, lists, qids, qrels, text_of, 1, False, boiler)
+        if "run" in wanted:  # the run's own questions, against the chunks holding each one's evidence span
+            from spacelm.runner.data import load_questions
+
+            run_qs = [q for q in load_questions(cfg, chunks, answerable=None) if q["answerable"]]
+            qrels = gold_qrels(run_qs, chunks)
+            queries = {q["qid"]: q["question"] for q in run_qs}
+            qids = sorted(q for q in qrels if q in queries)
+            for fs, first in firsts.items():
+                lists = rank_lists(first, rr, [queries[q] for q in qids], pool)
+                measure(f"run/{fs}", sets, lists, qids, qrels, text_of, 1, False, boiler)
         if "labels" in wanted and args.labels:
             _, _, queries, qrels = beir_set(args.labels, min_grade=2)
             qids = sorted(qrels)
