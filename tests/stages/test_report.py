@@ -156,6 +156,14 @@ def test_report_prints_reference_judges_refusal_rates_and_ppi_status(tiny_config
     # under the suite's own minimum a reference's figures are not printed; a check that did not run says so
     assert "| ↳ reference: few | graded 0-3 | 29 | – | – | – | – | too few pairs to tell |" in section
     assert f"- {rel[0]['source']}: position bias: not measured (" in section
+    # a source drawn below judge_check.min_pairs: its verdict and why, no figure of its own or at a boundary
+    few = dict(rel[0], n_pairs=tiny_config.judge_check.min_pairs - 1, verdict="too few pairs to tell")
+    (d / "relevance.json").write_text(json.dumps([few]))
+    section = "\n".join(judge_check_section(tiny_config))
+    row = next(x for x in section.splitlines() if x.startswith(f"| {few['source']} | graded 0-3 |"))
+    assert row.count("| – ") == 4 and "0.75" not in section and "↳ reference" not in section
+    assert "no figures below judge_check.min_pairs" in row
+    (d / "relevance.json").write_text(json.dumps(rel))
     assert "Not passed" in judge_banner(tiny_config, "table2") and "negative_rejection" in judge_banner(
         tiny_config, "table2"
     )
