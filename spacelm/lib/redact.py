@@ -144,11 +144,28 @@ def shown_name(path: Any) -> str:
     return "./" + text if text.startswith("-") else text
 
 
+def one_line(text: str) -> str:
+    """`text` with its line breaks written as escapes (\\n, \\r)."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def _flat(value):
+    """A log record's argument kept to one line: a text or a path holding a line break as escaped text."""
+    text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    return one_line(text) if isinstance(text, str) and ("\n" in text or "\r" in text) else value
+
+
 class RedactingFilter:
     """A logging filter that hides secrets in every record before a handler prints it, and
     escapes the characters that would act on the terminal (`printable`)."""
 
     def filter(self, record) -> bool:
+        # a value put into the message (a file name, a server's reply) keeps to the message's line:
+        # its line breaks are written as escapes, so it cannot forge a line of the log
+        if isinstance(record.args, tuple):
+            record.args = tuple(_flat(a) for a in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {k: _flat(a) for k, a in record.args.items()}
         msg = record.getMessage()
         clean = printable(redact_text(msg))
         if clean != msg:

@@ -187,3 +187,20 @@ def test_a_name_that_is_not_utf8_is_ingested_stored_escaped_and_reused(tiny_conf
     assert "caf\\\\xe9 notes.txt" in stamp
     assert ingest.run(tiny_config)["skipped"]  # the stamp read back: the stage is up to date
     assert chunk.run(tiny_config)["chunks"] > 0
+
+
+def test_a_value_put_into_a_log_message_keeps_to_its_line(tiny_config):
+    """A log call that names a file or quotes a reply without `shown_name`: its arguments' line
+    breaks are written as escapes, so the value cannot start a forged line of the run log."""
+    from pathlib import Path
+
+    from spacelm.runner.runlog import run_log
+
+    log = logging.getLogger("spacelm.test")
+    with run_log(tiny_config, "ingest") as path:
+        log.warning("reading %s", "notes\n2025-01-01 00:00:00,000 ERROR [spacelm] forged")
+        log.warning("reading %(f)s", {"f": Path("a\rb.md")})
+        log.warning("kept %d documents", 3)
+    lines = [x for x in path.read_text(encoding="utf-8").splitlines() if "spacelm.test" in x or "reading" in x]
+    assert len(lines) == 3 and not any(x.startswith("2025-01-01") for x in path.read_text().splitlines())
+    assert "notes\\n2025-01-01" in lines[0] and "a\\rb.md" in lines[1]
