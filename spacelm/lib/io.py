@@ -64,8 +64,22 @@ def decode_text(data: bytes, where: PathLike, fallback: str | None = None) -> st
             except UnicodeDecodeError:
                 pass
         raise InputError(
-            f"{where}: not valid UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}); save the file as UTF-8"
+            f"{where}: not valid UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}){_guess(data)}; "
+            "save the file as UTF-8"
         ) from None
+
+
+def _guess(data: bytes) -> str:
+    """The likely encoding of bytes that are not UTF-8, as words for an error message: Windows-1252
+    (a superset of Latin-1 in its printable range) when every byte decodes and no C1 control is
+    left, the common case of a file saved by an older Windows or macOS editor."""
+    try:
+        text = data.decode("cp1252")
+    except UnicodeDecodeError:
+        return ""
+    if any(0x80 <= ord(c) <= 0x9F for c in text):
+        return ""
+    return "; it reads as Windows-1252 (Latin-1) text, which `iconv -f cp1252 -t utf-8` converts"
 
 
 def looks_utf16(data: bytes) -> bool:

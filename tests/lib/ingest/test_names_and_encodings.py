@@ -157,8 +157,12 @@ def test_a_latin1_file_is_skipped_with_a_warning_naming_it_the_offset_and_the_fi
     assert [d.doc_id for d in res.documents] == ["good"]
     (msg,) = said
     assert msg == (
-        f"skipping {tmp_path / 'notes.md'}: not valid UTF-8 (byte 0xe9 at offset 12); save the file as UTF-8"
+        f"skipping {tmp_path / 'notes.md'}: not valid UTF-8 (byte 0xe9 at offset 12); it reads as Windows-1252 "
+        "(Latin-1) text, which `iconv -f cp1252 -t utf-8` converts; save the file as UTF-8"
     )
+    from spacelm.lib.io import _guess
+
+    assert _guess(b"caf\x81") == "" and _guess("\u20ac 5".encode("cp1252"))  # 0x81: no Windows-1252 letter
     assert res.skipped[0].reason == msg.removeprefix("skipping ")
 
 
