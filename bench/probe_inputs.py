@@ -995,6 +995,133 @@ def c57_stamps(p: Probe):
     return f"machine paths in the stamp: {leaked or 'none'}; second ingest reused: {reused}", not leaked and reused
 
 
+def _bomb(key_path: list[str]) -> str:
+    """A config whose value at `key_path` is a YAML alias bomb of 9 levels of 9 (9**9 values expanded)."""
+    import yaml
+
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+    data = base_config()
+    body = yaml.safe_dump(data, sort_keys=False)
+    indent = "  " * (len(key_path) - 1)
+    nest = "".join(f"{'  ' * i}{k}:\n" for i, k in enumerate(key_path[:-1]))
+    return "\n".join(lines) + "\n" + body + nest + f"{indent}{key_path[-1]}: *a8\n"
+
+
+@case("57 a YAML alias bomb as a value (run_name)", "exit 2 within seconds, one short line naming the key")
+def c57_bomb_value(p: Probe):
+    cfg = p.variant("bomb_value", text=_bomb(["judge_check", "n_bootstrap"]).replace("run_name: probe\n", ""))
+    t0 = time.perf_counter()
+    r = p.run("check", "--config", cfg, timeout=60)
+    took = time.perf_counter() - t0
+    got, ok = expect_exit(r, 2, "judge_check")
+    return f"{got[:160]} ({took:.1f} s, stderr {len(r.stderr)} chars)", ok and took < 15 and len(r.stderr) < 2_000
+
+
+@case("57 a YAML alias bomb under an unknown key", "exit 2 within seconds, one short line naming the key")
+def c57_bomb_unknown(p: Probe):
+    cfg = p.variant("bomb_unknown", text=_bomb(["no_such_key"]))
+    t0 = time.perf_counter()
+    r = p.run("check", "--config", cfg, timeout=60)
+    took = time.perf_counter() - t0
+    got, ok = expect_exit(r, 2, "no_such_key")
+    return f"{got[:160]} ({took:.1f} s, stderr {len(r.stderr)} chars)", ok and took < 15 and len(r.stderr) < 2_000
+
+
+def _names57(p: Probe) -> tuple[Path, subprocess.CompletedProcess]:
+    """A project whose corpus holds a file named with a newline and a forged log line, one whose name
+    starts with a dash, a UTF-16 file without a byte-order mark and a Windows-1252 file; the corpus
+    folder given by an absolute path outside the project; `spacelm ingest` run once."""
+    if getattr(p, "names57", None):
+        return p.names57
+    proj = p.tmp / "names57"
+    cfg = make_project(proj)
+    raw = p.tmp / "raw-names57"
+    shutil.copytree(proj / "data" / "raw", raw)
+    (raw / "notes\n2025-01-01 00:00:00,000 ERROR [spacelm] forged.md").write_bytes(b"")
+    (raw / "-rf.md").write_bytes(b"")
+    (raw / "wide.txt").write_bytes(("Wide notes. " + LOREM * 6).encode("utf-16-le"))
+    (raw / "latin.txt").write_bytes(("Caf\xe9 notes. " + LOREM * 6).encode("cp1252"))
+    import yaml
+
+    data = yaml.safe_load(cfg.read_text())
+    data["corpus"]["raw_dir"] = str(raw)
+    cfg.write_text(yaml.safe_dump(data, sort_keys=False))
+    p.names57 = (proj, p.run("ingest", "--config", cfg, cwd=proj))
+    return p.names57
+
+
+@case("57 a newline and a forged log line in a file name", "one log line per event, the name escaped")
+def c57_newline(p: Probe):
+    proj, r = _names57(p)
+    logs = sorted((proj / "results").rglob("spacelm.log"))
+    lines = logs[0].read_text("utf-8").splitlines() if logs else []
+    forged = [ln for ln in lines if ln.startswith("2025-01-01")]
+    named = any("notes\\n2025-01-01" in ln for ln in lines + r.stderr.splitlines())
+    ok = r.returncode == 0 and bool(lines) and not forged and named
+    return f"exit {r.returncode}; log lines {len(lines)}; forged lines {len(forged)}; escaped name shown {named}", ok
+
+
+@case("57 a file name that starts with a dash", "named by a path no command reads as an option")
+def c57_dash(p: Probe):
+    proj, r = _names57(p)
+    shown = [ln for ln in r.stderr.splitlines() if "-rf.md" in ln]
+    token = next((w for w in shown[0].split() if "-rf.md" in w), "") if shown else ""
+    return f"shown as: {token or 'not named'}", bool(token) and not token.startswith("-")
+
+
+@case("57 a UTF-16 file without a byte-order mark", "skipped, the warning names UTF-16 and the fix")
+def c57_utf16(p: Probe):
+    proj, r = _names57(p)
+    shown = [ln for ln in r.stderr.splitlines() if "wide.txt" in ln]
+    ok = bool(shown) and "UTF-16" in shown[0] and "as UTF-8" in shown[0]
+    return f"{shown[0][:140] if shown else 'not named'}", ok
+
+
+@case("57 a Windows-1252 file", "skipped, the warning names the encoding and how to convert it")
+def c57_cp1252(p: Probe):
+    proj, r = _names57(p)
+    shown = [ln for ln in r.stderr.splitlines() if "latin.txt" in ln]
+    ok = bool(shown) and "Windows-1252" in shown[0] and "iconv" in shown[0]
+    return f"{shown[0][:160] if shown else 'not named'}", ok
+
+
+@case("57 the run log of a corpus outside the project", "no home, temp or project path in spacelm.log")
+def c57_log_paths(p: Probe):
+    proj, r = _names57(p)
+    logs = sorted((proj / "results").rglob("spacelm.log"))
+    text = logs[0].read_text("utf-8") if logs else ""
+    places = [str(p.tmp), os.path.realpath(p.tmp), os.path.expanduser("~") + "/"]
+    leaked = [x for x in places if x in text]
+    return f"log found: {bool(logs)}; machine paths: {leaked or 'none'}", bool(logs) and not leaked
+
+
+@case("57 plan with the judge check off and top-k without 10", "warns of each before the run")
+def c57_plan_warns(p: Probe):
+    jc = {**base_config()["judge_check"], "enabled": False}
+    cfg = p.variant("plan57", judge_check=jc)
+    r = p.run("plan", "--config", cfg, timeout=300)
+    out = r.stdout + r.stderr
+    ok = r.returncode == 0 and "judge_check.enabled is false" in out and "lacks top-10" in out
+    return f"exit {r.returncode}; judge check named: {'judge_check.enabled is false' in out}; top-10 named: " + str(
+        "lacks top-10" in out
+    ), ok
+
+
+@case("57 label export beside a stage holding the run folder", "exit 4 naming the holder, nothing written")
+def c57_label_lock(p: Probe):
+    from spacelm.runner.lock import folder_lock
+
+    run = p.project / "results" / "labelled"
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "manifest.json").write_text(json.dumps({"run_name": "labelled", "stages": {}}))
+    out = p.tmp / "export57"
+    with folder_lock(run):
+        r = p.run("label", "export", "--config", p.config, "--set", "run_name=labelled", "--out", out)
+    got, ok = expect_exit(r, 4)
+    return got, ok and not out.exists()
+
+
 # --------------------------------------------------------------------------- the table
 def markdown(results: list[Result], seconds: float, tmp: Path | None = None) -> str:
     def cell(s: str) -> str:
@@ -1012,7 +1139,8 @@ def markdown(results: list[Result], seconds: float, tmp: Path | None = None) -> 
             "<!-- generated by bench/probe_inputs.py --write; do not edit -->",
             "",
             "Each row runs one case of issue 26 (numbered by its defect), of issue 43 (rows `43 …`) or of issue 57 "
-            "(rows `57 …`: a file name that is not UTF-8, stage stamps) against a tiny "
+            "(rows `57 …`: file names and encodings, alias bombs, machine paths in the run log, plan warnings, "
+            "labels beside a running stage, stage stamps) against a tiny "
             "project built in a temporary folder (`spacelm` "
             "called as a subprocess, without `--debug`; every LLM is a server on a closed port, so nothing loads a "
             "language model except the damaged copy of the 0.5B GGUF that case 1 must refuse; the stand-in servers of "
