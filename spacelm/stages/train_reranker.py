@@ -185,7 +185,7 @@ def synthetic_set(cfg: Config, chunks: list, golden: list, held: HeldOut, turns:
     )
     round_trip_filter(records, rankings, t.filter_top_n)
     kept_rankings = [rk[: t.negative_depth + 1] for r, rk in zip(valid, rankings) if r["kept"]]
-    pairs = synthetic_pairs(records, pool, kept_rankings, t.negatives, cfg.seed, t.short_negatives)
+    pairs = synthetic_pairs(records, pool, kept_rankings, t.negatives, cfg.seed)
     source = {
         "name": "synthetic",
         "corpus": display_path(cfg, chunks_path(cfg)),
@@ -258,9 +258,7 @@ def compute(cfg: Config, chunks: list, questions: list[dict], golden: list, turn
         corpora["synthetic"] = synthetic_corpus(chunks, held, records)
     if t.pseudo_queries:
         pool = training_pool(chunks, held)
-        more = pseudo_query_pairs(
-            pool, t.pseudo_queries, t.negatives, t.negative_depth, cfg.retrieval.bm25, cfg.seed, t.short_negatives
-        )
+        more = pseudo_query_pairs(pool, t.pseudo_queries, t.negatives, t.negative_depth, cfg.retrieval.bm25, cfg.seed)
         pairs += more
         sources.append(
             {

@@ -196,30 +196,18 @@ def pick_negatives(ranking: Sequence[str], exclude: set[str], n: int, seed_parts
     return [d for d in cands if d in picked]
 
 
-# characters: a passage under this is a fragment (a heading, a contents line, a caption)
-SHORT_CHARS = 400
-
-
-def short_ids(pool: Sequence) -> list[str]:
-    """The ids of the chunks of `pool` under SHORT_CHARS characters, in a fixed order."""
-    return sorted(c.chunk_id for c in pool if len(c.text) < SHORT_CHARS)
-
-
 def synthetic_pairs(
     records: Sequence[dict],
     pool: Sequence,
     rankings: Sequence[Sequence[str]],
     negatives: int,
     seed: int,
-    short_negatives: int = 0,
 ) -> list[TrainingPair]:
     """Each kept question with its source chunk (1.0) and `negatives` of its BM25 neighbours (0.0)
-    that share no character with its evidence span, plus `short_negatives` short chunks of `pool`
-    drawn at random outside the span; `rankings` align with the kept records and rank `pool` (the
-    training chunks)."""
+    that share no character with its evidence span; `rankings` align with the kept records and
+    rank `pool` (the training chunks)."""
     text_of = {c.chunk_id: c.text for c in pool}
     by_doc = _by_doc(pool)
-    short = short_ids(pool) if short_negatives else []
     kept = [r for r in records if r.get("kept")]
     if len(kept) != len(rankings):
         raise ValueError(f"{len(rankings)} rankings for {len(kept)} kept questions")
@@ -228,9 +216,7 @@ def synthetic_pairs(
         pos = r["source_chunk_id"]
         span = overlapping(by_doc.get(r["doc_id"], []), int(r["span_start"]), int(r["span_end"]))
         pairs.append(TrainingPair(r["qid"], r["question"], pos, text_of[pos], 1.0, "synthetic"))
-        negs = pick_negatives(ranking, {pos, *span}, negatives, (seed, "negatives", r["qid"]))
-        negs += pick_negatives(short, {pos, *span, *negs}, short_negatives, (seed, "short-negatives", r["qid"]))
-        for d in negs:
+        for d in pick_negatives(ranking, {pos, *span}, negatives, (seed, "negatives", r["qid"])):
             pairs.append(TrainingPair(r["qid"], r["question"], d, text_of[d], 0.0, "synthetic"))
     return pairs
 
@@ -255,13 +241,12 @@ def cut_sentence(text: str, rng: random.Random) -> tuple[str, str] | None:
 
 
 def pseudo_query_pairs(
-    pool: Sequence, n: int, negatives: int, depth: int, bm25: BM25Config, seed: int, short_negatives: int = 0
+    pool: Sequence, n: int, negatives: int, depth: int, bm25: BM25Config, seed: int
 ) -> list[TrainingPair]:
     """Training pairs cut from the corpus with no model call (source "pseudo"): for `n` training
     chunks drawn at random, a sentence of the chunk is the query and the chunk without that sentence
     the positive; the negatives are `negatives` of the sentence's BM25 top `depth` over `pool`,
-    leaving out its chunk and the chunks either side (they may carry the same content), and
-    `short_negatives` short chunks of `pool` drawn at random outside them."""
+    leaving out its chunk and the chunks either side (they may carry the same content)."""
     rng = _rng(seed, "pseudo")
     order = sorted(pool, key=lambda c: c.chunk_id)
     rng.shuffle(order)
@@ -275,7 +260,6 @@ def pseudo_query_pairs(
     rankings = bm25_rankings(bm25, [c.chunk_id for c in pool], [c.text for c in pool], [s for _, s, _ in cut], depth)
     text_of = {c.chunk_id: c.text for c in pool}
     by_doc = _by_doc(pool)
-    short = short_ids(pool) if short_negatives else []
     pairs = []
     for (c, sentence, rest), ranking in zip(cut, rankings):
         doc = by_doc[c.doc_id]
@@ -284,7 +268,6 @@ def pseudo_query_pairs(
         negs = pick_negatives(ranking, near, negatives, (seed, "pseudo-negatives", c.chunk_id))
         if not negs:
             continue
-        negs += pick_negatives(short, near | set(negs), short_negatives, (seed, "pseudo-short", c.chunk_id))
         qid = f"pq-{c.chunk_id}"
         pairs.append(TrainingPair(qid, sentence, c.chunk_id, rest, 1.0, "pseudo"))
         pairs += [TrainingPair(qid, sentence, d, text_of[d], 0.0, "pseudo") for d in negs]

@@ -491,23 +491,3 @@ def test_a_pseudo_query_is_a_sentence_of_its_chunk_whose_positive_lacks_it_and_w
     assert ("pseudo_queries", "must be >= 0, got -1") in RerankerTraining(pseudo_queries=-1).problems()
     assert not [k for k, _ in RerankerTraining(questions=0, pseudo_queries=10).problems() if k == "questions"]
 
-
-def test_short_negatives_are_short_chunks_outside_the_span_added_to_the_bm25_ones():
-    """short_negatives: chunks under SHORT_CHARS drawn at random (seeded) beside the BM25 negatives,
-    never the source, a chunk sharing its span, or a BM25 negative again."""
-    from spacelm.lib.retrieval.cross_encoder import SHORT_CHARS
-
-    long_text = "x " * SHORT_CHARS
-    pool = [_chunk("C:0", "C", 0, 120, "s"), _chunk("C:1", "C", 100, 220, "s")]  # short, but the span's
-    pool += [_chunk(f"D:{i}", "D", 100 * i, 100 * (i + 1), long_text) for i in range(4)]
-    pool += [_chunk(f"E:{i}", "E", 100 * i, 100 * (i + 1), "Contents 3") for i in range(3)]
-    rec = {"qid": "ce-1", "question": "q?", "source_chunk_id": "C:0", "doc_id": "C", "span_start": 0, "span_end": 120}
-    rec["kept"] = True
-    ranking = ["C:1", "C:0", "D:0", "E:0", "D:1"]
-    plain = [p.passage_id for p in synthetic_pairs([rec], pool, [ranking], 2, 13) if p.label == 0.0]
-    both = [p.passage_id for p in synthetic_pairs([rec], pool, [ranking], 2, 13, short_negatives=2) if p.label == 0.0]
-    assert both[: len(plain)] == plain and len(both) == len(plain) + 2
-    extra = both[len(plain) :]
-    assert set(extra) <= {"E:0", "E:1", "E:2"} and not set(extra) & set(plain)
-    assert both == [p.passage_id for p in synthetic_pairs([rec], pool, [ranking], 2, 13, 2) if p.label == 0.0]
-    assert ("short_negatives", "must be >= 0, got -1") in RerankerTraining(short_negatives=-1).problems()

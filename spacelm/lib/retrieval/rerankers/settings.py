@@ -53,10 +53,6 @@ class RerankerTraining:
     filter_top_n: int = 20
     negatives: int = 4
     negative_depth: int = 30
-    # extra negatives per synthetic question and pseudo-query: training chunks under 400 characters
-    # (contents lines, headings, captions) drawn at random, none of the source's span or neighbours;
-    # a score read from mean token states favours short text, and BM25's neighbours are seldom short
-    short_negatives: int = 0
     labelled: list[LabelledSet] = field(default_factory=list)
     epochs: int = 1
     batch_size: int = 16  # pairs per step at least: whole query groups are added until it is reached
@@ -79,7 +75,6 @@ class RerankerTraining:
             ("filter_top_n", self.filter_top_n, 0),
             ("negatives", self.negatives, 1),
             ("negative_depth", self.negative_depth, 1),
-            ("short_negatives", self.short_negatives, 0),
             ("epochs", self.epochs, 1),
             ("batch_size", self.batch_size, 1),
             ("max_length", self.max_length, 16),
