@@ -490,4 +490,3 @@ def test_a_pseudo_query_is_a_sentence_of_its_chunk_whose_positive_lacks_it_and_w
     assert pairs == pseudo_query_pairs(pool, n=3, negatives=2, depth=8, bm25=BM25Config(), seed=5)
     assert ("pseudo_queries", "must be >= 0, got -1") in RerankerTraining(pseudo_queries=-1).problems()
     assert not [k for k, _ in RerankerTraining(questions=0, pseudo_queries=10).problems() if k == "questions"]
-
