@@ -276,20 +276,21 @@ def parse_override(text: str) -> dict:
     malformed argument is a :class:`ConfigError` naming it."""
     import yaml
 
+    shown = text if len(text) <= 120 else text[:119] + "…"  # an error quotes the argument, a line at most
     if "=" not in text:
-        raise ConfigError(f"--set {text}: must look like section.key=value")
+        raise ConfigError(f"--set {shown}: must look like section.key=value")
     key, raw = text.split("=", 1)
     parts = key.strip().split(".")
     if not all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", part) for part in parts):
-        raise ConfigError(f"--set {text}: {key.strip()!r} is not a dotted key such as retrieval.pool")
-    try:
-        value = yaml.load(raw, Loader=_loader())
+        raise ConfigError(f"--set {shown}: {key.strip()[:80]!r} is not a dotted key such as retrieval.pool")
+    try:  # bounded as a config file is: aliases expanding past MAX_VALUES are refused, naming the key
+        value = _load_bounded(raw, f"--set {key.strip()}")
     except _DuplicateKey as e:
-        raise ConfigError(f"--set {text}: key '{e.key}' appears twice in the value") from None
+        raise ConfigError(f"--set {shown}: key '{e.key}' appears twice in the value") from None
     except yaml.YAMLError as e:
         reason = " ".join(str(getattr(e, "problem", None) or e).split())
         raise ConfigError(
-            f"--set {text}: the value is not valid YAML ({reason}); write e.g. "
+            f"--set {shown}: the value is not valid YAML ({reason}); write e.g. "
             f"--set 'retrieval.k_values=[3,5]' or quote a string"
         ) from None
     out: dict = {}

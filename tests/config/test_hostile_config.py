@@ -303,3 +303,19 @@ def test_an_alias_bomb_gives_a_short_error(tmp_path):
     p.write_text("run_name: fine\nseed: [" + ", ".join(levels[:4]) + "]\n")  # 9**4 values
     with pytest.raises(ConfigError, match=r"'seed' must be an integer"):
         load_config(p)
+
+
+def test_an_alias_bomb_in_a_set_value_is_refused_as_in_a_file():
+    """Issue 57 #2: a `--set` value is bounded as a config file is, and its error quotes one line of it."""
+    import time
+
+    levels = ['&l0 ["x","x","x","x","x","x","x","x","x"]']
+    levels += [f"&l{i} [" + ",".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, 9)]
+    bomb = "retrieval.k_values=[" + ", ".join(levels) + "]"
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError, match=r"--set retrieval.k_values: expands to more than 100,000 values") as e:
+        load_config(QUICK, sets=[bomb])
+    assert len(str(e.value)) < 600 and time.perf_counter() - t0 < 1.0
+    with pytest.raises(ConfigError) as e:
+        load_config(QUICK, sets=["retrieval.k_values=[" + "3," * 5000])
+    assert len(str(e.value)) < 600
