@@ -168,7 +168,10 @@ def judge_check_section(cfg, staged=_same) -> list[str]:
             bounded=[m for m in rel if m.get("run") and m.get("boundaries")],
             biased=[m for m in rel if m.get("run") and m.get("system_bias")],
             confusion=[{"stem": p.stem, "path": p.relative_to(run).as_posix()} for p in plots],
-            calibration=_img(run, names.JUDGE_CALIBRATION, staged) or _img(run, names.PLOT_JUDGE_CALIBRATION, staged),
+            # the plot of a check that graded no labelled pair is an empty frame: not shown
+            calibration=(_img(run, names.JUDGE_CALIBRATION, staged) or _img(run, names.PLOT_JUDGE_CALIBRATION, staged))
+            if any(m.get("run") and m.get("confusion") for m in rel)
+            else None,
             controls=_table(run / names.JUDGE_CONTROLS),
         )
     return _lines(block("report/judge_checks.md", facts))

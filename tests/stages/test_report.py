@@ -487,3 +487,21 @@ def test_where_table1_reads_labels_the_report_counts_the_questions_the_screening
     m = _manifest(tiny_config)
     assert m["stages"]["grade"]["questions"] == 77 and m["stages"]["grade"]["judged_questions"] == 11
     assert m["sizes"]["table1_questions"] == 77 and m["stages"]["grade"]["scale"] == names.scale(77)
+
+
+def test_the_calibration_plot_shows_only_when_a_source_graded_pairs(tiny_config):
+    """A judge check whose sources all did not run draws an empty calibration frame: the report
+    leaves it out, and shows it once a source has a confusion matrix."""
+    from spacelm.lib import names
+    from spacelm.stages.report import judge_check_section
+
+    _write_checks(tiny_config, {"trec": "weak"}, {"refusal": "valid"})
+    d = tiny_config.run_dir / "judge_check"
+    plot = tiny_config.run_dir / names.JUDGE_CALIBRATION
+    plot.parent.mkdir(parents=True, exist_ok=True)
+    plot.write_bytes(b"\x89PNG\r\n\x1a\n")
+    rel = json.loads((d / "relevance.json").read_text())
+    (d / "relevance.json").write_text(json.dumps([{**rel[0], "run": False, "why": "folder not found"}]))
+    assert "judge calibration" not in "\n".join(judge_check_section(tiny_config))
+    (d / "relevance.json").write_text(json.dumps([{**rel[0], "accuracy": 0.7, "confusion": {"0": {"0": 3}}}]))
+    assert "![judge calibration]" in "\n".join(judge_check_section(tiny_config))
