@@ -145,11 +145,15 @@ def check_questions(checks, contexts: dict, records: list[dict], models: ModelTu
 
 def write(cfg: Config, chunks: list, result: Synthesis, out) -> None:
     """questions.jsonl, the retention and unanswerable tables, the BEIR and HF exports."""
+    from .browse import text_policy
+
     records = result.records
     retention = retention_table(records)
     files = outputs(cfg)
     write_attribution(cfg, out(files.attribution))
-    write_jsonl(out(files.questions), records)
+    quotable = text_policy(cfg)[0]
+    # the writer's raw reply copies its passage: kept only for a corpus whose text may be quoted
+    write_jsonl(out(files.questions), records if quotable else [dict(r, raw_output=None) for r in records])
     write_dataframe(retention, out(files.retention_csv))
     write_dataframe(retention, out(files.retention_md))
     rejections = rejection_table(records, result.skipped, result.golden_screened)
@@ -162,10 +166,8 @@ def write(cfg: Config, chunks: list, result: Synthesis, out) -> None:
     write_jsonl(out(files.golden_checks), [{k: g[k] for k in keys if k in g} for g in result.golden_screened])
     write_dataframe(unanswerable_table(records), out(files.unanswerable))
     export_beir(chunks, records, out(files.beir))
-    from .browse import text_policy
-
     # the passage text of a corpus the project does not ship stays out of the committed dataset
-    export_hf(chunks, records, out(files.hf_dataset), with_text=text_policy(cfg)[0])
+    export_hf(chunks, records, out(files.hf_dataset), with_text=quotable)
 
 
 def build(cfg: Config, out) -> dict:

@@ -134,7 +134,7 @@ QUESTIONS = {
 
 
 @pytest.mark.slow
-def test_synth_stage_end_to_end_with_real_model(tiny_config, tiny_corpus):
+def test_synth_stage_end_to_end_with_real_model(tiny_config, tiny_corpus, monkeypatch):
     """Real embedded 0.5B model on the tiny corpus: writes questions, filters, exports."""
     pytest.importorskip("llama_cpp")
     rows = []
@@ -196,6 +196,15 @@ def test_synth_stage_end_to_end_with_real_model(tiny_config, tiny_corpus):
     res2 = run_stages(tiny_config, upto="synth", force=True)["synth"]
     assert res2["llm"]["calls"] == 0 and res2["llm"]["cache_hits"] == distinct
     assert (out / "questions.jsonl").read_bytes() == first
+    assert any(r.get("raw_output") for r in recs)
+    # a corpus whose licence does not allow quoting: the writer's raw replies (they copy the passage) stay out
+    import spacelm.stages.browse as browse
+
+    monkeypatch.setattr(browse, "text_policy", lambda cfg: (False, "a listed corpus"))
+    run_stages(tiny_config, upto="synth", force=True)
+    again = [json.loads(x) for x in (out / "questions.jsonl").read_text().splitlines()]
+    assert [r["question"] for r in again] == [r["question"] for r in recs]
+    assert all(r["raw_output"] is None for r in again)
 
 
 # --------------------------------------------------------------------------- unanswerable questions
