@@ -319,6 +319,12 @@ def write_tables(
         "table2_answer_quality.csv.\n",
     )
     write_text(out(files.table_tex), table2_wide(shown, setting_names, "tex"))
+    from .browse import text_policy
+
+    if not text_policy(cfg)[0]:  # the gate's evidence is a sentence quoted from a passage
+        every = [
+            dict(it, gate=dict(it["gate"], evidence=None)) if isinstance(it.get("gate"), dict) else it for it in every
+        ]
     write_jsonl(out(files.answers), every)
     write_dataframe(pipelines_table(items, cfg.answer.n_bootstrap, cfg.seed), out(files.pipelines))
     # refusals on answerable and unanswerable questions, gate off and on

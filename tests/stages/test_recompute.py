@@ -85,3 +85,31 @@ def test_grade_tables_from_stored_grades_cluster_by_source_chunk(tmp_path):
     assert set(table["cluster"]) == {"document"} and "documents, then questions" in note
     sens = pd.read_csv(run / "grading" / "sensitivity.csv")
     assert len(sens) == len(tests) and set(sens["lodo_doc_most"].dropna()) <= {"c1", "c2"}
+
+
+def test_answers_of_a_corpus_not_to_be_quoted_keep_no_gate_evidence(tmp_path, monkeypatch):
+    """The answerability gate's evidence is a sentence quoted from a passage: for a corpus whose
+    licence does not allow quoting, answers.jsonl keeps the gate's scores and drops the sentence."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    import pytest
+
+    import spacelm.stages.browse as browse
+    from spacelm.config import load_config
+    from spacelm.stages import answer
+
+    root = Path(__file__).resolve().parents[2]
+    run = root / "results" / "quick"
+    rows = [json.loads(x) for x in (run / "answers.jsonl").read_text().splitlines()]
+    if not any(isinstance(r.get("gate"), dict) and r["gate"].get("evidence") for r in rows):
+        pytest.skip("the committed quick run's answers carry no gate evidence")
+    shutil.copytree(run, tmp_path / "results" / "quick")
+    cfg = load_config(run / "config.resolved.yaml", sets=[f"paths.results_dir={tmp_path / 'results'}"])
+    monkeypatch.setattr(browse, "text_policy", lambda c: (False, "a listed corpus"))
+    answer.recompute(cfg)
+    again = [json.loads(x) for x in (cfg.run_dir / "answers.jsonl").read_text().splitlines()]
+    gated = [r for r in again if isinstance(r.get("gate"), dict)]
+    assert gated and all(r["gate"]["evidence"] is None and "score" in r["gate"] for r in gated)
+    assert [r["answer"] for r in again] == [r["answer"] for r in rows]
