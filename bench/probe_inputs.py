@@ -1070,20 +1070,21 @@ def c57_dash(p: Probe):
     return f"shown as: {token or 'not named'}", bool(token) and not token.startswith("-")
 
 
+def _warned(p: Probe, name: str, *needles: str) -> tuple[str, bool]:
+    """The ingest warning naming file `name`, and whether it holds every needle."""
+    _, r = _names57(p)
+    shown = [ln for ln in r.stderr.splitlines() if name in ln]
+    return (shown[0][:160] if shown else "not named"), bool(shown) and all(n in shown[0] for n in needles)
+
+
 @case("57 a UTF-16 file without a byte-order mark", "skipped, the warning names UTF-16 and the fix")
 def c57_utf16(p: Probe):
-    proj, r = _names57(p)
-    shown = [ln for ln in r.stderr.splitlines() if "wide.txt" in ln]
-    ok = bool(shown) and "UTF-16" in shown[0] and "as UTF-8" in shown[0]
-    return f"{shown[0][:140] if shown else 'not named'}", ok
+    return _warned(p, "wide.txt", "UTF-16", "as UTF-8")
 
 
 @case("57 a Windows-1252 file", "skipped, the warning names the encoding and how to convert it")
 def c57_cp1252(p: Probe):
-    proj, r = _names57(p)
-    shown = [ln for ln in r.stderr.splitlines() if "latin.txt" in ln]
-    ok = bool(shown) and "Windows-1252" in shown[0] and "iconv" in shown[0]
-    return f"{shown[0][:160] if shown else 'not named'}", ok
+    return _warned(p, "latin.txt", "Windows-1252", "iconv")
 
 
 @case("57 the run log of a corpus outside the project", "no home, temp or project path in spacelm.log")
