@@ -365,8 +365,16 @@ def _relevance(root: Path, run: str) -> dict:
     return {"rel": rel, "rows": [m for m in _json(root, rel) if m.get("run")]}
 
 
+def _min_pairs(root: Path, run: str) -> int:
+    """The run's judge_check.min_pairs (below it a source's figures are not printed), from its manifest."""
+    from spacelm.config.schema import JudgeCheckConfig
+
+    jc = (_manifest(root, run).get("config") or {}).get("judge_check") or {}
+    return int(jc.get("min_pairs") or JudgeCheckConfig.min_pairs)
+
+
 def judges_relevance(run: str):
-    return lambda root: words("judges.relevance", **_relevance(root, run))
+    return lambda root: words("judges.relevance", **_relevance(root, run), min_pairs=_min_pairs(root, run))
 
 
 def no_controls(root: Path, run: str) -> str | None:

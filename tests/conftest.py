@@ -233,3 +233,19 @@ def tiny_config_file(tmp_path, tiny_corpus):
         )
     )
     return p, tmp_path / "results" / "nbtest"
+
+
+# the one file of a run folder meant to hold this machine's paths (the config as this machine reads it)
+LOCAL_FILES = (".config.resolved.local.yaml",)
+
+
+def machine_paths_in(run: Path, places) -> dict[str, list[str]]:
+    """{file: the `places` it names} over every file of a run folder (the local config left out)."""
+    found = {}
+    for f in sorted(run.rglob("*")):
+        if f.is_file() and f.name not in LOCAL_FILES:
+            text = f.read_bytes().decode("utf-8", "replace")
+            hit = sorted(p for p in places if p in text)
+            if hit:
+                found[str(f.relative_to(run))] = hit
+    return found

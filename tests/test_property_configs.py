@@ -22,7 +22,7 @@ import yaml
 from hypothesis import HealthCheck, Phase, example, given, seed, settings
 from hypothesis import strategies as st
 
-from tests.conftest import make_beir
+from tests.conftest import machine_paths_in, make_beir
 from tests.test_plan import HashEncoder, StandIn, _corpus
 
 TASKS = ("direct_qa", "abstract_qa", "fact_checking", "summarization", "analysis")
@@ -294,22 +294,6 @@ def _run_cells(src: Path) -> str | None:
         return None
     finally:
         plt.close("all")
-
-
-# the one file of a run folder meant to hold this machine's paths (the config as this machine reads it)
-LOCAL_FILES = (".config.resolved.local.yaml",)
-
-
-def machine_paths_in(run: Path, places: list[str]) -> dict[str, str]:
-    """{file: the first of `places` it names} over every file of a finished run folder."""
-    found = {}
-    for f in sorted(run.rglob("*")):
-        if f.is_file() and f.name not in LOCAL_FILES:
-            text = f.read_bytes().decode("utf-8", "replace")
-            hit = next((p for p in places if p in text), None)
-            if hit:
-                found[str(f.relative_to(run))] = hit
-    return found
 
 
 def _check(project, monkeypatch, drawn):

@@ -85,10 +85,10 @@ def remember_machine(cfg) -> None:
 
 
 def _looks_like_path(s: str) -> bool:
-    """A whole string that is a path, not a sentence that opens with one ("/x/y not found: …")."""
-    if " " in s and not os.path.exists(s):
-        return False
-    return s.startswith(("/", "~/", "../")) or s == "~" or bool(re.match(r"^[A-Za-z]:\\", s))
+    """A whole string that is a path, not a sentence that opens with one ("/x/y not found: …"): a
+    path-like start, and no space unless the file is there (only those strings touch the disk)."""
+    looks = s.startswith(("/", "~/", "../")) or s == "~" or bool(re.match(r"^[A-Za-z]:\\", s))
+    return looks and (" " not in s or os.path.exists(s))
 
 
 def machine_free(obj, cfg: Config, anchors: list[str] | None = None, clean=None):

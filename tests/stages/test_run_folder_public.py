@@ -17,6 +17,7 @@ from pathlib import Path
 from spacelm.lib.llm import vllm_server as S
 from spacelm.runner.manifest import Manifest
 from spacelm.runner.runlog import run_log
+from tests.conftest import machine_paths_in
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -96,10 +97,8 @@ def test_no_machine_path_in_any_file_of_a_run_folder(tiny_config, tmp_path, monk
     files = sorted(p for p in cfg.run_dir.rglob("*") if p.is_file())
     assert {p.name for p in files} >= {"manifest.json", "spacelm.log", server_log.name}
     machine = {str(ROOT), home, tmp, str(tmp_path), os.path.realpath(tmp), os.path.realpath(tmp_path)}
-    for p in files:
-        text = p.read_bytes().decode("utf-8", "replace")
-        leaked = sorted(f for f in machine if f in text)
-        assert not leaked, f"{p.relative_to(cfg.run_dir)} names {leaked}"
+    leaked = machine_paths_in(cfg.run_dir, machine)
+    assert not leaked, f"files naming machine paths: {leaked}"
 
     # what each file says instead
     written = log_file.read_text()

@@ -366,7 +366,7 @@ def _fmt_p(p) -> str:
 def no_cells(spec, tests: list[dict]) -> str:
     """Why a Table 1 finding has no cell to read: the comparison it needs is not in the run's tests,
     with the top-k the run graded."""
-    ks = sorted({int(float(t["top_k"])) for t in tests if str(t.get("top_k", "")).replace(".", "", 1).isdigit()})
+    ks = sorted({int(k) for t in tests if (k := _num(t.get("top_k"))) is not None})
     graded = (
         f"; the run's Table 1 is graded at top-{', '.join(map(str, ks))}" if ks else "; the run has no Table 1 tests"
     )
