@@ -224,6 +224,7 @@ def main(argv=None) -> int:
         "--trec", help="TREC DL 2020 folder (BEIR layout with qrels.tsv), e.g. ../shared/judge/trec-dl-2020"
     )
     ap.add_argument("--sets", default="golden,labels,scifact,trec-dl-2020")
+    ap.add_argument("--first", default="bm25,dense", help="first stages measured (a subset of bm25,dense)")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="config override")
     ap.add_argument(
         "--holes-store",
@@ -290,13 +291,17 @@ def main(argv=None) -> int:
     record["sets"] = sets
     t0 = time.perf_counter()
 
+    firsts_wanted = set(args.first.split(","))
+
     def stages(ids, texts, dense_cache):
-        bm = BM25Retriever(rc.bm25).index(ids, texts)
-        dense = DenseRetriever.from_config(rc.dense, dense_cache, rc.resolved_device()).index(ids, texts)
+        firsts = {"bm25": lambda: BM25Retriever(rc.bm25).index(ids, texts)}
+        firsts["dense"] = lambda: DenseRetriever.from_config(rc.dense, dense_cache, rc.resolved_device()).index(
+            ids, texts
+        )
         rr = CrossEncoderReranker(
             rc.reranker.model, dict(zip(ids, texts)), rc.reranker.batch_size, "fp32", rc.resolved_device(), rc.bm25
         )
-        return {"bm25": bm, "dense": dense}, rr
+        return {k: make() for k, make in firsts.items() if k in firsts_wanted}, rr
 
     cache = cfg.cache_dir
     if "golden" in wanted or "labels" in wanted or "run" in wanted:

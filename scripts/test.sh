@@ -6,4 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# the real corpus's golden samples are committed as spans; with the corpus beside the checkout
+# (../shared/space_corpus), build the file the standard configs read
+if [ -d ../shared/space_corpus ] && [ ! -f data/space_corpus/golden_samples.jsonl ]; then
+  .venv/bin/spacelm data fetch space-corpus-golden
+fi
 exec .venv/bin/python -m pytest -q -n auto "$@"

@@ -51,6 +51,7 @@ class NeedsMirror(ValueError):
 # characters that are no letter or digit: the control characters and spaces an older ingest kept),
 # and the sha256 of the labelled text, which the rebuilt text must match.
 SPAN_FIELDS = ("_id", "doc_id", "char_start", "char_end")
+GOLDEN_NAME = "golden_samples.jsonl"  # a spans set's golden samples, their passages kept as spans
 MAX_EDIT_INSERT = 4  # characters one edit may insert
 
 
@@ -136,6 +137,49 @@ def rebuild_passages(spans: list[dict], texts: dict[str, str]) -> tuple[list[dic
     return rows, problems
 
 
+def pack_golden(rows: list[dict], texts: dict[str, str]) -> tuple[list[dict], list[str]]:
+    """Golden-sample rows (`id`, `doc_id`, `passage`, ...) with each passage replaced by its span
+    record (`at`, `edits`, `sha256`: where it lies in the document's text of `texts`), every other key
+    kept in its place; and the ids whose passage cannot be rebuilt exactly (a row with no passage or
+    no document, an unanswerable sample, keeps what it has)."""
+    out, left = [], []
+    for r in rows:
+        doc, passage = texts.get(r.get("doc_id")), r.get("passage")
+        if not passage:
+            out.append(dict(r))
+            continue
+        where = _locate(doc, passage) if doc is not None else None
+        edits = _edits(doc[where[0] : where[1]], passage) if where else None
+        if edits is None or _apply(doc[where[0] : where[1]], edits) != passage:
+            left.append(str(r.get("id")))
+            continue
+        out.append({**r, "passage": {"at": list(where), "edits": edits, "sha256": _sha(passage)}})
+    return out, left
+
+
+def rebuild_golden(rows: list[dict], texts: dict[str, str]) -> tuple[list[dict], list[str]]:
+    """The golden samples from rows :func:`pack_golden` wrote and `texts` ({doc_id: text}), and a
+    reason per sample whose passage could not be rebuilt (its document missing, or another ingest)."""
+    out, problems = [], []
+    for r in rows:
+        span = r.get("passage")
+        if not isinstance(span, dict):
+            out.append(dict(r))
+            continue
+        doc = texts.get(r.get("doc_id"))
+        if doc is None:
+            problems.append(f"{r.get('id')}: document {r.get('doc_id')!r} is not in the ingested corpus")
+            continue
+        text = _apply(doc[span["at"][0] : span["at"][1]], span["edits"])
+        if _sha(text) != span["sha256"]:
+            problems.append(
+                f"{r.get('id')}: the text at {r['doc_id']} {span['at'][0]}-{span['at'][1]} is not the sample's"
+            )
+            continue
+        out.append({**r, "passage": text})
+    return out, problems
+
+
 @dataclass(frozen=True)
 class FileState:
     file: str
@@ -214,6 +258,16 @@ def fetch_hint(folder: Path) -> str:
         if default_dir(ds) == target:
             return f"`spacelm data fetch {ds.name}` gets it (`spacelm data list` shows every set)"
     return "a BEIR-layout folder of your own (docs/team-corpus.md#judge-check-sources)"
+
+
+def file_hint(path: Path) -> str | None:
+    """The command that builds the file at `path` when it is a registered set's file
+    (`spacelm data fetch NAME`), else None."""
+    target = Path(path).resolve()
+    for ds in registry().values():
+        if ds.kind != "corpus-list" and any((default_dir(ds) / rel).resolve() == target for rel in ds.files):
+            return f"`spacelm data fetch {ds.name}` builds it"
+    return None
 
 
 def _put(data: bytes, dest: Path) -> None:
@@ -321,10 +375,14 @@ def _fetch_spans(
     folder = project_root() / ds.spans
     out = []
     for rel in todo:
-        if rel == "corpus.jsonl":
+        if rel == "corpus.jsonl":  # labelled passages: their spans in passages.jsonl
             rows, problems = rebuild_passages(read_jsonl(folder / "passages.jsonl"), texts())
             data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
             how = f"rebuilt from {ds.needs}'s documents ({len(rows)} passages)"
+        elif rel.endswith(GOLDEN_NAME):  # golden samples: each passage a span in the file of that name
+            rows, problems = rebuild_golden(read_jsonl(folder / rel), texts())
+            data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
+            how = f"rebuilt from {ds.needs}'s documents ({sum(bool(r.get('passage')) for r in rows)} passages)"
         else:
             problems, data, how = [], (folder / rel).read_bytes(), f"copied from {ds.spans}"
         sha = hashlib.sha256(data).hexdigest()

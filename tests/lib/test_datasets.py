@@ -157,3 +157,67 @@ def test_the_committed_in_domain_labels_hold_spans_and_grades_and_no_text():
     assert all(not any(c.isalnum() for e in r["edits"] for c in e[2]) for r in rows)
     for rel in ("queries.jsonl", "qrels.tsv"):
         assert _sha((folder / rel).read_bytes()) == ds.files[rel]
+
+
+def _golden(passage=LABELLED):
+    return {
+        "id": "g1",
+        "task": "direct_qa",
+        "question": "Who screens?",
+        "passage": passage,
+        "doc_id": "d",
+        "answer": "CARA",
+    }
+
+
+def test_a_golden_sample_keeps_its_own_words_and_its_passage_as_a_span(tmp_path, monkeypatch):
+    """The question and answer stay; the passage becomes where it lies; the fetch rebuilds the file
+    byte for byte, keys in their order, and writes nothing when the documents moved."""
+    import json
+
+    una = {
+        "id": "g2",
+        "task": "direct_qa",
+        "question": "Who built the Moon?",
+        "passage": "",
+        "doc_id": "",
+        "answer": "",
+    }
+    packed, left = dsets.pack_golden([_golden(), una], {"d": DOC})
+    assert left == [] and packed[1] == una
+    assert packed[0]["question"] == "Who screens?" and set(packed[0]["passage"]) == {"at", "edits", "sha256"}
+    assert "CARA team" not in json.dumps(packed)
+    (tmp_path / "gold").mkdir()
+    (tmp_path / "gold" / dsets.GOLDEN_NAME).write_text("".join(json.dumps(r) + "\n" for r in packed))
+    built = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [_golden(), una]).encode()
+    ds = dsets.DataSet(
+        "g", "w", "l", "1 kB", "x", "spans", files={dsets.GOLDEN_NAME: _sha(built)}, spans="gold", needs="c"
+    )
+    monkeypatch.setattr(dsets, "project_root", lambda: tmp_path)
+    (state,) = dsets.fetch(ds, tmp_path / "to", texts=lambda: {"d": DOC})
+    assert state.status == "ok" and (tmp_path / "to" / dsets.GOLDEN_NAME).read_bytes() == built
+    (state,) = dsets.fetch(ds, tmp_path / "moved", texts=lambda: {"d": "x" + DOC})
+    assert state.status == "damaged" and "g1" in state.detail and not (tmp_path / "moved").exists()
+    assert dsets.pack_golden([_golden("The CARA team screens nothing at all.")], {"d": DOC})[1] == ["g1"]
+
+
+def test_the_committed_golden_samples_hold_spans_and_no_passage_text():
+    import json
+
+    ds = dsets.get("space-corpus-golden")
+    rows = [json.loads(x) for x in (dsets.project_root() / ds.spans / dsets.GOLDEN_NAME).read_text().splitlines()]
+    answerable = [r for r in rows if r["answerable"]]
+    assert len(rows) == 98 and len(answerable) == 77
+    assert all(isinstance(r["passage"], dict) and len(r["passage"]["sha256"]) == 64 for r in answerable)
+    assert all(r["passage"] == "" for r in rows if not r["answerable"])
+    assert "data/space_corpus/golden_samples.jsonl" in (dsets.project_root() / ".gitignore").read_text()
+
+
+def test_a_missing_golden_file_a_set_builds_names_the_command(tmp_path):
+    from spacelm.lib.synth.golden import read_golden
+
+    ds = dsets.get("space-corpus-golden")
+    path = dsets.default_dir(ds) / dsets.GOLDEN_NAME
+    assert dsets.file_hint(path) == "`spacelm data fetch space-corpus-golden` builds it"
+    _, problems = read_golden(tmp_path / "golden_samples.jsonl")
+    assert "set corpus.golden_samples" in problems[0]
