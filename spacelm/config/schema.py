@@ -358,6 +358,13 @@ class AnswerConfig:
     # The last two leave out the source, its neighbours and chunks overlapping it, so they can mislead
     # without holding the answer
     wrong_sampling: Literal["random", "hard", "same_document", "bm25"] = "random"
+    # the negative setting's passages, drawn the same ways (None: as `wrong_sampling`). A setting with
+    # no relevant passage measures declining only when its passages cannot answer; "bm25" often fills
+    # it with chunks holding the same fact (the report checks it: findings.negative_premise), "hard"
+    # draws BM25's top chunks of other documents
+    negative_sampling: Literal["random", "hard", "same_document", "bm25"] | None = field(
+        default=None, metadata={"neutral_default": True}
+    )
     pipelines: list[str] = field(default_factory=lambda: ["A", "B", "C"])
     retriever: str = "bm25"  # the system whose ranking feeds pipelines B and C
     retrieve_k: int = 3
@@ -743,6 +750,7 @@ class Config:
             n_wrong_values=tuple(a.n_wrong_values),
             negative_n_wrong=a.negative_n_wrong,
             wrong_sampling=a.wrong_sampling,
+            negative_sampling=a.negative_sampling or a.wrong_sampling,
             pipelines=tuple(a.pipelines),
             retrieve_k=a.retrieve_k,
             citations=a.citations,
@@ -815,10 +823,22 @@ def _dig(obj: Any, dotted: str) -> Any:
     return obj
 
 
+def _default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING
+
+
 def _plain(value: Any) -> Any:
-    """`value` as `dataclasses.asdict` would hold it inside a whole config's dict."""
+    """`value` as `dataclasses.asdict` would hold it inside a whole config's dict, less every field
+    marked `metadata={"neutral_default": True}` that holds its default: a setting added later whose
+    default does what the code did before it, so adding it leaves every committed run's hash as it was."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
+        return {
+            f.name: _plain(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if not (f.metadata.get("neutral_default") and getattr(value, f.name) == _default(f))
+        }
     if isinstance(value, (list, tuple)):
         return type(value)(_plain(v) for v in value)
     if isinstance(value, dict):

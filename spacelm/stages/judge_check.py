@@ -641,6 +641,8 @@ STAGE = Stage(
         "answer.negative_n_wrong",
         "answer.wrong_sampling",
         "answer.citations",
+        # named only when set: a config at the default hashes as before the key existed
+        *(["answer.negative_sampling"] if cfg.answer.negative_sampling else []),
     ],
     reads=lambda cfg: [
         chunks_path(cfg),

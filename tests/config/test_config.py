@@ -106,6 +106,22 @@ def test_section_hash_changes_with_section_only():
     assert a.section_hash("chunking") != c.section_hash("chunking")
 
 
+def test_a_setting_added_at_its_neutral_default_leaves_the_hash_as_before_it():
+    """`answer.negative_sampling` came after runs were made: at its default (None, as
+    `wrong_sampling`) a section hashes as it did without the key; set, it changes the hash."""
+    import dataclasses
+    import hashlib
+    import json
+
+    cfg = from_dict({})
+    before = dataclasses.asdict(cfg.answer)
+    before.pop("negative_sampling")
+    digest = hashlib.sha256(json.dumps({"answer": before}, sort_keys=True).encode()).hexdigest()[:16]
+    assert cfg.section_hash("answer") == digest
+    told = from_dict({"answer": {"negative_sampling": "hard"}})
+    assert told.section_hash("answer") != digest
+
+
 @pytest.mark.parametrize(
     "override,key",
     [

@@ -55,11 +55,12 @@ class AnswerDesign:
     seed: int
     n_wrong_values: tuple[int, ...]  # settings with the relevant passage plus N wrong ones
     negative_n_wrong: int  # the negative setting's wrong passages (0: none)
-    wrong_sampling: str  # "random" or "hard"
+    wrong_sampling: str  # "random", "hard", "same_document" or "bm25" (see `wrong_passages`)
     pipelines: tuple[str, ...]
     retrieve_k: int
     citations: str  # "numbered" or "ids"
     max_tokens: int | None  # the generator's reply length
+    negative_sampling: str = ""  # the negative setting's passages ("": as `wrong_sampling`)
 
 
 def settings(design: AnswerDesign) -> list[dict]:
@@ -366,14 +367,15 @@ def build_items(design: AnswerDesign, questions: list[dict], chunks: list, ranki
 
     bm25 = (
         BM25Retriever(BM25Config()).index([c.chunk_id for c in chunks], [c.text for c in chunks])
-        if design.wrong_sampling in ("hard", "bm25")
+        if {design.wrong_sampling, design.negative_sampling} & {"hard", "bm25"}
         else None
     )
     items = []
     for q in questions:
         for s in settings(design):
             rng = random.Random(f"{design.seed}|{q['qid']}|{s['name']}")
-            wrong = wrong_passages(q, s["n_wrong"], chunks, rng, design.wrong_sampling, bm25)
+            mode = design.wrong_sampling if s["keep_relevant"] else design.negative_sampling or design.wrong_sampling
+            wrong = wrong_passages(q, s["n_wrong"], chunks, rng, mode, bm25)
             ids = ([q["source_chunk_id"]] if s["keep_relevant"] else []) + wrong
             rng.shuffle(ids)
             if not s["keep_relevant"]:

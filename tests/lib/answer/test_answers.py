@@ -102,6 +102,30 @@ def test_contexts_per_setting():
     assert [it["passage_ids"] for it in again] == [it["passage_ids"] for it in items]  # seeded
 
 
+def test_the_negative_setting_draws_its_passages_its_own_way_when_told():
+    """`answer.negative_sampling` draws the no-relevant-passage setting apart from the noise settings
+    (same_document noise, random other-document negatives here); unset, both draw alike."""
+    q = {"qid": "q1", "task": "direct_qa", "question": "?", "source_chunk_id": "a:1", "doc_id": "a"}
+    base = {"n_wrong_values": [0, 2], "negative_n_wrong": 2, "pipelines": [], "wrong_sampling": "same_document"}
+    own = from_dict({"answer": {**base, "negative_sampling": "random"}})
+    chunks = [
+        C(chunk_id=f"{d}:{i}", doc_id=d, text=f"{d} words {i} " * 5, char_start=100 * i)
+        for d in "abc"
+        for i in range(6)
+    ]
+    by = {it["setting"]: it for it in answer.build_items(own.answer_design(), [q], chunks, {})}
+    assert by["2_wrong"]["wrong_ids"] and all(w.startswith("a:") for w in by["2_wrong"]["wrong_ids"])
+    negative = next(it for it in by.values() if it["rubrics"] == ["negative_rejection"])
+    assert negative["wrong_ids"] and not any(w.startswith("a:") for w in negative["wrong_ids"])
+    alike = from_dict({"answer": base})
+    negative = next(
+        it
+        for it in answer.build_items(alike.answer_design(), [q], chunks, {})
+        if it["rubrics"] == ["negative_rejection"]
+    )
+    assert negative["wrong_ids"] and all(w.startswith("a:") for w in negative["wrong_ids"])
+
+
 def test_table2_long_and_wide():
     items = [
         {"pipeline": "table2", "setting": "standard", "rubrics": ["faithfulness"], "scores": {"faithfulness": s}}
