@@ -778,6 +778,8 @@ class Config:
             filter_retriever=self.synth.filter_retriever,
             filter_top_n=self.synth.filter_top_n,
             judge_prompt=self.grading.prompt,
+            wrong_sampling=self.answer.wrong_sampling,
+            negative_sampling=self.answer.negative_sampling or self.answer.wrong_sampling,
         )
 
     def power_plan(self) -> PowerPlan:

@@ -26,6 +26,7 @@ PAPER = {
     "question filter": "source chunk in the BGE-M3 top-50",
     "Table 1 questions": "all kept questions (not stated otherwise)",
     "Table 2 questions": "not stated",
+    "Table 2 wrong passages": "unrelated in-domain passages (3 or 5 added; 5 in the negative setting)",
     "prompts": "Figs. A1-A5 (relevance 0-3; four rubrics 1-5)",
 }
 # what must match for an absolute level to be compared with the paper's
@@ -51,6 +52,17 @@ class RunSetup:
     filter_retriever: str
     filter_top_n: int
     judge_prompt: str
+    wrong_sampling: str = "random"  # answer.wrong_sampling: the noise settings' wrong passages
+    negative_sampling: str = "random"  # the negative setting's (answer.negative_sampling, else as the noise)
+
+
+# how each way of drawing wrong passages reads (answer.wrong_sampling, lib/answer/answers.wrong_passages)
+SAMPLING_WORDS = {
+    "random": "chunks of other documents at random",
+    "hard": "BM25's top chunks of other documents",
+    "same_document": "other chunks of the source's document",
+    "bm25": "BM25's top chunks of any document, less the source and its neighbours",
+}
 
 
 def _has(text: str, *needles: str) -> bool:
@@ -139,6 +151,16 @@ def setup_rows(setup: RunSetup, stages: dict | None = None, sizes: dict | None =
         ),
         ("Table 1 questions", n_of("grade"), "no"),
         ("Table 2 questions", n_of("answer"), "no"),
+        (
+            "Table 2 wrong passages",
+            (
+                f"noise: {SAMPLING_WORDS.get(setup.wrong_sampling, setup.wrong_sampling)}; negative setting: "
+                f"{SAMPLING_WORDS.get(setup.negative_sampling, setup.negative_sampling)}"
+            )
+            if "answer" in stages or "answer" in sizes
+            else "– (no answer stage)",
+            "yes" if setup.wrong_sampling == setup.negative_sampling == "random" else "no",
+        ),
         ("prompts", f"spacelm's own wording of the paper's scales ({setup.judge_prompt}; judge_* rubrics)", "no"),
     ]
     short = {

@@ -41,3 +41,19 @@ def test_a_trained_reranker_says_what_it_was_trained_on_and_what_was_held_out():
     )
     plain = {r["component"]: r for r in setup_rows(cfg.run_setup())}
     assert plain["reranker and its pool"]["this_run"].endswith("of the chunks")
+
+
+def test_the_wrong_passages_row_names_how_each_setting_drew_them_and_matches_only_the_papers():
+    """The paper added unrelated in-domain passages: a run matches it when both the noise settings
+    and the negative setting draw other documents' chunks at random; a run with no answer stage says so."""
+    rows = {r["component"]: r for r in setup_rows(from_dict({}).run_setup(), sizes={"answer": (5, 5)})}
+    assert rows["Table 2 wrong passages"]["match"] == "yes"
+    split = from_dict({"answer": {"wrong_sampling": "bm25", "negative_sampling": "random"}}).run_setup()
+    assert (split.wrong_sampling, split.negative_sampling) == ("bm25", "random")
+    row = {r["component"]: r for r in setup_rows(split, sizes={"answer": (5, 5)})}["Table 2 wrong passages"]
+    assert row["match"] == "no" and row["this_run"].startswith("noise: BM25's top chunks of any document")
+    assert row["this_run"].endswith("negative setting: chunks of other documents at random")
+    alike = from_dict({"answer": {"wrong_sampling": "hard"}}).run_setup()
+    assert alike.negative_sampling == "hard"
+    none = {r["component"]: r for r in setup_rows(split)}["Table 2 wrong passages"]
+    assert none["this_run"] == "– (no answer stage)"
