@@ -75,9 +75,8 @@ def pack_golden_file(path: Path, texts: dict[str, str], out: Path) -> int:
         return 1
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / GOLDEN_NAME, packed)
-    print(
-        f"{sum(isinstance(r.get('passage'), dict) for r in packed)} passages of {len(rows)} samples packed into {out / GOLDEN_NAME}"
-    )
+    spans = sum(isinstance(r.get("passage"), dict) for r in packed)
+    print(f"{spans} passages of {len(rows)} samples packed into {out / GOLDEN_NAME}")
     print(f"sha256 of the rebuilt {GOLDEN_NAME}: {hashlib.sha256(path.read_bytes()).hexdigest()}")
     return 0
 
