@@ -29,6 +29,10 @@ for trained in $(grep -o 'trained:[A-Za-z0-9._-]*' "$here/$config" | cut -d: -f2
   fi
 done
 cd "$dest"
+# the real corpus's golden samples are committed as spans: built from the corpus beside the clone
+if grep -q 'golden_samples: data/space_corpus/golden_samples.jsonl' "$config"; then
+  .venv/bin/spacelm data fetch space-corpus-golden
+fi
 echo "cold run of $config in $dest at $(git rev-parse --short HEAD), started $(date -u +%FT%TZ)"
 .venv/bin/spacelm run --config "$config"
 echo "done $(date -u +%FT%TZ). Bring back the tracked outputs:"
