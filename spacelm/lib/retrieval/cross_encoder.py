@@ -497,15 +497,12 @@ def train_cross_encoder(
         raise ValueError("no training query has both a positive and a negative: nothing to train the cross-encoder on")
     torch.manual_seed(seed)
     ce = SegmentCosineCrossEncoder.from_encoder(base_model_path, settings.max_length).to(device)
-    ce.add_head(settings.head)
     model = ce.model
     no_decay = ("bias", "LayerNorm.weight", "LayerNorm.bias")
     groups = [
         {"params": [p for n, p in model.named_parameters() if not n.endswith(no_decay)], "weight_decay": 0.01},
         {"params": [p for n, p in model.named_parameters() if n.endswith(no_decay)], "weight_decay": 0.0},
     ]
-    if ce.head is not None:
-        groups.append({"params": list(ce.head.parameters()), "weight_decay": 0.0, "lr": settings.head_learning_rate})
     opt = torch.optim.AdamW(groups, lr=settings.learning_rate)
     warmup = int(settings.warmup_share * len(batches))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _lr_factor(s, warmup, len(batches)))
@@ -530,8 +527,6 @@ def train_cross_encoder(
         loss = listwise_loss(logits, labels, [len(g) for g in batch])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        if ce.head is not None:  # clipped apart: the head's gradient does not shrink the encoder's step
-            torch.nn.utils.clip_grad_norm_(ce.head.parameters(), 1.0)
         opt.step()
         sched.step()
         opt.zero_grad()
@@ -542,8 +537,6 @@ def train_cross_encoder(
     if bar is not None:
         bar.close()
     model.eval()
-    if ce.head is not None:
-        ce.head.eval()
     weight, curve, groups = (float(settings.bm25_weight) if settings.bm25_weight != "fit" else 0.0), (), []
     if settings.bm25_weight == "fit" and dev:
         groups = pool_groups(ce, dev, dev_corpora or {}, bm25 or BM25Config(), settings.negative_depth)

@@ -11,8 +11,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 HEAD_FILE = "spacelm_head.json"  # marks a folder holding a segment-cosine cross-encoder (this module's)
-HEAD_WEIGHTS = "relevance_head.safetensors"  # the relevance head's weights, when the model has one
-HEADS = ("none", "cls-linear")
 
 
 class SegmentCosineCrossEncoder:
@@ -30,11 +28,8 @@ class SegmentCosineCrossEncoder:
 
     kind = "segment-cosine"
 
-    def __init__(self, model, tokenizer, max_length: int, scale: float = 20.0, bm25_weight: float = 0.0, head=None):
+    def __init__(self, model, tokenizer, max_length: int, scale: float = 20.0, bm25_weight: float = 0.0):
         self.model, self.tokenizer, self.max_length, self.scale = model, tokenizer, max_length, scale
-        # a relevance head over the joint encoding (a linear layer reading the first token's final
-        # state, which attends to query and passage), added to the cosine; None: the cosine alone
-        self.head = head
         # the first-stage BM25 score's weight when reranking (fitted on training data, 0: none); see
         # `rerankers.mix_scores`
         self.bm25_weight = bm25_weight
@@ -46,24 +41,6 @@ class SegmentCosineCrossEncoder:
 
         return cls(AutoModel.from_pretrained(path), AutoTokenizer.from_pretrained(path), max_length, scale)
 
-    def add_head(self, kind: str) -> SegmentCosineCrossEncoder:
-        """Give the model a relevance head of `kind` ("cls-linear"; "none" adds nothing), its weights
-        zero so the first score is the cosine's: training then learns what the cosine misses."""
-        import torch
-
-        if kind not in HEADS:
-            raise ValueError(f"relevance head {kind!r}: use one of {', '.join(HEADS)}")
-        if kind == "cls-linear":
-            self.head = torch.nn.Linear(self.model.config.hidden_size, 1)
-            torch.nn.init.zeros_(self.head.weight)
-            torch.nn.init.zeros_(self.head.bias)
-            self.head.to(self.device)
-        return self
-
-    @property
-    def head_kind(self) -> str:
-        return "none" if self.head is None else "cls-linear"
-
     @classmethod
     def load(cls, folder: str | Path, device: str = "cpu") -> SegmentCosineCrossEncoder:
         """A folder :meth:`save` wrote, its weights on `device`."""
@@ -72,11 +49,6 @@ class SegmentCosineCrossEncoder:
             raise ValueError(f"{Path(folder) / HEAD_FILE}: score {head.get('score')!r}, expected {cls.kind!r}")
         model = cls.from_encoder(str(folder), int(head["max_length"]), float(head["scale"]))
         model.bm25_weight = float(head.get("bm25_weight") or 0.0)
-        if head.get("head", "none") != "none":
-            from safetensors.torch import load_file
-
-            model.add_head(head["head"])
-            model.head.load_state_dict(load_file(str(Path(folder) / HEAD_WEIGHTS)))
         model.to(device)
         model.model.eval()
         return model
@@ -84,8 +56,6 @@ class SegmentCosineCrossEncoder:
     def to(self, device: str) -> SegmentCosineCrossEncoder:
         """Move the weights to `device` ("cpu" or "cuda"); inputs follow them."""
         self.model.to(device)
-        if self.head is not None:
-            self.head.to(device)
         return self
 
     @property
@@ -102,13 +72,7 @@ class SegmentCosineCrossEncoder:
             "max_length": self.max_length,
             "pooling": "mean per segment",
             "bm25_weight": self.bm25_weight,
-            "head": self.head_kind,
         }
-        if self.head is not None:
-            from safetensors.torch import save_file
-
-            weights = {k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()}
-            save_file(weights, str(Path(folder) / HEAD_WEIGHTS))
         (Path(folder) / HEAD_FILE).write_text(json.dumps(head, indent=2) + "\n", encoding="utf-8")
 
     def features(self, queries: Sequence[str], passages: Sequence[str]) -> dict:
@@ -146,18 +110,13 @@ class SegmentCosineCrossEncoder:
         f = {k: v.to(self.device) for k, v in self.features(queries, passages).items()}
         segment = f.pop("segment")
         states = self.model(**f, token_type_ids=torch.zeros_like(segment)).last_hidden_state
-        score = self.score_states(states, f["attention_mask"], segment)
-        if self.head is not None:
-            score = score + self.head(states[:, 0]).squeeze(-1)
-        return score
+        return self.score_states(states, f["attention_mask"], segment)
 
     def predict(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, show_progress_bar: bool = False):
         import numpy as np
         import torch
 
         self.model.eval()
-        if self.head is not None:
-            self.head.eval()
         out = []
         with torch.inference_mode():
             for i in range(0, len(pairs), batch_size):

@@ -64,10 +64,6 @@ class RerankerTraining:
     # back from training (their positive's nDCG@10 among its negatives), or a number in [0, 1]
     bm25_weight: Literal["fit"] | float = "fit"
     dev_share: float = 0.15
-    # a relevance head over the joint encoding added to the segment cosine ("cls-linear": a linear
-    # layer on the first token's final state, started at zero), trained at `head_learning_rate`
-    head: Literal["none", "cls-linear"] = field(default="none", metadata={"neutral_default": True})
-    head_learning_rate: float = field(default=1e-3, metadata={"neutral_default": True})
 
     def problems(self) -> list[tuple[str, str]]:
         """(key under `retrieval.reranker.train`, what is wrong and the fix) for every bad value."""
