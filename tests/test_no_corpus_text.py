@@ -51,3 +51,28 @@ def test_committed_drill_down_pages_hold_no_passage_of_the_real_corpus():
     assert pages
     found = {f: n for f in pages if (n := len(_windows((ROOT / f).read_text(encoding="utf-8")) & shingles)) > 1}
     assert not found, f"passage text of the real corpus in committed pages: {found}"
+
+
+GOLDEN_BUILT = ROOT / "data" / "space_corpus" / "golden_samples.jsonl"  # rebuilt from the corpus, not committed
+
+
+@pytest.mark.skipif(
+    not (SAMPLE.is_file() and GOLDEN_BUILT.is_file()),
+    reason="needs ../shared/judge/space-corpus and `spacelm data fetch space-corpus-golden`",
+)
+def test_the_real_corpus_files_the_project_commits_hold_no_passage_of_it():
+    """data/space_corpus/ commits the golden samples and the in-domain labels as spans: none of
+    their files copies more than 20 words in a row of a golden or a labelled passage (a reference
+    answer may quote a phrase of its passage: one quotes 15 words), and the built file is not tracked."""
+    rows = [json.loads(x) for x in GOLDEN_BUILT.read_text(encoding="utf-8").splitlines() if x.strip()]
+    passages = [r["passage"] for r in rows if r.get("passage")]
+    passages += [json.loads(x)["text"] for x in SAMPLE.read_text(encoding="utf-8").splitlines() if x.strip()]
+    assert len(passages) > 400
+    runs = set().union(*(_windows(p, n=21) for p in passages))
+    files = subprocess.run(
+        ["git", "ls-files", "data/space_corpus"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert files and "data/space_corpus/golden_samples.jsonl" not in files
+    found = {f: n for f in files if (n := len(_windows((ROOT / f).read_text(encoding="utf-8"), n=21) & runs))}
+    assert not found, f"passage text of the real corpus in committed files: {found}"
+    assert _windows(GOLDEN_BUILT.read_text(encoding="utf-8"), n=21) & runs  # the check sees a copied passage
