@@ -192,10 +192,14 @@ def _golden(cfg: Config, rep: CheckReport) -> list | None:
 
     path = golden_path(cfg)
     samples, problems = read_golden(path, min_per_task=cfg.synth.n_fewshot, tasks=tuple(cfg.synth.tasks))
+    if not path.is_file():
+        from .lib.datasets import file_hint
+
+        hint = file_hint(path)  # a set the project builds there (the real corpus's golden samples)
+        rep.error(f"{path}: golden samples file not found ({hint})" if hint else problems[0])
+        return None
     for p in problems:
         rep.error(p)
-    if not path.is_file():
-        return None
     answerable = sum(s.answerable for s in samples)
     rep.summary.append(
         f"golden {cfg.corpus.golden_samples}: {len(samples)} samples ({answerable} answerable, "

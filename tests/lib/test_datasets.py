@@ -213,11 +213,20 @@ def test_the_committed_golden_samples_hold_spans_and_no_passage_text():
     assert "data/space_corpus/golden_samples.jsonl" in (dsets.project_root() / ".gitignore").read_text()
 
 
-def test_a_missing_golden_file_a_set_builds_names_the_command(tmp_path):
-    from spacelm.lib.synth.golden import read_golden
+def test_a_missing_golden_file_a_set_builds_names_the_command(tmp_path, monkeypatch):
+    """`spacelm check` names the fetch that builds a missing file of a registered set, and the
+    config key for any other missing golden file."""
+    from spacelm.check import CheckReport, _golden
+    from spacelm.config import from_dict
 
-    ds = dsets.get("space-corpus-golden")
-    path = dsets.default_dir(ds) / dsets.GOLDEN_NAME
+    monkeypatch.setattr(dsets, "project_root", lambda: tmp_path)  # a clone where nothing is built yet
+    path = dsets.default_dir(dsets.get("space-corpus-golden")) / dsets.GOLDEN_NAME
     assert dsets.file_hint(path) == "`spacelm data fetch space-corpus-golden` builds it"
-    _, problems = read_golden(tmp_path / "golden_samples.jsonl")
-    assert "set corpus.golden_samples" in problems[0]
+    assert dsets.file_hint(tmp_path / "golden_samples.jsonl") is None
+    for golden, says in (
+        (path, "`spacelm data fetch space-corpus-golden`"),
+        (tmp_path / "g.jsonl", "corpus.golden_samples"),
+    ):
+        rep = CheckReport()
+        assert _golden(from_dict({"corpus": {"golden_samples": str(golden)}}), rep) is None
+        assert len(rep.errors) == 1 and says in rep.errors[0].text

@@ -80,10 +80,7 @@ def read_golden(path: Path, min_per_task: int = 0, tasks: tuple = TASKS) -> tupl
     and fix, and left out; then the per-task count (`spacelm check` shows them all at once)."""
     path = Path(path)
     if not path.is_file():
-        from ..datasets import file_hint
-
-        hint = file_hint(path) or "set corpus.golden_samples in the config"
-        return [], [f"{path}: golden samples file not found ({hint})"]
+        return [], [f"{path}: golden samples file not found (set corpus.golden_samples in the config)"]
     samples: list[GoldenSample] = []
     problems: list[str] = []
     seen: dict[str, int] = {}
