@@ -103,19 +103,27 @@ def _locate(text: str, labelled: str) -> tuple[int, int] | None:
     return (i, i + blocks[-1].a + blocks[-1].size) if blocks else None
 
 
+def _span(doc: str | None, text: str) -> dict | None:
+    """Where `text` lies in `doc` as a span record (`at`, `edits`, `sha256`), or None when it cannot
+    be rebuilt from it exactly."""
+    where = _locate(doc, text) if doc is not None else None
+    edits = _edits(doc[where[0] : where[1]], text) if where else None
+    if edits is None or _apply(doc[where[0] : where[1]], edits) != text:
+        return None
+    return {"at": list(where), "edits": edits, "sha256": _sha(text)}
+
+
 def pack_spans(passages: list[dict], texts: dict[str, str]) -> tuple[list[dict], list[str]]:
     """Span records of labelled `passages` (rows with `_id`, `text`, `doc_id`, `char_start`,
     `char_end`) against `texts` ({doc_id: text of the project's ingest}): one record per passage
     whose text is rebuilt exactly, and the ids of those that cannot be (no text committed for them)."""
     out, left = [], []
     for p in passages:
-        doc = texts.get(p["doc_id"])
-        where = _locate(doc, p["text"]) if doc is not None else None
-        edits = _edits(doc[where[0] : where[1]], p["text"]) if where else None
-        if edits is None or _apply(doc[where[0] : where[1]], edits) != p["text"]:
+        span = _span(texts.get(p["doc_id"]), p["text"])
+        if span is None:
             left.append(p["_id"])
             continue
-        out.append({**{k: p[k] for k in SPAN_FIELDS}, "at": list(where), "edits": edits, "sha256": _sha(p["text"])})
+        out.append({**{k: p[k] for k in SPAN_FIELDS}, **span})
     return out, left
 
 
@@ -140,20 +148,18 @@ def rebuild_passages(spans: list[dict], texts: dict[str, str]) -> tuple[list[dic
 def pack_golden(rows: list[dict], texts: dict[str, str]) -> tuple[list[dict], list[str]]:
     """Golden-sample rows (`id`, `doc_id`, `passage`, ...) with each passage replaced by its span
     record (`at`, `edits`, `sha256`: where it lies in the document's text of `texts`), every other key
-    kept in its place; and the ids whose passage cannot be rebuilt exactly (a row with no passage or
-    no document, an unanswerable sample, keeps what it has)."""
+    kept in its place; and the ids whose passage cannot be rebuilt exactly (a row with no passage, an
+    unanswerable sample, keeps what it has)."""
     out, left = [], []
     for r in rows:
-        doc, passage = texts.get(r.get("doc_id")), r.get("passage")
-        if not passage:
+        if not r.get("passage"):
             out.append(dict(r))
             continue
-        where = _locate(doc, passage) if doc is not None else None
-        edits = _edits(doc[where[0] : where[1]], passage) if where else None
-        if edits is None or _apply(doc[where[0] : where[1]], edits) != passage:
+        span = _span(texts.get(r.get("doc_id")), r["passage"])
+        if span is None:
             left.append(str(r.get("id")))
             continue
-        out.append({**r, "passage": {"at": list(where), "edits": edits, "sha256": _sha(passage)}})
+        out.append({**r, "passage": span})
     return out, left
 
 
