@@ -396,6 +396,11 @@ class AnswerConfig:
     reference_answers: bool = True
     gate: GateConfig = field(default_factory=GateConfig)
 
+    @property
+    def negative_draw(self) -> str:
+        """How the negative setting draws its passages: `negative_sampling`, else as the noise."""
+        return self.negative_sampling or self.wrong_sampling
+
     def judges(self) -> tuple[str, ...]:
         """The judges this section calls: the four 1-5 rubrics always, the yes/no judges, the
         claim judge and the refusal judge when switched on. judge-check's controls check these."""
@@ -750,7 +755,7 @@ class Config:
             n_wrong_values=tuple(a.n_wrong_values),
             negative_n_wrong=a.negative_n_wrong,
             wrong_sampling=a.wrong_sampling,
-            negative_sampling=a.negative_sampling or a.wrong_sampling,
+            negative_sampling=a.negative_draw,
             pipelines=tuple(a.pipelines),
             retrieve_k=a.retrieve_k,
             citations=a.citations,
@@ -779,7 +784,7 @@ class Config:
             filter_top_n=self.synth.filter_top_n,
             judge_prompt=self.grading.prompt,
             wrong_sampling=self.answer.wrong_sampling,
-            negative_sampling=self.answer.negative_sampling or self.answer.wrong_sampling,
+            negative_sampling=self.answer.negative_draw,
         )
 
     def power_plan(self) -> PowerPlan:
