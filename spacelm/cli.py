@@ -6,7 +6,7 @@
     spacelm plan     --config configs/paper.yaml [--json] [--use-outputs] [--tokenizer PATH]
     spacelm ingest | chunk | synth | retrieve | judge-check | grade | answer  --config ... [--force]
     spacelm report   --config ... [--recompute] [--wait]
-    spacelm label    export --config ... --what pairs|questions|answers --batches N --out DIR
+    spacelm label    export --config ... --what pairs|negative|questions|answers --batches N --out DIR
                      | import --config ... --from DIR --assessor NAME | serve --from DIR --batch NAME
     spacelm models   list | path NAME | verify [NAME] | export-hf NAME
     spacelm cache    stats | clear [--model NAME | --embeddings]
@@ -791,7 +791,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--run", metavar="FOLDER", help="the run folder, e.g. results/quick (default: the config's own run's)"
     )
-    p.add_argument("--what", choices=["pairs", "questions", "answers"], default="pairs", help="export: what to label")
+    p.add_argument(
+        "--what",
+        choices=["pairs", "negative", "questions", "answers"],
+        default="pairs",
+        help="export: what to label (negative: the passages of Table 2's negative setting, graded as pairs)",
+    )
     p.add_argument("--batches", type=int, default=1, help="export: how many batches (100-150 items each)")
     p.add_argument("--out", metavar="DIR", help="export: a new folder for the batches, brief and key")
     p.add_argument(

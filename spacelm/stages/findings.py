@@ -158,17 +158,12 @@ def table2_tests(cfg: Config) -> tuple:
 
 
 def negative_premise(cfg: Config) -> dict | None:
-    """Whether the negative setting's passages held no answer, by the assessor's verdict on each
-    answer there (answers.jsonl with the label store's `correct`); None without such labels."""
-    from ..lib.answer.answers import RUBRIC_NEGATIVE
-    from ..lib.io import read_jsonl
+    """Whether the negative setting's passages held no answer, by the assessor's grade of each
+    passage its answers read (stages.labels.negative_passage_grades); None without that setting."""
     from ..lib.report.findings import negative_premise as premise
-    from .labels import answer_label_items
+    from .labels import negative_passage_grades
 
-    p = cfg.run_dir / names.ANSWERS
-    # the negative setting's answers: the only Table 2 items scored on negative rejection
-    negative = [it for it in (read_jsonl(p) if p.is_file() else []) if RUBRIC_NEGATIVE in (it.get("rubrics") or [])]
-    return premise([it.get("label_correct") for it in answer_label_items(cfg, negative)])
+    return premise(negative_passage_grades(cfg))
 
 
 def assessor_gaps(cfg: Config) -> dict:

@@ -114,6 +114,61 @@ def table1_pairs(cfg: Config, chunks: dict) -> list[dict]:
     return out
 
 
+def negative_answers(cfg: Config) -> list[dict]:
+    """The answers of the run's negative setting: those scored on negative rejection, whose
+    passages were drawn to hold no answer."""
+    from ..lib.answer.answers import RUBRIC_NEGATIVE
+
+    p = cfg.run_dir / names.ANSWERS
+    return [a for a in (read_jsonl(p) if p.is_file() else []) if RUBRIC_NEGATIVE in (a.get("rubrics") or [])]
+
+
+def negative_pairs(cfg: Config, chunks: dict) -> list[dict]:
+    """Every distinct (question, passage) pair the negative setting's answers read, as
+    `table1_pairs` writes pairs: graded 0-3 by the assessor, they show whether the passages drawn to
+    hold no answer held one (stages.findings.negative_premise)."""
+    answers = negative_answers(cfg)
+    if not answers:
+        raise InputError(
+            f"{cfg.run_dir / names.ANSWERS}: no answer of the negative setting (answer.negative_n_wrong > 0 and "
+            f"the answer stage run); run `spacelm answer --config {cfg.source or '...'}` first"
+        )
+    seen, out = set(), []
+    for a in answers:
+        for cid in a.get("passage_ids") or []:
+            if (a["qid"], cid) in seen or cid not in chunks or not a.get("question"):
+                continue
+            seen.add((a["qid"], cid))
+            out.append(
+                {
+                    "qid": a["qid"],
+                    "chunk_id": cid,
+                    "question_set": "negative",
+                    "question": a["question"],
+                    "passage": chunks[cid].text,
+                    "question_sha": text_sha(a["question"]),
+                    **Span.of_chunk(chunks[cid]).fields(),
+                }
+            )
+    return out
+
+
+def negative_passage_grades(cfg: Config) -> list[list[int | None]]:
+    """Per answer of the negative setting, the assessor's grade of each passage it read (None: a
+    hole); [] when the run has no such answer."""
+    answers = negative_answers(cfg)
+    if not answers:
+        return []
+    chunks = _chunks(cfg)
+    pairs = [(a["qid"], c) for a in answers for c in a.get("passage_ids") or []]
+    got = store(cfg).relevance_grades(
+        pairs,
+        {a["qid"]: a.get("question", "") for a in answers},
+        {c: Span.of_chunk(chunks[c]) for _, c in pairs if c in chunks},
+    )
+    return [[got[(a["qid"], c)] for c in a.get("passage_ids") or []] for a in answers]
+
+
 def screening_items(cfg: Config, chunks: dict) -> list[dict]:
     """Each answerable written question with the passage it was written from: those synth kept, and
     those its content checks dropped (`SCREENED_DROPS`), so the checks are measured against the
@@ -308,7 +363,7 @@ def export(
     writes them (qid, chunk_id, question, passage, question_sha and the chunk's span), e.g. the
     holes of a bench's ranked lists (bench/reranker_eval.py)."""
     if what not in lb.WHAT:
-        raise InputError(f"--what {what!r}: use pairs, questions or answers")
+        raise InputError(f"--what {what!r}: use {', '.join(lb.WHAT)}")
     kind = lb.WHAT[what]
     out_dir = Path(out_dir)
     if (out_dir / "key.jsonl").exists():
@@ -318,6 +373,8 @@ def export(
     if pairs is not None and kind != RELEVANCE:
         raise ValueError("export: explicit pairs are relevance items")
     chunks = _chunks(cfg)
+    if what == "negative" and pairs is None:
+        pairs = negative_pairs(cfg, chunks)
     st = store(cfg)
     if kind == RELEVANCE:
         have = st.labels(RELEVANCE)
@@ -335,7 +392,11 @@ def export(
         ]
         calibration = answer_controls(cfg, chunks)
     if not items:
-        raise InputError(f"run '{cfg.run_name}' has no unlabelled {what}: every item is in the label store already")
+        what_of = {"negative": "passages of the negative setting"}
+        raise InputError(
+            f"run '{cfg.run_name}' has no unlabelled {what_of.get(what, what)}: "
+            "every item is in the label store already"
+        )
     ex = lb.blind_batches(kind, items, calibration, n_batches, cfg.seed, cfg.labels.repeat_share)
     brief = brief_text(kind)
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")

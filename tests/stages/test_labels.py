@@ -334,6 +334,42 @@ def test_export_of_a_callers_pairs_batches_those_not_yet_labelled_and_only_them(
         export(run, "questions", 1, tmp_path / "c", pairs=pairs)
 
 
+def test_the_negative_settings_passages_are_graded_as_pairs_and_read_as_its_premise(run, tmp_path):
+    """`label export --what negative`: the passages the negative setting's answers read, graded 0-3
+    like Table 1's pairs; the premise is read from those grades (a passage graded 2 or more holds
+    the answer), never from whether the answer was right; a hole leaves it unshown."""
+    from spacelm.lib import names
+    from spacelm.lib.io import write_jsonl
+    from spacelm.stages.findings import negative_premise
+    from spacelm.stages.labels import export, import_labels
+
+    assert negative_premise(run) is None  # no answers: no negative setting
+    answers = []
+    for i, q in enumerate(QUESTIONS):
+        for setting, rubrics, ids in (
+            ("standard", ["faithfulness"], [f"c{i}"]),  # not the negative setting: never exported
+            ("5_wrong_only", ["negative_rejection"], ["c6", "c7"] if i < 5 else ["c5", "c6"]),
+        ):
+            answers.append(
+                {"qid": q, "question": f"question {q}?", "setting": setting, "rubrics": rubrics, "passage_ids": ids}
+            )
+    write_jsonl(run.run_dir / names.ANSWERS, answers)
+    got = negative_premise(run)
+    assert (got["n"], got["holes"], got["state"], got["holds"]) == (6, 6, "unlabelled", False)
+    out = tmp_path / "negative"
+    meta = export(run, "negative", 1, out)
+    items = [r for r in read_jsonl(out / "key.jsonl") if r["role"] == "item"]
+    assert meta["items"] == 12 and {(r["qid"], r["chunk_id"]) for r in items} >= {("q5", "c5"), ("q0", "c7")}
+    assert all(r["question_set"] == "negative" for r in items)
+    answer_all(out, truthful)  # q5's own chunk c5 is graded 3: that question's passages held its answer
+    import_labels(run, out, "tester")
+    got = negative_premise(run)
+    assert (got["n"], got["answering"], got["holes"]) == (6, 1, 0)
+    assert got["state"] == "too few" and got["ci"][0] < 1 / 6 < got["ci"][1]
+    with pytest.raises(InputError, match="no unlabelled passages of the negative setting"):
+        export(run, "negative", 1, tmp_path / "again")
+
+
 def screen_questions(run, tmp_path, verdict: dict) -> dict:
     """Synth kept q0-q4 and dropped q5 with its premise check; an assessor screens every question
     (`verdict` {qid: screen}, else answerable), golden questions calibrating it; the labels imported.

@@ -30,7 +30,9 @@ from ..io import InputError, decode_text
 from .store import ANSWER_RUBRICS, ANSWERS, CORRECT, RELEVANCE, SCREENING, SCREENS
 
 PREFIX = {RELEVANCE: "p", SCREENING: "q", ANSWERS: "a"}
-WHAT = {"pairs": RELEVANCE, "questions": SCREENING, "answers": ANSWERS}
+# "negative": the negative setting's (question, passage) pairs of a Table 2 run, graded as Table 1's pairs
+# are: whether its passages hold the answer they were drawn not to hold
+WHAT = {"pairs": RELEVANCE, "negative": RELEVANCE, "questions": SCREENING, "answers": ANSWERS}
 BRIEF = {RELEVANCE: "brief_pairs.md", SCREENING: "brief_questions.md", ANSWERS: "brief_answers.md"}
 # what the assessor reads of an item, by kind (everything else stays in the key file)
 SHOWN = {

@@ -878,48 +878,67 @@ def five_wrong_missing(n_wrong_values: Sequence[int] | None = None, negative_n_w
 
 
 # the negative setting is read as a test of declining only while its passages hold no answer: the
-# 95% upper bound of the share of its answers the assessor judged right (correct or partly
-# correct against the reference answer) at most this
+# 95% upper bound of the share of its questions with a passage the assessor graded as holding some
+# of the answer (ANSWERING or more on the 0-3 scale) at most this
 PREMISE_LIMIT = 0.2
+ANSWERING = 2
 
 
-def negative_premise(correct: Sequence[str | None]) -> dict | None:
-    """Whether the negative setting's passages held no answer, read from the assessor's verdict on
-    each of its answers (`correct`: "yes", "partly", "no"; None for an answer without a label):
-    {n, right, share, ci, holds, state}, `state` "holds" (the upper bound at most the limit), "held
-    answers" (the share itself above it) or "too few" (neither shown); None when no answer there has
-    a label."""
+def negative_premise(grades: Sequence[Sequence[int | None]]) -> dict | None:
+    """Whether the negative setting's passages held no answer, read from the assessor's 0-3 grade
+    of each passage each of its questions read (`grades`: one list per answer, None for a pair
+    without a label): {n, answering, holes, share, ci, holds, state}. `state`: "holds" (the upper
+    bound at most the limit), "held answers" (the share itself above it), "too few" (neither
+    shown), "holes" (a passage without a label: the premise is not shown) or "unlabelled" (no
+    passage has a label). None when the run has no negative setting. An answer right from what
+    the writer already knew does not count against the setting: only its passages do."""
     from ..stats import wilson_ci
 
-    judged = [c for c in correct if c in ("yes", "partly", "no")]
-    if not judged:
+    if not grades:
         return None
-    right = sum(c != "no" for c in judged)
-    low, high = wilson_ci(right, len(judged))
-    return {
-        "n": len(judged),
-        "right": right,
-        "share": round(right / len(judged), 4),
-        "ci": [round(low, 4), round(high, 4)],
-        "holds": high <= PREMISE_LIMIT,
-        "state": "holds"
-        if high <= PREMISE_LIMIT
+    holes = sum(any(g is None for g in gs) for gs in grades)
+    answering = sum(any(g is not None and g >= ANSWERING for g in gs) for gs in grades)
+    n = len(grades)
+    low, high = wilson_ci(answering, n)
+    state = (
+        "unlabelled"
+        if holes == n and not answering
         else "held answers"
-        if right / len(judged) > PREMISE_LIMIT
-        else "too few",
+        if answering / n > PREMISE_LIMIT
+        else "holes"
+        if holes
+        else "holds"
+        if high <= PREMISE_LIMIT
+        else "too few"
+    )
+    return {
+        "n": n,
+        "answering": answering,
+        "holes": holes,
+        "share": round(answering / n, 4),
+        "ci": [round(low, 4), round(high, 4)],
+        "holds": state == "holds",
+        "state": state,
     }
 
 
 def premise_failed(premise: dict) -> str:
     """The reason a negative-rejection level is not read when its setting is not shown to hold no answer."""
     lo, hi = premise["ci"]
+    if premise["state"] in ("unlabelled", "holes"):
+        return (
+            f"the negative setting's passages are not all graded ({premise['holes']} of its {premise['n']} questions "
+            "read a passage without the assessor's label), so it is not shown that they held no answer; "
+            "`spacelm label export --what negative` writes them as a batch"
+        )
     counted = (
-        f"the assessor judged {premise['right']} of its {premise['n']} answers correct or partly correct "
-        f"({premise['share']:.0%} [{lo:.0%}, {hi:.0%}]; read only at most {PREMISE_LIMIT:.0%} at the upper bound)"
+        f"the assessor graded a passage of {premise['answering']} of its {premise['n']} questions as holding "
+        f"the answer ({premise['share']:.0%} [{lo:.0%}, {hi:.0%}]; read only at most {PREMISE_LIMIT:.0%} at the "
+        "upper bound)"
     )
-    if premise.get("state") == "held answers":
+    if premise["state"] == "held answers":
         return f"the negative setting held answers: {counted}, so its score does not measure declining"
-    return f"too few labelled answers to show the negative setting held no answer: {counted}"
+    return f"too few graded questions to show the negative setting held no answer: {counted}"
 
 
 def negative_rejection_finding(long: list[dict], missing: str | None = None, premise: dict | None = None) -> dict:

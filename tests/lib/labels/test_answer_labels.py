@@ -45,33 +45,3 @@ def test_answer_labels_replace_the_judges_scores_and_judges_are_measured(tiny_co
     # the judge says 5 on the three labelled answers, the labels 3, 4, 3: bias +5/3
     assert m["n"] == 3 and m["judge_mean"] == 5.0 and m["bias"] == pytest.approx(5 / 3, abs=1e-3)
     assert json.dumps(m)  # plain numbers
-
-
-def test_the_negative_premise_reads_the_negative_settings_answers_only(tiny_config):
-    """stages.findings.negative_premise: the assessor's `correct` on the answers scored on negative
-    rejection (the negative setting), not on the settings that keep the relevant passage."""
-    from spacelm.lib import names
-    from spacelm.lib.io import write_jsonl
-    from spacelm.lib.labels.store import LabelStore, text_sha
-    from spacelm.stages.findings import negative_premise
-
-    cfg = tiny_config
-    assert negative_premise(cfg) is None  # no answers yet
-    items, rows = [], []
-    for i in range(6):
-        for setting, rubrics, correct in (
-            ("standard", ["faithfulness"], "yes"),
-            ("5_wrong_only", ["negative_rejection"], "yes" if i < 2 else "no"),
-        ):
-            items.append({"qid": f"q{i}", "question": f"Q{i}?", "setting": setting, "answer": f"A{i}{setting}"})
-            items[-1] |= {"pipeline": "table2", "rubrics": rubrics}
-            rows.append(
-                {"question_sha": text_sha(f"Q{i}?"), "setting": setting, "answer_sha": text_sha(f"A{i}{setting}")}
-            )
-            rows[-1] |= {"scores": {rubrics[0]: 5}, "correct": correct, "batch": "b", "key": f"a{i}{setting}"}
-    cfg.run_dir.mkdir(parents=True, exist_ok=True)
-    write_jsonl(cfg.run_dir / names.ANSWERS, items)
-    assert negative_premise(cfg) is None  # answers, but no labels
-    LabelStore(cfg.labels_dir).add("answers", rows)
-    got = negative_premise(cfg)
-    assert (got["n"], got["right"], got["holds"]) == (6, 2, False)

@@ -723,19 +723,27 @@ def test_equivalence_power_by_hand():
 
 
 def test_the_negative_setting_is_read_only_while_its_passages_held_no_answer():
-    """The assessor's verdict on each negative-setting answer: right answers there mean its passages
-    held the answer, and its negative-rejection level is then *not tested*, whatever the level."""
-    assert F.negative_premise([None, None]) is None
-    fine = F.negative_premise(["no"] * 25 + [None])
-    assert fine["n"] == 25 and fine["right"] == 0 and fine["holds"] and fine["ci"][1] <= F.PREMISE_LIMIT
-    held = F.negative_premise(["yes"] * 6 + ["partly"] * 8 + ["no"] * 12)
-    assert (held["n"], held["right"], held["holds"], held["state"]) == (26, 14, False, "held answers")
+    """The assessor's 0-3 grade of each passage each negative-setting question read: a question
+    with a passage graded 2 or more held its answer, and the negative-rejection level is then *not
+    tested*, whatever the level; a passage without a label leaves the premise unshown."""
+    assert F.negative_premise([]) is None
+    fine = F.negative_premise([[0, 1, 0, 0, 1]] * 25)
+    assert (fine["n"], fine["answering"], fine["holds"]) == (25, 0, True) and fine["ci"][1] <= F.PREMISE_LIMIT
+    held = F.negative_premise([[0, 2, 0]] * 6 + [[3, 0, 0]] * 8 + [[1, 1, 0]] * 12)
+    assert (held["n"], held["answering"], held["holds"], held["state"]) == (26, 14, False, "held answers")
     assert held["ci"][0] < held["share"] < held["ci"][1]
     # the bound, not the point: 4 of 26 (15%) is under the limit, its upper bound is not
-    edge = F.negative_premise(["yes"] * 4 + ["no"] * 22)
+    edge = F.negative_premise([[2, 0]] * 4 + [[1, 0]] * 22)
     assert edge["share"] < F.PREMISE_LIMIT < edge["ci"][1] and not edge["holds"] and edge["state"] == "too few"
-    one = F.negative_premise(["no"])
-    assert one["state"] == "too few" and F.premise_failed(one).startswith("too few labelled answers")
+    assert F.premise_failed(edge).startswith("too few graded questions")
+    # a hole: 24 clean questions and one passage without a label is not shown to hold
+    hole = F.negative_premise([[0, 0]] * 24 + [[0, None]])
+    assert (hole["holes"], hole["holds"], hole["state"]) == (1, False, "holes")
+    assert "label export --what negative" in F.premise_failed(hole)
+    none = F.negative_premise([[None, None]] * 3)
+    assert none["state"] == "unlabelled" and not none["holds"]
+    # a passage graded 1 (on the topic, no answer) is not an answer, nor is a right answer by itself
+    assert F.negative_premise([[1, 1, 1]] * 30)["holds"]
     five = {"metric": "negative_rejection", "setting": "5_wrong_only", "mean": 3.1, "n": 26}
     five |= {"ci_low": 2.9, "ci_high": 3.3}
     assert F.negative_rejection_finding([five], None, fine)["verdict"] == F.HOLDS

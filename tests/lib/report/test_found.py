@@ -69,13 +69,14 @@ def test_table2_facts_render_each_once(tmp_path):
 
 def test_a_negative_setting_that_held_answers_is_said_once(tmp_path):
     run = _run(tmp_path)
-    held = {"n": 26, "right": 14, "share": 0.5385, "ci": [0.3546, 0.7124], "holds": False, "state": "held answers"}
+    held = {"n": 26, "answering": 14, "holes": 0, "share": 0.5385, "ci": [0.3546, 0.7124]}
+    held |= {"holds": False, "state": "held answers"}
     rows = [{"id": "negative_rejection_level", "verdict": "not tested", "premise": held}]
     (run / names.FINDINGS).write_text(json.dumps(rows))
     f = found(run, "r")
     assert f.negative_premise == held
     page = render("found.md", f)
-    assert page.count("14 of its 26 answers") == 1 and "54% [35%, 71%]" in page
+    assert page.count("14 of its 26 questions") == 1 and "54% [35%, 71%]" in page
     for state in ("holds", "too few"):  # said in the finding's reason, not among what the run found
         (run / names.FINDINGS).write_text(json.dumps([dict(rows[0], premise=dict(held, state=state))]))
         assert "14 of its 26" not in render("found.md", found(run, "r"))
