@@ -77,6 +77,10 @@ def test_a_negative_setting_that_held_answers_is_said_once(tmp_path):
     assert f.negative_premise == held
     page = render("found.md", f)
     assert page.count("14 of its 26 questions") == 1 and "54% [35%, 71%]" in page
-    for state in ("holds", "too few"):  # said in the finding's reason, not among what the run found
+    shown = dict(held, answering=0, share=0.0, ci=[0.0, 0.1287], holds=True, state="holds")
+    (run / names.FINDINGS).write_text(json.dumps([dict(rows[0], premise=shown)]))
+    page = render("found.md", found(run, "r"))
+    assert page.count("0 of its 26 questions had one") == 1 and "0% [0%, 13%]" in page
+    for state in ("holes", "too few"):  # said in the finding's reason, not among what the run found
         (run / names.FINDINGS).write_text(json.dumps([dict(rows[0], premise=dict(held, state=state))]))
         assert "14 of its 26" not in render("found.md", found(run, "r"))
