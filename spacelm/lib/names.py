@@ -123,6 +123,8 @@ JUDGE_VS_LABELS = "grading/labels/judge_vs_labels.json"
 # Table 2 through the assessor's rubric scores (answer.instrument labels or both)
 LABEL_TABLE2_TESTS = "answer_labels/table2_tests.csv"
 ANSWER_JUDGES_VS_LABELS = "answer_labels/judges_vs_labels.json"
+# the assessor's 0-3 grade of each passage the negative setting's answers read (its premise)
+NEGATIVE_PASSAGES = "answer_labels/negative_passages.json"
 
 # answer (Table 2, the pipelines, answerability, claims)
 ANSWERS = "answers.jsonl"

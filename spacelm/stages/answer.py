@@ -280,7 +280,7 @@ def write_tables(
     cl = clustering(questions, cfg.grading.cluster)
     by_unit = {q: cl.label(q) for q in cl.chunk_of}
     if cfg.answer.instrument != "judge":
-        from .labels import answer_label_items, judges_vs_labels
+        from .labels import answer_label_items, judges_vs_labels, negative_passages
 
         labelled = answer_label_items(cfg, every)
         shown = with_instrument(table2(labelled, setting_names, cfg.answer.n_bootstrap, cfg.seed), "labels")
@@ -288,6 +288,7 @@ def write_tables(
         ltests = table2_tests(labelled, setting_names, cfg.answer.n_bootstrap, cfg.seed, by_unit, cl.unit)
         write_dataframe(with_answer_holes(ltests, labelled), out(cfg.run_dir / names.LABEL_TABLE2_TESTS))
         write_json(out(cfg.run_dir / names.ANSWER_JUDGES_VS_LABELS), judges_vs_labels(every, labelled))
+        write_json(out(cfg.run_dir / names.NEGATIVE_PASSAGES), negative_passages(cfg, every))
     write_dataframe(long, out(files.table_csv))
     n = sample_size(questions)
     per_task = table2_per_task(items)

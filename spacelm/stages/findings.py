@@ -11,12 +11,16 @@ the notebooks, loads no model and takes a fraction of a second."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 from ..config import Config
 from ..lib import names
 from ..runner.base import Stage, execute
+
+# the grader of a finding read through labels, as the setup table names the judge beside the paper's
+ASSESSOR_AS_JUDGE = "an LLM assessor's labels"
 
 # the files it reads, relative to the run folder
 READS = (
@@ -28,6 +32,7 @@ READS = (
     names.TABLE2,
     names.TABLE2_TESTS,
     names.LABEL_TABLE2_TESTS,
+    names.NEGATIVE_PASSAGES,
     names.ANSWERS,
     names.JUDGE_RELEVANCE,
     names.JUDGE_CONTROLS,
@@ -128,9 +133,12 @@ def compute(cfg: Config) -> list[dict]:
     # what an absolute level needs to match (judge, chunk size) depends on the config alone
     from ..lib.report.plan import apply_plan
 
-    rows = paper_vs_run(
-        rows, judge_verdicts(rel, ctl), comparability(setup_rows(cfg.run_setup())), grader_evidence(cfg, rel)
-    )
+    setup = cfg.run_setup()
+    comparable = {
+        "judge": comparability(setup_rows(setup)),
+        "labels": comparability(setup_rows(dataclasses.replace(setup, judge_model=ASSESSOR_AS_JUDGE))),
+    }
+    rows = paper_vs_run(rows, judge_verdicts(rel, ctl), comparable, grader_evidence(cfg, rel))
     return with_cluster(apply_plan(rows, cfg.analysis_plan.entries()), cfg)
 
 
@@ -159,11 +167,20 @@ def table2_tests(cfg: Config) -> tuple:
 
 def negative_premise(cfg: Config) -> dict | None:
     """Whether the negative setting's passages held no answer, by the assessor's grade of each
-    passage its answers read (stages.labels.negative_passage_grades); None without that setting."""
+    passage its answers read (answer_labels/negative_passages.json, which the answer stage's tables
+    write); None without that setting. A run whose tables predate that file reads as unlabelled."""
     from ..lib.report.findings import negative_premise as premise
-    from .labels import negative_passage_grades
+    from .labels import negative_answers
 
-    return premise(negative_passage_grades(cfg))
+    p = cfg.run_dir / names.NEGATIVE_PASSAGES
+    if not p.is_file():
+        answers = negative_answers(cfg)
+        return premise([[None for _ in a.get("passage_ids") or [None]] for a in answers])
+    rec = json.loads(p.read_text(encoding="utf-8"))
+    got = premise(rec["grades"])
+    if got is not None and rec.get("missing"):
+        got.update(holds=False, state="no chunks", why=rec["missing"])
+    return got
 
 
 def assessor_gaps(cfg: Config) -> dict:

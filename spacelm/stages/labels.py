@@ -114,13 +114,15 @@ def table1_pairs(cfg: Config, chunks: dict) -> list[dict]:
     return out
 
 
-def negative_answers(cfg: Config) -> list[dict]:
-    """The answers of the run's negative setting: those scored on negative rejection, whose
-    passages were drawn to hold no answer."""
+def negative_answers(cfg: Config, items: list[dict] | None = None) -> list[dict]:
+    """The answers of the negative setting (of `items`, else of the run's answers.jsonl): those
+    scored on negative rejection, whose passages were drawn to hold no answer."""
     from ..lib.answer.answers import RUBRIC_NEGATIVE
 
     p = cfg.run_dir / names.ANSWERS
-    return [a for a in (read_jsonl(p) if p.is_file() else []) if RUBRIC_NEGATIVE in (a.get("rubrics") or [])]
+    if items is None:
+        items = read_jsonl(p) if p.is_file() else []
+    return [a for a in items if RUBRIC_NEGATIVE in (a.get("rubrics") or [])]
 
 
 def negative_pairs(cfg: Config, chunks: dict) -> list[dict]:
@@ -153,20 +155,28 @@ def negative_pairs(cfg: Config, chunks: dict) -> list[dict]:
     return out
 
 
-def negative_passage_grades(cfg: Config) -> list[list[int | None]]:
-    """Per answer of the negative setting, the assessor's grade of each passage it read (None: a
-    hole); [] when the run has no such answer."""
-    answers = negative_answers(cfg)
-    if not answers:
-        return []
-    chunks = _chunks(cfg)
+def negative_passages(cfg: Config, items: list[dict]) -> dict:
+    """{qids, grades, missing}: per answer of the negative setting among `items`, the assessor's
+    grade of each passage it read (None: a hole). A label is found by its passage's span, so the
+    run's chunks must be here; without them every grade is None and `missing` says so."""
+    answers = negative_answers(cfg, items)
     pairs = [(a["qid"], c) for a in answers for c in a.get("passage_ids") or []]
+    try:
+        chunks = _chunks(cfg) if pairs else {}
+    except InputError:
+        return {
+            "qids": [a["qid"] for a in answers],
+            "grades": [[None for _ in a.get("passage_ids") or []] for a in answers],
+            "missing": "the run's chunks were not on this machine when its tables were written; after `spacelm "
+            "chunk` rebuilds them, `spacelm report --recompute` finds the passages' labels",
+        }
     got = store(cfg).relevance_grades(
         pairs,
         {a["qid"]: a.get("question", "") for a in answers},
         {c: Span.of_chunk(chunks[c]) for _, c in pairs if c in chunks},
     )
-    return [[got[(a["qid"], c)] for c in a.get("passage_ids") or []] for a in answers]
+    grades = [[got[(a["qid"], c)] for c in a.get("passage_ids") or []] for a in answers]
+    return {"qids": [a["qid"] for a in answers], "grades": grades, "missing": None}
 
 
 def screening_items(cfg: Config, chunks: dict) -> list[dict]:

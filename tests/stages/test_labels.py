@@ -339,9 +339,11 @@ def test_the_negative_settings_passages_are_graded_as_pairs_and_read_as_its_prem
     like Table 1's pairs; the premise is read from those grades (a passage graded 2 or more holds
     the answer), never from whether the answer was right; a hole leaves it unshown."""
     from spacelm.lib import names
-    from spacelm.lib.io import write_jsonl
+    from spacelm.lib.io import write_json, write_jsonl
+    from spacelm.lib.report import findings as F
+    from spacelm.runner.data import chunks_path
     from spacelm.stages.findings import negative_premise
-    from spacelm.stages.labels import export, import_labels
+    from spacelm.stages.labels import export, import_labels, negative_passages
 
     assert negative_premise(run) is None  # no answers: no negative setting
     answers = []
@@ -354,8 +356,14 @@ def test_the_negative_settings_passages_are_graded_as_pairs_and_read_as_its_prem
                 {"qid": q, "question": f"question {q}?", "setting": setting, "rubrics": rubrics, "passage_ids": ids}
             )
     write_jsonl(run.run_dir / names.ANSWERS, answers)
-    got = negative_premise(run)
+    got = negative_premise(run)  # tables written before the premise had its file: unlabelled
     assert (got["n"], got["holes"], got["state"], got["holds"]) == (6, 6, "unlabelled", False)
+
+    def tables():  # what the answer stage's tables write (answer.write_tables), at each recompute
+        write_json(run.run_dir / names.NEGATIVE_PASSAGES, negative_passages(run, answers))
+
+    tables()
+    assert negative_premise(run)["state"] == "unlabelled"
     out = tmp_path / "negative"
     meta = export(run, "negative", 1, out)
     items = [r for r in read_jsonl(out / "key.jsonl") if r["role"] == "item"]
@@ -363,11 +371,18 @@ def test_the_negative_settings_passages_are_graded_as_pairs_and_read_as_its_prem
     assert all(r["question_set"] == "negative" for r in items)
     answer_all(out, truthful)  # q5's own chunk c5 is graded 3: that question's passages held its answer
     import_labels(run, out, "tester")
+    tables()
     got = negative_premise(run)
     assert (got["n"], got["answering"], got["holes"]) == (6, 1, 0)
     assert got["state"] == "too few" and got["ci"][0] < 1 / 6 < got["ci"][1]
     with pytest.raises(InputError, match="no unlabelled passages of the negative setting"):
         export(run, "negative", 1, tmp_path / "again")
+    # the run's chunks gone: the labels cannot be found by span, and the reason says so (no path)
+    chunks_path(run).unlink()
+    tables()
+    got = negative_premise(run)
+    assert got["state"] == "no chunks" and not got["holds"] and str(tmp_path) not in json.dumps(got)
+    assert "spacelm report --recompute" in F.premise_failed(got)
 
 
 def screen_questions(run, tmp_path, verdict: dict) -> dict:

@@ -925,6 +925,8 @@ def negative_premise(grades: Sequence[Sequence[int | None]]) -> dict | None:
 def premise_failed(premise: dict) -> str:
     """The reason a negative-rejection level is not read when its setting is not shown to hold no answer."""
     lo, hi = premise["ci"]
+    if premise["state"] == "no chunks":
+        return f"the negative setting's passages cannot be matched to their labels: {premise['why']}"
     if premise["state"] in ("unlabelled", "holes"):
         return (
             f"the negative setting's passages are not all graded ({premise['holes']} of its {premise['n']} questions "
@@ -1185,18 +1187,25 @@ BOUNDARIES_TEXT = {"ge1": "grade >= 1", "ge2": "grade >= 2", "eq3": "grade = 3"}
 
 
 def paper_vs_run(
-    rows: list[dict], verdicts: dict, comparable: str = "no: setup not stated", grader: dict | None = None
+    rows: list[dict], verdicts: dict, comparable: str | dict = "no: setup not stated", grader: dict | None = None
 ) -> list[dict]:
     """The finding rows with the verdict of the judge behind each (unchecked where none ran),
     the setup's comparability, and the printed verdict after :func:`gate`. Table 1's findings
     (judge "grader") pass :func:`grader_gate` first: one standard for every verdict, a judge
     not shown valid in domain at the finding's boundary, or not shown unbiased between the
     compared systems, gives *no evidence (the reason)*. Table 2's findings keep the reason their
-    rule gave (the instrument's resolution of a margin, a setting the run lacks) after the judge's."""
+    rule gave (the instrument's resolution of a margin, a setting the run lacks) after the judge's.
+    `comparable`: one text for every row, or {instrument: text} (a row read through labels is graded
+    by the assessor, not the run's judge)."""
     out = []
     for r in rows:
         jv = verdicts.get(r["judge"], "unchecked")
-        r = dict(r, judge_verdict=jv, comparable=comparable)
+        comp = (
+            comparable.get(r.get("instrument") or "judge", comparable["judge"])
+            if isinstance(comparable, dict)
+            else comparable
+        )
+        r = dict(r, judge_verdict=jv, comparable=comp)
         level = r.pop("level", False)
         compares, mde = r.pop("compares", None), r.pop("mde", None)
         if r["judge"] == "grader":
@@ -1208,7 +1217,7 @@ def paper_vs_run(
             if r["verdict"] != NOT_TESTED and why:
                 r["verdict"], r["verdict_reason"] = NO_EVIDENCE, why
             elif r["verdict"] != NOT_TESTED:
-                r["verdict"] = gate(r["verdict"], "valid", level, comparable)
+                r["verdict"] = gate(r["verdict"], "valid", level, comp)
         elif r.get("instrument") == "labels":  # Table 2 read through the assessor's rubric scores
             standing = (grader or {}).get("answer_labels")
             why, r["judge_verdict"], _ = labels_gate(r, standing)
@@ -1216,13 +1225,13 @@ def paper_vs_run(
             r.setdefault("judge_bias", "– (labels)")
             own = r.get("verdict_reason") or ""
             if r["verdict"] != NOT_TESTED:
-                r["verdict"] = NO_EVIDENCE if why else gate(r["verdict"], "valid", level, comparable)
+                r["verdict"] = NO_EVIDENCE if why else gate(r["verdict"], "valid", level, comp)
             r["verdict_reason"] = "; ".join(x for x in (why, own) if x)
         else:
             r.setdefault("boundary", "–")
             r.setdefault("judge_bias", "–")
             own = r.get("verdict_reason") or ""  # the rule's own reason (resolution, a missing setting)
-            r["verdict"] = gate(r["verdict"], jv, level, comparable)
+            r["verdict"] = gate(r["verdict"], jv, level, comp)
             unchecked = r["verdict"] == NO_EVIDENCE and judge_status(jv) != "checked"
             judge_why = f"the {r['judge']} judge's known-answer controls: {jv}" if unchecked else ""
             r["verdict_reason"] = "; ".join(x for x in (judge_why, own) if x)
