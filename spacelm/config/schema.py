@@ -823,6 +823,17 @@ class Config:
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def at_neutral_default(cfg: Any, dotted: str) -> bool:
+    """Whether the setting at `dotted` is a field marked `neutral_default` holding its default: it
+    then does what the code did before it existed, and is no input of any stage (`stage_inputs`)."""
+    head, _, name = dotted.rpartition(".")
+    parent = _dig(cfg, head) if head else cfg
+    if not (dataclasses.is_dataclass(parent) and not isinstance(parent, type)):
+        return False
+    f = next((f for f in dataclasses.fields(parent) if f.name == name), None)
+    return bool(f and f.metadata.get("neutral_default") and getattr(parent, name) == _default(f))
+
+
 def _dig(obj: Any, dotted: str) -> Any:
     """The value at a dotted key, through dataclass fields and dict keys."""
     for part in dotted.split("."):

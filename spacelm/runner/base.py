@@ -217,11 +217,13 @@ def code_inputs(modules: tuple[str, ...]) -> dict[str, str]:
 
 def stage_inputs(stage: Stage, cfg: Config) -> dict[str, str]:
     """Every declared input of `stage` under this config, as {name: short hash}."""
+    from ..config.schema import at_neutral_default
     from ..lib.llm.prompting import template_hash
 
     out: dict[str, str] = {}
     for s in stage.sections(cfg):
-        out[f"config:{s}"] = cfg.section_hash(s)
+        if not at_neutral_default(cfg, s):  # a setting added later, at the default that changes nothing
+            out[f"config:{s}"] = cfg.section_hash(s)
     for p in stage.reads(cfg):
         out[f"file:{display_path(cfg, Path(p))}"] = file_hash(Path(p))
     for t in stage.prompts(cfg):

@@ -641,8 +641,7 @@ STAGE = Stage(
         "answer.negative_n_wrong",
         "answer.wrong_sampling",
         "answer.citations",
-        # named only when set: a config at the default hashes as before the key existed
-        *(["answer.negative_sampling"] if cfg.answer.negative_sampling else []),
+        "answer.negative_sampling",
     ],
     reads=lambda cfg: [
         chunks_path(cfg),

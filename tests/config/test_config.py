@@ -122,6 +122,19 @@ def test_a_setting_added_at_its_neutral_default_leaves_the_hash_as_before_it():
     assert told.section_hash("answer") != digest
 
 
+def test_a_stage_naming_a_neutral_setting_at_its_default_has_the_inputs_it_had_before_it():
+    """runner.base.stage_inputs leaves out a `config:` key that is a neutral setting at its default
+    (the judge check names answer.negative_sampling): its inputs, and a committed run's freshness,
+    are as before the key existed; set, it is an input."""
+    from spacelm.runner.base import stage_inputs
+    from spacelm.stages.judge_check import STAGE
+
+    plain = stage_inputs(STAGE, from_dict({}))
+    assert "config:answer.negative_sampling" not in plain and "config:answer.wrong_sampling" in plain
+    told = stage_inputs(STAGE, from_dict({"answer": {"negative_sampling": "random"}}))
+    assert "config:answer.negative_sampling" in told
+
+
 @pytest.mark.parametrize(
     "override,key",
     [
