@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 STYLES = ("numbered", "ids")
 _LABEL = r"(?:passages?|sources?|docs?|documents?|context|ref)\s*"
@@ -34,6 +35,7 @@ def format_context(ids: Sequence[str], text_of: dict, style: str = "numbered") -
 _FAKE_MARKER = re.compile(r"^[ \t]*\[([A-Za-z0-9_.\-]+:\d+|\d+)\][ \t]*$", re.M)
 
 
+@lru_cache(maxsize=1 << 14)
 def _as_passage(text: str) -> str:
     """A passage as the context shows it: a line of its own that looks like a passage marker
     (``[2]`` or ``[doc:4]`` alone on a line) is shown in parentheses, so a passage cannot start a

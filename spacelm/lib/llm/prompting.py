@@ -126,11 +126,15 @@ def neutralise_addressed(text: str) -> str:
     return head + kept.strip() + tail
 
 
+@lru_cache(maxsize=1 << 16)
 def as_data(text: str) -> str:
     """`text` as it may sit inside a prompt's triple-quote block: every run of three or more double
     quotes becomes as many single quotes, and every sentence addressed to the grader is left out
-    (:func:`neutralise_addressed`). Text with neither, nearly all, is unchanged."""
-    return neutralise_addressed(_DELIMITER_RUN.sub(lambda m: "'" * len(m.group()), text))
+    (:func:`neutralise_addressed`). Text with neither, nearly all, is unchanged. Memoised: the same
+    passage fills many prompts."""
+    if '"""' in text:
+        text = _DELIMITER_RUN.sub(lambda m: "'" * len(m.group()), text)
+    return neutralise_addressed(text)
 
 
 def render(name: str, **fields) -> list[dict]:
