@@ -33,7 +33,6 @@ from ..lib.llm.models import TRAINED_META, TRAINED_WEIGHTS, is_trained, trained_
 from ..lib.retrieval.cross_encoder import (
     DevCorpus,
     HeldOut,
-    ShortDraw,
     TrainingPair,
     TrainResult,
     bm25_rankings,
@@ -186,14 +185,7 @@ def synthetic_set(cfg: Config, chunks: list, golden: list, held: HeldOut, turns:
     )
     round_trip_filter(records, rankings, t.filter_top_n)
     kept_rankings = [rk[: t.negative_depth + 1] for r, rk in zip(valid, rankings) if r["kept"]]
-    short = None
-    if t.short_negatives:
-        kept_q = [r["question"] for r in valid if r["kept"]]
-        deep = bm25_rankings(
-            cfg.retrieval.bm25, [c.chunk_id for c in pool], [c.text for c in pool], kept_q, t.short_depth
-        )
-        short = ShortDraw(t.short_negatives, t.short_depth, t.short_chars, deep)
-    pairs = synthetic_pairs(records, pool, kept_rankings, t.negatives, cfg.seed, short)
+    pairs = synthetic_pairs(records, pool, kept_rankings, t.negatives, cfg.seed)
     source = {
         "name": "synthetic",
         "corpus": display_path(cfg, chunks_path(cfg)),
@@ -207,8 +199,7 @@ def synthetic_set(cfg: Config, chunks: list, golden: list, held: HeldOut, turns:
         "questions_written": len(records),
         "questions_kept": sum(bool(r.get("kept")) for r in records),
         "filter": f"BM25 round trip, source chunk in top {t.filter_top_n}" if t.filter_top_n else "none",
-        "negatives": f"{t.negatives} of BM25 top {t.negative_depth}, none sharing the source span"
-        + (f"; {t.short_negatives} under {t.short_chars} characters of BM25 top {t.short_depth}" if short else ""),
+        "negatives": f"{t.negatives} of BM25 top {t.negative_depth}, none sharing the source span",
     }
     return records, pairs, source
 
@@ -267,10 +258,7 @@ def compute(cfg: Config, chunks: list, questions: list[dict], golden: list, turn
         corpora["synthetic"] = synthetic_corpus(chunks, held, records)
     if t.pseudo_queries:
         pool = training_pool(chunks, held)
-        short = ShortDraw(t.short_negatives, t.short_depth, t.short_chars) if t.short_negatives else None
-        more = pseudo_query_pairs(
-            pool, t.pseudo_queries, t.negatives, t.negative_depth, cfg.retrieval.bm25, cfg.seed, short
-        )
+        more = pseudo_query_pairs(pool, t.pseudo_queries, t.negatives, t.negative_depth, cfg.retrieval.bm25, cfg.seed)
         pairs += more
         sources.append(
             {
@@ -278,12 +266,7 @@ def compute(cfg: Config, chunks: list, questions: list[dict], golden: list, turn
                 "corpus": display_path(cfg, chunks_path(cfg)),
                 "training_chunks": len(pool),
                 "queries_from": "a sentence of 8-30 words cut from a training chunk (no model call)",
-                "negatives": f"{t.negatives} of BM25 top {t.negative_depth}, not the chunk or its neighbours"
-                + (
-                    f"; {t.short_negatives} under {t.short_chars} characters of BM25 top {t.short_depth}"
-                    if short
-                    else ""
-                ),
+                "negatives": f"{t.negatives} of BM25 top {t.negative_depth}, not the chunk or its neighbours",
             }
         )
     for spec in t.labelled:

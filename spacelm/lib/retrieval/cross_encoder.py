@@ -196,47 +196,27 @@ def pick_negatives(ranking: Sequence[str], exclude: set[str], n: int, seed_parts
     return [d for d in cands if d in picked]
 
 
-@dataclass(frozen=True)
-class ShortDraw:
-    """Hard short negatives: `n` per query from the chunks under `chars` characters in its BM25
-    top `depth` (`deep`: those rankings, aligned with the queries)."""
-
-    n: int
-    depth: int
-    chars: int
-    deep: Sequence[Sequence[str]] = ()
-
-    def pick(self, i: int, text_of: dict, exclude: set[str], seed_parts: tuple) -> list[str]:
-        short = [d for d in self.deep[i][: self.depth] if len(text_of[d]) < self.chars]
-        return pick_negatives(short, exclude, self.n, (*seed_parts, "short"))
-
-
 def synthetic_pairs(
     records: Sequence[dict],
     pool: Sequence,
     rankings: Sequence[Sequence[str]],
     negatives: int,
     seed: int,
-    short: ShortDraw | None = None,
 ) -> list[TrainingPair]:
     """Each kept question with its source chunk (1.0) and `negatives` of its BM25 neighbours (0.0)
     that share no character with its evidence span; `rankings` align with the kept records and
-    rank `pool` (the training chunks); `short`: hard short negatives besides (:class:`ShortDraw`,
-    its rankings aligned as `rankings`)."""
+    rank `pool` (the training chunks)."""
     text_of = {c.chunk_id: c.text for c in pool}
     by_doc = _by_doc(pool)
     kept = [r for r in records if r.get("kept")]
     if len(kept) != len(rankings):
         raise ValueError(f"{len(rankings)} rankings for {len(kept)} kept questions")
     pairs = []
-    for i, (r, ranking) in enumerate(zip(kept, rankings)):
+    for r, ranking in zip(kept, rankings):
         pos = r["source_chunk_id"]
         span = overlapping(by_doc.get(r["doc_id"], []), int(r["span_start"]), int(r["span_end"]))
         pairs.append(TrainingPair(r["qid"], r["question"], pos, text_of[pos], 1.0, "synthetic"))
-        negs = pick_negatives(ranking, {pos, *span}, negatives, (seed, "negatives", r["qid"]))
-        if short is not None:
-            negs += short.pick(i, text_of, {pos, *span, *negs}, (seed, "negatives", r["qid"]))
-        for d in negs:
+        for d in pick_negatives(ranking, {pos, *span}, negatives, (seed, "negatives", r["qid"])):
             pairs.append(TrainingPair(r["qid"], r["question"], d, text_of[d], 0.0, "synthetic"))
     return pairs
 
@@ -261,13 +241,12 @@ def cut_sentence(text: str, rng: random.Random) -> tuple[str, str] | None:
 
 
 def pseudo_query_pairs(
-    pool: Sequence, n: int, negatives: int, depth: int, bm25: BM25Config, seed: int, short: ShortDraw | None = None
+    pool: Sequence, n: int, negatives: int, depth: int, bm25: BM25Config, seed: int
 ) -> list[TrainingPair]:
     """Training pairs cut from the corpus with no model call (source "pseudo"): for `n` training
     chunks drawn at random, a sentence of the chunk is the query and the chunk without that sentence
     the positive; the negatives are `negatives` of the sentence's BM25 top `depth` over `pool`,
-    leaving out its chunk and the chunks either side (they may carry the same content); `short`
-    (:class:`ShortDraw`, its rankings left empty: drawn here) adds hard short negatives."""
+    leaving out its chunk and the chunks either side (they may carry the same content)."""
     rng = _rng(seed, "pseudo")
     order = sorted(pool, key=lambda c: c.chunk_id)
     rng.shuffle(order)
@@ -278,20 +257,15 @@ def pseudo_query_pairs(
             cut.append((c, *got))
         if len(cut) >= n:
             break
-    ids, texts, queries = [c.chunk_id for c in pool], [c.text for c in pool], [s for _, s, _ in cut]
-    rankings = bm25_rankings(bm25, ids, texts, queries, depth)
-    if short is not None:
-        short = ShortDraw(short.n, short.depth, short.chars, bm25_rankings(bm25, ids, texts, queries, short.depth))
+    rankings = bm25_rankings(bm25, [c.chunk_id for c in pool], [c.text for c in pool], [s for _, s, _ in cut], depth)
     text_of = {c.chunk_id: c.text for c in pool}
     by_doc = _by_doc(pool)
     pairs = []
-    for i, ((c, sentence, rest), ranking) in enumerate(zip(cut, rankings)):
+    for (c, sentence, rest), ranking in zip(cut, rankings):
         doc = by_doc[c.doc_id]
-        at = next(j for j, x in enumerate(doc) if x.chunk_id == c.chunk_id)
+        at = next(i for i, x in enumerate(doc) if x.chunk_id == c.chunk_id)
         near = {x.chunk_id for x in doc[max(0, at - 1) : at + 2]}
         negs = pick_negatives(ranking, near, negatives, (seed, "pseudo-negatives", c.chunk_id))
-        if short is not None and negs:
-            negs += short.pick(i, text_of, near | set(negs), (seed, "pseudo-negatives", c.chunk_id))
         if not negs:
             continue
         qid = f"pq-{c.chunk_id}"

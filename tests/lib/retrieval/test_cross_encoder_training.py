@@ -453,30 +453,6 @@ def test_a_dev_query_is_ranked_over_its_bm25_pool_in_its_own_corpus_less_what_sh
     assert cross[0] == float(len(texts[0])) and bm25[0] > bm25[1]
 
 
-def test_hard_short_negatives_come_from_the_querys_own_deep_ranking_and_never_from_its_span():
-    """retrieval.reranker.train.short_negatives: besides the usual negatives, chunks under
-    `short_chars` characters from the question's own BM25 top `short_depth` (where contents lines and
-    headings sit), never the source, a chunk sharing its span, or a negative already drawn."""
-    from spacelm.lib.retrieval.cross_encoder import ShortDraw
-
-    long = "a long passage " * 40
-    pool = [_chunk("C:0", "C", 0, 120, long), _chunk("C:1", "C", 100, 220, "short overlap")]
-    pool += [_chunk(f"D:{i}", "D", 100 * i, 100 * (i + 1), long if i < 3 else f"1.{i} Heading") for i in range(6)]
-    rec = {"qid": "ce-1", "question": "q?", "source_chunk_id": "C:0", "doc_id": "C", "span_start": 0, "span_end": 120}
-    rec["kept"] = True
-    shallow = ["C:0", "D:0", "D:1", "D:2"]
-    deep = [["C:1", "C:0", "D:0", "D:3", "D:1", "D:4", "D:2", "D:5"]]
-    plain = synthetic_pairs([rec], pool, [shallow], negatives=2, seed=13)
-    both = synthetic_pairs([rec], pool, [shallow], 2, 13, ShortDraw(2, 8, 50, deep))
-    negs = [p.passage_id for p in both if p.label == 0.0]
-    assert negs[:2] == [p.passage_id for p in plain if p.label == 0.0]  # the usual draw unchanged
-    assert len(negs) == 4 and set(negs[2:]) <= {"D:3", "D:4", "D:5"} and "C:1" not in negs  # C:1 shares the span
-    # only the top `depth` of the deep ranking: D:5 sits at rank 8
-    top6 = synthetic_pairs([rec], pool, [shallow], 2, 13, ShortDraw(5, 6, 50, deep))
-    assert {p.passage_id for p in top6 if p.label == 0.0} - set(negs[:2]) == {"D:3", "D:4"}
-    assert ("short_negatives", "must be >= 0, got -1") in RerankerTraining(short_negatives=-1).problems()
-
-
 def test_a_pseudo_query_is_a_sentence_of_its_chunk_whose_positive_lacks_it_and_whose_negatives_are_not_near():
     import random
 
@@ -512,14 +488,5 @@ def test_a_pseudo_query_is_a_sentence_of_its_chunk_whose_positive_lacks_it_and_w
         negs = [p.passage_id for p in ps if p.label == 0.0]
         assert negs and not near & set(negs)
     assert pairs == pseudo_query_pairs(pool, n=3, negatives=2, depth=8, bm25=BM25Config(), seed=5)
-    # every chunk here is short: a hard short negative more per query, still not near its chunk
-    from spacelm.lib.retrieval.cross_encoder import ShortDraw
-
-    more = pseudo_query_pairs(pool, 3, 2, 8, BM25Config(), 5, ShortDraw(1, 8, 400))
-    for q, ps in groups.items():
-        extra = [p for p in more if p.query_id == q and p.label == 0.0]
-        doc, _, i = ps[0].passage_id.rpartition(":")
-        assert len(extra) == len([p for p in ps if p.label == 0.0]) + 1
-        assert not {f"{doc}:{int(i) + k}" for k in (-1, 0, 1)} & {p.passage_id for p in extra}
     assert ("pseudo_queries", "must be >= 0, got -1") in RerankerTraining(pseudo_queries=-1).problems()
     assert not [k for k, _ in RerankerTraining(questions=0, pseudo_queries=10).problems() if k == "questions"]

@@ -53,12 +53,6 @@ class RerankerTraining:
     filter_top_n: int = 20
     negatives: int = 4
     negative_depth: int = 30
-    # hard short negatives: per synthetic question and pseudo-query, this many more negatives drawn
-    # from the chunks under `short_chars` characters in its own BM25 top `short_depth` (contents
-    # lines, headings, captions sit there; none sharing the source span or next to the chunk). 0: none
-    short_negatives: int = field(default=0, metadata={"neutral_default": True})
-    short_depth: int = field(default=100, metadata={"neutral_default": True})
-    short_chars: int = field(default=400, metadata={"neutral_default": True})
     labelled: list[LabelledSet] = field(default_factory=list)
     epochs: int = 1
     batch_size: int = 16  # pairs per step at least: whole query groups are added until it is reached
@@ -84,9 +78,6 @@ class RerankerTraining:
             ("epochs", self.epochs, 1),
             ("batch_size", self.batch_size, 1),
             ("max_length", self.max_length, 16),
-            ("short_negatives", self.short_negatives, 0),
-            ("short_depth", self.short_depth, 1),
-            ("short_chars", self.short_chars, 1),
         ):
             if value < low:
                 out.append((key, f"must be >= {low}, got {value!r}"))
