@@ -99,9 +99,12 @@ def rank_lists(first, reranker, qtexts, pool):
     }
 
 
-def measure(name, sets_row, lists, qids, qrels, texts, hit_grade, condensed, boiler, judged=None):
+def measure(name, sets_row, lists, qids, qrels, texts, hit_grade, condensed, boiler, judged=None, label_of=None):
     """Rows for one set and one first stage: before, after (as configured), the cross-encoder alone.
-    `judged` ({qid: ids with a label}): holes@10 counts the top-10 passages outside it (default: qrels)."""
+    `judged` ({qid: ids with a label}): holes@10 counts the top-10 passages outside it (default: qrels).
+    `label_of(qid, id)` (the run's label store: the assessor's 0-3 grade, or None): the top-3 short
+    passages are split into gold, answering (graded 2+), not answering and unlabelled, so that a short
+    passage that answers is told from a contents line."""
     import numpy as np
 
     counts_holes = condensed or judged is not None
@@ -119,6 +122,14 @@ def measure(name, sets_row, lists, qids, qrels, texts, hit_grade, condensed, boi
         }
         if boiler is not None:
             row["boilerplate_top3"] = round(float(np.mean([d in boiler for r in ranked for d in r[:3]])), 4)
+        if label_of is not None:
+            slots = [(q, d) for q, r in zip(qids, ranked) for d in r[:3]]
+            other = [(q, d) for q, d in slots if len(texts[d]) < SHORT and d not in qrels[q]]
+            grades = [label_of(q, d) for q, d in other]
+            row["short_not_gold_top3"] = round(len(other) / len(slots), 4)
+            # unlabelled counted with the passages that do not answer: the share's upper bound
+            row["short_not_answering_top3"] = round(sum(g is None or g < 2 for g in grades) / len(slots), 4)
+            row["short_unlabelled_top3"] = round(sum(g is None for g in grades) / len(slots), 4)
         if counts_holes:
             row["holes@10"] = round(
                 float(np.mean([sum(d not in judged[q] for d in r[:10]) for q, r in zip(qids, ranked)])), 2
@@ -311,6 +322,15 @@ def main(argv=None) -> int:
         boiler = {c.chunk_id for c in chunks if boilerplate_reason(c.text)}
         firsts, rr = stages(ids, texts, cache)
         record["weight"] = rr.bm25_weight
+        by_id = {c.chunk_id: c for c in chunks}
+
+        def labelled(questions: dict):
+            """The run's label store as `measure`'s label_of, for questions {qid: text}."""
+            from spacelm.lib.labels.store import RELEVANCE, LabelStore, Span, relevance_key
+
+            got = LabelStore(cfg.labels_dir).labels(RELEVANCE)
+            return lambda q, d: (got.get(relevance_key(questions[q], Span.of_chunk(by_id[d]))) or {}).get("grade")
+
         if "golden" in wanted:
             golden = [g for g in golden_questions(cfg, chunks) if g["answerable"]]
             qrels = {q: r for q, r in gold_qrels(golden, chunks).items()}
@@ -318,7 +338,7 @@ def main(argv=None) -> int:
             qids = sorted(qrels)
             for fs, first in firsts.items():
                 lists = rank_lists(first, rr, [queries[q] for q in qids], pool)
-                measure(f"golden/{fs}", sets, lists, qids, qrels, text_of, 1, False, boiler)
+                measure(f"golden/{fs}", sets, lists, qids, qrels, text_of, 1, False, boiler, None, labelled(queries))
         if "run" in wanted:  # the run's own questions, against the chunks holding each one's evidence span
             from spacelm.runner.data import load_questions
 
@@ -328,11 +348,10 @@ def main(argv=None) -> int:
             qids = sorted(q for q in qrels if q in queries)
             for fs, first in firsts.items():
                 lists = rank_lists(first, rr, [queries[q] for q in qids], pool)
-                measure(f"run/{fs}", sets, lists, qids, qrels, text_of, 1, False, boiler)
+                measure(f"run/{fs}", sets, lists, qids, qrels, text_of, 1, False, boiler, None, labelled(queries))
         if "labels" in wanted and args.labels:
             _, _, queries, qrels = beir_set(args.labels, min_grade=2)
             qids = sorted(qrels)
-            by_id = {c.chunk_id: c for c in chunks}
             cfg_holes = hole_config(args.config, args.holes_store)
             have = hole_grades(cfg_holes, qids, queries, by_id)
             all_lists = {}

@@ -34,3 +34,27 @@ def test_a_partial_rerun_replaces_its_sets_and_keeps_the_others(tmp_path):
         bench.updated(out, _record("def", {"labels/bm25": 0}, 1.0))
     with pytest.raises(SystemExit, match="does not exist"):
         bench.updated(tmp_path / "none.json", _record("abc", {}, 1.0))
+
+
+def test_short_passages_in_the_top_3_are_split_by_what_the_assessor_said_of_them():
+    """measure(label_of=...): a short passage that is gold, one the assessor graded 2+, one graded
+    lower and one with no label; the not-answering share counts the last two (its upper bound)."""
+    bench = _bench()
+    texts = {"gold": "g", "ans": "a", "toc": "1.2 Contents", "unk": "u", "long": "x" * 500}
+    qrels = {"q": {"gold": 1}}
+    grades = {"ans": 3, "toc": 0}
+    lists = {
+        k: [
+            ["gold", "ans", "toc"],
+        ]
+        for k in ("before",)
+    }
+    lists["after"] = [["toc", "unk", "long"]]
+    lists["cross-encoder alone"] = [["gold", "long", "ans"]]
+    rows = {}
+    bench.measure("run/bm25", rows, lists, ["q"], qrels, texts, 1, False, None, None, lambda q, d: grades.get(d))
+    before, after, alone = (rows["run/bm25"][k] for k in ("before", "after", "cross-encoder alone"))
+    assert before["short_top3"] == 1.0 and before["short_not_gold_top3"] == round(2 / 3, 4)
+    assert before["short_not_answering_top3"] == round(1 / 3, 4) and before["short_unlabelled_top3"] == 0.0
+    assert after["short_not_answering_top3"] == round(2 / 3, 4) and after["short_unlabelled_top3"] == round(1 / 3, 4)
+    assert alone["short_not_gold_top3"] == round(1 / 3, 4) and alone["short_not_answering_top3"] == 0.0
