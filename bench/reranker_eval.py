@@ -158,7 +158,7 @@ def hole_config(config, store):
 def hole_pairs(lists_by_stage, qids, queries, qrels, chunks, have):
     """The (question, passage) pairs in any list's top 10 that neither the set's labels nor the
     hole store (`have`: {(qid, chunk id): grade}) grade, as label-export rows."""
-    from spacelm.lib.labels.store import Span, text_sha
+    from spacelm.stages.labels import pair_row
 
     out, seen = [], set()
     for lists in lists_by_stage:
@@ -168,17 +168,7 @@ def hole_pairs(lists_by_stage, qids, queries, qrels, chunks, have):
                     if d in qrels[q] or (q, d) in have or (q, d) in seen:
                         continue
                     seen.add((q, d))
-                    out.append(
-                        {
-                            "qid": q,
-                            "chunk_id": d,
-                            "question_set": "reranker-holes",
-                            "question": queries[q],
-                            "passage": chunks[d].text,
-                            "question_sha": text_sha(queries[q]),
-                            **Span.of_chunk(chunks[d]).fields(),
-                        }
-                    )
+                    out.append(pair_row(q, chunks[d], "reranker-holes", queries[q]))
     return out
 
 

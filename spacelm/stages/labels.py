@@ -100,18 +100,21 @@ def table1_pairs(cfg: Config, chunks: dict) -> list[dict]:
             if (qid, cid) in seen or cid not in chunks or not qtext.get(qid):
                 continue
             seen.add((qid, cid))
-            out.append(
-                {
-                    "qid": qid,
-                    "chunk_id": cid,
-                    "question_set": set_name,
-                    "question": qtext[qid],
-                    "passage": chunks[cid].text,
-                    "question_sha": text_sha(qtext[qid]),
-                    **Span.of_chunk(chunks[cid]).fields(),
-                }
-            )
+            out.append(pair_row(qid, chunks[cid], set_name, qtext[qid]))
     return out
+
+
+def pair_row(qid: str, chunk, question_set: str, question: str) -> dict:
+    """A (question, passage) item for the relevance brief, with the passage's span as its key."""
+    return {
+        "qid": qid,
+        "chunk_id": chunk.chunk_id,
+        "question_set": question_set,
+        "question": question,
+        "passage": chunk.text,
+        "question_sha": text_sha(question),
+        **Span.of_chunk(chunk).fields(),
+    }
 
 
 def negative_answers(cfg: Config, items: list[dict] | None = None) -> list[dict]:
@@ -141,17 +144,7 @@ def negative_pairs(cfg: Config, chunks: dict) -> list[dict]:
             if (a["qid"], cid) in seen or cid not in chunks or not a.get("question"):
                 continue
             seen.add((a["qid"], cid))
-            out.append(
-                {
-                    "qid": a["qid"],
-                    "chunk_id": cid,
-                    "question_set": "negative",
-                    "question": a["question"],
-                    "passage": chunks[cid].text,
-                    "question_sha": text_sha(a["question"]),
-                    **Span.of_chunk(chunks[cid]).fields(),
-                }
-            )
+            out.append(pair_row(a["qid"], chunks[cid], "negative", a["question"]))
     return out
 
 
