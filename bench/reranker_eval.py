@@ -313,13 +313,15 @@ def main(argv=None) -> int:
         firsts, rr = stages(ids, texts, cache)
         record["weight"] = rr.bm25_weight
         by_id = {c.chunk_id: c for c in chunks}
+        from spacelm.lib.labels.store import RELEVANCE, LabelStore, Span, relevance_key
+
+        run_labels = LabelStore(cfg.labels_dir).labels(RELEVANCE)  # read once, for every set and first stage
 
         def labelled(questions: dict):
             """The run's label store as `measure`'s label_of, for questions {qid: text}."""
-            from spacelm.lib.labels.store import RELEVANCE, LabelStore, Span, relevance_key
-
-            got = LabelStore(cfg.labels_dir).labels(RELEVANCE)
-            return lambda q, d: (got.get(relevance_key(questions[q], Span.of_chunk(by_id[d]))) or {}).get("grade")
+            return lambda q, d: (run_labels.get(relevance_key(questions[q], Span.of_chunk(by_id[d]))) or {}).get(
+                "grade"
+            )
 
         if "golden" in wanted:
             golden = [g for g in golden_questions(cfg, chunks) if g["answerable"]]

@@ -831,7 +831,12 @@ def at_neutral_default(cfg: Any, dotted: str) -> bool:
     if not (dataclasses.is_dataclass(parent) and not isinstance(parent, type)):
         return False
     f = next((f for f in dataclasses.fields(parent) if f.name == name), None)
-    return bool(f and f.metadata.get("neutral_default") and getattr(parent, name) == _default(f))
+    return f is not None and _at_neutral(parent, f)
+
+
+def _at_neutral(obj: Any, f: dataclasses.Field) -> bool:
+    """Whether field `f` of `obj` is marked `neutral_default` and holds its default."""
+    return bool(f.metadata.get("neutral_default")) and getattr(obj, f.name) == _default(f)
 
 
 def _dig(obj: Any, dotted: str) -> Any:
@@ -852,11 +857,7 @@ def _plain(value: Any) -> Any:
     marked `metadata={"neutral_default": True}` that holds its default: a setting added later whose
     default does what the code did before it, so adding it leaves every committed run's hash as it was."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            f.name: _plain(getattr(value, f.name))
-            for f in dataclasses.fields(value)
-            if not (f.metadata.get("neutral_default") and getattr(value, f.name) == _default(f))
-        }
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value) if not _at_neutral(value, f)}
     if isinstance(value, (list, tuple)):
         return type(value)(_plain(v) for v in value)
     if isinstance(value, dict):

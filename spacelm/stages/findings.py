@@ -177,10 +177,7 @@ def negative_premise(cfg: Config) -> dict | None:
         answers = negative_answers(cfg)
         return premise([[None for _ in a.get("passage_ids") or [None]] for a in answers])
     rec = json.loads(p.read_text(encoding="utf-8"))
-    got = premise(rec["grades"])
-    if got is not None and rec.get("missing"):
-        got.update(holds=False, state="no chunks", why=rec["missing"])
-    return got
+    return premise(rec["grades"], rec.get("missing"))
 
 
 def assessor_gaps(cfg: Config) -> dict:

@@ -884,34 +884,34 @@ PREMISE_LIMIT = 0.2
 ANSWERING = 2
 
 
-def negative_premise(grades: Sequence[Sequence[int | None]]) -> dict | None:
+def negative_premise(grades: Sequence[Sequence[int | None]], missing: str | None = None) -> dict | None:
     """Whether the negative setting's passages held no answer, read from the assessor's 0-3 grade
     of each passage each of its questions read (`grades`: one list per answer, None for a pair
     without a label): {n, answering, holes, share, ci, holds, state}. `state`: "holds" (the upper
     bound at most the limit), "held answers" (the share itself above it), "too few" (neither
-    shown), "holes" (a passage without a label: the premise is not shown) or "unlabelled" (no
-    passage has a label). None when the run has no negative setting. An answer right from what
-    the writer already knew does not count against the setting: only its passages do."""
+    shown), "holes" (a passage without a label: the premise is not shown), "unlabelled" (no
+    passage has a label) or "no chunks" (`missing`: why the labels could not be matched, kept as
+    `why`). None when the run has no negative setting. An answer right from what the writer
+    already knew does not count against the setting: only its passages do."""
     from ..stats import wilson_ci
 
     if not grades:
         return None
+    n = len(grades)
     holes = sum(any(g is None for g in gs) for gs in grades)
     answering = sum(any(g is not None and g >= ANSWERING for g in gs) for gs in grades)
-    n = len(grades)
     low, high = wilson_ci(answering, n)
-    state = (
-        "unlabelled"
-        if holes == n and not answering
-        else "held answers"
-        if answering / n > PREMISE_LIMIT
-        else "holes"
-        if holes
-        else "holds"
-        if high <= PREMISE_LIMIT
-        else "too few"
-    )
-    return {
+    if missing:
+        state = "no chunks"
+    elif holes == n and not answering:
+        state = "unlabelled"
+    elif answering / n > PREMISE_LIMIT:
+        state = "held answers"
+    elif holes:
+        state = "holes"
+    else:
+        state = "holds" if high <= PREMISE_LIMIT else "too few"
+    out = {
         "n": n,
         "answering": answering,
         "holes": holes,
@@ -920,6 +920,7 @@ def negative_premise(grades: Sequence[Sequence[int | None]]) -> dict | None:
         "holds": state == "holds",
         "state": state,
     }
+    return out | ({"why": missing} if missing else {})
 
 
 def premise_failed(premise: dict) -> str:
