@@ -1123,6 +1123,79 @@ def c57_label_lock(p: Probe):
     return got, ok and not out.exists()
 
 
+def _named_run(name: str) -> tuple[str, bool]:
+    """tests/test_property_configs.py's named config `name`, run to its report and notebooks with the
+    suite's stand-in models (the probe has no model to answer a whole run)."""
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            f"tests/test_property_configs.py::test_issue_57_named_config_yields_a_report[{name}]",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    last = (r.stdout.strip().splitlines() or [""])[-1]
+    return f"exit {r.returncode}: {last}", r.returncode == 0
+
+
+@case(
+    "57 synth.tasks: [direct_qa], its only golden question unanswerable (stand-in models)",
+    "a report and executed notebooks, exit 0",
+)
+def c57_only_direct_qa(p: Probe):
+    return _named_run("only_direct_qa")
+
+
+@case("57 retrieval.k_values: [3, 5], no 10 (stand-in models)", "a report and executed notebooks, exit 0")
+def c57_k_without_10(p: Probe):
+    return _named_run("k_without_10")
+
+
+@case(
+    "57 a notebook re-executed after a change that makes it fail (library)",
+    "the executed copy kept, the failure written beside it with no machine path",
+)
+def c57_notebook_kept(p: Probe):
+    import nbformat
+
+    from spacelm.notebooks import NotebookFailed, execute_notebook
+
+    folder = p.tmp / "nb57"
+    folder.mkdir(exist_ok=True)
+    src, dest, cfg = folder / "01_x.ipynb", folder / "out" / "01_x.ipynb", folder / "c.yaml"
+    cfg.write_text("run_name: x\n")
+
+    def book(code: str) -> None:
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(code)]
+        nbformat.write(nb, src)
+
+    book("print('figures')")
+    execute_notebook(src, dest, cfg, cwd=folder)
+    good = dest.read_bytes()
+    book(f"raise RuntimeError('stale (code: {folder}/stamp.json)')")
+    try:
+        execute_notebook(src, dest, cfg, cwd=folder)
+        return "the failing notebook raised nothing", False
+    except NotebookFailed as e:
+        failed = e.path
+    text = failed.read_text() if failed else ""
+    kept = dest.read_bytes() == good
+    leak = str(folder) in text or str(p.tmp) in text
+    return f"executed copy {'kept' if kept else 'REPLACED'}; failure beside: {failed.name if failed else None}; " + (
+        "a machine path in it" if leak else "no machine path"
+    ), kept and bool(failed) and not leak
+
+
 # --------------------------------------------------------------------------- the table
 def markdown(results: list[Result], seconds: float, tmp: Path | None = None) -> str:
     def cell(s: str) -> str:
@@ -1141,7 +1214,8 @@ def markdown(results: list[Result], seconds: float, tmp: Path | None = None) -> 
             "",
             "Each row runs one case of issue 26 (numbered by its defect), of issue 43 (rows `43 …`) or of issue 57 "
             "(rows `57 …`: file names and encodings, alias bombs, machine paths in the run log, plan warnings, "
-            "labels beside a running stage, stage stamps) against a tiny "
+            "labels beside a running stage, stage stamps, the two configs that ended without a report (run on the "
+            "suite's stand-in models), a notebook failing on re-execution) against a tiny "
             "project built in a temporary folder (`spacelm` "
             "called as a subprocess, without `--debug`; every LLM is a server on a closed port, so nothing loads a "
             "language model except the damaged copy of the 0.5B GGUF that case 1 must refuse; the stand-in servers of "

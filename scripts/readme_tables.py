@@ -1,7 +1,7 @@
 """Fill the generated blocks of README.md and docs/*.md (`<!-- generated:NAME -->` ... `<!-- /generated -->`)
 from committed run files and bench outputs: each generator reads its facts, a macro of spacelm/templates/readme/
-words them. `--check` exits 1 when a block is out of date or names no generator, or a claim in prose is not
-checked against its run file (spacelm/templates/readme/claims.yaml)."""
+words them. `--check` exits 1 when a block is out of date or names no generator, or a claim in prose or a figure in
+a table is not checked against its run file (spacelm/templates/readme/claims.yaml)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import json
 import re
 import sys
 import textwrap
-from functools import lru_cache
+from functools import cache, lru_cache
+from itertools import zip_longest
 from pathlib import Path
 
 import yaml
@@ -20,6 +21,7 @@ from jinja2 import Undefined
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the checkout's spacelm, for the generators that compute with it
 from spacelm.lib import names  # noqa: E402  (every run-folder file name, defined once)
+from spacelm.lib.labels.store import LabelStore  # noqa: E402
 from spacelm.lib.report.render import MISSING, TEMPLATES, _missing, environment  # noqa: E402
 
 BLOCK = re.compile(r"(<!-- generated:([\w.-]+) -->\n)(.*?)(<!-- /generated -->)", re.S)
@@ -134,7 +136,8 @@ def run_summary(root: Path, run: str = "standard") -> str:
         "method": m["stages"].get("grade", {}).get("grading_method"),
         "instrument": instrument,
         "assessor": rel[-1]["assessor"] if rel else store.get("assessor"),
-        "store_sha256": str(store.get("store_sha256"))[:12],
+        # the store a label import left, else the one the run read (its files are the grade stage's inputs)
+        "store_sha256": str(store.get("store_sha256") or LabelStore(root / "results" / run / "labels").sha256())[:12],
     }
     screening = _json_or_empty(root, f"results/{run}/{names.QUESTION_SCREENING}")
     answer_labels = [a for a in standing.get("assessors", []) if a.get("kind") == "answers" and a.get("passes")]
@@ -702,6 +705,123 @@ def unchecked_claims(texts: dict[str, str]) -> list[str]:
     return bad
 
 
+# --------------------------------------------------------------------------- figures typed into tables
+# A decimal figure ("0.74", "+0.013", "−0.024", "12.5%"; not a version, 0.1.0, nor part of a name, 0.5B) in a
+# table row of README.md or docs/*.md, outside generated blocks, code fences and inline code, must fall under a
+# `tables` entry of claims.yaml. An entry names its file, its table (a phrase of the heading, the paragraph above
+# the table or its header row) and optionally its `rows` (phrases of a row) and `columns` (header cells); then
+# either `sources`, results files in which one record (a JSON object's own values, a line of any other file)
+# holds every figure the entry covers in a row, each at its shown precision (a percentage: or 100 times it), or
+# `why` the figures are no run figure. `--check` names the file, line and figure of any other.
+FIGURE = re.compile(r"(?<![\w.+\-−])(?:[+\-−](?=\d))?\d+\.\d+%?(?!\w|\.\d)")
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+TABLES = _CLAIMS["tables"]
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in row.strip().strip("|").split("|")]
+
+
+def table_rows(text: str):
+    """(line number, row, title, header cells) of each table row outside generated blocks and code fences;
+    the title: the heading above, the last paragraph above and the header row."""
+    gen = fence = gap = False
+    heading, above, header, title = "", [], None, ""
+    for i, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        gen = s.startswith("<!-- generated:") or (gen and not s.startswith("<!-- /generated"))
+        skip = gen or fence or s.startswith("```")
+        fence = fence != s.startswith("```")
+        if skip or not s.startswith("|"):
+            header = None
+            if s.startswith("#"):
+                heading, above = s, []
+            elif s and not skip:
+                above = [*([] if gap else above), s]
+            gap = gap if skip else not s
+            continue
+        if header is None:
+            header, title = _cells(s), " ".join([heading, *above, s])
+        if not set(s) <= set("|-: "):
+            yield i, s, title, header
+
+
+def _has_dict(v) -> bool:
+    return isinstance(v, list) and any(isinstance(i, dict) for i in v)
+
+
+@cache
+def records(root: Path, rel: str) -> tuple[tuple[float, ...], ...]:
+    """The numbers of a results file by record: each JSON object's own values, each line of another file."""
+    text, out = (root / rel).read_text(), []
+
+    def walk(x):
+        if isinstance(x, dict):
+            out.append([v for v in x.values() if not isinstance(v, dict) and not _has_dict(v)])
+        for v in x.values() if isinstance(x, dict) else x if isinstance(x, list) else []:
+            walk(v)
+
+    if rel.endswith(".json"):
+        walk(json.loads(text))
+    else:
+        out.extend(text.splitlines())
+    return tuple(tuple(float(n) for n in NUMBER.findall(json.dumps(r) if isinstance(r, list) else r)) for r in out)
+
+
+def shown(figure: str, values) -> bool:
+    """Whether `figure` is one of `values` at its shown decimals (a percentage: or 100 times one)."""
+    x, d = float(figure.rstrip("%").replace("−", "-")), len(figure.rstrip("%").partition(".")[2])
+    scales = (1, 100) if figure.endswith("%") else (1,)
+    return any(abs(v * k - x) <= 0.5 * 10**-d + 1e-9 for v in values for k in scales)
+
+
+def unheld(figures: list[str], record) -> list[str]:
+    """The figures `record` does not hold, each figure taking a value of its own."""
+    values, miss = list(record), []
+    for f in figures:
+        v = next((v for v in values if shown(f, [v])), None)
+        if v is None:
+            miss.append(f)
+        else:
+            values.remove(v)
+    return miss
+
+
+def _covers(e: dict, rel: str, row: str, title: str, column: str) -> bool:
+    return (
+        e["file"] == rel
+        and " ".join(e["table"].split()) in " ".join(title.split())
+        and any(r in row for r in e.get("rows", [""]))
+        and column in e.get("columns", [column])
+    )
+
+
+def table_figures(texts: dict[str, str], root: Path = ROOT, tables: list[dict] | None = None) -> list[str]:
+    """The figures in the tables of `texts` ({file: text}) no `tables` entry covers, or that differ from their
+    sources; and the entries that cover no figure."""
+    tables, say = TABLES if tables is None else tables, _CLAIMS["table_messages"]
+    bad, used = [], set()
+    for rel, text in texts.items():
+        for i, row, title, header in table_rows(text):
+            where = f"{rel}:{i}"
+            cells = zip_longest(_cells(row), header, fillvalue="")
+            figs = [(h, f) for c, h in cells for f in FIGURE.findall(re.sub(r"`[^`]*`", "", c))]
+            left = set(range(len(figs)))
+            for k, e in enumerate(tables):
+                mine = [n for n, (h, _) in enumerate(figs) if _covers(e, rel, row, title, h)]
+                if not mine:
+                    continue
+                used.add(k)
+                left -= set(mine)
+                if "sources" in e:  # the record of its sources that holds the most of the row's figures
+                    row_figs = [figs[n][1] for n in mine]
+                    holds = (unheld(row_figs, r) for s in e["sources"] for r in records(root, s))
+                    miss = min(holds, key=len, default=row_figs)
+                    bad += [say["differs"].format(where=where, figure=f, sources=", ".join(e["sources"])) for f in miss]
+            bad += [say["unchecked"].format(where=where, figure=figs[n][1]) for n in sorted(left)]
+    return bad + [say["gone"].format(**e) for k, e in enumerate(tables) if k not in used and e["file"] in texts]
+
+
 def files(root: Path) -> list[Path]:
     return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
 
@@ -736,7 +856,7 @@ def quoted_mismatches(texts: dict[str, str], root: Path = ROOT) -> list[str]:
 
 
 def check(root: Path = ROOT) -> list[str]:
-    """Every problem `--check` reports: stale blocks, unknown generators, quoted figures."""
+    """Every problem `--check` reports: stale blocks, unknown generators, quoted figures, table figures."""
     problems, texts = [], {}
     for path in files(root):
         rel = str(path.relative_to(root))
@@ -745,7 +865,7 @@ def check(root: Path = ROOT) -> list[str]:
         problems += [words("check.unknown", rel=rel, name=name) for name in unknown]
         if new != texts[rel]:
             problems.append(words("check.stale", rel=rel))
-    return problems + quoted_mismatches(texts, root) + unchecked_claims(texts)
+    return problems + quoted_mismatches(texts, root) + unchecked_claims(texts) + table_figures(texts, root)
 
 
 def main(argv=None) -> int:

@@ -554,10 +554,17 @@ def cmd_browse(args) -> int:
 
     cfg, folder = _run_folder_config(args.run)
     text = {"auto": None, "yes": True, "no": False}[args.text]
+    from .runner.provenance import git_tracked
+
     out = args.out or folder / ("browse.local.html" if text and cfg.corpus.file_list else names.BROWSE)
+    kept = None
+    if not args.out and git_tracked(cfg.root, [out]):  # a committed run's page is the run's: never rewritten
+        kept, out = out, folder / "browse.local.html"
     data = write_browse(cfg, out, run_dir=folder, k=args.k, text=text)
     shown = "included" if data["passages"] else "not included"
     print(f"wrote {out}: {len(data['questions'])} questions, passage text {shown}")
+    if kept is not None:
+        print(f"{kept} is committed with its run and left as it is; this page is this machine's copy (not committed)")
     if data["text_note"]:
         print(data["text_note"], file=sys.stderr)
     return 0

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .config import Config
 from .lib import names
+from .lib.machine_paths import no_machine_path
 
 log = logging.getLogger("spacelm")
 RESOLVED_NAME = "config.resolved.yaml"
@@ -117,13 +118,14 @@ def execute_notebook(
 
         if not isinstance(e, CellExecutionError):
             raise
-        failure = NotebookFailed(src.name, _cell_error(e))
+        failure = NotebookFailed(src.name, no_machine_path(_cell_error(e), cwd))
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+    _public_outputs(nb, cwd)
     if failure is not None:
         # an executed copy is replaced only by a successful execution: the failed one goes beside it
         failed_copy = failed_path(dest)
@@ -137,6 +139,30 @@ def execute_notebook(
     if stale.exists():  # an earlier failure this success supersedes
         stale.unlink()
     return dest
+
+
+def _public_outputs(nb, root: Path) -> None:
+    """Every cell output's text with this machine's folders written in their public form (a
+    traceback names the package's files and the interpreter's), in place."""
+    from .lib.machine_paths import scrubber
+
+    clean = scrubber(root)
+    colour = re.compile(r"\x1b\[[0-9;]*m")  # a traceback's colours hide where a path starts
+
+    def one(v):
+        return no_machine_path(clean(colour.sub("", v))) if isinstance(v, str) else v
+
+    def text(value):
+        return [one(v) for v in value] if isinstance(value, list) else one(value)
+
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            for key in ("text", "evalue", "traceback"):
+                if key in out:
+                    out[key] = text(out[key])
+            for mime, value in (out.get("data") or {}).items():
+                if mime.startswith("text/"):
+                    out["data"][mime] = text(value)
 
 
 def failed_path(dest: Path) -> Path:
@@ -461,6 +487,14 @@ def passage_shown(chunk, quotable: bool, limit: int | None = None) -> str:
 
 
 _IMAGE_LINK = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
+
+
+def show(cfg: Config, section: str, **options) -> None:
+    """Display one section of the run's report, worded as the report words it: `show(cfg,
+    "judge_checks")`, `show(cfg, "judge_banner", table="table2")` (`stages.report.SHOWN` lists them)."""
+    from .stages.report import section_text
+
+    show_markdown(cfg, section_text(cfg, section, **options))
 
 
 def show_markdown(cfg: Config, text: str) -> None:

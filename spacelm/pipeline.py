@@ -17,7 +17,7 @@ from .lib.records import StageSummary
 from .runner.base import execute, freshness, stage_inputs
 from .runner.lock import folder_locks
 from .runner.manifest import Manifest, output_hashes
-from .runner.provenance import git_tracked
+from .runner.provenance import git_tracked, public_path
 from .runner.runlog import run_log
 from .stages import BY_NAME, LAST, STAGES, stages_for
 
@@ -66,15 +66,19 @@ def _run_stages(cfg: Config, upto: str | None, force: bool, manifest: Manifest |
     # `spacelm run` starts the run's manifest; a one-stage command merges what it computes into it,
     # unless the manifest is committed: a one-stage command never rewrites a committed run
     manifest = manifest or Manifest(cfg, command=upto or "run")
-    sealed = upto is not None and bool(git_tracked(cfg.root, [manifest.path]))
+    committed = bool(git_tracked(cfg.root, [manifest.path]))
+    sealed = upto is not None and committed
+    # a full run whose own manifest is not committed (another run name or results folder) is guarded as
+    # a one-stage command is: it never rewrites the data a committed run read
+    guarded = upto is not None or not committed
     results = {}
     for stage in (s for s in stages_for(cfg) if s is not LAST):  # the report: run_all, `spacelm report`
         t0 = time.perf_counter()
         log.info("%s: %s", stage.name, stage.doc)
         forced = force and (upto is None or stage.name == upto)
         if forced or freshness(stage, cfg, stage_inputs(stage, cfg))[0] != "up to date":
-            if upto is not None:
-                refuse_rewriting_committed(cfg, stage, upto)
+            if guarded:
+                refuse_rewriting_committed(cfg, stage, upto or "run")
             announce(stage.name, cfg)
         summary = execute(stage, cfg, force=forced)
         summary["wall_seconds"] = round(time.perf_counter() - t0, 3)
@@ -109,11 +113,17 @@ def refuse_rewriting_committed(cfg: Config, stage, command: str) -> None:
     tracked = git_tracked(cfg.root, [str(p) for p in stage.outputs(cfg)])
     if tracked:
         shown = ", ".join(tracked[:3]) + (f" and {len(tracked) - 3} more" if len(tracked) > 3 else "")
+        who = (
+            f"a run into {public_path(cfg.run_dir, cfg)} (not the committed run's folder)"
+            if command == "run"
+            else "a one-stage command"
+        )
         raise CommittedRun(
             f"`spacelm {command}` would recompute stage '{stage.name}' and rewrite {len(tracked)} committed file(s) "
-            f"({shown}); a one-stage command never rewrites a committed run or the data it read. Remake the whole "
-            f"run with `spacelm run --config {cfg.source}`, or write beside it: --set run_name=NAME --set "
-            "paths.results_dir=DIR --set paths.synthetic_dir=DIR2 --set paths.processed_dir=DIR3"
+            f"({shown}); {who} never rewrites a committed run or the data it read. Remake the committed "
+            f"run with `spacelm run --config {cfg.source}` and its own run name and folders, or write beside it: "
+            "--set paths.synthetic_dir=DIR2 --set paths.processed_dir=DIR3 (with your own run_name and "
+            "paths.results_dir)"
         )
 
 

@@ -50,7 +50,10 @@ def test_the_one_stage_commands_a_user_reaches_for_leave_a_committed_run_as_comm
         ["train-reranker", *quick],
         ["judge-check", *quick, "--set", "run_name=hidden", "--set", f"paths.results_dir={tmp_path / 'scratch'}"],
         ["browse", "--run", "results/quick", "--out", str(tmp_path / "browse.html")],
+        ["browse", "--run", "results/quick"],  # the default page: the committed one is left as it is
         ["label", "export", *quick, "--out", str(tmp_path / "labels")],
+        # a whole run under another name: its upstream outputs are the committed run's, so it refuses
+        ["run", *quick, "--no-notebooks", "--set", "run_name=mine", "--set", f"paths.results_dir={tmp_path / 'mine'}"],
     ):
         done = subprocess.run(
             [sys.executable, "-c", "import sys; from spacelm.cli import main; sys.exit(main())", *cmd],
@@ -60,7 +63,7 @@ def test_the_one_stage_commands_a_user_reaches_for_leave_a_committed_run_as_comm
             text=True,
             timeout=900,
         )
-        said[cmd[0]] = (done.returncode, done.stdout[-1500:] + done.stderr[-1500:])
+        said[" ".join(cmd[:2])] = said[cmd[0]] = (done.returncode, done.stdout[-1500:] + done.stderr[-1500:])
         changed = subprocess.run(
             ["git", "status", "--porcelain", "results/", "data/"], cwd=clone, capture_output=True, text=True
         ).stdout
@@ -71,3 +74,28 @@ def test_the_one_stage_commands_a_user_reaches_for_leave_a_committed_run_as_comm
     assert said["chunk"][0] == 0  # rebuilding the chunk text (what browse's banner asks for) runs
     # train-reranker in a fresh clone would rewrite synth's committed questions: refused, saying why
     assert "a one-stage command never rewrites a committed run" in said["train-reranker"][1]
+    for name in ("judge-check", "label"):  # ran, or refused for the committed run's sake, not another reason
+        rc, text = said[name]
+        assert rc == 0 or "never rewrites a committed run" in text, (name, text)
+    assert said["run"][0] == 0 or "(not the committed run's folder) never rewrites" in said["run"][1], said["run"]
+    assert "left as it is" in said["browse --run"][1] and (clone / "results/quick/browse.local.html").is_file()
+    # `report` rewrites the run's report and records that it did, in the manifest's updates, nothing else
+    import json
+
+    before = json.loads((clone / "results/quick/manifest.json").read_text()).get("updates", [])
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from spacelm.cli import main; sys.exit(main())", "report", *quick],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-1500:]
+    changed = subprocess.run(
+        ["git", "status", "--porcelain", "results/", "data/"], cwd=clone, capture_output=True, text=True
+    ).stdout.split("\n")
+    allowed = {"results/quick/report.md", "results/quick/report_details.md", "results/quick/manifest.json"}
+    assert {line[3:] for line in changed if line} <= allowed, changed
+    after = json.loads((clone / "results/quick/manifest.json").read_text()).get("updates", [])
+    assert len(after) == len(before) + 1

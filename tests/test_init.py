@@ -27,6 +27,10 @@ def test_init_writes_a_config_of_the_teams_own_and_checks_it(tmp_path, capsys):
     assert cfg["paths"]["processed_dir"] == "data/processed/my-team"
     assert cfg["retrieval"]["reranker"]["model"] == "trained:ce-minilm-my-team"  # never the quick config's model
     assert "file_list" not in cfg["corpus"]
+    # the quick config's in-domain labels grade its own corpus, never the team's
+    names = [s["name"] for s in cfg["judge_check"]["sources"]]
+    assert "space-corpus" not in names and "scifact" in names
+    assert not any(s.get("in_domain") for s in cfg["judge_check"]["sources"])
     subjects = (out.parent / cfg["synth"]["unanswerable"]["subjects"]).resolve()
     assert subjects == tmp_path / "data" / "my-team" / "out_of_corpus_subjects.txt"  # the team's own copy
     assert subjects.is_file()

@@ -67,3 +67,13 @@ def test_dash_missing_keeps_numbers_and_render_writes_no_nan():
     assert list(out["flag"]) == [MISSING, MISSING] and list(out["n"]) == [3, MISSING]
     md = render(pd.DataFrame({"a": ["1.0", None], "b": [np.nan, "x"]}))
     assert MISSING in md and "nan" not in md and "None" not in md
+
+
+def test_a_notebook_asks_for_a_report_section_by_name_and_an_unknown_name_lists_them():
+    import pytest
+
+    from spacelm.stages.report import SHOWN, section_text
+
+    assert {"judge_checks", "judge_banner", "answerability", "table1", "table2"} <= set(SHOWN)
+    with pytest.raises(KeyError, match="judge_checks"):
+        section_text(None, "judge_check")  # a misspelt name: the error lists the sections

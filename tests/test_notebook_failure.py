@@ -41,3 +41,19 @@ def test_a_failed_execution_never_replaces_an_executed_copy_and_a_success_clears
     _notebook(src, ["print('again')"])
     execute_notebook(src, dest, cfg, cwd=tmp_path)
     assert "again" in dest.read_text() and not dest.with_name("01_x.failed.ipynb").exists()
+
+
+def test_a_failed_notebook_names_no_folder_of_this_machine(tmp_path):
+    src, dest, cfg = tmp_path / "02_x.ipynb", tmp_path / "out" / "02_x.ipynb", tmp_path / "c.yaml"
+    cfg.write_text("run_name: x\n")
+    # a traceback through a file of this project and a path no config names
+    (tmp_path / "helper.py").write_text("def boom():\n    raise KeyError('/srv/labels/batch-3/x.jsonl')\n")
+    _notebook(
+        src, ["import sys; sys.path.insert(0, '.'); print(__import__('os').getcwd())", "import helper; helper.boom()"]
+    )
+    with pytest.raises(NotebookFailed) as failed:
+        execute_notebook(src, dest, cfg, cwd=tmp_path)
+    text = json.dumps(json.loads(dest.with_name("02_x.failed.ipynb").read_text())["cells"])
+    assert str(tmp_path) not in text and "/srv/" not in text
+    assert "helper.py" in text and "<outside the project>/x.jsonl" in text
+    assert "/srv/" not in str(failed.value)

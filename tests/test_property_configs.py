@@ -340,9 +340,20 @@ def _named_case(**over) -> dict:
 
 
 # issue 57's two configs that ended without a report: a task whose only questions are golden
-# unanswerable ones; k values without 10
-@example(drawn=_named_case(synth={"tasks": ["direct_qa"], "n_fewshot": 0}))
-@example(drawn=_named_case(retrieval={"systems": ["bm25", "bm25+rerank"], "k_values": [3, 5], "pool": 10}))
+# unanswerable ones; k values without 10 (also run by name below, which bench/probe_inputs.py calls)
+NAMED = {
+    "only_direct_qa": _named_case(synth={"tasks": ["direct_qa"], "n_fewshot": 0}),
+    "k_without_10": _named_case(retrieval={"systems": ["bm25", "bm25+rerank"], "k_values": [3, 5], "pool": 10}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NAMED))
+def test_issue_57_named_config_yields_a_report(project, monkeypatch, name):
+    _check(project, monkeypatch, NAMED[name])
+
+
+@example(drawn=NAMED["only_direct_qa"])
+@example(drawn=NAMED["k_without_10"])
 @settings(max_examples=int(os.environ.get("DRAWS", 25)), **common)  # DRAWS=N: another count
 @given(drawn=configs())
 def test_every_valid_config_yields_a_report(project, monkeypatch, drawn):

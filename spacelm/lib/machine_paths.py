@@ -141,6 +141,22 @@ def public_text(text: str, root: Any = None, anchors: Iterable[Any] = (), named:
     return scrubber(root, anchors, named)(str(text))
 
 
+# an absolute path of two or more parts that no place above covers (a labelling folder, /usr/lib):
+# not inside a URL or a relative path, and not a ratio such as km/s (a slash after a word character)
+_ABSOLUTE = re.compile(r"(?<![\w.~:/<>-])/(?:[\w.@+%-]+/)+(?P<name>[\w.@+%-]*)")
+
+
+def no_machine_path(text: str, root: Any = None) -> str:
+    """`public_text`, then any absolute path still left written as `<outside the project>/<its last
+    part>`: for text whose paths no config names (a command line, a notebook's traceback)."""
+
+    def one(m: re.Match) -> str:
+        name = m.group("name") or m.group(0).rstrip("/").rsplit("/", 1)[-1]
+        return f"{OUTSIDE}/{name}"
+
+    return _ABSOLUTE.sub(one, public_text(text, root))
+
+
 class PublicFormatter(logging.Formatter):
     """A log file's formatter: each line as the base formatter writes it (the traceback included),
     then credentials hidden and machine paths made public. The record itself is left alone, so the

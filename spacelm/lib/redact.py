@@ -198,20 +198,3 @@ def portable_path(path: Any, roots: Iterable[tuple[str, Path]] = ()) -> str:
     if home not in ("", "/") and p.startswith(home.rstrip(os.sep) + os.sep):
         return "~/" + os.path.relpath(p, home)
     return str(path)
-
-
-def scrub(obj: Any, roots: Iterable[tuple[str, Path]] = ()) -> Any:
-    """A copy of a JSON-like object with URLs' credentials hidden and absolute paths made
-    portable (see `portable_path`); what the manifest writer applies before it saves."""
-    roots = list(roots)
-    if isinstance(obj, dict):
-        return {k: scrub(v, roots) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [scrub(v, roots) for v in obj]
-    if isinstance(obj, str):
-        if "://" in obj or "=" in obj:
-            obj = redact_text(obj)
-        if obj.startswith(("/", "~")) or re.match(r"^[A-Za-z]:\\", obj):
-            return portable_path(obj, roots)
-        return obj
-    return obj

@@ -62,6 +62,12 @@ def team_settings(base: dict, corpus: str, golden: str, name: str, subjects: str
         reranker["model"] = f"trained:ce-minilm-{name}"
         retrieval["reranker"] = reranker
         cfg["retrieval"] = retrieval
+    # labels marked in_domain grade the base config's corpus, not the team's: a team's run has none
+    # until it labels its own (docs/team-corpus.md), so the judge check reads only the general sets
+    check = dict(base.get("judge_check") or {})
+    if check.get("sources"):
+        check["sources"] = [s for s in check["sources"] if not (isinstance(s, dict) and s.get("in_domain"))]
+        cfg["judge_check"] = check
     synth = dict(base.get("synth") or {})
     synth["unanswerable"] = {**(synth.get("unanswerable") or {}), "subjects": subjects}
     cfg["synth"] = synth

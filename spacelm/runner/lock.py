@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from ..lib.machine_paths import public_text
+from ..lib.machine_paths import no_machine_path
 from ..lib.redact import redact_text
 
 LOCK_NAME = ".spacelm.lock"
@@ -56,7 +56,7 @@ def folder_lock(folder: Path, wait: bool = False, poll_s: float = 1.0) -> Iterat
             json.dumps(
                 {
                     "pid": os.getpid(),
-                    "command": public_text(redact_text(" ".join(["spacelm", *sys.argv[1:]])))[:200],
+                    "command": no_machine_path(redact_text(" ".join(["spacelm", *sys.argv[1:]])))[:200],
                     "started": time.strftime("%Y-%m-%d %H:%M:%S"),
                 }
             ).encode(),

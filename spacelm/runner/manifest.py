@@ -263,7 +263,14 @@ class Manifest:
         base = self.base or {}
         public = public_view(self.data, self.cfg)
         out = dict(base)
-        out["stages"] = {**base.get("stages", {}), **public["stages"]}
+        # a stage this command computed again keeps the full run's timing (the run's figures describe the
+        # run); the seconds this command took are its update's
+        timing = ("wall_seconds", "seconds")
+        took = {k: v.get("wall_seconds", v.get("seconds")) for k, v in public["stages"].items()}
+        out["stages"] = dict(base.get("stages", {}))
+        for name, record in public["stages"].items():
+            was = out["stages"].get(name) or {}
+            out["stages"][name] = {**record, **{k: was[k] for k in timing if k in was}}
         out["models"] = {**base.get("models", {}), **{k: public["models"][k] for k in public["models"]}}
         if "corpus_list" in public:
             out["corpus_list"] = public["corpus_list"]
@@ -276,6 +283,7 @@ class Manifest:
             "finished": public.get("finished") or now(),
             "git_commit": public["git_commit"],
             "config_changes": changes,
+            "seconds": {k: v for k, v in took.items() if v is not None},
         }
         labels = public["stages"].get("labels") or {}
         if labels.get("store_sha256"):  # a label import: the store it left and the standing it measured

@@ -677,6 +677,29 @@ def answerability_section(cfg) -> list[str]:
     return _lines(block("report/answerability.md", facts))
 
 
+# the sections a notebook shows by name (`spacelm.notebooks.show`), each as the report words it
+SHOWN = {
+    "found": found_section,
+    "labels": labels_section,
+    "table1": table1_section,
+    "table2": table2_section,
+    "retrieval": retrieval_section,
+    "judge_checks": lambda cfg: "\n".join(judge_check_section(cfg)),
+    "judge_banner": judge_banner,  # table="table1" | "table2", rubrics=[...]
+    "answerability": lambda cfg: "\n".join(answerability_section(cfg)),
+    "pipelines": pipelines_section,
+    "table1_details": table1_details,
+    "table2_details": table2_details,
+}
+
+
+def section_text(cfg, name: str, **options) -> str:
+    """The Markdown of one report section (`SHOWN`) for the run of `cfg`; KeyError naming the sections."""
+    if name not in SHOWN:
+        raise KeyError(f"no report section {name!r}; the sections are: {', '.join(SHOWN)}")
+    return SHOWN[name](cfg, **options)
+
+
 # ----------------------------------------------------------------------------- the two pages
 def _manifest(cfg) -> dict:
     """The run's manifest as the report reads it: where Table 1 reads the assessor's labels, its

@@ -230,3 +230,10 @@ def test_a_missing_golden_file_a_set_builds_names_the_command(tmp_path, monkeypa
         rep = CheckReport()
         assert _golden(from_dict({"corpus": {"golden_samples": str(golden)}}), rep) is None
         assert len(rep.errors) == 1 and says in rep.errors[0].text
+
+
+def test_the_hint_for_a_set_with_no_public_archive_asks_for_a_copy():
+    sets = dsets.registry()
+    trec, scifact = sets["trec-dl-2020"], sets["scifact"]
+    assert trec.kind == "mirror" and "--from DIR" in dsets.fetch_hint(dsets.default_dir(trec))
+    assert "--from" not in dsets.fetch_hint(dsets.default_dir(scifact))  # it has a public archive

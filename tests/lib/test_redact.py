@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from spacelm.lib.redact import portable_path, redact_text, redact_url, scrub, trim_body
+from spacelm.lib.redact import portable_path, redact_text, redact_url, trim_body
 
 
 @pytest.mark.parametrize(
@@ -48,19 +48,6 @@ def test_paths_are_said_relative_to_known_places(monkeypatch):
     assert portable_path("/home/ana/corpus/a.pdf", roots) == "~/corpus/a.pdf"
     assert portable_path("/srv/checkoutX/a", roots) == "/srv/checkoutX/a"  # a prefix is not a parent
     assert portable_path("data/raw", roots) == "data/raw"  # relative paths stay as written
-
-
-def test_scrub_walks_a_manifest():
-    data = {
-        "config": {"models": {"judge": {"base_url": "http://u:pw@h/v1", "max_tokens": 8}}},
-        "executed": ["/srv/checkout/results/r/nb.ipynb"],
-        "note": "plain",
-    }
-    assert scrub(data, [("", Path("/srv/checkout"))]) == {
-        "config": {"models": {"judge": {"base_url": "http://***@h/v1", "max_tokens": 8}}},
-        "executed": ["results/r/nb.ipynb"],
-        "note": "plain",
-    }
 
 
 def test_openai_errors_name_the_server_without_its_credentials():

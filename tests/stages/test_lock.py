@@ -48,6 +48,17 @@ def test_lock_of_a_killed_process_is_taken_over(tmp_path):
         pass
 
 
+def test_the_lock_file_names_no_folder_of_this_machine(tmp_path, monkeypatch):
+    import json
+
+    elsewhere = "/srv/labelling/batch-07"  # a folder no config names
+    monkeypatch.setattr(sys, "argv", ["spacelm", "label", "import", "--from", elsewhere, "--run", str(tmp_path)])
+    with folder_lock(tmp_path) as path:
+        command = json.loads(Path(path).read_text())["command"]
+    assert "/srv" not in command and str(tmp_path) not in command
+    assert "--from <outside the project>/batch-07" in command
+
+
 def test_wait_queues_behind_the_holder(tmp_path):
     p = _hold(tmp_path, 1.5)
     t0 = time.monotonic()

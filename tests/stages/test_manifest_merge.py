@@ -32,6 +32,9 @@ def test_a_one_stage_write_keeps_every_other_stage_record(tiny_config):
     for name in ("ingest", "chunk", "answer"):
         assert after["stages"][name] == before["stages"][name]
     assert after["stages"]["grade"]["questions"] == 4
+    # the run's own timing stays the run's; the seconds this command took are its update's
+    assert after["stages"]["grade"]["wall_seconds"] == 9.0 and after["stages"]["grade"]["seconds"] == 9.0
+    assert after["updates"][0]["seconds"] == {"grade": 2.0}
     for key in ("cold", "total_seconds", "started", "finished", "command", "model_time", "sizes", "start_state"):
         assert after[key] == before[key], key
     assert [u["command"] for u in after["updates"]] == ["grade"] and after["updates"][0]["stages"] == ["grade"]

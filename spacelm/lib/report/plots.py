@@ -172,14 +172,14 @@ def grade_distribution(table1_long, path: Path | None = None):
     """Table 1 as stacked shares on one 0-100% axis: per top-k, one bar per retriever before and
     after reranking holding the shares of grades 0-3 (fixed grade colours, bar outline in the
     system's colour, reranked bars hatched), each share with its 95% CI (table1_relevance.csv's
-    cluster-bootstrap interval) as a whisker at the top of its segment; n questions per bar."""
+    cluster-bootstrap interval) as a whisker at the top of its segment; each bar's own n under it."""
     from matplotlib.patches import Patch
 
     df = table1_long
     groups = list(dict.fromkeys(zip(df["retriever"], df["stage"])))
     ks = sorted(set(df["top_k"]))
     width = 0.8 / max(1, len(groups))
-    fig, ax = _figure(max(6.4, 1.1 * len(groups) * len(ks) + 2.5), 4.2)
+    fig, ax = _figure(max(6.4, 1.1 * len(groups) * len(ks) + 2.5), 4.6)
     ticks, labels = [], []
     for i, k in enumerate(ks):
         for j, (r, st) in enumerate(groups):
@@ -188,20 +188,19 @@ def grade_distribution(table1_long, path: Path | None = None):
             if st == "reranked":
                 ax.bar(x, 100, width * 0.9, fill=False, hatch="//", edgecolor=system_color(r), linewidth=0)
             ticks.append(x)
-            labels.append(f"{r}\n{'rer.' if st == 'reranked' else 'ret.'}")
-    ax.set_xticks(ticks, labels, fontsize=7)
+            labels.append(f"{r}\n{'rer.' if st == 'reranked' else 'ret.'}\n{_bar_n(df, r, st, k)}")
+    ax.set_xticks(ticks, labels, fontsize=8.5)
     for tick, (r, _) in zip(ax.get_xticklabels(), [g for _ in ks for g in groups]):
         tick.set_color(system_color(r))
     for i, k in enumerate(ks):
-        ax.text(i, -0.2, f"top-{k}", transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=9)
-    n = int(df["n_questions"].max()) if "n_questions" in df and len(df) else None
+        ax.text(i, -0.27, f"top-{k}", transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=10)
     ax.set_ylim(0, 100)
-    ax.set_ylabel("% of graded passages (95% CI)")
+    ax.set_ylabel("% of graded passages (95% CI)", fontsize=10)
     no_ci = df["ci_low"].isna().all() if "ci_low" in df else True
     ax.set_title(
-        f"relevance grades per system and top-k (n={n} questions per bar"
+        "relevance grades per system and top-k (n: questions under each bar"
         + ("; no CI: fewer than two source chunks)" if no_ci else ")"),
-        fontsize=9,
+        fontsize=10,
         pad=14,  # above grade 3's whiskers
     )
     handles = [Patch(color=GRADE_COLORS[g], label=f"grade {g}") for g in reversed(GRADES_SHOWN)]
@@ -210,6 +209,14 @@ def grade_distribution(table1_long, path: Path | None = None):
     fig.tight_layout()
     save(fig, path)
     return fig
+
+
+def _bar_n(df, retriever: str, stage: str, k) -> str:
+    """`n=…` for one bar: the questions graded at that top-k by that system (not the table's largest n)."""
+    if "n_questions" not in df:
+        return ""
+    sub = df[(df["retriever"] == retriever) & (df["stage"] == stage) & (df["top_k"] == k)]["n_questions"].dropna()
+    return f"n={int(sub.max())}" if len(sub) else "n=0"
 
 
 def score_distributions(table2_long, path: Path | None = None):

@@ -97,9 +97,10 @@ def read_golden(path: Path, min_per_task: int = 0, tasks: tuple = TASKS) -> tupl
             samples.append(sample)
     counts = Counter(s.task for s in samples if s.answerable)
     short = [f"{t} has {counts.get(t, 0)}" for t in tasks if counts.get(t, 0) < min_per_task]
-    if short and not problems:  # counted only on a file whose every line is valid
+    if short:  # counted over the valid lines, shown beside the line errors so that one check shows all
+        among = f" among its {len(samples)} valid lines" if problems else ""
         problems.append(
-            f"{path}: fewer golden samples than the few-shot count ({min_per_task}): {'; '.join(short)}. "
+            f"{path}: fewer golden samples than the few-shot count ({min_per_task}){among}: {'; '.join(short)}. "
             "Add samples for those tasks or lower synth.n_fewshot"
         )
     return samples, problems

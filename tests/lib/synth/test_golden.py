@@ -54,6 +54,16 @@ def test_fewer_samples_than_fewshot_count(tmp_path):
         load_golden(write(tmp_path, [GOOD, dict(GOOD, id="g2")]), min_per_task=2)
 
 
+def test_the_per_task_minimum_is_shown_beside_line_errors(tmp_path):
+    from spacelm.lib.synth.golden import read_golden
+
+    path = write(tmp_path, [GOOD, dict(GOOD, id="g2"), {"id": "g3"}])
+    samples, problems = read_golden(path, min_per_task=2, tasks=("direct_qa", "analysis"))
+    assert len(samples) == 2 and len(problems) == 2  # the bad line, and the count: one check shows both
+    assert "golden.jsonl:3" in problems[0]
+    assert "among its 2 valid lines" in problems[1] and "analysis has 0" in problems[1]
+
+
 def test_locate_chunk_by_word_overlap():
     from types import SimpleNamespace as C
 
