@@ -3,8 +3,9 @@ checked against the results file it comes from or listed with why it is none (`t
 spacelm/templates/readme/claims.yaml; scripts/readme_tables.py `table_figures`)."""
 
 import json
-import sys
 from pathlib import Path
+
+from tests.test_readme import _tables  # scripts/readme_tables.py, imported from its folder
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = """# Study
@@ -38,15 +39,6 @@ ENTRIES = [
     {"file": "docs/x.md", "table": "Measured on 30 queries", "sources": ["results/bench/study.json"]},
     {"file": "docs/x.md", "table": "Set by hand", "why": "a rule"},
 ]
-
-
-def _tables():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import readme_tables
-    finally:
-        sys.path.pop(0)
-    return readme_tables
 
 
 def _check(tmp_path, doc: str, entries=ENTRIES) -> list[str]:

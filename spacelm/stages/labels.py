@@ -241,10 +241,12 @@ def nist_pairs(cfg: Config, draw: int = 0) -> list[dict]:
     files = [folder / f for f in ("queries.jsonl", "corpus.jsonl", "qrels.tsv")]
     missing = [f.name for f in files if not f.is_file()]
     if missing:
+        from ..lib.datasets import fetch_hint
+
         raise InputError(
             f"labels.calibration_pairs: {folder} lacks {', '.join(missing)}; relevance batches mix in NIST-graded "
             "TREC DL pairs to measure the assessor: point the key at a folder in BEIR layout (TREC DL 2020: "
-            "queries.jsonl, corpus.jsonl, qrels.tsv)"
+            f"queries.jsonl, corpus.jsonl, qrels.tsv); {fetch_hint(folder)}"
         )
     queries = {str(r["_id"]): r["text"] for r in read_jsonl(files[0])}
     qrels = []
