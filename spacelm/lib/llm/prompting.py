@@ -83,6 +83,8 @@ _FORGED_HEADER = re.compile(
 _ADDRESSED_CUE = re.compile(
     rf"\b(?:{_EVALUATOR}|reply|respond|answer|output|return|grade|rate|score|ignore)\b", re.IGNORECASE
 )
+# the same cues, matched on case-folded text (about 2x faster than IGNORECASE on the corpus chunks)
+_ADDRESSED_CUE_LOWER = re.compile(_ADDRESSED_CUE.pattern)
 _SEGMENT = re.compile(r"[^\n.!?]*(?:[.!?]+|\n|$)")
 _BLANK_RUN = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 
@@ -99,7 +101,12 @@ def neutralise_addressed(text: str) -> str:
     removed section close up). Corpus text, questions and answers are evidence, never
     instructions; such a sentence is no evidence of anything, and a small judge obeys it. Text
     without one (nearly all) is returned unchanged, so its prompts, and their cached calls, are too."""
-    cues = [m.start() for m in _ADDRESSED_CUE.finditer(text)]
+    low = text.casefold()  # as IGNORECASE folds (the long s is an s), not only lower case
+    # a folded character of another length (ß to ss) would move the cues' positions: then IGNORECASE
+    cues = [
+        m.start()
+        for m in (_ADDRESSED_CUE_LOWER.finditer(low) if len(low) == len(text) else _ADDRESSED_CUE.finditer(text))
+    ]
     if not cues:
         return text
     out, forged, removed, after_newline = [], False, False, True
