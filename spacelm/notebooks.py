@@ -144,13 +144,13 @@ def execute_notebook(
 def _public_outputs(nb, root: Path) -> None:
     """Every cell output's text with this machine's folders written in their public form (a
     traceback names the package's files and the interpreter's), in place."""
-    from .lib.machine_paths import scrubber
+    from .lib.machine_paths import strict_scrubber
 
-    clean = scrubber(root)
+    clean = strict_scrubber(root)
     colour = re.compile(r"\x1b\[[0-9;]*m")  # a traceback's colours hide where a path starts
 
     def one(v):
-        return no_machine_path(clean(colour.sub("", v))) if isinstance(v, str) else v
+        return clean(colour.sub("", v)) if isinstance(v, str) else v
 
     def text(value):
         return [one(v) for v in value] if isinstance(value, list) else one(value)

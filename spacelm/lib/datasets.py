@@ -261,13 +261,14 @@ def fetch_hint(folder: Path) -> str:
     read about such sets when the folder is none of the registry's."""
     target = Path(folder).resolve()
     for ds in registry().values():
-        if default_dir(ds) == target and ds.kind == "mirror":  # no public archive in its layout
+        if default_dir(ds) != target:
+            continue
+        if ds.kind == "mirror":  # no public archive in its layout
             return (
                 f"`spacelm data fetch {ds.name} --from DIR` copies it from a copy you hold (where it comes from: "
                 "`spacelm data list`)"
             )
-        if default_dir(ds) == target:
-            return f"`spacelm data fetch {ds.name}` gets it (`spacelm data list` shows every set)"
+        return f"`spacelm data fetch {ds.name}` gets it (`spacelm data list` shows every set)"
     return "a BEIR-layout folder of your own (docs/team-corpus.md#judge-check-sources)"
 
 

@@ -146,15 +146,22 @@ def public_text(text: str, root: Any = None, anchors: Iterable[Any] = (), named:
 _ABSOLUTE = re.compile(r"(?<![\w.~:/<>-])/(?:[\w.@+%-]+/)+(?P<name>[\w.@+%-]*)")
 
 
-def no_machine_path(text: str, root: Any = None) -> str:
-    """`public_text`, then any absolute path still left written as `<outside the project>/<its last
-    part>`: for text whose paths no config names (a command line, a notebook's traceback)."""
+def strict_scrubber(root: Any = None) -> Callable[[str], str]:
+    """`scrubber(root)`, then any absolute path still left written as `<outside the project>/<its last
+    part>`: for text whose paths no config names (a command line, a notebook's traceback); the places
+    worked out once."""
+    clean = scrubber(root)
 
     def one(m: re.Match) -> str:
         name = m.group("name") or m.group(0).rstrip("/").rsplit("/", 1)[-1]
         return f"{OUTSIDE}/{name}"
 
-    return _ABSOLUTE.sub(one, public_text(text, root))
+    return lambda text: _ABSOLUTE.sub(one, clean(str(text)))
+
+
+def no_machine_path(text: str, root: Any = None) -> str:
+    """One text through :func:`strict_scrubber`."""
+    return strict_scrubber(root)(text)
 
 
 class PublicFormatter(logging.Formatter):

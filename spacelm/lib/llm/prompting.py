@@ -84,7 +84,7 @@ _ADDRESSED_CUE = re.compile(
     rf"\b(?:{_EVALUATOR}|reply|respond|answer|output|return|grade|rate|score|ignore)\b", re.IGNORECASE
 )
 # the same cues, matched on case-folded text (about 2x faster than IGNORECASE on the corpus chunks)
-_ADDRESSED_CUE_LOWER = re.compile(_ADDRESSED_CUE.pattern)
+_ADDRESSED_CUE_FOLDED = re.compile(_ADDRESSED_CUE.pattern)
 _SEGMENT = re.compile(r"[^\n.!?]*(?:[.!?]+|\n|$)")
 _BLANK_RUN = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 
@@ -105,7 +105,7 @@ def neutralise_addressed(text: str) -> str:
     # a folded character of another length (ß to ss) would move the cues' positions: then IGNORECASE
     cues = [
         m.start()
-        for m in (_ADDRESSED_CUE_LOWER.finditer(low) if len(low) == len(text) else _ADDRESSED_CUE.finditer(text))
+        for m in (_ADDRESSED_CUE_FOLDED.finditer(low) if len(low) == len(text) else _ADDRESSED_CUE.finditer(text))
     ]
     if not cues:
         return text
